@@ -1,0 +1,336 @@
+"""Readers for plain-text, word/TAG and CoNLL-U corpora.
+
+Every reader returns a `Corpus` whose token ids are one flat int32 array:
+the Python lists built while reading are converted once, at the end.
+"""
+
+from __future__ import annotations
+
+import bisect
+import io
+import os
+import re
+from collections.abc import Callable, Sequence
+
+import conllu
+import numpy as np
+
+from .corpus import Corpus
+from .errors import CorpusFormatError
+from .vocabulary import Vocabulary
+
+__all__ = ["read_conllu", "read_tagged", "read_text"]
+
+PathLike = str | os.PathLike[str]
+
+# CoNLL-U word ids: plain integers, multiword ranges ("1-2") and empty nodes ("1.1").
+_CONLLU_ID = re.compile(r"[1-9][0-9]*|[1-9][0-9]*-[1-9][0-9]*|[0-9]+\.[1-9][0-9]*")
+_CONLLU_COLUMNS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc")
+# conllu would parse these columns into Python objects (and reject some
+# values); they are not used here, so keep them as raw strings.
+_RAW_COLUMNS = {name: (lambda fields, i: fields[i]) for name in ("feats", "head", "deps", "misc")}
+
+
+def _read_lines(path: PathLike, encoding: str) -> list[str]:
+    """Decode a whole file and split it into lines, without line terminators."""
+    with open(path, "rb") as file:
+        data = file.read()
+    if not data:
+        raise CorpusFormatError("file is empty", path)
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as error:
+        # Everything before the first bad byte decodes, so its newlines
+        # give the line number.
+        line = data[: error.start].decode(encoding).count("\n") + 1
+        bad = data[error.start : error.end]
+        raise CorpusFormatError(f"invalid {encoding} bytes {bad!r}", path, line) from error
+    # Byte-order marks are common in files saved by Windows editors.
+    text = text.removeprefix("\ufeff")
+    # Not str.splitlines(): it also breaks at form feeds, U+2028 etc., which
+    # would shift the line numbers reported in errors.
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
+
+def _encode(
+    symbols: list[str],
+    vocabulary: Vocabulary,
+    kind: str,
+    line_of: Callable[[int], int],
+    path: PathLike,
+) -> np.ndarray:
+    """Encode symbols; report one that a closed vocabulary lacks by its line.
+
+    `line_of` maps a token's position in `symbols` to its line in the file.
+    """
+    try:
+        return vocabulary.encode(symbols)
+    except KeyError:
+        position = next(i for i, symbol in enumerate(symbols) if symbol not in vocabulary)
+        noun = "vocabulary" if kind == "word" else "tag set"
+        raise CorpusFormatError(
+            f"{kind} {symbols[position]!r} is not in the given {noun}", path, line_of(position)
+        ) from None
+
+
+def _build(
+    path: PathLike,
+    words: list[str],
+    offsets: list[int],
+    line_of: Callable[[int], int],
+    vocabulary: Vocabulary | None,
+    min_count: int,
+    tags: list[str] | None = None,
+    tagset: Vocabulary | None = None,
+) -> Corpus:
+    """Turn the lists gathered while reading into a `Corpus`."""
+    if not words:
+        raise CorpusFormatError("file contains no tokens", path)
+    if vocabulary is None:
+        vocabulary = Vocabulary.from_counts(words, min_count=min_count)
+    ids = _encode(words, vocabulary, "word", line_of, path)
+    gold = None
+    if tags is not None:
+        if tagset is None:
+            tagset = Vocabulary.from_counts(tags, unknown=False)
+        gold = _encode(tags, tagset, "tag", line_of, path)
+    return Corpus(
+        ids,
+        np.array(offsets, dtype=np.int64),
+        vocabulary=vocabulary,
+        gold=gold,
+        tagset=tagset,
+        source=os.fspath(path),
+    )
+
+
+def _line_per_sentence(offsets: list[int], line_numbers: list[int]) -> Callable[[int], int]:
+    """Locate tokens for formats with one sentence per line."""
+
+    def line_of(position: int) -> int:
+        return line_numbers[bisect.bisect_right(offsets, position) - 1]
+
+    return line_of
+
+
+def read_text(
+    path: PathLike,
+    *,
+    vocabulary: Vocabulary | None = None,
+    min_count: int = 1,
+    lowercase: bool = False,
+    encoding: str = "utf-8",
+) -> Corpus:
+    """Read one whitespace-tokenised sentence per line.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    vocabulary : Vocabulary, optional
+        Fixed vocabulary; words it lacks map to ``"<unk>"``. If None, one
+        is built from the file.
+    min_count : int, default 1
+        When building the vocabulary, rarer words map to ``"<unk>"``.
+    lowercase : bool, default False
+        Lowercase every word before lookup.
+    encoding : str, default "utf-8"
+
+    Returns
+    -------
+    Corpus
+        One sequence per non-blank line.
+
+    Raises
+    ------
+    CorpusFormatError
+        If the file is empty, has no tokens or is not valid in `encoding`.
+    FileNotFoundError
+        If `path` does not exist.
+    """
+    words: list[str] = []
+    offsets = [0]
+    line_numbers: list[int] = []
+    for number, line in enumerate(_read_lines(path, encoding), start=1):
+        if lowercase:
+            line = line.lower()
+        tokens = line.split()
+        if not tokens:
+            continue
+        words.extend(tokens)
+        offsets.append(len(words))
+        line_numbers.append(number)
+    line_of = _line_per_sentence(offsets, line_numbers)
+    return _build(path, words, offsets, line_of, vocabulary, min_count)
+
+
+def read_tagged(
+    path: PathLike,
+    sep: str = "/",
+    tagset: Vocabulary | None = None,
+    *,
+    vocabulary: Vocabulary | None = None,
+    min_count: int = 1,
+    lowercase: bool = False,
+    encoding: str = "utf-8",
+) -> Corpus:
+    """Read Brown/NLTK-style ``word/TAG`` tokens, one sentence per line.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    sep : str, default "/"
+        Separates word and tag. The tag follows the *last* `sep`, so words
+        may contain it (``"1/2/CD"`` is the word ``"1/2"`` tagged ``CD``).
+    tagset : Vocabulary, optional
+        Fixed tag set, normally built with ``unknown=False`` so that an
+        unexpected tag is an error. If None, one is built from the file.
+    vocabulary, min_count, lowercase, encoding
+        As in `read_text`; `lowercase` applies to words, not tags.
+
+    Returns
+    -------
+    Corpus
+        One sequence per non-blank line, with `gold` and `tagset` set.
+
+    Raises
+    ------
+    CorpusFormatError
+        As `read_text`, and for a token without `sep`, with an empty word or
+        an empty tag, or with a tag outside a fixed `tagset`.
+    """
+    if not sep:
+        raise ValueError("sep must be a non-empty string")
+    words: list[str] = []
+    tags: list[str] = []
+    offsets = [0]
+    line_numbers: list[int] = []
+    for number, line in enumerate(_read_lines(path, encoding), start=1):
+        tokens = line.split()
+        if not tokens:
+            continue
+        for token in tokens:
+            word, found, tag = token.rpartition(sep)
+            if not found:
+                raise CorpusFormatError(f"token {token!r} has no '{sep}TAG' part", path, number)
+            if not word:
+                raise CorpusFormatError(f"token {token!r} has an empty word", path, number)
+            if not tag:
+                raise CorpusFormatError(f"token {token!r} has an empty tag", path, number)
+            words.append(word.lower() if lowercase else word)
+            tags.append(tag)
+        offsets.append(len(words))
+        line_numbers.append(number)
+    line_of = _line_per_sentence(offsets, line_numbers)
+    return _build(path, words, offsets, line_of, vocabulary, min_count, tags, tagset)
+
+
+def _conllu_sentences(lines: Sequence[str], path: PathLike) -> list[list[int]]:
+    """Validate CoNLL-U token lines; return the line numbers of each sentence's tokens.
+
+    Sentences are split at blank lines exactly as `conllu.parse_incr` splits
+    them, so the result lines up with its output one to one.
+    """
+    sentences: list[list[int]] = []
+    current: list[int] | None = None
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if not stripped:
+            current = None
+            continue
+        if current is None:
+            current = []
+            sentences.append(current)
+        if stripped.startswith("#"):
+            continue
+        fields = stripped.split("\t")
+        if len(fields) != len(_CONLLU_COLUMNS):
+            raise CorpusFormatError(
+                f"expected {len(_CONLLU_COLUMNS)} tab-separated fields, found {len(fields)}",
+                path,
+                number,
+            )
+        word_id = fields[0]
+        first, dash, last = word_id.partition("-")
+        if not _CONLLU_ID.fullmatch(word_id) or (dash and int(last) < int(first)):
+            raise CorpusFormatError(f"invalid word id {word_id!r}", path, number)
+        if "  " in stripped:
+            # conllu also splits columns at runs of spaces, which would
+            # shift every later field.
+            raise CorpusFormatError("a field contains two consecutive spaces", path, number)
+        current.append(number)
+    return sentences
+
+
+def read_conllu(
+    path: PathLike,
+    tag: str | None = "upos",
+    tagset: Vocabulary | None = None,
+    *,
+    vocabulary: Vocabulary | None = None,
+    min_count: int = 1,
+    lowercase: bool = False,
+    encoding: str = "utf-8",
+) -> Corpus:
+    """Read a CoNLL-U treebank, one sequence per sentence.
+
+    Words are the FORM column. Multiword-token ranges (``1-2``) and empty
+    nodes (``1.1``) are skipped, so each sequence holds the syntactic words.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    tag : {"upos", "xpos"} or None, default "upos"
+        The column read into `gold`; None reads words only.
+    tagset : Vocabulary, optional
+        As in `read_tagged`.
+    vocabulary, min_count, lowercase, encoding
+        As in `read_text`; `lowercase` applies to words, not tags.
+
+    Returns
+    -------
+    Corpus
+
+    Raises
+    ------
+    CorpusFormatError
+        As `read_text`, and for a token line without exactly 10
+        tab-separated fields, an invalid word id, a missing (``_``) tag or a
+        tag outside a fixed `tagset`.
+    """
+    if tag not in ("upos", "xpos", None):
+        raise ValueError(f"tag must be 'upos', 'xpos' or None, got {tag!r}")
+    lines = _read_lines(path, encoding)
+    sentence_lines = _conllu_sentences(lines, path)
+    parsed = conllu.parse_incr(
+        io.StringIO("\n".join(lines)), fields=_CONLLU_COLUMNS, field_parsers=_RAW_COLUMNS
+    )
+    words: list[str] = []
+    tags: list[str] = []
+    offsets = [0]
+    token_lines: list[int] = []
+    for sentence, numbers in zip(parsed, sentence_lines, strict=True):
+        for token, number in zip(sentence, numbers, strict=True):
+            if not isinstance(token["id"], int):
+                continue
+            form = token["form"]
+            words.append(form.lower() if lowercase else form)
+            token_lines.append(number)
+            if tag is not None:
+                # conllu reads "_" as None in XPOS but keeps it in UPOS.
+                value = token[tag]
+                if value is None or value == "_":
+                    raise CorpusFormatError(f"word {form!r} has no {tag.upper()} tag", path, number)
+                tags.append(value)
+        # Comment-only blocks are not sentences.
+        if numbers:
+            offsets.append(len(words))
+    return _build(
+        path,
+        words,
+        offsets,
+        token_lines.__getitem__,
+        vocabulary,
+        min_count,
+        None if tag is None else tags,
+        tagset,
+    )

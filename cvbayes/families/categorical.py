@@ -1,0 +1,98 @@
+"""Categorical emissions with a symmetric Dirichlet(beta) prior (eq. 3.3-3.4)."""
+import numpy as np
+
+from ..inference import rules
+from .ops import CATEGORICAL
+
+
+class Categorical:
+    """Categorical-Dirichlet emission family.
+
+    Parameters
+    ----------
+    beta : float
+        Symmetric Dirichlet concentration on each state's emission row (eq. 3.3).
+    n_symbols : int, optional
+        Vocabulary size W; taken from the training data when None.
+    """
+
+    code = CATEGORICAL
+    discrete = True
+
+    def __init__(self, beta=0.1, n_symbols=None):
+        if not beta > 0:
+            raise ValueError(f"beta must be positive, got {beta}")
+        self.beta = float(beta)
+        self.n_symbols = n_symbols
+
+    # -- set-up -----------------------------------------------------------
+    def prepare(self, corpus, n_states):
+        """Fix W from the training corpus and check it."""
+        if not corpus.is_discrete:
+            raise ValueError("categorical emissions need integer token ids; "
+                             "use emission='gaussian' for real-valued features")
+        seen = int(corpus.observations.max()) + 1 if corpus.n_tokens else 1
+        if self.n_symbols is None:
+            vocab = corpus.vocabulary
+            self.n_symbols = max(len(vocab) if vocab is not None else 0, seen)
+        self.check(corpus)
+
+    def check(self, corpus):
+        if not corpus.is_discrete:
+            raise ValueError("this model has categorical emissions; the data are real-valued")
+        obs = corpus.observations
+        if obs.size and (obs.min() < 0 or obs.max() >= self.n_symbols):
+            bad = int(np.flatnonzero((obs < 0) | (obs >= self.n_symbols))[0])
+            raise ValueError(
+                f"token id {int(obs[bad])} at position {bad} is outside the vocabulary "
+                f"of {self.n_symbols} symbols; map unseen words to the vocabulary's "
+                "unknown id (Vocabulary.encode does this)")
+
+    def prior_array(self):
+        return np.array([[self.beta]])
+
+    def n_stats(self):
+        return self.n_symbols + 1
+
+    def index(self, corpus):
+        return corpus.observations
+
+    def features(self, corpus):
+        return np.empty((corpus.n_tokens, 0))
+
+    # -- parameter rules ----------------------------------------------------
+    def _counts(self, stats):
+        """(K, W) expected emission counts from the (W + 1, K) statistics table."""
+        return stats[:-1].T
+
+    def map_params(self, stats):
+        """EM's M-step for the emissions (eq. 3.19 with pseudo-counts)."""
+        return {"emissionprob": rules.dirichlet_mode(self._counts(stats), self.beta)}
+
+    def table_from_params(self, params, corpus):
+        """(W, K) emission table for the kernels, with zero log offsets."""
+        probs = np.asarray(params["emissionprob"], dtype=float)
+        if probs.ndim != 2 or probs.shape[1] != self.n_symbols:
+            raise ValueError(f"emissionprob must have shape (K, {self.n_symbols}); got {probs.shape}")
+        return np.ascontiguousarray(probs.T), np.zeros(self.n_symbols)
+
+    def table(self, stats, rule, corpus):
+        """Emission table under ``rule``: "vb" (exp E[log phi], eq. 3.22) or
+        "predictive" (the posterior mean, which is the posterior predictive,
+        eq. 3.50 and 3.109)."""
+        fn = {"vb": rules.dirichlet_geometric_mean, "predictive": rules.dirichlet_mean}[rule]
+        return self.table_from_params({"emissionprob": fn(self._counts(stats), self.beta)}, corpus)
+
+    def kl(self, stats):
+        return rules.dirichlet_kl(self._counts(stats), self.beta)
+
+    def log_prior(self, params):
+        return rules.dirichlet_log_prior_terms(params["emissionprob"], self.beta)
+
+    def fitted(self, stats, rule):
+        if rule == "map":
+            return {"emissionprob_": self.map_params(stats)["emissionprob"]}
+        return {"emissionprob_": rules.dirichlet_mean(self._counts(stats), self.beta)}
+
+    def to_json(self):
+        return {"name": "categorical", "beta": self.beta, "n_symbols": self.n_symbols}

@@ -1,0 +1,152 @@
+"""Diagonal Gaussian emissions with a Normal-Gamma prior per dimension (thesis §3.7).
+
+Prior on state k, dimension d:  tau ~ Gamma(shape a0, rate b0),
+mu | tau ~ Normal(mu0, 1 / (kappa0 tau)).  The posterior predictive that the
+collapsed algorithms plug in (eq. 3.96) is a Student-t with 2 a_n degrees of
+freedom, location mu_n and squared scale b_n (kappa_n + 1) / (a_n kappa_n).
+"""
+import numpy as np
+from scipy.special import digamma, gammaln
+
+from .ops import GAUSSIAN
+
+LOG_2PI = np.log(2.0 * np.pi)
+
+
+class Gaussian:
+    """Diagonal-covariance Gaussian family with a Normal-Gamma prior.
+
+    Parameters
+    ----------
+    mean : array-like of shape (D,), optional
+        Prior mean mu0; the training data's mean when None.
+    kappa : float
+        Prior pseudo-count on the mean (kappa0).
+    shape : float
+        Gamma shape a0 of the precision prior.
+    rate : array-like of shape (D,), optional
+        Gamma rate b0; ``shape * variance`` of the training data when None, so
+        the prior's expected precision is the data's inverse variance.
+    """
+
+    code = GAUSSIAN
+    discrete = False
+
+    def __init__(self, mean=None, kappa=0.01, shape=1.0, rate=None):
+        if not kappa > 0 or not shape > 0.5:
+            raise ValueError("the Normal-Gamma prior needs kappa > 0 and shape > 0.5")
+        self.mean = None if mean is None else np.atleast_1d(np.asarray(mean, dtype=float))
+        self.kappa = float(kappa)
+        self.shape = float(shape)
+        self.rate = None if rate is None else np.atleast_1d(np.asarray(rate, dtype=float))
+        self.n_dims = None
+
+    def prepare(self, corpus, n_states):
+        if corpus.is_discrete:
+            raise ValueError("gaussian emissions need real-valued features of shape (N, D)")
+        x = corpus.observations
+        self.n_dims = x.shape[1]
+        if not np.all(np.isfinite(x)):
+            bad = int(np.flatnonzero(~np.isfinite(x).all(axis=1))[0])
+            raise ValueError(f"feature row {bad} is not finite")
+        if self.mean is None:
+            self.mean = x.mean(axis=0) if len(x) else np.zeros(self.n_dims)
+        if self.rate is None:
+            var = x.var(axis=0) if len(x) > 1 else np.ones(self.n_dims)
+            self.rate = self.shape * np.where(var > 0, var, 1.0)
+        self.mean = np.broadcast_to(self.mean, (self.n_dims,)).astype(float)
+        self.rate = np.broadcast_to(self.rate, (self.n_dims,)).astype(float)
+
+    def check(self, corpus):
+        if corpus.is_discrete or corpus.observations.shape[1] != self.n_dims:
+            raise ValueError(f"this model expects real-valued features with {self.n_dims} dimensions")
+
+    def prior_array(self):
+        d = self.n_dims
+        return np.stack([self.mean, np.full(d, self.kappa), np.full(d, self.shape), self.rate])
+
+    def n_stats(self):
+        return 1 + 2 * self.n_dims
+
+    def index(self, corpus):
+        return np.arange(corpus.n_tokens, dtype=np.int32)
+
+    def features(self, corpus):
+        return np.ascontiguousarray(corpus.observations, dtype=float)
+
+    # -- posterior hyperparameters ------------------------------------------
+    def posterior(self, stats):
+        """(kappa_n, mu_n, a_n, b_n), each (K, D), from the (1 + 2D, K) statistics."""
+        d = self.n_dims
+        n = np.maximum(stats[0], 0.0)[:, None]
+        s1 = stats[1:1 + d].T
+        s2 = stats[1 + d:].T
+        kappa = self.kappa + n
+        mu = (self.kappa * self.mean + s1) / kappa
+        a = self.shape + 0.5 * n
+        b = self.rate + 0.5 * np.maximum(s2 + self.kappa * self.mean ** 2 - kappa * mu ** 2, 0.0)
+        return kappa, mu, a, b
+
+    def map_params(self, stats):
+        """EM's M-step: the joint mode of the Normal-Gamma posterior.
+
+        mu = mu_n and tau = (a_n - 1/2) / b_n maximise E[log p(x, z | mu, tau)]
+        + log p(mu, tau), so EM raises the MAP objective.
+        """
+        kappa, mu, a, b = self.posterior(stats)
+        return {"means": mu, "covars": b / (a - 0.5)}
+
+    def table_from_params(self, params, corpus):
+        """(N, K) per-token likelihood table with its per-token log offsets."""
+        mu = np.asarray(params["means"], dtype=float)
+        var = np.asarray(params["covars"], dtype=float)
+        if mu.shape != var.shape or mu.ndim != 2 or mu.shape[1] != self.n_dims:
+            raise ValueError(f"means and covars must both have shape (K, {self.n_dims})")
+        x = self.features(corpus)
+        log_table = -0.5 * (np.log(var)[None] + LOG_2PI + (x[:, None, :] - mu[None]) ** 2 / var[None]).sum(axis=2)
+        return self._as_table(log_table)
+
+    def table(self, stats, rule, corpus):
+        """Per-token table under ``rule``: "vb" (exp E[log N(x | mu, tau)]) or
+        "predictive" (the Student-t posterior predictive, eq. 3.96)."""
+        kappa, mu, a, b = self.posterior(stats)
+        diff2 = (self.features(corpus)[:, None, :] - mu[None]) ** 2
+        if rule == "vb":
+            log_table = (0.5 * (digamma(a) - np.log(b) - LOG_2PI) - 0.5 * (a / b) * diff2 - 0.5 / kappa)
+        else:
+            nu = 2.0 * a
+            scale2 = b * (kappa + 1.0) / (a * kappa)
+            log_table = (gammaln(0.5 * (nu + 1)) - gammaln(0.5 * nu) - 0.5 * np.log(nu * np.pi * scale2)
+                         - 0.5 * (nu + 1) * np.log1p(diff2 / (nu * scale2)))
+        return self._as_table(log_table.sum(axis=2))
+
+    def _as_table(self, log_table):
+        peak = log_table.max(axis=1)
+        return np.exp(log_table - peak[:, None]), peak
+
+    def kl(self, stats):
+        """Sum over states and dimensions of KL(NG posterior || NG prior)."""
+        kappa, mu, a, b = self.posterior(stats)
+        k0, m0, a0, b0 = self.kappa, self.mean, self.shape, self.rate
+        kl_gamma = ((a - a0) * digamma(a) - gammaln(a) + gammaln(a0)
+                    + a0 * (np.log(b) - np.log(b0)) + a * (b0 - b) / b)
+        kl_normal = 0.5 * (k0 / kappa - 1.0 + np.log(kappa / k0) + k0 * (a / b) * (mu - m0) ** 2)
+        return float((kl_gamma + kl_normal).sum())
+
+    def log_prior(self, params):
+        """log Normal-Gamma prior density of (mu, tau), up to a constant."""
+        tau = 1.0 / np.asarray(params["covars"])
+        mu = np.asarray(params["means"])
+        return float((0.5 * np.log(tau) - 0.5 * self.kappa * tau * (mu - self.mean) ** 2
+                      + (self.shape - 1.0) * np.log(tau) - self.rate * tau).sum())
+
+    def fitted(self, stats, rule):
+        if rule == "map":
+            params = self.map_params(stats)
+            return {"means_": params["means"], "covars_": params["covars"]}
+        kappa, mu, a, b = self.posterior(stats)
+        return {"means_": mu, "covars_": b / a}
+
+    def to_json(self):
+        return {"name": "gaussian", "mean": self.mean.tolist(), "kappa": self.kappa,
+                "shape": self.shape, "rate": self.rate.tolist()}

@@ -1,0 +1,612 @@
+"""Update schedules: one numba driver per way of refreshing the statistics.
+
+* ``batch_expectations``: the E-step of EM and VB; all sequences see the same
+  table, so it runs in parallel over chunks of sequences (eq. 3.13-3.17).
+* ``cvi2_sweep``: CVI algorithm 2; each sequence is updated against surrogate
+  parameters built from everyone else's expected counts (eq. 3.47-3.50).
+* ``cvi1_sweep``: CVI algorithm 1; token-level mean field (eq. 3.33-3.39).
+* ``cgs_sweep``: collapsed Gibbs sampling (eq. 3.25), optionally annealed.
+
+Statistics layout: ``start_counts`` (K,), ``trans_counts`` (K, K),
+``trans_rows`` (K,) = row sums of trans_counts (the C_{j,.} of eq. 3.8, which
+differ from the emission totals because a sequence's last state has no
+successor), and the family table ``stats`` (S, K) of families/ops.py.
+
+Local statistics of the collapsed algorithms are stored in float32 and the
+global tables always receive exactly the rounded values, so subtracting a
+sequence later removes what was added (no drift from rounding).
+"""
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from ..chains.forward_backward import (FAST, fill_rows_from_table, forward_backward,
+                                       forward_log_z, viterbi)
+from ..families.ops import add_token_stats, predictive_rows
+
+MPD = 0
+VITERBI = 1
+
+
+@njit(cache=True)
+def _max_length(offsets):
+    longest = 0
+    for i in range(offsets.shape[0] - 1):
+        longest = max(longest, offsets[i + 1] - offsets[i])
+    return max(longest, 1)
+
+
+@njit(parallel=True, cache=True)
+def batch_expectations(family, start, trans, table, table_log_offset, mask, index, features,
+                       offsets, chunk_bounds, n_stats):
+    """Expected counts of all sequences under one parameter table (E-step).
+
+    Returns (start_counts, trans_counts, stats, log_evidence, first_bad) where
+    log_evidence = sum_i log Z_i and first_bad is the index of the first
+    sequence with zero probability (-1 if none).
+    """
+    n_states = start.shape[0]
+    n_chunks = chunk_bounds.shape[0] - 1
+    longest = _max_length(offsets)
+    start_acc = np.zeros((n_chunks, n_states))
+    outer_acc = np.zeros((n_chunks, n_states, n_states))
+    stats_acc = np.zeros((n_chunks, n_stats, n_states))
+    log_z_acc = np.zeros(n_chunks)
+    bad_acc = np.full(n_chunks, -1, dtype=np.int64)
+    for c in prange(n_chunks):
+        lik = np.empty((longest, n_states))
+        fwd = np.empty((longest, n_states))
+        bwd = np.empty((longest, n_states))
+        gamma = np.empty((longest, n_states))
+        for i in range(chunk_bounds[c], chunk_bounds[c + 1]):
+            begin = offsets[i]
+            end = offsets[i + 1]
+            if end == begin:
+                continue
+            log_scale = fill_rows_from_table(table, table_log_offset, mask, index, begin, end, lik)
+            log_z = -np.inf
+            if log_scale > -np.inf:
+                log_z = forward_backward(start, trans, lik, end - begin, fwd, bwd, gamma, outer_acc[c])
+            if log_z == -np.inf:
+                if bad_acc[c] < 0:
+                    bad_acc[c] = i
+                continue
+            log_z_acc[c] += log_z + log_scale
+            for k in range(n_states):
+                start_acc[c, k] += gamma[0, k]
+            for t in range(end - begin):
+                add_token_stats(family, stats_acc[c], index, features, begin + t, gamma[t], 1.0)
+    first_bad = -1
+    for c in range(n_chunks):
+        if bad_acc[c] >= 0 and (first_bad < 0 or bad_acc[c] < first_bad):
+            first_bad = bad_acc[c]
+    pair = outer_acc.sum(axis=0) * trans
+    return start_acc.sum(axis=0), pair, stats_acc.sum(axis=0), log_z_acc.sum(), first_bad
+
+
+@njit(parallel=True, cache=True)
+def batch_log_evidence(start, trans, table, table_log_offset, mask, index, offsets, chunk_bounds):
+    """log Z_i of every sequence under one parameter table (eq. 3.108)."""
+    n_states = start.shape[0]
+    n_seq = offsets.shape[0] - 1
+    n_chunks = chunk_bounds.shape[0] - 1
+    longest = _max_length(offsets)
+    out = np.zeros(n_seq)
+    for c in prange(n_chunks):
+        lik = np.empty((longest, n_states))
+        fwd = np.empty((longest, n_states))
+        for i in range(chunk_bounds[c], chunk_bounds[c + 1]):
+            begin = offsets[i]
+            end = offsets[i + 1]
+            if end == begin:
+                continue
+            log_scale = fill_rows_from_table(table, table_log_offset, mask, index, begin, end, lik)
+            if log_scale == -np.inf:
+                out[i] = -np.inf
+            else:
+                out[i] = forward_log_z(start, trans, lik, end - begin, fwd) + log_scale
+    return out
+
+
+@njit(parallel=True, cache=True)
+def batch_decode(start, trans, table, table_log_offset, mask, index, offsets, chunk_bounds,
+                 method, out_states, out_posteriors):
+    """Max-posterior (eq. 3.16) or Viterbi states for every sequence.
+
+    ``out_posteriors`` (N, K) receives q(z_t) for MPD (pass a (0, K) array to
+    skip).  Returns the first sequence with zero probability, or -1.
+    """
+    n_states = start.shape[0]
+    n_chunks = chunk_bounds.shape[0] - 1
+    longest = _max_length(offsets)
+    keep = out_posteriors.shape[0] > 0
+    log_start = np.log(start)
+    log_trans = np.log(trans)
+    bad_acc = np.full(n_chunks, -1, dtype=np.int64)
+    for c in prange(n_chunks):
+        lik = np.empty((longest, n_states))
+        fwd = np.empty((longest, n_states))
+        bwd = np.empty((longest, n_states))
+        gamma = np.empty((longest, n_states))
+        outer = np.zeros((n_states, n_states))
+        path = np.empty(longest, dtype=np.int32)
+        for i in range(chunk_bounds[c], chunk_bounds[c + 1]):
+            begin = offsets[i]
+            end = offsets[i + 1]
+            if end == begin:
+                continue
+            ok = fill_rows_from_table(table, table_log_offset, mask, index, begin, end, lik) > -np.inf
+            if ok and method == VITERBI:
+                ok = viterbi(log_start, log_trans, lik, end - begin, path) > -np.inf
+                for t in range(end - begin):
+                    out_states[begin + t] = path[t]
+            elif ok:
+                ok = forward_backward(start, trans, lik, end - begin, fwd, bwd, gamma, outer) > -np.inf
+                for t in range(end - begin):
+                    best = 0
+                    for k in range(1, n_states):
+                        if gamma[t, k] > gamma[t, best]:
+                            best = k
+                    out_states[begin + t] = best
+                    if keep:
+                        for k in range(n_states):
+                            out_posteriors[begin + t, k] = gamma[t, k]
+            if not ok and bad_acc[c] < 0:
+                bad_acc[c] = i
+    first_bad = -1
+    for c in range(n_chunks):
+        if bad_acc[c] >= 0 and (first_bad < 0 or bad_acc[c] < first_bad):
+            first_bad = bad_acc[c]
+    return first_bad
+
+
+@njit(cache=True)
+def seed_numba(seed):
+    """Seed numba's own generator (separate from NumPy's) for the samplers."""
+    np.random.seed(seed)
+
+
+@njit(cache=True)
+def random_chain_posteriors(offsets, n_states, mask, index, marginals, local_pairs):
+    """Random local posteriors q(z_t | z_{t-1}) ∝ U[0, 1] (thesis footnote 5).
+
+    Each sequence gets a heterogeneous Markov chain with uniform random rows
+    (restricted to the tag dictionary when one is given).  Writes the chain's
+    marginals to ``marginals`` (N, K) float32 and, when ``local_pairs`` has
+    one slot per sequence, its expected transition counts to
+    ``local_pairs[i]``.  Returns the global (start_counts, trans_counts) in
+    float64 computed from the rounded values that were stored.
+    """
+    n_seq = offsets.shape[0] - 1
+    keep_pairs = local_pairs.shape[0] == n_seq
+    use_mask = mask.shape[0] > 0
+    start_counts = np.zeros(n_states)
+    trans_counts = np.zeros((n_states, n_states))
+    prev = np.empty(n_states)
+    cur = np.empty(n_states)
+    cond = np.empty((n_states, n_states))
+    pair = np.empty((n_states, n_states))
+    for i in range(n_seq):
+        begin = offsets[i]
+        end = offsets[i + 1]
+        for t in range(begin, end):
+            allowed = np.ones(n_states)
+            if use_mask:
+                for k in range(n_states):
+                    allowed[k] = mask[index[t], k]
+            if t == begin:
+                total = 0.0
+                for k in range(n_states):
+                    cur[k] = np.random.random() * allowed[k]
+                    total += cur[k]
+                for k in range(n_states):
+                    cur[k] = np.float32(cur[k] / total)
+                    start_counts[k] += cur[k]
+            else:
+                for j in range(n_states):
+                    total = 0.0
+                    for k in range(n_states):
+                        cond[j, k] = np.random.random() * allowed[k]
+                        total += cond[j, k]
+                    for k in range(n_states):
+                        cond[j, k] /= total
+                for k in range(n_states):
+                    cur[k] = 0.0
+                for j in range(n_states):
+                    for k in range(n_states):
+                        pair[j, k] = prev[j] * cond[j, k]
+                        cur[k] += pair[j, k]
+                for k in range(n_states):
+                    cur[k] = np.float32(cur[k])
+                for j in range(n_states):
+                    for k in range(n_states):
+                        v = np.float64(np.float32(pair[j, k]))
+                        trans_counts[j, k] += v
+                        if keep_pairs:
+                            local_pairs[i, j, k] += v
+            for k in range(n_states):
+                marginals[t, k] = cur[k]
+                prev[k] = cur[k]
+    return start_counts, trans_counts
+
+
+@njit(cache=True)
+def token_stats(family, index, features, marginals, n_stats):
+    """Family statistics sum_t q(z_t) s(x_t) from stored marginals."""
+    n_states = marginals.shape[1]
+    stats = np.zeros((n_stats, n_states))
+    for t in range(marginals.shape[0]):
+        add_token_stats(family, stats, index, features, t, marginals[t], 1.0)
+    return stats
+
+
+@njit(cache=True)
+def factorised_transitions(offsets, marginals):
+    """Start and transition counts under a factorised q(z) = prod_t q(z_t) (CVI-1)."""
+    n_states = marginals.shape[1]
+    start_counts = np.zeros(n_states)
+    trans_counts = np.zeros((n_states, n_states))
+    for i in range(offsets.shape[0] - 1):
+        begin = offsets[i]
+        end = offsets[i + 1]
+        if end == begin:
+            continue
+        for k in range(n_states):
+            start_counts[k] += marginals[begin, k]
+        for t in range(begin + 1, end):
+            for j in range(n_states):
+                a = np.float64(marginals[t - 1, j])
+                for k in range(n_states):
+                    trans_counts[j, k] += a * np.float64(marginals[t, k])
+    return start_counts, trans_counts
+
+
+@njit(cache=True, fastmath=FAST)
+def _surrogate_rows(counts, prior, out):
+    """out = (max(C, 0) + a) / (C. + K a), row by row (eq. 3.49)."""
+    n_rows, width = counts.shape
+    for j in range(n_rows):
+        total = 0.0
+        for k in range(width):
+            v = max(counts[j, k], 0.0) + prior
+            out[j, k] = v
+            total += v
+        inv = 1.0 / total
+        for k in range(width):
+            out[j, k] *= inv
+
+
+@njit(cache=True, fastmath=FAST)
+def cvi2_sweep(family, prior, alpha, mask, index, features, offsets, order,
+               start_counts, trans_counts, stats, marginals, local_pairs):
+    """One pass of CVI algorithm 2 over the sequences in ``order`` (eq. 3.47-3.50).
+
+    For each sequence i: subtract its stored expected counts from the global
+    ones, form the surrogate parameters theta_bar, phi_bar from everyone else's
+    counts, run forward-backward on them (eq. 3.48), and add the new expected
+    counts back.  Per-sequence cost is O(T K^2 + K^2); the emission part only
+    touches the rows of the sequence's own tokens, never all W.
+
+    Returns (objective, first_bad): objective is sum_i log Z_i under the
+    surrogate parameters, i.e. the leave-one-sequence-out predictive
+    log-likelihood of eq. 3.47; first_bad is the first sequence that no
+    state path can explain (-1 if none).
+    """
+    n_states = start_counts.shape[0]
+    longest = _max_length(offsets)
+    lik = np.empty((longest, n_states))
+    fwd = np.empty((longest, n_states))
+    bwd = np.empty((longest, n_states))
+    gamma = np.empty((longest, n_states))
+    outer = np.empty((n_states, n_states))
+    start_bar = np.empty((1, n_states))
+    trans_bar = np.empty((n_states, n_states))
+    objective = 0.0
+    for i in order:
+        begin = offsets[i]
+        end = offsets[i + 1]
+        n_steps = end - begin
+        if n_steps == 0:
+            continue
+        for k in range(n_states):
+            start_counts[k] -= marginals[begin, k]
+        for t in range(begin, end):
+            add_token_stats(family, stats, index, features, t, marginals[t], -1.0)
+        for j in range(n_states):
+            for k in range(n_states):
+                trans_counts[j, k] -= local_pairs[i, j, k]
+        _surrogate_rows(start_counts.reshape((1, n_states)), alpha, start_bar)
+        _surrogate_rows(trans_counts, alpha, trans_bar)
+        log_scale = predictive_rows(family, stats, prior, index, features, begin, end, mask, lik)
+        log_z = -np.inf
+        if log_scale > -np.inf:
+            outer[:, :] = 0.0
+            log_z = forward_backward(start_bar[0], trans_bar, lik, n_steps, fwd, bwd, gamma, outer)
+        if log_z == -np.inf:
+            return objective, i
+        objective += log_z + log_scale
+        for t in range(n_steps):
+            for k in range(n_states):
+                marginals[begin + t, k] = gamma[t, k]
+            add_token_stats(family, stats, index, features, begin + t, marginals[begin + t], 1.0)
+        for k in range(n_states):
+            start_counts[k] += marginals[begin, k]
+        for j in range(n_states):
+            for k in range(n_states):
+                local_pairs[i, j, k] = outer[j, k] * trans_bar[j, k]
+                trans_counts[j, k] += local_pairs[i, j, k]
+    return objective, -1
+
+
+@njit(cache=True)
+def cvi1_sweep(family, prior, alpha, mask, index, features, offsets,
+               start_counts, trans_counts, trans_rows, stats, marginals):
+    """One pass of CVI algorithm 1: token-level mean field (eq. 3.33).
+
+    q(z_t = k) ∝ F1(k) F2(k) phi_bar(k), with, under the factorised q,
+    (p = old q(z_t), r = q(z_{t-1}), r2 = q(z_{t-2}), n = q(z_{t+1}),
+    n2 = q(z_{t+2}), G = global expected transition counts):
+
+    F1(k) = sum_j r_j G_jk - r_k <r, r2> - p_k <r, r> - n_k <r, p>
+            + r2_k r_k + alpha                                   (eq. 3.37-3.38)
+    F2(k) = [sum_l G_kl n_l - r_k <n, p> - p_k <n, n> - n_k <n, n2>
+             + n_k n2_k + r_k n_k + alpha] / [G_k. - p_k + K alpha] (eq. 3.39)
+
+    The subtracted products are the local transitions t-2..t+1 that
+    E[C^{-t-1,t}] must exclude; the added products are the "one contribution"
+    terms of eq. 3.37/3.39 and the delta terms of eq. 3.25.  At t = 1 the
+    first factor uses the start counts; at t = T there is no F2.
+
+    Returns (objective, first_bad): objective is the sum over tokens of the
+    log normaliser of the update, a leave-one-token-out predictive
+    log-likelihood.
+    """
+    n_states = start_counts.shape[0]
+    k_alpha = n_states * alpha
+    lik = np.empty((1, n_states))
+    p = np.empty(n_states)
+    q = np.empty(n_states)
+    r = np.zeros(n_states)
+    r2 = np.zeros(n_states)
+    nx = np.zeros(n_states)
+    n2 = np.zeros(n_states)
+    objective = 0.0
+    for i in range(offsets.shape[0] - 1):
+        begin = offsets[i]
+        end = offsets[i + 1]
+        n_steps = end - begin
+        for t in range(n_steps):
+            pos = begin + t
+            has_prev = t > 0
+            has_prev2 = t > 1
+            has_next = t < n_steps - 1
+            has_next2 = t < n_steps - 2
+            for k in range(n_states):
+                p[k] = marginals[pos, k]
+                r[k] = marginals[pos - 1, k] if has_prev else 0.0
+                r2[k] = marginals[pos - 2, k] if has_prev2 else 0.0
+                nx[k] = marginals[pos + 1, k] if has_next else 0.0
+                n2[k] = marginals[pos + 2, k] if has_next2 else 0.0
+            add_token_stats(family, stats, index, features, pos, p, -1.0)
+            log_scale = predictive_rows(family, stats, prior, index, features, pos, pos + 1, mask, lik)
+            if log_scale == -np.inf:
+                return objective, i
+            r_r2 = 0.0
+            r_r = 0.0
+            r_p = 0.0
+            n_p = 0.0
+            n_n = 0.0
+            n_n2 = 0.0
+            for k in range(n_states):
+                r_r2 += r[k] * r2[k]
+                r_r += r[k] * r[k]
+                r_p += r[k] * p[k]
+                n_p += nx[k] * p[k]
+                n_n += nx[k] * nx[k]
+                n_n2 += nx[k] * n2[k]
+            total = 0.0
+            for k in range(n_states):
+                if has_prev:
+                    f1 = 0.0
+                    for j in range(n_states):
+                        f1 += r[j] * trans_counts[j, k]
+                    f1 += -r[k] * r_r2 - p[k] * r_r - nx[k] * r_p + r2[k] * r[k]
+                else:
+                    f1 = start_counts[k] - p[k]
+                v = max(f1, 0.0) + alpha
+                if has_next:
+                    f2 = 0.0
+                    for l in range(n_states):
+                        f2 += trans_counts[k, l] * nx[l]
+                    f2 += -r[k] * n_p - p[k] * n_n - nx[k] * n_n2 + nx[k] * n2[k] + r[k] * nx[k]
+                    v *= (max(f2, 0.0) + alpha) / (max(trans_rows[k] - p[k], 0.0) + k_alpha)
+                v *= lik[0, k]
+                q[k] = v
+                total += v
+            if not total > 0.0:
+                return objective, i
+            objective += math.log(total) + log_scale
+            for k in range(n_states):
+                q[k] = np.float32(q[k] / total)
+            if has_prev:
+                for j in range(n_states):
+                    for k in range(n_states):
+                        trans_counts[j, k] += r[j] * (q[k] - p[k])
+            else:
+                for k in range(n_states):
+                    start_counts[k] += q[k] - p[k]
+            if has_next:
+                for j in range(n_states):
+                    d = q[j] - p[j]
+                    trans_rows[j] += d
+                    for k in range(n_states):
+                        trans_counts[j, k] += d * nx[k]
+            for k in range(n_states):
+                marginals[pos, k] = q[k]
+            add_token_stats(family, stats, index, features, pos, q, 1.0)
+    return objective, -1
+
+
+@njit(cache=True)
+def cgs_sweep(family, prior, alpha, mask, index, features, offsets, states,
+              start_counts, trans_counts, trans_rows, stats, temperature):
+    """One pass of collapsed Gibbs sampling (eq. 3.25), tempered by 1/temperature.
+
+    Returns the first sequence on which some token had no admissible state,
+    or -1.
+    """
+    n_states = start_counts.shape[0]
+    k_alpha = n_states * alpha
+    lik = np.empty((1, n_states))
+    onehot = np.zeros(n_states)
+    probs = np.empty(n_states)
+    power = 1.0 / temperature
+    for i in range(offsets.shape[0] - 1):
+        begin = offsets[i]
+        end = offsets[i + 1]
+        for pos in range(begin, end):
+            z = states[pos]
+            has_prev = pos > begin
+            has_next = pos < end - 1
+            zp = states[pos - 1] if has_prev else -1
+            zn = states[pos + 1] if has_next else -1
+            onehot[z] = 1.0
+            add_token_stats(family, stats, index, features, pos, onehot, -1.0)
+            onehot[z] = 0.0
+            if has_prev:
+                trans_counts[zp, z] -= 1.0
+                trans_rows[zp] -= 1.0
+            else:
+                start_counts[z] -= 1.0
+            if has_next:
+                trans_counts[z, zn] -= 1.0
+                trans_rows[z] -= 1.0
+            if predictive_rows(family, stats, prior, index, features, pos, pos + 1, mask, lik) == -np.inf:
+                return i
+            peak = 0.0
+            for k in range(n_states):
+                v = max(trans_counts[zp, k] if has_prev else start_counts[k], 0.0) + alpha
+                if has_next:
+                    same_prev = 1.0 if k == zp else 0.0
+                    same_both = 1.0 if (k == zp and k == zn) else 0.0
+                    v *= ((max(trans_counts[k, zn], 0.0) + alpha + same_both)
+                          / (max(trans_rows[k], 0.0) + k_alpha + same_prev))
+                v *= lik[0, k]
+                probs[k] = v
+                peak = max(peak, v)
+            total = 0.0
+            for k in range(n_states):
+                # annealing: p^(1/T), scaled by the peak first so it cannot underflow
+                if power != 1.0:
+                    probs[k] = (probs[k] / peak) ** power
+                total += probs[k]
+            u = np.random.random() * total
+            z = n_states - 1
+            acc = 0.0
+            for k in range(n_states):
+                acc += probs[k]
+                if u < acc and probs[k] > 0.0:
+                    z = k
+                    break
+            states[pos] = z
+            onehot[z] = 1.0
+            add_token_stats(family, stats, index, features, pos, onehot, 1.0)
+            onehot[z] = 0.0
+            if has_prev:
+                trans_counts[zp, z] += 1.0
+                trans_rows[zp] += 1.0
+            else:
+                start_counts[z] += 1.0
+            if has_next:
+                trans_counts[z, zn] += 1.0
+                trans_rows[z] += 1.0
+    return -1
+
+
+@njit(cache=True)
+def state_counts(family, index, features, offsets, states, n_states, n_stats):
+    """Counts of a hard state assignment: start, transitions, row sums, family stats."""
+    start_counts = np.zeros(n_states)
+    trans_counts = np.zeros((n_states, n_states))
+    trans_rows = np.zeros(n_states)
+    stats = np.zeros((n_stats, n_states))
+    onehot = np.zeros(n_states)
+    for i in range(offsets.shape[0] - 1):
+        begin = offsets[i]
+        end = offsets[i + 1]
+        for pos in range(begin, end):
+            z = states[pos]
+            if pos == begin:
+                start_counts[z] += 1.0
+            else:
+                trans_counts[states[pos - 1], z] += 1.0
+                trans_rows[states[pos - 1]] += 1.0
+            onehot[z] = 1.0
+            add_token_stats(family, stats, index, features, pos, onehot, 1.0)
+            onehot[z] = 0.0
+    return start_counts, trans_counts, trans_rows, stats
+
+
+@njit(parallel=True, cache=True)
+def batch_local_posteriors(start, trans, table, table_log_offset, mask, index, offsets,
+                           chunk_bounds, marginals, local_pairs):
+    """Store every sequence's q(z_t) and expected transitions under one table.
+
+    Starts the collapsed algorithms from given parameters (``init`` dict).
+    ``local_pairs`` may have zero slots when only marginals are wanted.
+    Returns the first sequence with zero probability, or -1.
+    """
+    n_states = start.shape[0]
+    n_chunks = chunk_bounds.shape[0] - 1
+    longest = _max_length(offsets)
+    keep_pairs = local_pairs.shape[0] == offsets.shape[0] - 1
+    bad_acc = np.full(n_chunks, -1, dtype=np.int64)
+    for c in prange(n_chunks):
+        lik = np.empty((longest, n_states))
+        fwd = np.empty((longest, n_states))
+        bwd = np.empty((longest, n_states))
+        gamma = np.empty((longest, n_states))
+        outer = np.empty((n_states, n_states))
+        for i in range(chunk_bounds[c], chunk_bounds[c + 1]):
+            begin = offsets[i]
+            end = offsets[i + 1]
+            if end == begin:
+                continue
+            outer[:, :] = 0.0
+            ok = fill_rows_from_table(table, table_log_offset, mask, index, begin, end, lik) > -np.inf
+            if ok:
+                ok = forward_backward(start, trans, lik, end - begin, fwd, bwd, gamma, outer) > -np.inf
+            if not ok:
+                if bad_acc[c] < 0:
+                    bad_acc[c] = i
+                continue
+            for t in range(end - begin):
+                for k in range(n_states):
+                    marginals[begin + t, k] = gamma[t, k]
+            if keep_pairs:
+                for j in range(n_states):
+                    for k in range(n_states):
+                        local_pairs[i, j, k] = outer[j, k] * trans[j, k]
+    first_bad = -1
+    for c in range(n_chunks):
+        if bad_acc[c] >= 0 and (first_bad < 0 or bad_acc[c] < first_bad):
+            first_bad = bad_acc[c]
+    return first_bad
+
+
+@njit(cache=True)
+def pair_totals(offsets, marginals, local_pairs):
+    """Global start and transition counts from stored local statistics (CVI-2)."""
+    n_states = marginals.shape[1]
+    start_counts = np.zeros(n_states)
+    trans_counts = np.zeros((n_states, n_states))
+    for i in range(offsets.shape[0] - 1):
+        if offsets[i + 1] == offsets[i]:
+            continue
+        for k in range(n_states):
+            start_counts[k] += marginals[offsets[i], k]
+        for j in range(n_states):
+            for k in range(n_states):
+                trans_counts[j, k] += local_pairs[i, j, k]
+    return start_counts, trans_counts

@@ -1,0 +1,5 @@
+"""Evaluation metrics."""
+
+from .tagging import accuracy, contingency, many_to_one
+
+__all__ = ["accuracy", "contingency", "many_to_one"]

@@ -1,0 +1,452 @@
+"""Finite Bayesian HMM with Dirichlet priors (thesis eq. 3.1-3.4) and five learners.
+
+``HMM.fit(X, algorithm=...)`` runs EM, VB, CVI-1, CVI-2 or collapsed Gibbs
+sampling.  They share the forward-backward kernel and differ only in the
+parameter rule (inference/rules.py) and the update schedule
+(inference/sweeps.py), as thesis §3.3-3.5 and DESIGN.md describe.
+"""
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from numba import get_num_threads
+from tqdm.auto import tqdm
+
+from ..data import Corpus, as_corpus
+from ..families import make_family
+from ..families.ops import log_marginal_likelihood
+from ..inference import rules, sweeps
+
+ALGORITHMS = ("em", "vb", "cvi1", "cvi2", "cgs")
+
+OBJECTIVES = {
+    "em": "log p(x | theta) + log p(theta) up to a constant (the log-likelihood when alpha = beta = 1)",
+    "vb": "evidence lower bound L^VI (eq. 3.11)",
+    "cvi1": "sum over tokens of the log normaliser of update (3.33): a leave-one-token-out predictive log-likelihood",
+    "cvi2": "sum over sequences of log Z under the surrogate parameters (eq. 3.47-3.48): a leave-one-sequence-out predictive log-likelihood",
+    "cgs": "log p(x, z | alpha, beta) of the current sample (eq. 3.24)",
+}
+
+# Goldwater and Griffiths (2007) anneal from temperature 2.0 down to 0.08.
+ANNEAL_START = 2.0
+ANNEAL_END = 0.08
+
+
+@dataclass(frozen=True)
+class IterationRecord:
+    """One entry of ``HMM.history_``: the objective after an iteration and its wall time."""
+
+    iteration: int
+    objective: float
+    seconds: float
+
+
+class ZeroProbabilityError(ValueError):
+    """A sequence that no state path can explain."""
+
+
+class HMM:
+    """Bayesian HMM with Dirichlet priors on the start, transition and emission rows.
+
+    Parameters
+    ----------
+    n_states : int
+        Number of hidden states K.
+    alpha : float
+        Symmetric Dirichlet concentration on the start row and each transition
+        row (eq. 3.1).
+    beta : float
+        Symmetric Dirichlet concentration on each categorical emission row
+        (eq. 3.3).  Ignored for Gaussian emissions, whose Normal-Gamma prior is
+        set on the family object.
+    emission : {"categorical", "gaussian"} or a family instance
+        The conjugate emission family (thesis §3.7); pass
+        ``cvbayes.families.Gaussian(kappa=..., shape=...)`` to set its prior.
+    tag_dictionary : array of shape (W, K), optional
+        Nonzero where word type w may take state k (thesis §3.8.1); every
+        algorithm, decoding and scoring respect it.
+
+    Attributes
+    ----------
+    startprob_, transmat_ : fitted start row and transition matrix: the MLE/MAP
+        for EM, the posterior mean (eq. 3.109) otherwise.
+    emissionprob_ : (K, W) emission matrix (categorical), or ``means_`` and
+        ``covars_`` (K, D) (Gaussian).
+    history_ : list of IterationRecord; ``objective_name_`` says what the
+        objective is for the algorithm that ran.
+    """
+
+    def __init__(self, n_states, alpha=0.1, beta=0.1, emission="categorical", tag_dictionary=None):
+        if int(n_states) != n_states or n_states < 1:
+            raise ValueError(f"n_states must be a positive integer, got {n_states}")
+        if not alpha > 0 or not beta > 0:
+            raise ValueError("alpha and beta must be positive")
+        self.n_states = int(n_states)
+        self.alpha = float(alpha)
+        self.beta = float(beta)
+        self.family = make_family(emission, beta)
+        self.tag_dictionary = None
+        if tag_dictionary is not None:
+            mask = np.asarray(tag_dictionary, dtype=float)
+            if mask.ndim != 2 or mask.shape[1] != self.n_states:
+                raise ValueError(f"tag_dictionary must have shape (W, {self.n_states}); got {mask.shape}")
+            if not self.family.discrete:
+                raise ValueError("a tag dictionary needs categorical emissions")
+            self.tag_dictionary = np.ascontiguousarray((mask != 0).astype(float))
+        self.history_ = []
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, lengths=None, algorithm="cvi2", n_iter=50, seed=0, init="random",
+            anneal=True, progress=False):
+        """Learn from sequences.
+
+        Parameters
+        ----------
+        X : Corpus, list of 1-D arrays, or concatenated array with ``lengths``
+        algorithm : {"em", "vb", "cvi1", "cvi2", "cgs"}
+        n_iter : int
+            Passes over the data.
+        seed : int
+            Seeds the random start (thesis footnote 5): random local posteriors
+            q(z_t | z_{t-1}) ∝ U[0, 1] for the deterministic algorithms (the
+            same ones for every algorithm), uniform random states for CGS.
+        init : "random" or dict
+            A dict with ``startprob``, ``transmat`` and ``emissionprob`` (or
+            ``means`` and ``covars``) starts from those parameters instead.
+        anneal : bool
+            CGS only: temperature from 2.0 down to 0.08, geometrically over
+            the iterations (Goldwater and Griffiths 2007).
+        progress : bool
+            Show a progress bar.
+        """
+        if algorithm not in ALGORITHMS:
+            raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
+        if int(n_iter) != n_iter or n_iter < 1:
+            raise ValueError(f"n_iter must be a positive integer, got {n_iter}")
+        corpus = as_corpus(X, lengths)
+        if corpus.n_tokens == 0:
+            raise ValueError("cannot fit on a corpus with no tokens")
+        self.family.prepare(corpus, self.n_states)
+        if self.tag_dictionary is not None and self.tag_dictionary.shape[0] != self.family.n_symbols:
+            raise ValueError(f"tag_dictionary has {self.tag_dictionary.shape[0]} rows; "
+                             f"the vocabulary has {self.family.n_symbols} symbols")
+        if isinstance(init, dict):
+            self._check_init(init)
+        elif init != "random":
+            raise ValueError("init must be 'random' or a dict of parameters")
+        self.algorithm_ = algorithm
+        self.objective_name_ = OBJECTIVES[algorithm]
+        self.history_ = []
+        data = _Data(self, corpus)
+        learner = getattr(self, "_fit_" + algorithm)
+        learner(data, int(n_iter), int(seed), init, anneal, progress)
+        return self
+
+    def _record(self, iteration, objective, started, bar):
+        self.history_.append(IterationRecord(iteration, float(objective), time.perf_counter() - started))
+        if bar is not None:
+            bar.set_postfix(objective=f"{objective:.6g}")
+            bar.update()
+
+    def _iterations(self, n_iter, progress):
+        return tqdm(total=n_iter, desc=self.algorithm_, disable=not progress, leave=False)
+
+    # The Dirichlet rows of the start state and the transitions.
+    def _transition_tables(self, start_counts, trans_counts, rule):
+        return rule(start_counts[None], self.alpha)[0], rule(trans_counts, self.alpha)
+
+    def _set_fitted(self, start_counts, trans_counts, stats, rule):
+        """Store the counts and the point estimates of the fitted model."""
+        self._counts = (start_counts, trans_counts, stats)
+        self._point_rule = "map" if rule == "map" else "predictive"
+        fn = rules.dirichlet_mode if rule == "map" else rules.dirichlet_mean
+        self.startprob_, self.transmat_ = self._transition_tables(start_counts, trans_counts, fn)
+        for name, value in self.family.fitted(stats, rule).items():
+            setattr(self, name, value)
+
+    def _fit_em(self, data, n_iter, seed, init, anneal, progress):
+        """Baum-Welch, MAP with the Dirichlet pseudo-counts (eq. 3.13-3.19)."""
+        if isinstance(init, dict):
+            params = self._params_from_dict(init)
+        else:
+            params = self._map_params(*data.random_counts(seed))
+        with self._iterations(n_iter, progress) as bar:
+            for it in range(n_iter):
+                started = time.perf_counter()
+                table = self.family.table_from_params(params, data.corpus)
+                counts, log_evidence = data.expectations(params["startprob"], params["transmat"], table)
+                log_prior = (rules.dirichlet_log_prior_terms(params["startprob"], self.alpha)
+                             + rules.dirichlet_log_prior_terms(params["transmat"], self.alpha)
+                             + self.family.log_prior(params))
+                params = self._map_params(*counts)
+                self._record(it, log_evidence + log_prior, started, bar)
+        self._set_fitted(*counts, "map")
+
+    def _map_params(self, start_counts, trans_counts, stats):
+        startprob, transmat = self._transition_tables(start_counts, trans_counts, rules.dirichlet_mode)
+        return {"startprob": startprob, "transmat": transmat, **self.family.map_params(stats)}
+
+    def _fit_vb(self, data, n_iter, seed, init, anneal, progress):
+        """Mean-field VB (eq. 3.20-3.22); the objective is the ELBO (eq. 3.11)."""
+        if isinstance(init, dict):
+            params = self._params_from_dict(init)
+            table = self.family.table_from_params(params, data.corpus)
+            counts, _ = data.expectations(params["startprob"], params["transmat"], table)
+        else:
+            counts = data.random_counts(seed)
+        with self._iterations(n_iter, progress) as bar:
+            for it in range(n_iter):
+                started = time.perf_counter()
+                start_counts, trans_counts, stats = counts
+                startprob, transmat = self._transition_tables(start_counts, trans_counts,
+                                                              rules.dirichlet_geometric_mean)
+                table = self.family.table(stats, "vb", data.corpus)
+                kl = (rules.dirichlet_kl(start_counts, self.alpha) + rules.dirichlet_kl(trans_counts, self.alpha)
+                      + self.family.kl(stats))
+                counts, log_evidence = data.expectations(startprob, transmat, table)
+                self._record(it, log_evidence - kl, started, bar)
+        self._set_fitted(*counts, "predictive")
+
+    def _fit_cvi2(self, data, n_iter, seed, init, anneal, progress):
+        """CVI algorithm 2: sequence-level structured mean field (eq. 3.44-3.50)."""
+        marginals, local_pairs = data.local_posteriors(self, init, seed, keep_pairs=True)
+        start_counts, trans_counts = sweeps.pair_totals(data.offsets, marginals, local_pairs)
+        stats = data.token_stats(marginals)
+        order = np.arange(data.corpus.n_sequences, dtype=np.int64)
+        with self._iterations(n_iter, progress) as bar:
+            for it in range(n_iter):
+                started = time.perf_counter()
+                objective, bad = sweeps.cvi2_sweep(
+                    data.code, data.prior, self.alpha, data.mask, data.index, data.features,
+                    data.offsets, order, start_counts, trans_counts, stats, marginals, local_pairs)
+                data.raise_if_bad(bad)
+                self._record(it, objective, started, bar)
+        self._set_fitted(start_counts, trans_counts, stats, "predictive")
+        self.local_memory_bytes_ = marginals.nbytes + local_pairs.nbytes
+
+    def _fit_cvi1(self, data, n_iter, seed, init, anneal, progress):
+        """CVI algorithm 1: token-level mean field (eq. 3.28-3.39)."""
+        marginals, _ = data.local_posteriors(self, init, seed, keep_pairs=False)
+        start_counts, trans_counts = sweeps.factorised_transitions(data.offsets, marginals)
+        trans_rows = trans_counts.sum(axis=1)
+        stats = data.token_stats(marginals)
+        with self._iterations(n_iter, progress) as bar:
+            for it in range(n_iter):
+                started = time.perf_counter()
+                objective, bad = sweeps.cvi1_sweep(
+                    data.code, data.prior, self.alpha, data.mask, data.index, data.features,
+                    data.offsets, start_counts, trans_counts, trans_rows, stats, marginals)
+                data.raise_if_bad(bad)
+                self._record(it, objective, started, bar)
+        self._set_fitted(start_counts, trans_counts, stats, "predictive")
+
+    def _fit_cgs(self, data, n_iter, seed, init, anneal, progress):
+        """Collapsed Gibbs sampling (eq. 3.25), optionally annealed."""
+        if isinstance(init, dict):
+            states = self._decode_corpus(data.corpus, "mpd", params=self._params_from_dict(init))
+        else:
+            states = data.random_states(seed)
+        sweeps.seed_numba(seed)
+        start_counts, trans_counts, trans_rows, stats = sweeps.state_counts(
+            data.code, data.index, data.features, data.offsets, states, self.n_states, data.n_stats)
+        if anneal and n_iter > 1:
+            temperatures = np.geomspace(ANNEAL_START, ANNEAL_END, n_iter)
+        else:
+            temperatures = np.ones(n_iter)
+        with self._iterations(n_iter, progress) as bar:
+            for it in range(n_iter):
+                started = time.perf_counter()
+                bad = sweeps.cgs_sweep(data.code, data.prior, self.alpha, data.mask, data.index,
+                                       data.features, data.offsets, states, start_counts, trans_counts,
+                                       trans_rows, stats, temperatures[it])
+                data.raise_if_bad(bad)
+                objective = (rules.dirichlet_log_marginal(start_counts[None], self.alpha)
+                             + rules.dirichlet_log_marginal(trans_counts, self.alpha)
+                             + log_marginal_likelihood(data.code, stats, data.prior))
+                self._record(it, objective, started, bar)
+        self.states_ = states
+        self._set_fitted(start_counts, trans_counts, stats, "predictive")
+
+    # ----------------------------------------------------------- parameters
+    def _check_init(self, init):
+        needed = {"startprob", "transmat"} | ({"emissionprob"} if self.family.discrete else {"means", "covars"})
+        missing = needed - set(init)
+        if missing:
+            raise ValueError(f"init dict is missing {', '.join(sorted(missing))}")
+
+    def _params_from_dict(self, init):
+        k = self.n_states
+        startprob = np.asarray(init["startprob"], dtype=float)
+        transmat = np.asarray(init["transmat"], dtype=float)
+        if startprob.shape != (k,) or transmat.shape != (k, k):
+            raise ValueError(f"startprob must have shape ({k},) and transmat ({k}, {k})")
+        for name, rows in (("startprob", startprob[None]), ("transmat", transmat)):
+            if np.any(rows < 0) or not np.allclose(rows.sum(axis=1), 1.0):
+                raise ValueError(f"init['{name}'] rows must be probabilities that sum to 1")
+        return {**init, "startprob": startprob, "transmat": transmat}
+
+    def _fitted_params(self):
+        if not hasattr(self, "_counts"):
+            raise RuntimeError("this HMM is not fitted yet; call fit() first")
+        start_counts, trans_counts, stats = self._counts
+        if self._point_rule == "map":
+            return self._map_params(start_counts, trans_counts, stats)
+        startprob, transmat = self._transition_tables(start_counts, trans_counts, rules.dirichlet_mean)
+        return {"startprob": startprob, "transmat": transmat, "stats": stats}
+
+    def _tables(self, params, corpus):
+        """(start, trans, emission table, log offsets) for the kernels."""
+        if "stats" in params:
+            table, offset = self.family.table(params["stats"], "predictive", corpus)
+        else:
+            table, offset = self.family.table_from_params(params, corpus)
+        return params["startprob"], params["transmat"], table, offset
+
+    # ------------------------------------------------------ decode and score
+    def _prepare_input(self, X, lengths):
+        corpus = as_corpus(X, lengths)
+        if not hasattr(self, "_counts"):
+            raise RuntimeError("this HMM is not fitted yet; call fit() first")
+        self.family.check(corpus)
+        return corpus
+
+    def _decode_corpus(self, corpus, method, params=None, keep_posteriors=False):
+        data = _Data(self, corpus)
+        start, trans, table, offset = self._tables(params or self._fitted_params(), corpus)
+        states = np.zeros(corpus.n_tokens, dtype=np.int32)
+        posteriors = np.zeros((corpus.n_tokens if keep_posteriors else 0, self.n_states))
+        code = {"mpd": sweeps.MPD, "viterbi": sweeps.VITERBI}[method]
+        bad = sweeps.batch_decode(start, trans, table, offset, data.mask, data.index, data.offsets,
+                                  data.chunks, code, states, posteriors)
+        data.raise_if_bad(bad)
+        return (states, posteriors) if keep_posteriors else states
+
+    def decode(self, X, lengths=None, method="mpd"):
+        """Most likely states: max posterior marginals ("mpd", the default, eq. 3.16) or
+        the Viterbi path ("viterbi").
+
+        Returns states in the input's layout: one flat array for a Corpus or a
+        concatenated array, a list of arrays for a list of sequences.
+        """
+        if method not in ("mpd", "viterbi"):
+            raise ValueError("method must be 'mpd' or 'viterbi'")
+        corpus = self._prepare_input(X, lengths)
+        return _like_input(X, corpus, self._decode_corpus(corpus, method))
+
+    def predict_proba(self, X, lengths=None):
+        """Posterior marginals q(z_t) under the fitted point estimates, (N, K)."""
+        corpus = self._prepare_input(X, lengths)
+        _, posteriors = self._decode_corpus(corpus, "mpd", keep_posteriors=True)
+        return _like_input(X, corpus, posteriors)
+
+    def score_sequences(self, X, lengths=None):
+        """log p(x^i) of every sequence under the fitted predictive parameters (eq. 3.108-3.109)."""
+        corpus = self._prepare_input(X, lengths)
+        data = _Data(self, corpus)
+        start, trans, table, offset = self._tables(self._fitted_params(), corpus)
+        return sweeps.batch_log_evidence(start, trans, table, offset, data.mask, data.index,
+                                         data.offsets, data.chunks)
+
+    def score(self, X, lengths=None):
+        """Total predictive log-likelihood of held-out sequences (numerator of eq. 3.108).
+
+        Divide by the number of tokens for the thesis's per-word figure;
+        ``score_per_token`` does that.
+        """
+        return float(self.score_sequences(X, lengths).sum())
+
+    def score_per_token(self, X, lengths=None):
+        """Per-word predictive log-likelihood, eq. 3.108."""
+        corpus = as_corpus(X, lengths)
+        return self.score(corpus) / max(corpus.n_tokens, 1)
+
+
+class _Data:
+    """A corpus laid out for the kernels: family index/features, mask, chunks."""
+
+    def __init__(self, model, corpus):
+        family = model.family
+        self.model = model
+        self.corpus = corpus
+        self.code = family.code
+        self.prior = family.prior_array()
+        self.n_stats = family.n_stats()
+        self.index = np.ascontiguousarray(family.index(corpus), dtype=np.int32)
+        self.features = family.features(corpus)
+        self.offsets = np.ascontiguousarray(corpus.offsets, dtype=np.int64)
+        mask = model.tag_dictionary
+        self.mask = mask if mask is not None else np.zeros((0, model.n_states))
+        # about four chunks a thread, cut at equal token counts, for load balance
+        n_chunks = max(1, min(corpus.n_sequences, 4 * get_num_threads()))
+        targets = np.linspace(0, corpus.n_tokens, n_chunks + 1)
+        bounds = np.searchsorted(self.offsets, targets, side="left")
+        bounds[0], bounds[-1] = 0, corpus.n_sequences
+        self.chunks = np.ascontiguousarray(np.maximum.accumulate(bounds), dtype=np.int64)
+
+    def raise_if_bad(self, bad):
+        if bad < 0:
+            return
+        begin, end = self.offsets[bad], self.offsets[bad + 1]
+        why = ("the tag dictionary admits no state for one of its tokens"
+               if self.mask.shape[0] else "its emission probabilities are all zero")
+        raise ZeroProbabilityError(
+            f"sequence {bad} (tokens {begin}..{end - 1}) has zero probability under every "
+            f"state path: {why}")
+
+    def expectations(self, startprob, transmat, table_and_offset):
+        """E-step: expected counts and sum_i log Z_i under one parameter table."""
+        table, offset = table_and_offset
+        start_counts, trans_counts, stats, log_evidence, bad = sweeps.batch_expectations(
+            self.code, startprob, transmat, table, offset, self.mask, self.index, self.features,
+            self.offsets, self.chunks, self.n_stats)
+        self.raise_if_bad(bad)
+        return (start_counts, trans_counts, stats), log_evidence
+
+    def token_stats(self, marginals):
+        return sweeps.token_stats(self.code, self.index, self.features, marginals, self.n_stats)
+
+    def _random_chain(self, seed, keep_pairs):
+        k = self.model.n_states
+        marginals = np.zeros((self.corpus.n_tokens, k), dtype=np.float32)
+        local_pairs = np.zeros((self.corpus.n_sequences if keep_pairs else 0, k, k), dtype=np.float32)
+        sweeps.seed_numba(seed)
+        start_counts, trans_counts = sweeps.random_chain_posteriors(
+            self.offsets, k, self.mask, self.index, marginals, local_pairs)
+        return marginals, local_pairs, start_counts, trans_counts
+
+    def random_counts(self, seed):
+        """Expected counts of the random local posteriors (thesis footnote 5)."""
+        marginals, _, start_counts, trans_counts = self._random_chain(seed, keep_pairs=False)
+        return start_counts, trans_counts, self.token_stats(marginals)
+
+    def local_posteriors(self, model, init, seed, keep_pairs):
+        """Starting local statistics of the collapsed algorithms (float32)."""
+        if not isinstance(init, dict):
+            marginals, local_pairs, _, _ = self._random_chain(seed, keep_pairs)
+            return marginals, local_pairs
+        k = model.n_states
+        marginals = np.zeros((self.corpus.n_tokens, k), dtype=np.float32)
+        local_pairs = np.zeros((self.corpus.n_sequences if keep_pairs else 0, k, k), dtype=np.float32)
+        start, trans, table, offset = model._tables(model._params_from_dict(init), self.corpus)
+        bad = sweeps.batch_local_posteriors(start, trans, table, offset, self.mask, self.index,
+                                            self.offsets, self.chunks, marginals, local_pairs)
+        self.raise_if_bad(bad)
+        return marginals, local_pairs
+
+    def random_states(self, seed):
+        """Uniform random states, within the tag dictionary when there is one (CGS start)."""
+        rng = np.random.default_rng(seed)
+        k = self.model.n_states
+        if not self.mask.shape[0]:
+            return rng.integers(0, k, size=self.corpus.n_tokens).astype(np.int32)
+        allowed = self.mask[self.index]
+        cumulative = np.cumsum(allowed, axis=1)
+        draws = rng.random(self.corpus.n_tokens) * cumulative[:, -1]
+        return (cumulative <= draws[:, None]).sum(axis=1).astype(np.int32)
+
+
+def _like_input(X, corpus, values):
+    """Return per-token values in the layout the caller gave: list in, list out."""
+    if isinstance(X, (list, tuple)):
+        return corpus.split_like(values)
+    return values
