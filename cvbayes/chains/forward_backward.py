@@ -75,6 +75,95 @@ def normalise_log_rows(log_lik, lik):
 
 
 @njit(cache=True, fastmath=FAST)
+def vec_mat(vec, mat, out):
+    """out = vec @ mat, four rows of ``mat`` per pass so each load of out[k]
+    feeds four multiply-adds (the forward step and CVI-1's sum_j r_j G_jk)."""
+    n_rows, width = mat.shape
+    for k in range(width):
+        out[k] = 0.0
+    j = 0
+    while j + 4 <= n_rows:
+        a0 = vec[j]
+        a1 = vec[j + 1]
+        a2 = vec[j + 2]
+        a3 = vec[j + 3]
+        r0 = mat[j]
+        r1 = mat[j + 1]
+        r2 = mat[j + 2]
+        r3 = mat[j + 3]
+        for k in range(width):
+            out[k] += a0 * r0[k] + a1 * r1[k] + a2 * r2[k] + a3 * r3[k]
+        j += 4
+    while j < n_rows:
+        a0 = vec[j]
+        r0 = mat[j]
+        for k in range(width):
+            out[k] += a0 * r0[k]
+        j += 1
+
+
+@njit(cache=True, fastmath=FAST)
+def mat_vec(mat, vec, out):
+    """out = mat @ vec, four dot products per pass over ``vec``."""
+    n_rows, width = mat.shape
+    j = 0
+    while j + 4 <= n_rows:
+        r0 = mat[j]
+        r1 = mat[j + 1]
+        r2 = mat[j + 2]
+        r3 = mat[j + 3]
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        for k in range(width):
+            w = vec[k]
+            s0 += r0[k] * w
+            s1 += r1[k] * w
+            s2 += r2[k] * w
+            s3 += r3[k] * w
+        out[j] = s0
+        out[j + 1] = s1
+        out[j + 2] = s2
+        out[j + 3] = s3
+        j += 4
+    while j < n_rows:
+        r0 = mat[j]
+        s0 = 0.0
+        for k in range(width):
+            s0 += r0[k] * vec[k]
+        out[j] = s0
+        j += 1
+
+
+@njit(cache=True, fastmath=FAST)
+def _forward(start, trans, lik, n_steps, alpha, scale):
+    """Scaled forward pass; alpha[t] = p(z_t | x_1..t), scale[t] = p(x_t | x_<t)
+    (up to the emission row scales).  Returns log Z or -inf."""
+    n_states = start.shape[0]
+    log_z = 0.0
+    for t in range(n_steps):
+        cur = alpha[t]
+        if t == 0:
+            for k in range(n_states):
+                cur[k] = start[k]
+        else:
+            vec_mat(alpha[t - 1], trans, cur)
+        total = 0.0
+        for k in range(n_states):
+            cur[k] *= lik[t, k]
+            total += cur[k]
+        if not total > 0.0:
+            return -np.inf
+        inv = 1.0 / total
+        for k in range(n_states):
+            cur[k] *= inv
+        scale[t] = total
+        log_z += np.log(total)
+    return log_z
+
+
+@njit(cache=True, fastmath=FAST)
 def forward_backward(start, trans, lik, n_steps, alpha, beta, gamma, pair_outer):
     """Scaled forward-backward on one chain (eq. 3.16-3.17).
 
@@ -93,108 +182,64 @@ def forward_backward(start, trans, lik, n_steps, alpha, beta, gamma, pair_outer)
     Returns
     -------
     float
-        log Z of the chain, excluding the emission row scales.
+        log Z of the chain, excluding the emission row scales; -inf when no
+        state path has positive probability.
     """
     n_states = start.shape[0]
     if n_steps == 0:
         return 0.0
-    log_z = 0.0
-    # forward: alpha_t = (alpha_{t-1} @ trans) * lik_t, normalised
-    total = 0.0
-    for k in range(n_states):
-        v = start[k] * lik[0, k]
-        alpha[0, k] = v
-        total += v
-    if total <= 0.0:
-        return -np.inf
-    inv = 1.0 / total
-    for k in range(n_states):
-        alpha[0, k] *= inv
-    log_z += np.log(total)
-    scale = np.empty(n_steps)
-    scale[0] = total
-    for t in range(1, n_steps):
-        cur = alpha[t]
-        for k in range(n_states):
-            cur[k] = 0.0
-        prev = alpha[t - 1]
-        for j in range(n_states):
-            a = prev[j]
-            if a != 0.0:
-                row = trans[j]
-                for k in range(n_states):
-                    cur[k] += a * row[k]
-        total = 0.0
-        for k in range(n_states):
-            cur[k] *= lik[t, k]
-            total += cur[k]
-        if total <= 0.0:
-            return -np.inf
-        inv = 1.0 / total
-        for k in range(n_states):
-            cur[k] *= inv
-        scale[t] = total
-        log_z += np.log(total)
-    # backward: beta_{t-1}(j) = sum_k trans[j,k] lik_t(k) beta_t(k) / c_t
+    # gamma[:, 0] holds the forward scales until gamma[t] itself is written
+    scale = gamma[:, 0]
+    log_z = _forward(start, trans, lik, n_steps, alpha, scale)
+    if log_z == -np.inf:
+        return log_z
     last = n_steps - 1
     for k in range(n_states):
         beta[last, k] = 1.0
-    weighted = np.empty(n_states)
     for t in range(last, 0, -1):
         inv = 1.0 / scale[t]
+        bt = beta[t]
         for k in range(n_states):
-            weighted[k] = lik[t, k] * beta[t, k] * inv
-        prev = alpha[t - 1]
+            gamma[t, k] = alpha[t, k] * bt[k]
+            # beta[t] becomes the weighted row lik_t beta_t / c_t, which both
+            # the backward step and the pair counts need
+            bt[k] = lik[t, k] * bt[k] * inv
+        mat_vec(trans, bt, beta[t - 1])
+    for k in range(n_states):
+        gamma[0, k] = alpha[0, k] * beta[0, k]
+    # pair_outer += sum_t alpha[t-1] (x) weighted[t], four steps per pass
+    t = 1
+    while t + 4 <= n_steps:
+        w0 = beta[t]
+        w1 = beta[t + 1]
+        w2 = beta[t + 2]
+        w3 = beta[t + 3]
         for j in range(n_states):
-            row = trans[j]
-            acc = 0.0
+            a0 = alpha[t - 1, j]
+            a1 = alpha[t, j]
+            a2 = alpha[t + 1, j]
+            a3 = alpha[t + 2, j]
+            out = pair_outer[j]
             for k in range(n_states):
-                acc += row[k] * weighted[k]
-            beta[t - 1, j] = acc
-            a = prev[j]
-            if a != 0.0:
-                out = pair_outer[j]
-                for k in range(n_states):
-                    out[k] += a * weighted[k]
-    for t in range(n_steps):
-        for k in range(n_states):
-            gamma[t, k] = alpha[t, k] * beta[t, k]
+                out[k] += a0 * w0[k] + a1 * w1[k] + a2 * w2[k] + a3 * w3[k]
+        t += 4
+    while t < n_steps:
+        w0 = beta[t]
+        for j in range(n_states):
+            a0 = alpha[t - 1, j]
+            out = pair_outer[j]
+            for k in range(n_states):
+                out[k] += a0 * w0[k]
+        t += 1
     return log_z
 
 
 @njit(cache=True, fastmath=FAST)
 def forward_log_z(start, trans, lik, n_steps, alpha):
     """Forward pass only: log Z of one chain (eq. 3.108 numerator)."""
-    n_states = start.shape[0]
     if n_steps == 0:
         return 0.0
-    total = 0.0
-    for k in range(n_states):
-        alpha[0, k] = start[k] * lik[0, k]
-        total += alpha[0, k]
-    if total <= 0.0:
-        return -np.inf
-    log_z = np.log(total)
-    for k in range(n_states):
-        alpha[0, k] /= total
-    for t in range(1, n_steps):
-        for k in range(n_states):
-            alpha[t, k] = 0.0
-        for j in range(n_states):
-            a = alpha[t - 1, j]
-            if a != 0.0:
-                for k in range(n_states):
-                    alpha[t, k] += a * trans[j, k]
-        total = 0.0
-        for k in range(n_states):
-            alpha[t, k] *= lik[t, k]
-            total += alpha[t, k]
-        if total <= 0.0:
-            return -np.inf
-        log_z += np.log(total)
-        for k in range(n_states):
-            alpha[t, k] /= total
-    return log_z
+    return _forward(start, trans, lik, n_steps, alpha, np.empty(n_steps))
 
 
 @njit(cache=True)

@@ -93,15 +93,12 @@ def predictive_rows(family, stats, prior, index, features, begin, end, mask, lik
         totals = stats.shape[0] - 1
         beta = prior[0, 0]
         w_beta = totals * beta
-        inv_den = np.empty(n_states)
-        for k in range(n_states):
-            inv_den[k] = 1.0 / (max(stats[totals, k], 0.0) + w_beta)
         for t in range(begin, end):
             w = index[t]
             row = lik[t - begin]
             peak = 0.0
             for k in range(n_states):
-                v = (max(stats[w, k], 0.0) + beta) * inv_den[k]
+                v = (max(stats[w, k], 0.0) + beta) / (max(stats[totals, k], 0.0) + w_beta)
                 if use_mask:
                     v *= mask[w, k]
                 row[k] = v

@@ -22,7 +22,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..chains.forward_backward import (FAST, fill_rows_from_table, forward_backward,
-                                       forward_log_z, viterbi)
+                                       forward_log_z, mat_vec, vec_mat, viterbi)
 from ..families.ops import add_token_stats, predictive_rows
 
 MPD = 0
@@ -163,72 +163,92 @@ def batch_decode(start, trans, table, table_log_offset, mask, index, offsets, ch
 
 @njit(cache=True)
 def seed_numba(seed):
-    """Seed numba's own generator (separate from NumPy's) for the samplers."""
+    """Seed numba's own generator (separate from NumPy's) for the sampler."""
     np.random.seed(seed)
 
 
 @njit(cache=True)
-def random_chain_posteriors(offsets, n_states, mask, index, marginals, local_pairs):
+def _splitmix64(x):
+    """One splitmix64 step: a well-mixed 64-bit value from any seed."""
+    x = (x + np.uint64(0x9E3779B97F4A7C15))
+    z = x
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True)
+def _uniform(state):
+    """xorshift64* draw in [0, 1); ``state`` is a one-element uint64 array."""
+    x = state[0]
+    x ^= x >> np.uint64(12)
+    x ^= x << np.uint64(25)
+    x ^= x >> np.uint64(27)
+    state[0] = x
+    return np.float64((x * np.uint64(0x2545F4914F6CDD1D)) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(parallel=True, cache=True, fastmath=FAST)
+def random_chain_posteriors(seed, offsets, n_states, mask, index, chunk_bounds, marginals, local_pairs):
     """Random local posteriors q(z_t | z_{t-1}) ∝ U[0, 1] (thesis footnote 5).
 
     Each sequence gets a heterogeneous Markov chain with uniform random rows
-    (restricted to the tag dictionary when one is given).  Writes the chain's
-    marginals to ``marginals`` (N, K) float32 and, when ``local_pairs`` has
-    one slot per sequence, its expected transition counts to
-    ``local_pairs[i]``.  Returns the global (start_counts, trans_counts) in
-    float64 computed from the rounded values that were stored.
+    (restricted to the tag dictionary when one is given), drawn from its own
+    generator seeded by (seed, sequence index), so the draw does not depend on
+    the number of threads.  Writes the chain's marginals to ``marginals``
+    (N, K) float32 and, when ``local_pairs`` has one slot per sequence, its
+    expected transition counts to ``local_pairs[i]``.  Returns the global
+    (start_counts, trans_counts) in float64, summed from the rounded values
+    that were stored.
     """
     n_seq = offsets.shape[0] - 1
+    n_chunks = chunk_bounds.shape[0] - 1
     keep_pairs = local_pairs.shape[0] == n_seq
     use_mask = mask.shape[0] > 0
-    start_counts = np.zeros(n_states)
-    trans_counts = np.zeros((n_states, n_states))
-    prev = np.empty(n_states)
-    cur = np.empty(n_states)
-    cond = np.empty((n_states, n_states))
-    pair = np.empty((n_states, n_states))
-    for i in range(n_seq):
-        begin = offsets[i]
-        end = offsets[i + 1]
-        for t in range(begin, end):
-            allowed = np.ones(n_states)
-            if use_mask:
-                for k in range(n_states):
-                    allowed[k] = mask[index[t], k]
-            if t == begin:
-                total = 0.0
-                for k in range(n_states):
-                    cur[k] = np.random.random() * allowed[k]
-                    total += cur[k]
-                for k in range(n_states):
-                    cur[k] = np.float32(cur[k] / total)
-                    start_counts[k] += cur[k]
-            else:
-                for j in range(n_states):
+    start_acc = np.zeros((n_chunks, n_states))
+    trans_acc = np.zeros((n_chunks, n_states, n_states))
+    base = _splitmix64(np.uint64(seed))
+    for c in prange(n_chunks):
+        state = np.empty(1, dtype=np.uint64)
+        prev = np.empty(n_states)
+        cur = np.empty(n_states)
+        allowed = np.ones(n_states)
+        row = np.empty(n_states)
+        for i in range(chunk_bounds[c], chunk_bounds[c + 1]):
+            state[0] = _splitmix64(base ^ np.uint64(i)) | np.uint64(1)
+            for t in range(offsets[i], offsets[i + 1]):
+                if use_mask:
+                    for k in range(n_states):
+                        allowed[k] = mask[index[t], k]
+                if t == offsets[i]:
                     total = 0.0
                     for k in range(n_states):
-                        cond[j, k] = np.random.random() * allowed[k]
-                        total += cond[j, k]
+                        cur[k] = _uniform(state) * allowed[k]
+                        total += cur[k]
                     for k in range(n_states):
-                        cond[j, k] /= total
+                        cur[k] = np.float32(cur[k] / total)
+                        start_acc[c, k] += cur[k]
+                else:
+                    for k in range(n_states):
+                        cur[k] = 0.0
+                    for j in range(n_states):
+                        total = 0.0
+                        for k in range(n_states):
+                            row[k] = _uniform(state) * allowed[k]
+                            total += row[k]
+                        weight = prev[j] / total
+                        for k in range(n_states):
+                            v = np.float64(np.float32(weight * row[k]))
+                            cur[k] += v
+                            trans_acc[c, j, k] += v
+                            if keep_pairs:
+                                local_pairs[i, j, k] += v
+                    for k in range(n_states):
+                        cur[k] = np.float32(cur[k])
                 for k in range(n_states):
-                    cur[k] = 0.0
-                for j in range(n_states):
-                    for k in range(n_states):
-                        pair[j, k] = prev[j] * cond[j, k]
-                        cur[k] += pair[j, k]
-                for k in range(n_states):
-                    cur[k] = np.float32(cur[k])
-                for j in range(n_states):
-                    for k in range(n_states):
-                        v = np.float64(np.float32(pair[j, k]))
-                        trans_counts[j, k] += v
-                        if keep_pairs:
-                            local_pairs[i, j, k] += v
-            for k in range(n_states):
-                marginals[t, k] = cur[k]
-                prev[k] = cur[k]
-    return start_counts, trans_counts
+                    marginals[t, k] = cur[k]
+                    prev[k] = cur[k]
+    return start_acc.sum(axis=0), trans_acc.sum(axis=0)
 
 
 @njit(cache=True)
@@ -339,7 +359,7 @@ def cvi2_sweep(family, prior, alpha, mask, index, features, offsets, order,
     return objective, -1
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST)
 def cvi1_sweep(family, prior, alpha, mask, index, features, offsets,
                start_counts, trans_counts, trans_rows, stats, marginals):
     """One pass of CVI algorithm 1: token-level mean field (eq. 3.33).
@@ -359,8 +379,8 @@ def cvi1_sweep(family, prior, alpha, mask, index, features, offsets,
     first factor uses the start counts; at t = T there is no F2.
 
     Returns (objective, first_bad): objective is the sum over tokens of the
-    log normaliser of the update, a leave-one-token-out predictive
-    log-likelihood.
+    log normaliser of the update with F1 normalised over k, a
+    leave-one-token-out predictive log-likelihood.
     """
     n_states = start_counts.shape[0]
     k_alpha = n_states * alpha
@@ -371,6 +391,8 @@ def cvi1_sweep(family, prior, alpha, mask, index, features, offsets,
     r2 = np.zeros(n_states)
     nx = np.zeros(n_states)
     n2 = np.zeros(n_states)
+    into = np.empty(n_states)
+    out_of = np.empty(n_states)
     objective = 0.0
     for i in range(offsets.shape[0] - 1):
         begin = offsets[i]
@@ -405,21 +427,26 @@ def cvi1_sweep(family, prior, alpha, mask, index, features, offsets,
                 n_p += nx[k] * p[k]
                 n_n += nx[k] * nx[k]
                 n_n2 += nx[k] * n2[k]
-            total = 0.0
+            if has_prev:
+                vec_mat(r, trans_counts, into)
+            if has_next:
+                mat_vec(trans_counts, nx, out_of)
+            f1_total = 0.0
             for k in range(n_states):
                 if has_prev:
-                    f1 = 0.0
-                    for j in range(n_states):
-                        f1 += r[j] * trans_counts[j, k]
-                    f1 += -r[k] * r_r2 - p[k] * r_r - nx[k] * r_p + r2[k] * r[k]
+                    f1 = into[k] - r[k] * r_r2 - p[k] * r_r - nx[k] * r_p + r2[k] * r[k]
                 else:
                     f1 = start_counts[k] - p[k]
-                v = max(f1, 0.0) + alpha
+                q[k] = max(f1, 0.0) + alpha
+                f1_total += q[k]
+            total = 0.0
+            for k in range(n_states):
+                # F1 / sum_k F1 is the transition predictive into z_t; its
+                # denominator does not depend on z_t, so q(z_t) is unchanged,
+                # but the log normaliser becomes a predictive log-likelihood
+                v = q[k] / f1_total
                 if has_next:
-                    f2 = 0.0
-                    for l in range(n_states):
-                        f2 += trans_counts[k, l] * nx[l]
-                    f2 += -r[k] * n_p - p[k] * n_n - nx[k] * n_n2 + nx[k] * n2[k] + r[k] * nx[k]
+                    f2 = out_of[k] - r[k] * n_p - p[k] * n_n - nx[k] * n_n2 + nx[k] * n2[k] + r[k] * nx[k]
                     v *= (max(f2, 0.0) + alpha) / (max(trans_rows[k] - p[k], 0.0) + k_alpha)
                 v *= lik[0, k]
                 q[k] = v

@@ -409,9 +409,8 @@ class _Data:
         k = self.model.n_states
         marginals = np.zeros((self.corpus.n_tokens, k), dtype=np.float32)
         local_pairs = np.zeros((self.corpus.n_sequences if keep_pairs else 0, k, k), dtype=np.float32)
-        sweeps.seed_numba(seed)
         start_counts, trans_counts = sweeps.random_chain_posteriors(
-            self.offsets, k, self.mask, self.index, marginals, local_pairs)
+            seed, self.offsets, k, self.mask, self.index, self.chunks, marginals, local_pairs)
         return marginals, local_pairs, start_counts, trans_counts
 
     def random_counts(self, seed):

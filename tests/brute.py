@@ -1,0 +1,76 @@
+"""Brute-force references: enumerate every state path of tiny models."""
+import itertools
+
+import numpy as np
+from scipy.special import gammaln
+
+
+def chain_posterior(start, trans, lik):
+    """Exact log Z, marginals (T, K) and expected transition counts (K, K) of one chain."""
+    n_steps, n_states = lik.shape
+    z_total = 0.0
+    marginals = np.zeros((n_steps, n_states))
+    pairs = np.zeros((n_states, n_states))
+    for path in itertools.product(range(n_states), repeat=n_steps):
+        p = start[path[0]] * lik[0, path[0]]
+        for t in range(1, n_steps):
+            p *= trans[path[t - 1], path[t]] * lik[t, path[t]]
+        z_total += p
+        for t in range(n_steps):
+            marginals[t, path[t]] += p
+        for t in range(1, n_steps):
+            pairs[path[t - 1], path[t]] += p
+    return np.log(z_total), marginals / z_total, pairs / z_total
+
+
+def best_path(start, trans, lik):
+    """The highest-probability path and its probability."""
+    n_steps, n_states = lik.shape
+    best, best_p = None, -1.0
+    for path in itertools.product(range(n_states), repeat=n_steps):
+        p = start[path[0]] * lik[0, path[0]]
+        for t in range(1, n_steps):
+            p *= trans[path[t - 1], path[t]] * lik[t, path[t]]
+        if p > best_p:
+            best, best_p = path, p
+    return np.array(best), best_p
+
+
+def corpus_expectations(start, trans, emission, sequences):
+    """Exact expected (start, trans, emission (K, W)) counts and log-likelihood of a corpus."""
+    n_states, n_symbols = emission.shape
+    start_c = np.zeros(n_states)
+    trans_c = np.zeros((n_states, n_states))
+    emit_c = np.zeros((n_states, n_symbols))
+    log_lik = 0.0
+    for x in sequences:
+        log_z, marg, pairs = chain_posterior(start, trans, emission[:, x].T)
+        log_lik += log_z
+        start_c += marg[0]
+        trans_c += pairs
+        for t, w in enumerate(x):
+            emit_c[:, w] += marg[t]
+    return start_c, trans_c, emit_c, log_lik
+
+
+def collapsed_log_joint(states, sequences, n_states, n_symbols, alpha, beta):
+    """log p(x, z | alpha, beta) with every parameter integrated out (eq. 3.24)."""
+    start_c = np.zeros(n_states)
+    trans_c = np.zeros((n_states, n_states))
+    emit_c = np.zeros((n_states, n_symbols))
+    pos = 0
+    for x in sequences:
+        z = states[pos:pos + len(x)]
+        pos += len(x)
+        start_c[z[0]] += 1
+        for t in range(1, len(x)):
+            trans_c[z[t - 1], z[t]] += 1
+        for t, w in enumerate(x):
+            emit_c[z[t], w] += 1
+
+    def rows(counts, prior):
+        width = counts.shape[-1]
+        return ((gammaln(width * prior) - gammaln(width * prior + counts.sum(-1))).sum()
+                + (gammaln(counts + prior) - gammaln(prior)).sum())
+
+    return rows(start_c[None], alpha) + rows(trans_c, alpha) + rows(emit_c, beta)
