@@ -61,3 +61,4 @@ def random_hmm(n_states, n_symbols, rng, concentration=0.1):
     transmat = rng.dirichlet(np.full(n_states, concentration), size=n_states)
     emissionprob = rng.dirichlet(np.full(n_symbols, concentration), size=n_states)
     return startprob, transmat, emissionprob
+
