@@ -376,8 +376,9 @@ class _Data:
         self.offsets = np.ascontiguousarray(corpus.offsets, dtype=np.int64)
         mask = model.tag_dictionary
         self.mask = mask if mask is not None else np.zeros((0, model.n_states))
-        # about four chunks a thread, cut at equal token counts, for load balance
-        n_chunks = max(1, min(corpus.n_sequences, 4 * get_num_threads()))
+        # one chunk a thread, cut at equal token counts: each chunk keeps its own
+        # copy of the (S, K) statistics, which is W x K for categorical data
+        n_chunks = max(1, min(corpus.n_sequences, get_num_threads()))
         targets = np.linspace(0, corpus.n_tokens, n_chunks + 1)
         bounds = np.searchsorted(self.offsets, targets, side="left")
         bounds[0], bounds[-1] = 0, corpus.n_sequences
