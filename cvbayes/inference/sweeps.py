@@ -37,6 +37,16 @@ def _max_length(offsets):
     return max(longest, 1)
 
 
+@njit(cache=True)
+def _first_bad(bad_per_chunk):
+    """The lowest sequence index any chunk flagged as impossible, or -1."""
+    first = -1
+    for bad in bad_per_chunk:
+        if bad >= 0 and (first < 0 or bad < first):
+            first = bad
+    return first
+
+
 @njit(parallel=True, cache=True)
 def batch_expectations(family, start, trans, table, table_log_offset, mask, index, features,
                        offsets, chunk_bounds, n_stats):
@@ -77,12 +87,8 @@ def batch_expectations(family, start, trans, table, table_log_offset, mask, inde
                 start_acc[c, k] += gamma[0, k]
             for t in range(end - begin):
                 add_token_stats(family, stats_acc[c], index, features, begin + t, gamma[t], 1.0)
-    first_bad = -1
-    for c in range(n_chunks):
-        if bad_acc[c] >= 0 and (first_bad < 0 or bad_acc[c] < first_bad):
-            first_bad = bad_acc[c]
     pair = outer_acc.sum(axis=0) * trans
-    return start_acc.sum(axis=0), pair, stats_acc.sum(axis=0), log_z_acc.sum(), first_bad
+    return start_acc.sum(axis=0), pair, stats_acc.sum(axis=0), log_z_acc.sum(), _first_bad(bad_acc)
 
 
 @njit(parallel=True, cache=True)
@@ -154,11 +160,7 @@ def batch_decode(start, trans, table, table_log_offset, mask, index, offsets, ch
                             out_posteriors[begin + t, k] = gamma[t, k]
             if not ok and bad_acc[c] < 0:
                 bad_acc[c] = i
-    first_bad = -1
-    for c in range(n_chunks):
-        if bad_acc[c] >= 0 and (first_bad < 0 or bad_acc[c] < first_bad):
-            first_bad = bad_acc[c]
-    return first_bad
+    return _first_bad(bad_acc)
 
 
 @njit(cache=True)
@@ -615,11 +617,7 @@ def batch_local_posteriors(start, trans, table, table_log_offset, mask, index, o
                 for j in range(n_states):
                     for k in range(n_states):
                         local_pairs[i, j, k] = outer[j, k] * trans[j, k]
-    first_bad = -1
-    for c in range(n_chunks):
-        if bad_acc[c] >= 0 and (first_bad < 0 or bad_acc[c] < first_bad):
-            first_bad = bad_acc[c]
-    return first_bad
+    return _first_bad(bad_acc)
 
 
 @njit(cache=True)
