@@ -8,6 +8,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from . import HMM
+from .families import Categorical
 from .metrics import many_to_one
 from .models.hmm import ALGORITHMS, OBJECTIVES
 from .synthetic import random_hmm, sample_categorical_hmm
@@ -27,7 +28,11 @@ def run_demo(args):
     corpus = sample_categorical_hmm(*params, np.full(args.sequences, args.length), seed=args.seed + 1)
     n_train = int(0.9 * corpus.n_sequences)
     train, held_out = corpus[:n_train], corpus[n_train:]
-    oracle = HMM(args.states, alpha=1.0, beta=1.0).fit(
+    def model(alpha, beta):
+        # W is the planted vocabulary, not just the symbols a small sample happens to show
+        return HMM(args.states, alpha=alpha, emission=Categorical(beta=beta, n_symbols=args.symbols))
+
+    oracle = model(1.0, 1.0).fit(
         held_out, algorithm="em", n_iter=1,
         init=dict(startprob=params[0], transmat=params[1], emissionprob=params[2]))
     rows = []
@@ -39,18 +44,18 @@ def run_demo(args):
         best = None
         for restart in range(args.restarts):
             started = time.perf_counter()
-            model = HMM(args.states, alpha=args.alpha, beta=args.beta).fit(
+            fitted = model(args.alpha, args.beta).fit(
                 train, algorithm=algorithm, n_iter=args.iterations or DEMO_ITERATIONS[algorithm],
                 seed=args.seed + restart)
             seconds = time.perf_counter() - started
-            held = model.score_per_token(held_out)
+            held = fitted.score_per_token(held_out)
             if best is None or held > best["heldout_loglik_per_token"]:
                 best = {"algorithm": algorithm, "seed": args.seed + restart,
-                        "iterations": len(model.history_), "seconds": seconds,
-                        "seconds_per_iteration": float(np.median([h.seconds for h in model.history_])),
-                        "many_to_one": many_to_one(model.decode(train), train.gold),
+                        "iterations": len(fitted.history_), "seconds": seconds,
+                        "seconds_per_iteration": float(np.median([h.seconds for h in fitted.history_])),
+                        "many_to_one": many_to_one(fitted.decode(train), train.gold),
                         "heldout_loglik_per_token": held,
-                        "objective": model.history_[-1].objective, "objective_is": OBJECTIVES[algorithm]}
+                        "objective": fitted.history_[-1].objective, "objective_is": OBJECTIVES[algorithm]}
             bar.update()
         rows.append(best)
     bar.close()
