@@ -57,24 +57,6 @@ def fill_rows_from_table(table, table_log_offset, mask, index, begin, end, lik):
 
 
 @njit(cache=True, fastmath=FAST)
-def normalise_log_rows(log_lik, lik):
-    """Turn log-likelihood rows into max-normalised rows; return the log scale."""
-    n_steps, n_states = log_lik.shape
-    log_scale = 0.0
-    for t in range(n_steps):
-        peak = -np.inf
-        for k in range(n_states):
-            if log_lik[t, k] > peak:
-                peak = log_lik[t, k]
-        if peak == -np.inf:
-            return -np.inf
-        for k in range(n_states):
-            lik[t, k] = np.exp(log_lik[t, k] - peak)
-        log_scale += peak
-    return log_scale
-
-
-@njit(cache=True, fastmath=FAST)
 def vec_mat(vec, mat, out):
     """out = vec @ mat, four rows of ``mat`` per pass so each load of out[k]
     feeds four multiply-adds (the forward step and CVI-1's sum_j r_j G_jk)."""

@@ -93,6 +93,3 @@ class Categorical:
         if rule == "map":
             return {"emissionprob_": self.map_params(stats)["emissionprob"]}
         return {"emissionprob_": rules.dirichlet_mean(self._counts(stats), self.beta)}
-
-    def to_json(self):
-        return {"name": "categorical", "beta": self.beta, "n_symbols": self.n_symbols}

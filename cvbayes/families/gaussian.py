@@ -146,7 +146,3 @@ class Gaussian:
             return {"means_": params["means"], "covars_": params["covars"]}
         kappa, mu, a, b = self.posterior(stats)
         return {"means_": mu, "covars_": b / a}
-
-    def to_json(self):
-        return {"name": "gaussian", "mean": self.mean.tolist(), "kappa": self.kappa,
-                "shape": self.shape, "rate": self.rate.tolist()}
