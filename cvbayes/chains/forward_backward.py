@@ -59,7 +59,12 @@ def fill_rows_from_table(table, table_log_offset, mask, index, begin, end, lik):
 @njit(cache=True, fastmath=FAST)
 def vec_mat(vec, mat, out):
     """out = vec @ mat, four rows of ``mat`` per pass so each load of out[k]
-    feeds four multiply-adds (the forward step and CVI-1's sum_j r_j G_jk)."""
+    feeds four multiply-adds (the forward step and CVI-1's sum_j r_j G_jk).
+
+    Blocks of four zero entries in ``vec`` are skipped: under a tag
+    dictionary a token allows about two of K states, so this turns the
+    O(K^2) step into O(K) per allowed state.
+    """
     n_rows, width = mat.shape
     for k in range(width):
         out[k] = 0.0
@@ -69,6 +74,9 @@ def vec_mat(vec, mat, out):
         a1 = vec[j + 1]
         a2 = vec[j + 2]
         a3 = vec[j + 3]
+        if a0 == 0.0 and a1 == 0.0 and a2 == 0.0 and a3 == 0.0:
+            j += 4
+            continue
         r0 = mat[j]
         r1 = mat[j + 1]
         r2 = mat[j + 2]
@@ -85,11 +93,23 @@ def vec_mat(vec, mat, out):
 
 
 @njit(cache=True, fastmath=FAST)
-def mat_vec(mat, vec, out):
-    """out = mat @ vec, four dot products per pass over ``vec``."""
+def mat_vec(mat, vec, out, needed):
+    """out = mat @ vec, four dot products per pass over ``vec``.
+
+    Only rows j with ``needed[j] != 0`` are computed (the others are set to
+    zero), in blocks of four: the callers pass the next token's emission row,
+    which is zero for every state the tag dictionary excludes.
+    """
     n_rows, width = mat.shape
     j = 0
     while j + 4 <= n_rows:
+        if needed[j] == 0.0 and needed[j + 1] == 0.0 and needed[j + 2] == 0.0 and needed[j + 3] == 0.0:
+            out[j] = 0.0
+            out[j + 1] = 0.0
+            out[j + 2] = 0.0
+            out[j + 3] = 0.0
+            j += 4
+            continue
         r0 = mat[j]
         r1 = mat[j + 1]
         r2 = mat[j + 2]
@@ -186,7 +206,7 @@ def forward_backward(start, trans, lik, n_steps, alpha, beta, gamma, pair_outer)
             # beta[t] becomes the weighted row lik_t beta_t / c_t, which both
             # the backward step and the pair counts need
             bt[k] = lik[t, k] * bt[k] * inv
-        mat_vec(trans, bt, beta[t - 1])
+        mat_vec(trans, bt, beta[t - 1], lik[t - 1])
     for k in range(n_states):
         gamma[0, k] = alpha[0, k] * beta[0, k]
     # pair_outer += sum_t alpha[t-1] (x) weighted[t], four steps per pass
@@ -201,6 +221,8 @@ def forward_backward(start, trans, lik, n_steps, alpha, beta, gamma, pair_outer)
             a1 = alpha[t, j]
             a2 = alpha[t + 1, j]
             a3 = alpha[t + 2, j]
+            if a0 == 0.0 and a1 == 0.0 and a2 == 0.0 and a3 == 0.0:
+                continue
             out = pair_outer[j]
             for k in range(n_states):
                 out[k] += a0 * w0[k] + a1 * w1[k] + a2 * w2[k] + a3 * w3[k]
@@ -209,6 +231,8 @@ def forward_backward(start, trans, lik, n_steps, alpha, beta, gamma, pair_outer)
         w0 = beta[t]
         for j in range(n_states):
             a0 = alpha[t - 1, j]
+            if a0 == 0.0:
+                continue
             out = pair_outer[j]
             for k in range(n_states):
                 out[k] += a0 * w0[k]

@@ -15,4 +15,17 @@ def make_family(emission, beta):
     raise ValueError(f"unknown emission family {emission!r}; use 'categorical' or 'gaussian'")
 
 
-__all__ = ["Categorical", "Gaussian", "CATEGORICAL", "GAUSSIAN", "make_family"]
+def family_from_config(config):
+    """Rebuild a fitted family from its ``config()`` (model files)."""
+    config = dict(config)
+    name = config.pop("name")
+    if name == "categorical":
+        return Categorical(**config)
+    if name == "gaussian":
+        family = Gaussian(**config)
+        family.n_dims = len(family.mean)
+        return family
+    raise ValueError(f"unknown emission family {name!r} in model file")
+
+
+__all__ = ["Categorical", "Gaussian", "CATEGORICAL", "GAUSSIAN", "family_from_config", "make_family"]

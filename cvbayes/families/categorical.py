@@ -25,6 +25,10 @@ class Categorical:
         self.beta = float(beta)
         self.n_symbols = n_symbols
 
+    def config(self):
+        """Constructor arguments, as JSON-ready values (model files)."""
+        return {"name": "categorical", "beta": self.beta, "n_symbols": self.n_symbols}
+
     # -- set-up -----------------------------------------------------------
     def prepare(self, corpus, n_states):
         """Fix W from the training corpus and check it."""

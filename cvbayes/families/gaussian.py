@@ -41,6 +41,11 @@ class Gaussian:
         self.rate = None if rate is None else np.atleast_1d(np.asarray(rate, dtype=float))
         self.n_dims = None
 
+    def config(self):
+        """Constructor arguments, as JSON-ready values (model files)."""
+        return {"name": "gaussian", "mean": self.mean.tolist(), "kappa": self.kappa,
+                "shape": self.shape, "rate": self.rate.tolist()}
+
     def prepare(self, corpus, n_states):
         if corpus.is_discrete:
             raise ValueError("gaussian emissions need real-valued features of shape (N, D)")

@@ -285,10 +285,10 @@ def factorised_transitions(offsets, marginals):
 
 
 @njit(cache=True, fastmath=FAST)
-def _surrogate_rows(counts, prior, out):
-    """out = (max(C, 0) + a) / (C. + K a), row by row (eq. 3.49)."""
-    n_rows, width = counts.shape
-    for j in range(n_rows):
+def _surrogate_rows(counts, prior, rows, out):
+    """out[j] = (max(C_j, 0) + a) / (C_j. + K a) for j in ``rows`` (eq. 3.49)."""
+    width = counts.shape[1]
+    for j in rows:
         total = 0.0
         for k in range(width):
             v = max(counts[j, k], 0.0) + prior
@@ -323,7 +323,12 @@ def cvi2_sweep(family, prior, alpha, mask, index, features, offsets, order,
     gamma = np.empty((longest, n_states))
     outer = np.empty((n_states, n_states))
     start_bar = np.empty((1, n_states))
-    trans_bar = np.empty((n_states, n_states))
+    # rows a sequence never leaves keep finite stale values, which the
+    # kernels only ever multiply by zero
+    trans_bar = np.zeros((n_states, n_states))
+    use_mask = mask.shape[0] > 0
+    is_source = np.empty(n_states, dtype=np.bool_)
+    first_row = np.zeros(1, dtype=np.int64)
     objective = 0.0
     for i in order:
         begin = offsets[i]
@@ -331,15 +336,24 @@ def cvi2_sweep(family, prior, alpha, mask, index, features, offsets, order,
         n_steps = end - begin
         if n_steps == 0:
             continue
+        # Under a tag dictionary only the states allowed before the last token
+        # start a transition, so only their rows of the counts change
+        is_source[:] = not use_mask
+        if use_mask:
+            for t in range(begin, end - 1):
+                for k in range(n_states):
+                    if mask[index[t], k] != 0.0:
+                        is_source[k] = True
+        sources = np.flatnonzero(is_source)
         for k in range(n_states):
             start_counts[k] -= marginals[begin, k]
         for t in range(begin, end):
             add_token_stats(family, stats, index, features, t, marginals[t], -1.0)
-        for j in range(n_states):
+        for j in sources:
             for k in range(n_states):
                 trans_counts[j, k] -= local_pairs[i, j, k]
-        _surrogate_rows(start_counts.reshape((1, n_states)), alpha, start_bar)
-        _surrogate_rows(trans_counts, alpha, trans_bar)
+        _surrogate_rows(start_counts.reshape((1, n_states)), alpha, first_row, start_bar)
+        _surrogate_rows(trans_counts, alpha, sources, trans_bar)
         log_scale = predictive_rows(family, stats, prior, index, features, begin, end, mask, lik)
         log_z = -np.inf
         if log_scale > -np.inf:
@@ -354,7 +368,7 @@ def cvi2_sweep(family, prior, alpha, mask, index, features, offsets, order,
             add_token_stats(family, stats, index, features, begin + t, marginals[begin + t], 1.0)
         for k in range(n_states):
             start_counts[k] += marginals[begin, k]
-        for j in range(n_states):
+        for j in sources:
             for k in range(n_states):
                 local_pairs[i, j, k] = outer[j, k] * trans_bar[j, k]
                 trans_counts[j, k] += local_pairs[i, j, k]
@@ -432,7 +446,7 @@ def cvi1_sweep(family, prior, alpha, mask, index, features, offsets,
             if has_prev:
                 vec_mat(r, trans_counts, into)
             if has_next:
-                mat_vec(trans_counts, nx, out_of)
+                mat_vec(trans_counts, nx, out_of, lik[0])
             f1_total = 0.0
             for k in range(n_states):
                 if has_prev:
@@ -460,6 +474,8 @@ def cvi1_sweep(family, prior, alpha, mask, index, features, offsets,
                 q[k] = np.float32(q[k] / total)
             if has_prev:
                 for j in range(n_states):
+                    if r[j] == 0.0:
+                        continue
                     for k in range(n_states):
                         trans_counts[j, k] += r[j] * (q[k] - p[k])
             else:
@@ -468,6 +484,8 @@ def cvi1_sweep(family, prior, alpha, mask, index, features, offsets,
             if has_next:
                 for j in range(n_states):
                     d = q[j] - p[j]
+                    if d == 0.0:
+                        continue
                     trans_rows[j] += d
                     for k in range(n_states):
                         trans_counts[j, k] += d * nx[k]

@@ -1,5 +1,23 @@
 """Evaluation metrics."""
 
-from .tagging import accuracy, contingency, many_to_one
+from .tagging import (
+    VMeasure,
+    accuracy,
+    contingency,
+    many_to_one,
+    one_to_one,
+    tagging_report,
+    v_measure,
+    variation_of_information,
+)
 
-__all__ = ["accuracy", "contingency", "many_to_one"]
+__all__ = [
+    "VMeasure",
+    "accuracy",
+    "contingency",
+    "many_to_one",
+    "one_to_one",
+    "tagging_report",
+    "v_measure",
+    "variation_of_information",
+]

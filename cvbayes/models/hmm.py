@@ -5,15 +5,17 @@ sampling.  They share the forward-backward kernel and differ only in the
 parameter rule (inference/rules.py) and the update schedule
 (inference/sweeps.py), as thesis §3.3-3.5 and DESIGN.md describe.
 """
+import json
 import time
+import zipfile
 from dataclasses import dataclass
 
 import numpy as np
 from numba import get_num_threads
 from tqdm.auto import tqdm
 
-from ..data import Corpus, as_corpus
-from ..families import make_family
+from ..data import Vocabulary, as_corpus
+from ..families import family_from_config, make_family
 from ..families.ops import log_marginal_likelihood
 from ..inference import rules, sweeps
 
@@ -26,6 +28,8 @@ OBJECTIVES = {
     "cvi2": "sum over sequences of log Z under the surrogate parameters (eq. 3.47-3.48): a leave-one-sequence-out predictive log-likelihood",
     "cgs": "log p(x, z | alpha, beta) of the current sample (eq. 3.24)",
 }
+
+SAVE_FORMAT = "cvbayes-hmm-1"
 
 # Goldwater and Griffiths (2007) anneal from temperature 2.0 down to 0.08.
 ANNEAL_START = 2.0
@@ -97,7 +101,7 @@ class HMM:
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, lengths=None, algorithm="cvi2", n_iter=50, seed=0, init="random",
-            anneal=True, progress=False):
+            anneal=True, progress=False, callback=None):
         """Learn from sequences.
 
         Parameters
@@ -118,6 +122,11 @@ class HMM:
             the iterations (Goldwater and Griffiths 2007).
         progress : bool
             Show a progress bar.
+        callback : callable, optional
+            ``callback(model, iteration)`` after every iteration, with the
+            model's fitted attributes set to the current estimates, so that
+            ``decode`` and ``score`` work inside it (accuracy-against-iteration
+            curves, Fig. 3.11).  Its time is not counted in ``history_``.
         """
         if algorithm not in ALGORITHMS:
             raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
@@ -137,16 +146,22 @@ class HMM:
         self.algorithm_ = algorithm
         self.objective_name_ = OBJECTIVES[algorithm]
         self.history_ = []
+        self.vocabulary_ = corpus.vocabulary
+        self.tagset_ = corpus.tagset
+        self._callback = callback
         data = _Data(self, corpus)
         learner = getattr(self, "_fit_" + algorithm)
         learner(data, int(n_iter), int(seed), init, anneal, progress)
         return self
 
-    def _record(self, iteration, objective, started, bar):
+    def _record(self, iteration, objective, started, bar, counts, rule):
+        """Log an iteration; hand the current estimates to the user's callback."""
         self.history_.append(IterationRecord(iteration, float(objective), time.perf_counter() - started))
-        if bar is not None:
-            bar.set_postfix(objective=f"{objective:.6g}")
-            bar.update()
+        bar.set_postfix(objective=f"{objective:.6g}")
+        bar.update()
+        if self._callback is not None:
+            self._set_fitted(*counts, rule)
+            self._callback(self, iteration)
 
     def _iterations(self, n_iter, progress):
         return tqdm(total=n_iter, desc=self.algorithm_, disable=not progress, leave=False)
@@ -179,7 +194,7 @@ class HMM:
                              + rules.dirichlet_log_prior_terms(params["transmat"], self.alpha)
                              + self.family.log_prior(params))
                 params = self._map_params(*counts)
-                self._record(it, log_evidence + log_prior, started, bar)
+                self._record(it, log_evidence + log_prior, started, bar, counts, "map")
         self._set_fitted(*counts, "map")
 
     def _map_params(self, start_counts, trans_counts, stats):
@@ -204,7 +219,7 @@ class HMM:
                 kl = (rules.dirichlet_kl(start_counts, self.alpha) + rules.dirichlet_kl(trans_counts, self.alpha)
                       + self.family.kl(stats))
                 counts, log_evidence = data.expectations(startprob, transmat, table)
-                self._record(it, log_evidence - kl, started, bar)
+                self._record(it, log_evidence - kl, started, bar, counts, "predictive")
         self._set_fitted(*counts, "predictive")
 
     def _fit_cvi2(self, data, n_iter, seed, init, anneal, progress):
@@ -220,7 +235,7 @@ class HMM:
                     data.code, data.prior, self.alpha, data.mask, data.index, data.features,
                     data.offsets, order, start_counts, trans_counts, stats, marginals, local_pairs)
                 data.raise_if_bad(bad)
-                self._record(it, objective, started, bar)
+                self._record(it, objective, started, bar, (start_counts, trans_counts, stats), "predictive")
         self._set_fitted(start_counts, trans_counts, stats, "predictive")
         self.local_memory_bytes_ = marginals.nbytes + local_pairs.nbytes
 
@@ -237,7 +252,7 @@ class HMM:
                     data.code, data.prior, self.alpha, data.mask, data.index, data.features,
                     data.offsets, start_counts, trans_counts, trans_rows, stats, marginals)
                 data.raise_if_bad(bad)
-                self._record(it, objective, started, bar)
+                self._record(it, objective, started, bar, (start_counts, trans_counts, stats), "predictive")
         self._set_fitted(start_counts, trans_counts, stats, "predictive")
 
     def _fit_cgs(self, data, n_iter, seed, init, anneal, progress):
@@ -263,9 +278,61 @@ class HMM:
                 objective = (rules.dirichlet_log_marginal(start_counts[None], self.alpha)
                              + rules.dirichlet_log_marginal(trans_counts, self.alpha)
                              + log_marginal_likelihood(data.code, stats, data.prior))
-                self._record(it, objective, started, bar)
+                self._record(it, objective, started, bar, (start_counts, trans_counts, stats), "predictive")
         self.states_ = states
         self._set_fitted(start_counts, trans_counts, stats, "predictive")
+
+    # ------------------------------------------------------------ save/load
+    def save(self, path):
+        """Write the fitted model to ``path`` (a NumPy ``.npz`` archive, no pickles).
+
+        The archive keeps the expected counts, so `load` restores the exact
+        posterior, plus the priors, the tag dictionary, the vocabulary and
+        tag set of the training corpus, and the training history.
+        """
+        if not hasattr(self, "_counts"):
+            raise RuntimeError("this HMM is not fitted yet; call fit() first")
+        start_counts, trans_counts, stats = self._counts
+        meta = {
+            "format": SAVE_FORMAT,
+            "n_states": self.n_states,
+            "alpha": self.alpha,
+            "beta": self.beta,
+            "family": self.family.config(),
+            "algorithm": self.algorithm_,
+            "point_rule": self._point_rule,
+            "history": [[r.iteration, r.objective, r.seconds] for r in self.history_],
+            "vocabulary": None if self.vocabulary_ is None else self.vocabulary_.to_json(),
+            "tagset": None if self.tagset_ is None else self.tagset_.to_json(),
+        }
+        arrays = {"start_counts": start_counts, "trans_counts": trans_counts, "stats": stats}
+        if self.tag_dictionary is not None:
+            arrays["tag_dictionary"] = self.tag_dictionary
+        with open(path, "wb") as handle:
+            np.savez_compressed(handle, meta=np.array(json.dumps(meta)), **arrays)
+
+    @classmethod
+    def load(cls, path):
+        """Read a model written by `save`."""
+        try:
+            with np.load(path, allow_pickle=False) as archive:
+                meta = json.loads(str(archive["meta"]))
+                arrays = {name: archive[name] for name in archive.files if name != "meta"}
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
+            raise ValueError(f"{path}: not a cvbayes model file ({error})") from None
+        if meta.get("format") != SAVE_FORMAT:
+            raise ValueError(f"{path}: not a cvbayes model file (format {meta.get('format')!r})")
+        family = family_from_config(meta["family"])
+        model = cls(meta["n_states"], meta["alpha"], meta["beta"], emission=family,
+                    tag_dictionary=arrays.get("tag_dictionary"))
+        model.algorithm_ = meta["algorithm"]
+        model.objective_name_ = OBJECTIVES[model.algorithm_]
+        model.history_ = [IterationRecord(int(i), o, t) for i, o, t in meta["history"]]
+        model.vocabulary_ = None if meta["vocabulary"] is None else Vocabulary.from_json(meta["vocabulary"])
+        model.tagset_ = None if meta["tagset"] is None else Vocabulary.from_json(meta["tagset"])
+        rule = "map" if meta["point_rule"] == "map" else "predictive"
+        model._set_fitted(arrays["start_counts"], arrays["trans_counts"], arrays["stats"], rule)
+        return model
 
     # ----------------------------------------------------------- parameters
     def _check_init(self, init):

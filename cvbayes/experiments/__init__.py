@@ -1,0 +1,1 @@
+"""Re-runs of the thesis experiments."""

@@ -1,0 +1,170 @@
+"""Part-of-speech induction with HMMs: corpora, tag dictionaries, fitting and scoring (thesis §3.8.1-3.8.2).
+
+This is the pipeline behind ``cvbayes compare``, ``fit``, ``tag``, ``evaluate``
+and the tagging experiments.  Semi-supervised means the formulation of
+Merialdo (1994): one state per gold tag and a tag dictionary saying which tags
+each word type may take; the score is accuracy.  Unsupervised means no
+dictionary, K = number of gold tags, and the four clustering metrics.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .data import (Corpus, Vocabulary, complete_tag_dictionary, incomplete_tag_dictionary, load_brown,
+                   load_embedded_brown, read_conllu, read_tagged, read_text)
+from .metrics import accuracy, tagging_report
+from .models.hmm import HMM
+
+FORMATS = ("auto", "tagged", "conllu", "text")
+BROWN_NAMES = ("brown", "brown-embedded")
+
+
+def load_corpus(source, fmt="auto", tagset="brown", n_sentences=None, vocabulary=None):
+    """Read a corpus named on the command line.
+
+    Parameters
+    ----------
+    source : str
+        ``brown`` (the full corpus fetched by ``cvbayes data fetch brown``),
+        ``brown-embedded`` (the 2,000-sentence slice shipped with cvbayes), or
+        a file path.
+    fmt : {"auto", "tagged", "conllu", "text"}
+        File format; ``auto`` picks CoNLL-U for ``.conllu`` files and
+        ``word/TAG`` otherwise.
+    tagset : {"brown", "universal"}
+        Tag set for the Brown corpus (ignored for files).
+    n_sentences : int, optional
+        Keep only the first sentences.
+    vocabulary : Vocabulary, optional
+        Encode words with this vocabulary (a fitted model's); unseen words get
+        its unknown id.
+    """
+    if source in BROWN_NAMES:
+        loader = load_embedded_brown if source == "brown-embedded" else load_brown
+        corpus = loader(tagset=tagset)
+        if vocabulary is not None:
+            corpus = recode(corpus, vocabulary)
+    else:
+        if fmt not in FORMATS:
+            raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+        if fmt == "auto":
+            fmt = "conllu" if str(source).endswith(".conllu") else "tagged"
+        if fmt == "conllu":
+            corpus = read_conllu(source, vocabulary=vocabulary)
+        elif fmt == "tagged":
+            corpus = read_tagged(source, vocabulary=vocabulary)
+        else:
+            corpus = read_text(source, vocabulary=vocabulary)
+    if n_sentences is not None:
+        corpus = corpus[:n_sentences]
+    return corpus
+
+
+def recode(corpus, vocabulary):
+    """The same corpus with its words encoded by another vocabulary."""
+    words = corpus.vocabulary.decode(corpus.observations)
+    return Corpus(vocabulary.encode(words), corpus.offsets, vocabulary=vocabulary, gold=corpus.gold,
+                  tagset=corpus.tagset, source=corpus.source)
+
+
+def compact(corpus, dictionary=None):
+    """Keep only the word types a (sub)corpus uses, renumbered densely.
+
+    A 1K-sentence slice of Brown uses 5k of its 56k word types; the emission
+    table of every algorithm is W x K, so dropping the unused rows makes small
+    corpora as cheap as their size.  Returns the compacted corpus and the
+    matching rows of ``dictionary`` (or None).
+    """
+    used = np.unique(corpus.observations)
+    renumber = np.zeros(len(corpus.vocabulary), dtype=np.int32)
+    renumber[used] = np.arange(used.size, dtype=np.int32)
+    words = corpus.vocabulary.decode(used)
+    vocabulary = Vocabulary(words, unknown=False)
+    compacted = Corpus(renumber[corpus.observations], corpus.offsets, vocabulary=vocabulary,
+                       gold=corpus.gold, tagset=corpus.tagset, source=corpus.source)
+    return compacted, None if dictionary is None else np.ascontiguousarray(dictionary[used])
+
+
+def tag_dictionary(corpus, kind, d=1, reference=None):
+    """Tag dictionary of §3.8.1: ``complete`` (every tag seen with the word in
+    ``reference``, default the corpus itself), ``incomplete`` (Smith and Eisner:
+    words seen fewer than d times in the corpus may take any tag) or ``none``."""
+    if kind == "none":
+        return None
+    if kind == "complete":
+        return complete_tag_dictionary(corpus, reference)
+    if kind == "incomplete":
+        return incomplete_tag_dictionary(corpus, d, reference)
+    raise ValueError(f"unknown tag dictionary {kind!r}; choose none, complete or incomplete")
+
+
+def random_baseline(corpus, dictionary):
+    """Expected accuracy of choosing uniformly among the tags the dictionary allows
+    (the "Random" column of thesis Fig. 3.10)."""
+    allowed = dictionary[corpus.observations]
+    return float(np.mean(allowed[np.arange(corpus.n_tokens), corpus.gold] / allowed.sum(axis=1)))
+
+
+def score_states(states, corpus, supervised):
+    """Accuracy when states are tags (semi-supervised), else the four
+    clustering metrics of §3.8.2 plus plain many-to-one."""
+    if supervised:
+        return {"accuracy": accuracy(states, corpus.gold)}
+    return tagging_report(states, corpus.gold)
+
+
+def fit_tagger(corpus, algorithm, alpha, beta, n_iter, seed, dictionary=None, n_states=None,
+               checkpoints=(), progress=False):
+    """Fit one HMM tagger and score it on its own training corpus (transductive, as §3.8).
+
+    ``checkpoints`` lists iterations (1-based) at which the current model is
+    decoded and scored, for the accuracy-against-iterations and -time curves
+    of Fig. 3.11; the time axis counts training only.
+
+    Returns the model, the decoded states (maximum posterior decoding) and a
+    result dict: scores, training seconds, and the curve.
+    """
+    supervised = dictionary is not None
+    if n_states is None:
+        n_states = len(corpus.tagset)
+    model = HMM(n_states, alpha=alpha, beta=beta, tag_dictionary=dictionary)
+    wanted = set(checkpoints)
+    curve = []
+
+    def record(fitted, iteration):
+        if iteration + 1 in wanted:
+            seconds = sum(r.seconds for r in fitted.history_)
+            curve.append({"iteration": iteration + 1, "seconds": seconds,
+                          **score_states(fitted.decode(corpus), corpus, supervised)})
+
+    started = time.perf_counter()
+    model.fit(corpus, algorithm=algorithm, n_iter=n_iter, seed=seed, progress=progress,
+              callback=record if wanted else None)
+    states = model.decode(corpus)
+    result = {"algorithm": algorithm, "seed": seed, "alpha": alpha, "beta": beta, "iterations": n_iter,
+              "train_seconds": sum(r.seconds for r in model.history_),
+              "wall_seconds": time.perf_counter() - started,
+              **score_states(states, corpus, supervised), "curve": curve}
+    return model, states, result
+
+
+def write_tagged(path_or_file, corpus, tags, fmt):
+    """Write words with predicted tags as ``word/TAG`` lines or CoNLL-U (UPOS column)."""
+    words = corpus.vocabulary.decode(corpus.observations) if corpus.vocabulary else corpus.observations
+    lines = []
+    for i in range(corpus.n_sequences):
+        begin, end = corpus.offsets[i], corpus.offsets[i + 1]
+        if fmt == "conllu":
+            lines.append(f"# sent_id = {i + 1}")
+            lines += [f"{t - begin + 1}\t{words[t]}\t_\t{tags[t]}\t_\t_\t_\t_\t_\t_" for t in range(begin, end)]
+            lines.append("")
+        else:
+            lines.append(" ".join(f"{words[t]}/{tags[t]}" for t in range(begin, end)))
+    text = "\n".join(lines) + "\n"
+    if hasattr(path_or_file, "write"):
+        path_or_file.write(text)
+    else:
+        Path(path_or_file).write_text(text, encoding="utf-8")
