@@ -105,7 +105,7 @@ def _algorithms(text, command):
 def run_compare(args):
     """The main job: every algorithm on a Brown corpus, semi-supervised (§3.8.1) or unsupervised (§3.8.2)."""
     corpus = load_corpus(args.corpus, tagset=args.tagset, n_sentences=args.sentences)
-    dictionary = None if args.unsupervised else tag_dictionary(corpus, "complete")
+    dictionary = tag_dictionary(corpus, args.dictionary, args.d)
     rows = []
     algorithms = _algorithms(args.algorithms, "compare")
     for algorithm in tqdm(algorithms, desc="algorithms", disable=args.quiet or args.json):
@@ -114,7 +114,9 @@ def run_compare(args):
                                   dictionary=dictionary, progress=not (args.quiet or args.json))
         result.pop("curve")
         rows.append(result)
-    setting = "unsupervised" if args.unsupervised else "semi-supervised, complete tag dictionary"
+    setting = {"none": "unsupervised", "complete": "semi-supervised, complete tag dictionary",
+               "incomplete": f"semi-supervised, tag dictionary open to words seen fewer than {args.d} times"
+               }[args.dictionary]
     report = {"corpus": corpus.source, "sentences": corpus.n_sequences, "tokens": corpus.n_tokens,
               "states": len(corpus.tagset), "setting": setting, "seed": args.seed,
               "alpha": args.alpha, "beta": args.beta, "results": rows}
@@ -245,13 +247,17 @@ def build_parser():
         "compare", help="PoS induction on Brown with EM, VB, CVI-1, CVI-2 and CGS (the main job)",
         description="Fit every algorithm on a Brown corpus (by default the slice shipped with cvbayes) "
                     "and print a table: tagging accuracy with a complete tag dictionary (thesis §3.8.1), "
-                    "or the clustering metrics with --unsupervised (§3.8.2).")
+                    "or the clustering metrics with --dictionary none (§3.8.2).")
     compare.add_argument("--corpus", default="brown-embedded",
                          help="'brown-embedded' (default), 'brown', or a word/TAG or CoNLL-U file")
     compare.add_argument("--tagset", choices=("brown", "universal"), default="brown",
                          help="Brown tag set: 104 base tags (default) or the 12 universal tags")
     compare.add_argument("--sentences", type=int, default=None, help="use only the first N sentences")
-    compare.add_argument("--unsupervised", action="store_true", help="no tag dictionary; K = number of tags")
+    compare.add_argument("--dictionary", choices=("none", "complete", "incomplete"), default="incomplete",
+                         help="tag dictionary built from the corpus's tags: complete, incomplete (default: words "
+                              "seen fewer than -d times may take any tag, Smith and Eisner 2005) or none "
+                              "(unsupervised, K = number of tags)")
+    compare.add_argument("-d", type=int, default=2, help="threshold of the incomplete dictionary (default 2)")
     compare.add_argument("--algorithms", default=",".join(ALGORITHMS), help="comma-separated (default: all five)")
     compare.add_argument("--iterations", type=int, default=50, help="iterations of em/vb/cvi1/cvi2 (default 50)")
     compare.add_argument("--cgs-iterations", type=int, default=500, help="annealed CGS sweeps (default 500)")

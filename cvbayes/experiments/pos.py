@@ -72,12 +72,13 @@ DATA_NOTE = ("Data: the Brown corpus (57,340 sentences, 1.16M tokens), not the t
 
 
 def size_label(size):
-    return "All" if size is None else f"{size // 1000}K"
+    return "All" if size is None else f"{size / 1000:g}K"
 
 
 def development_indices(n_sentences):
-    """Every 47th sentence from 10,000 on: spread over the genres, disjoint from 1K-10K."""
-    return np.arange(10_000, n_sentences, 47)
+    """Every 47th sentence from 10,000 on: spread over the genres, disjoint from 1K-10K.
+    (A corpus shorter than 20,000 sentences starts at its middle instead.)"""
+    return np.arange(min(10_000, n_sentences // 2), n_sentences, 47)
 
 
 class Experiment:
@@ -91,7 +92,7 @@ class Experiment:
         self.name = name
         self.settings = settings
         self.tagset = tagset
-        self.out = Path(settings.out) / name.replace(".", "_")
+        self.out = Path(settings.out) / name.replace(".", "_").replace("-", "_")
         self.out.mkdir(parents=True, exist_ok=True)
         source = None if settings.corpus == "brown" else settings.corpus
         self.full = load_brown(tagset=tagset, path=source)
@@ -103,9 +104,9 @@ class Experiment:
 
     def hyperparameters(self, setting, algorithm):
         """The grid search's choice for this algorithm, or the fallback when no grid ran."""
-        path = Path(self.settings.out) / f"grid_{setting}" / "results.json"
+        path = Path(self.settings.out) / f"grid_{setting}_{self.tagset}" / "results.json"
         if path.exists():
-            chosen = json.loads(path.read_text())["chosen"].get(f"{self.tagset}/{algorithm}")
+            chosen = json.loads(path.read_text())["chosen"].get(algorithm)
             if chosen:
                 return chosen
         return dict(FALLBACK)
@@ -175,7 +176,8 @@ def run_grid(settings, setting):
     cross-validated many-to-one, skipping settings that use fewer than five
     states (the thesis excludes such degenerate taggers).
     """
-    experiment = Experiment(f"grid_{setting}", settings, settings.tagset)
+    tagset = settings.tagset if setting == "unsup" else "brown"
+    experiment = Experiment(f"grid_{setting}_{tagset}", settings, tagset)
     supervised = setting == "semi"
     dev_corpus = experiment.full[development_indices(experiment.full.n_sequences)]
     if supervised:
@@ -199,18 +201,13 @@ def run_grid(settings, setting):
     for algorithm in algorithms:
         eligible = [r for r in scores if r["algorithm"] == algorithm and (supervised or r["states_used"] >= 5)]
         best = max(eligible, key=lambda r: r[key])
-        chosen[f"{settings.tagset}/{algorithm}"] = {"alpha": best["alpha"], "beta": best["beta"], key: best[key]}
-    previous = {}
-    path = experiment.out / "results.json"
-    if path.exists():  # keep choices made for the other tag set
-        previous = json.loads(path.read_text()).get("chosen", {})
-    chosen = {**previous, **chosen}
-    header = "| algorithm | alpha | beta | dev " + METRIC_LABELS[key] + " |\n|---|---|---|---|\n"
+        chosen[algorithm] = {"alpha": best["alpha"], "beta": best["beta"], key: best[key]}
+    header = f"| algorithm ({tagset} tags) | alpha | beta | dev " + METRIC_LABELS[key] + " |\n|---|---|---|---|\n"
     rows = "".join(f"| {name} | {c['alpha']} | {c['beta']} | {c[key] * 100:.1f} |\n" for name, c in chosen.items())
     table = (f"Development set: {corpus.n_sequences} sentences, {corpus.n_tokens} tokens; "
              f"grid {grid} x {grid}; {n_iter} iterations (CGS {settings.cgs_iterations}); seed {settings.seed}.\n\n"
              + header + rows)
-    return experiment.write({"setting": setting, "tagset": settings.tagset, "scores": scores, "chosen": chosen},
+    return experiment.write({"setting": setting, "tagset": tagset, "scores": scores, "chosen": chosen},
                             table)
 
 
@@ -234,16 +231,17 @@ def run_fig_3_10(settings):
                      "runs": [r for r, _ in done]})
         best = [(r, s) for r, s in done if r["algorithm"] == "cvi2"] or done
         confusion = (corpus, best[0][1], size_label(size))
-    header = ("| size | tokens | random | " + " | ".join(settings.algorithms) + " |\n|---|---|---|"
-              + "---|" * len(settings.algorithms) + "\n")
+    header = ("| size | tokens | tags/token | % ambig. | random | " + " | ".join(settings.algorithms)
+              + " |\n|---|---|---|---|---|" + "---|" * len(settings.algorithms) + "\n")
     body = ""
     for row in rows:
         thesis_random, thesis = THESIS_FIG_3_10.get(row["size"], (None, {}))
         ours = [_pct(summarise([r for r in row["runs"] if r["algorithm"] == a], "accuracy"))
                 for a in settings.algorithms]
-        body += f"| {row['size']} (Brown) | {row['tokens']} | {row['random'] * 100:.1f} | " + " | ".join(ours) + " |\n"
+        body += (f"| {row['size']} (Brown) | {row['tokens']} | {row['tags_per_token']:.2f} | "
+                 f"{row['ambiguous_token_fraction'] * 100:.0f} | {row['random'] * 100:.1f} | " + " | ".join(ours) + " |\n")
         if thesis:
-            body += (f"| {row['size']} (thesis, WSJ) | | {thesis_random} | "
+            body += (f"| {row['size']} (thesis, WSJ) | | ≈2.3 | ≈55 | {thesis_random} | "
                      + " | ".join(_pct(thesis[a], 1) for a in settings.algorithms) + " |\n")
     table = _settings_text(experiment, settings) + "\nAccuracy (%), mean ± std over seeds.\n\n" + header + body
     figures = [plots.accuracy_by_size(experiment.out / "accuracy_by_size.png", rows, settings.algorithms),
@@ -320,7 +318,7 @@ def run_fig_3_12(settings):
 # ----------------------------------------------------------------------- Fig. 3.13
 def run_fig_3_13(settings):
     """Unsupervised induction, K = number of gold tags, four metrics and time (Fig. 3.13)."""
-    experiment = Experiment("fig3.13", settings, settings.tagset)
+    experiment = Experiment(f"fig3.13-{settings.tagset}", settings, settings.tagset)
     sizes = [None if s == "all" else int(s) for s in settings.sizes]
     rows = []
     figures = []
@@ -367,7 +365,7 @@ def run_fig_3_13(settings):
 
 
 def _settings_text(experiment, settings):
-    hyper = {a: experiment.hyperparameters("unsup" if experiment.name == "fig3.13" else "semi", a)
+    hyper = {a: experiment.hyperparameters("unsup" if experiment.name.startswith("fig3.13") else "semi", a)
              for a in settings.algorithms}
     chosen = ", ".join(f"{a}: α={h['alpha']}, β={h['beta']}" for a, h in hyper.items())
     return (f"Seeds: {settings.seeds}" + (f" ({settings.seeds_all} on All)" if getattr(settings, "seeds_all", 0) else "")

@@ -1,0 +1,15 @@
+#!/bin/bash
+# The commands that produced docs/results (from the repository root, after
+# `cvbayes data fetch brown`). The first two chains ran one after the other; the brown-tag
+# unsupervised chain ran beside fig3.10 on the same 2-core machine, so those wall times
+# share the machine with another job (the ratios inside one experiment stay comparable).
+set -e
+cvbayes experiment grid-semi --grid 0.003 0.01 0.03 0.1 0.3 1.0 --iterations 50 --cgs-iterations 200
+cvbayes experiment grid-unsup --tagset universal --iterations 200 --cgs-iterations 200
+cvbayes experiment fig3.12 --seeds 10 --iterations 50 --cgs-iterations 500
+cvbayes experiment fig3.13 --tagset universal --sizes 1000 all --seeds 10 --seeds-all 3 --iterations 200 --cgs-iterations 500
+cvbayes experiment fig3.10 --seeds 3 --seeds-all 1 --iterations 50 --cgs-iterations 200 &
+(cvbayes experiment grid-unsup --tagset brown --grid 0.01 0.1 1.0 --iterations 200 --cgs-iterations 200 &&
+ cvbayes experiment fig3.13 --tagset brown --sizes 1000 --seeds 5 --iterations 200 --cgs-iterations 500)
+wait
+cvbayes experiment fig3.11

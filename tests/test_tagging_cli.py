@@ -1,0 +1,145 @@
+"""The PoS pipeline end to end: save/load, the fit/tag/evaluate/compare commands, the experiments."""
+import json
+from importlib import resources
+
+import numpy as np
+import pytest
+
+from cvbayes import HMM
+from cvbayes.cli import main
+from cvbayes.data import load_embedded_brown
+from cvbayes.families import Gaussian
+from cvbayes.tagging import compact, fit_tagger, random_baseline, tag_dictionary
+
+SLICE = str(resources.files("cvbayes.data") / "resources" / "brown_slice.txt.gz")
+
+
+@pytest.fixture(scope="module")
+def small_brown():
+    return load_embedded_brown(tagset="universal", n_sentences=150)
+
+
+def test_save_load_round_trip(tmp_path, small_brown):
+    dictionary = tag_dictionary(small_brown, "complete")
+    model = HMM(len(small_brown.tagset), alpha=0.3, beta=0.2, tag_dictionary=dictionary)
+    model.fit(small_brown, algorithm="cvi2", n_iter=3, seed=1)
+    path = tmp_path / "model.npz"
+    model.save(path)
+    loaded = HMM.load(path)
+    np.testing.assert_array_equal(loaded.decode(small_brown), model.decode(small_brown))
+    assert loaded.score(small_brown) == pytest.approx(model.score(small_brown), rel=1e-12)
+    np.testing.assert_allclose(loaded.transmat_, model.transmat_)
+    assert loaded.vocabulary_ == small_brown.vocabulary and loaded.tagset_ == small_brown.tagset
+    assert [r.objective for r in loaded.history_] == [r.objective for r in model.history_]
+
+
+def test_save_load_gaussian_and_em(tmp_path):
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(30, 2)) + (i % 2) * 3 for i in range(6)]
+    for algorithm in ("em", "vb"):
+        model = HMM(2, emission=Gaussian(kappa=0.1)).fit(X, algorithm=algorithm, n_iter=3)
+        model.save(tmp_path / "g.npz")
+        loaded = HMM.load(tmp_path / "g.npz")
+        assert loaded.score(X) == pytest.approx(model.score(X), rel=1e-12)
+
+
+def test_load_rejects_other_files(tmp_path):
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match="not a cvbayes model file"):
+        HMM.load(bad)
+
+
+def test_callback_sees_current_model_and_is_not_timed(small_brown):
+    seen = []
+    model = HMM(len(small_brown.tagset), alpha=0.3, beta=0.2)
+    model.fit(small_brown, algorithm="vb", n_iter=3, callback=lambda m, it: seen.append((it, m.score(small_brown))))
+    assert [it for it, _ in seen] == [0, 1, 2]
+    assert seen[-1][1] == pytest.approx(model.score(small_brown))
+
+
+def test_fit_tagger_curve_and_compact(small_brown):
+    full_dictionary = tag_dictionary(small_brown, "complete")
+    corpus, dictionary = compact(small_brown[:50], full_dictionary)
+    assert len(corpus.vocabulary) == np.unique(small_brown[:50].observations).size
+    assert corpus.vocabulary.decode(corpus.observations) == small_brown.vocabulary.decode(
+        small_brown[:50].observations)
+    _, states, result = fit_tagger(corpus, "cvi1", 0.1, 0.1, 4, 0, dictionary=dictionary,
+                                   n_states=len(small_brown.tagset), checkpoints=(1, 4))
+    assert [p["iteration"] for p in result["curve"]] == [1, 4]
+    assert result["curve"][-1]["accuracy"] == pytest.approx(result["accuracy"])
+    assert np.all(dictionary[corpus.observations, states])
+    assert 0.0 < random_baseline(corpus, dictionary) <= 1.0
+
+
+def test_random_baseline_by_hand():
+    corpus = load_embedded_brown(n_sentences=1)
+    dictionary = np.zeros((len(corpus.vocabulary), len(corpus.tagset)), dtype=bool)
+    dictionary[corpus.observations, corpus.gold] = True
+    assert random_baseline(corpus, dictionary) == 1.0
+    dictionary[corpus.observations[0], :2] = True  # the first word now allows one or two extra tags
+    allowed = dictionary[corpus.observations[0]].sum()
+    # every token of that word type shares the row
+    same = np.count_nonzero(corpus.observations == corpus.observations[0])
+    expected = (corpus.n_tokens - same + same / allowed) / corpus.n_tokens
+    assert random_baseline(corpus, dictionary) == pytest.approx(expected)
+
+
+def test_fit_tag_evaluate_commands(tmp_path, capsys):
+    model = tmp_path / "m.npz"
+    main(["fit", "brown-embedded", "--tagset", "universal", "--sentences", "120", "--dictionary", "complete",
+          "--algorithm", "cvi2", "--iterations", "3", "-o", str(model), "--json"])
+    fitted = json.loads(capsys.readouterr().out)
+    assert fitted["states"] == 12 and 0.5 < fitted["accuracy"] <= 1.0
+    out = tmp_path / "tagged.conllu"
+    main(["tag", str(model), "brown-embedded", "--output-format", "conllu", "-o", str(out)])
+    lines = [line for line in out.read_text().splitlines() if line and not line.startswith("#")]
+    assert len(lines) == load_embedded_brown().n_tokens
+    assert {line.split("\t")[3] for line in lines} <= set(HMM.load(model).tagset_.symbols)
+    main(["evaluate", str(model), "brown-embedded", "--tagset", "universal", "--json"])
+    scores = json.loads(capsys.readouterr().out)
+    assert 0.5 < scores["accuracy"] <= 1.0
+    assert {"many_to_one_cv", "one_to_one", "variation_of_information", "v_measure"} <= set(scores)
+
+
+def test_compare_json(capsys):
+    main(["compare", "--sentences", "60", "--iterations", "2", "--cgs-iterations", "2", "--json",
+          "--algorithms", "em,cvi2,cgs"])
+    report = json.loads(capsys.readouterr().out)
+    assert [row["algorithm"] for row in report["results"]] == ["em", "cvi2", "cgs"]
+    assert all(0.0 < row["accuracy"] <= 1.0 for row in report["results"])
+    assert report["ambiguity"]["tags_per_token"] >= 1.0
+
+
+def test_malformed_corpus_is_a_clean_error(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("The/at dog/nn\nbarks/vbz loudly\n")
+    with pytest.raises(SystemExit, match=r"bad\.txt.*line 2"):
+        main(["fit", str(bad), "-o", str(tmp_path / "m.npz"), "--quiet"])
+
+
+@pytest.mark.parametrize("command", ["compare", "fit", "tag", "evaluate", "experiment", "data"])
+def test_every_command_has_help(command, capsys):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    assert "usage: cvbayes " + command in capsys.readouterr().out
+
+
+def test_experiments_write_results(tmp_path):
+    common = ["--out", str(tmp_path), "--corpus", SLICE, "--iterations", "2", "--cgs-iterations", "2",
+              "--seeds", "1", "--algorithms", "em,cvi2,cgs"]
+    main(["experiment", "grid-semi", "--grid", "0.1", "1.0", *common])
+    chosen = json.loads((tmp_path / "grid_semi_brown" / "results.json").read_text())["chosen"]
+    assert set(chosen) == {"em", "cvi2", "cgs"}
+    main(["experiment", "fig3.10", "--sizes", "100", "all", *common])
+    main(["experiment", "fig3.11", *common])
+    main(["experiment", "fig3.12", "--size", "100", "--d-values", "1", "3", *common])
+    main(["experiment", "fig3.13", "--tagset", "universal", "--sizes", "100", *common])
+    for folder in ("fig3_10", "fig3_11", "fig3_12", "fig3_13_universal"):
+        results = json.loads((tmp_path / folder / "results.json").read_text())
+        assert results["command"].startswith("cvbayes")
+        table = (tmp_path / folder / "table.md").read_text()
+        assert "thesis" in table or folder == "fig3_11"
+        assert list((tmp_path / folder).glob("*.png"))
+    rows = json.loads((tmp_path / "fig3_10" / "results.json").read_text())["rows"]
+    assert [row["size"] for row in rows] == ["0.1K", "All"]
