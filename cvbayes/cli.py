@@ -108,6 +108,11 @@ def run_compare(args):
     dictionary = tag_dictionary(corpus, args.dictionary, args.d)
     rows = []
     algorithms = _algorithms(args.algorithms, "compare")
+    # numba compiles on first use (cached afterwards); a one-iteration fit on a
+    # few sentences keeps that time out of the table
+    for algorithm in algorithms:
+        fit_tagger(corpus[:5], algorithm, args.alpha, args.beta, 1, args.seed,
+                   dictionary=dictionary, n_states=len(corpus.tagset))
     for algorithm in tqdm(algorithms, desc="algorithms", disable=args.quiet or args.json):
         n_iter = args.cgs_iterations if algorithm == "cgs" else args.iterations
         _, _, result = fit_tagger(corpus, algorithm, args.alpha, args.beta, n_iter, args.seed,
