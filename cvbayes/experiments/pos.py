@@ -96,6 +96,7 @@ class Experiment:
         self.out.mkdir(parents=True, exist_ok=True)
         source = None if settings.corpus == "brown" else settings.corpus
         self.full = load_brown(tagset=tagset, path=source)
+        self._chosen = {}
         self.command = "cvbayes " + " ".join(sys.argv[1:]) if sys.argv[0].endswith("cvbayes") else \
             "cvbayes experiment " + name
 
@@ -104,12 +105,10 @@ class Experiment:
 
     def hyperparameters(self, setting, algorithm):
         """The grid search's choice for this algorithm, or the fallback when no grid ran."""
-        path = Path(self.settings.out) / f"grid_{setting}_{self.tagset}" / "results.json"
-        if path.exists():
-            chosen = json.loads(path.read_text())["chosen"].get(algorithm)
-            if chosen:
-                return chosen
-        return dict(FALLBACK)
+        if setting not in self._chosen:
+            path = Path(self.settings.out) / f"grid_{setting}_{self.tagset}" / "results.json"
+            self._chosen[setting] = json.loads(path.read_text())["chosen"] if path.exists() else {}
+        return self._chosen[setting].get(algorithm, FALLBACK)
 
     def semi_supervised(self, n_sentences, d=1):
         """A training corpus of the first n sentences with the dictionary of §3.8.1:
@@ -368,7 +367,7 @@ def _settings_text(experiment, settings):
     hyper = {a: experiment.hyperparameters("unsup" if experiment.name.startswith("fig3.13") else "semi", a)
              for a in settings.algorithms}
     chosen = ", ".join(f"{a}: α={h['alpha']}, β={h['beta']}" for a, h in hyper.items())
-    return (f"Seeds: {settings.seeds}" + (f" ({settings.seeds_all} on All)" if getattr(settings, "seeds_all", 0) else "")
+    return (f"Seeds: {settings.seeds}" + (f" ({settings.seeds_all} on All)" if settings.seeds_all else "")
             + f"; {settings.iterations} iterations for em/vb/cvi1/cvi2; CGS {settings.cgs_iterations} sweeps, "
             f"annealed from temperature 2.0 to 0.08. Hyperparameters ({chosen}). Decoding: maximum posterior "
             "marginals under the posterior-mean parameters (MAP for EM).\n")
