@@ -430,8 +430,7 @@ def tagging_report(pred: Any, gold: Any) -> dict[str, float]:
     P. Wang, *Collapsed Variational Inference for Computational Linguistics*,
     DPhil thesis, Oxford 2016, §3.8.2, eq. 3.105.
     """
-    pred, gold = _check_nonnegative(pred, gold)
-    counts = _table(pred, gold, int(pred.max()) + 1, int(gold.max()) + 1)
+    counts = contingency(pred, gold)
     n = int(counts.sum())
     h = _entropies(counts)
     v = _v_measure(h, 1.0)
