@@ -74,3 +74,44 @@ def collapsed_log_joint(states, sequences, n_states, n_symbols, alpha, beta):
                 + (gammaln(counts + prior) - gammaln(prior)).sum())
 
     return rows(start_c[None], alpha) + rows(trans_c, alpha) + rows(emit_c, beta)
+
+
+def guarded_posterior(left_belief, left_counts, theta_bar, phi_rows, right_counts, right_belief, alpha):
+    """Enumerate q2(z0, z_1..z_T, z_{T+1}) of eq. 3.71 with the potentials exactly as
+    written in eq. 3.72-3.76 (including the alpha / (K q) terms).
+
+    Returns the marginals of z_1..z_T (T, K), the internal expected transitions
+    (K, K), the guard pairs q2(z0, z1) and q2(z_T, z_{T+1}), and the
+    unnormalised q(z^i) of eq. 3.70 for every path (dict path -> weight) after
+    summing out the guards.
+    """
+    n_steps, n_states = phi_rows.shape
+    k_alpha = n_states * alpha
+    joint = {}
+    for path in itertools.product(range(n_states), repeat=n_steps + 2):
+        z0, inner, z_end = path[0], path[1:-1], path[-1]
+        p = left_belief[z0]                                                    # f_0, eq. 3.72
+        p *= (left_counts[z0, inner[0]] + alpha / (n_states * left_belief[z0])) * phi_rows[0, inner[0]]  # 3.73
+        for t in range(1, n_steps):
+            p *= theta_bar[inner[t - 1], inner[t]] * phi_rows[t, inner[t]]      # 3.74
+        p *= ((right_counts[inner[-1], z_end] + alpha / (n_states * right_belief[z_end]))
+              / (right_counts[inner[-1]].sum() + k_alpha))                      # 3.75
+        p *= right_belief[z_end]                                                # 3.76
+        joint[path] = p
+    total = sum(joint.values())
+    marginals = np.zeros((n_steps, n_states))
+    pairs = np.zeros((n_states, n_states))
+    left_pairs = np.zeros((n_states, n_states))
+    right_pairs = np.zeros((n_states, n_states))
+    summed_out = {}
+    for path, p in joint.items():
+        p /= total
+        inner = path[1:-1]
+        for t in range(n_steps):
+            marginals[t, inner[t]] += p
+        for t in range(1, n_steps):
+            pairs[inner[t - 1], inner[t]] += p
+        left_pairs[path[0], inner[0]] += p
+        right_pairs[inner[-1], path[-1]] += p
+        summed_out[inner] = summed_out.get(inner, 0.0) + p
+    return marginals, pairs, left_pairs, right_pairs, summed_out

@@ -187,6 +187,19 @@ def forward_backward(start, trans, lik, n_steps, alpha, beta, gamma, pair_outer)
         log Z of the chain, excluding the emission row scales; -inf when no
         state path has positive probability.
     """
+    log_z = chain_marginals(start, trans, lik, n_steps, alpha, beta, gamma)
+    if log_z > -np.inf:
+        add_pair_outer(alpha, beta, 1, n_steps, pair_outer)
+    return log_z
+
+
+@njit(cache=True, fastmath=FAST)
+def chain_marginals(start, trans, lik, n_steps, alpha, beta, gamma):
+    """The forward and backward passes of `forward_backward`, without pair counts.
+
+    Afterwards ``beta[t]`` (t >= 1) holds the weighted row lik_t beta_t / c_t,
+    which `add_pair_outer` turns into pair counts for any range of t.
+    """
     n_states = start.shape[0]
     if n_steps == 0:
         return 0.0
@@ -209,9 +222,19 @@ def forward_backward(start, trans, lik, n_steps, alpha, beta, gamma, pair_outer)
         mat_vec(trans, bt, beta[t - 1], lik[t - 1])
     for k in range(n_states):
         gamma[0, k] = alpha[0, k] * beta[0, k]
-    # pair_outer += sum_t alpha[t-1] (x) weighted[t], four steps per pass
-    t = 1
-    while t + 4 <= n_steps:
+    return log_z
+
+
+@njit(cache=True, fastmath=FAST)
+def add_pair_outer(alpha, beta, first, last, pair_outer):
+    """pair_outer += sum_{t=first}^{last-1} alpha[t-1] (x) beta[t], four steps a pass.
+
+    With ``alpha`` and ``beta`` as `chain_marginals` leaves them, this times
+    ``trans`` is the expected count of the transitions into z_first..z_{last-1}.
+    """
+    n_states = pair_outer.shape[0]
+    t = first
+    while t + 4 <= last:
         w0 = beta[t]
         w1 = beta[t + 1]
         w2 = beta[t + 2]
@@ -227,7 +250,7 @@ def forward_backward(start, trans, lik, n_steps, alpha, beta, gamma, pair_outer)
             for k in range(n_states):
                 out[k] += a0 * w0[k] + a1 * w1[k] + a2 * w2[k] + a3 * w3[k]
         t += 4
-    while t < n_steps:
+    while t < last:
         w0 = beta[t]
         for j in range(n_states):
             a0 = alpha[t - 1, j]
@@ -237,7 +260,6 @@ def forward_backward(start, trans, lik, n_steps, alpha, beta, gamma, pair_outer)
             for k in range(n_states):
                 out[k] += a0 * w0[k]
         t += 1
-    return log_z
 
 
 @njit(cache=True, fastmath=FAST)

@@ -1,5 +1,6 @@
 """Categorical emissions with a symmetric Dirichlet(beta) prior (eq. 3.3-3.4)."""
 import numpy as np
+from scipy.special import digamma
 
 from ..inference import rules
 from .ops import CATEGORICAL
@@ -81,11 +82,35 @@ class Categorical:
         return np.ascontiguousarray(probs.T), np.zeros(self.n_symbols)
 
     def table(self, stats, rule, corpus):
-        """Emission table under ``rule``: "vb" (exp E[log phi], eq. 3.22) or
+        """(W, K) emission table under ``rule``: "vb" (exp E[log phi], eq. 3.22) or
         "predictive" (the posterior mean, which is the posterior predictive,
         eq. 3.50 and 3.109)."""
-        fn = {"vb": rules.dirichlet_geometric_mean, "predictive": rules.dirichlet_mean}[rule]
-        return self.table_from_params({"emissionprob": fn(self._counts(stats), self.beta)}, corpus)
+        return self.compact_table(stats, rule, None)
+
+    def compact_table(self, stats, rule, features):
+        """The table rows of the words whose statistics are ``stats[:-1]``; the last
+        row holds the totals E[C_{.,k}] over the whole vocabulary."""
+        counts = np.maximum(stats[:-1], 0.0) + self.beta
+        totals = np.maximum(stats[-1], 0.0) + self.n_symbols * self.beta
+        if rule == "vb":
+            table = np.exp(digamma(counts) - digamma(totals))
+        else:
+            table = counts / totals
+        return table, np.zeros(table.shape[0])
+
+    # -- stochastic inference (inference/stochastic.py) ------------------------
+    def minibatch_layout(self, corpus, positions):
+        """Kernel inputs for the tokens at ``positions``: ids into the compact
+        rows, (n, 0) features, and the statistics rows they touch (their words,
+        then the totals row)."""
+        words, index = np.unique(corpus.observations[positions], return_inverse=True)
+        rows = np.append(words, self.n_symbols)
+        return index.astype(np.int32), np.empty((positions.shape[0], 0)), rows
+
+    def random_stats(self, rng, corpus, n_states):
+        """Emission counts N_kw ~ Exponential(mean IT / (K W)) (eq. 3.107)."""
+        counts = rng.exponential(corpus.n_tokens / (n_states * self.n_symbols), size=(self.n_symbols, n_states))
+        return np.vstack([counts, counts.sum(axis=0)])
 
     def kl(self, stats):
         return rules.dirichlet_kl(self._counts(stats), self.beta)

@@ -114,8 +114,12 @@ class Gaussian:
     def table(self, stats, rule, corpus):
         """Per-token table under ``rule``: "vb" (exp E[log N(x | mu, tau)]) or
         "predictive" (the Student-t posterior predictive, eq. 3.96)."""
+        return self.compact_table(stats, rule, self.features(corpus))
+
+    def compact_table(self, stats, rule, features):
+        """The table of `table` for the feature rows ``features``."""
         kappa, mu, a, b = self.posterior(stats)
-        diff2 = (self.features(corpus)[:, None, :] - mu[None]) ** 2
+        diff2 = (features[:, None, :] - mu[None]) ** 2
         if rule == "vb":
             log_table = (0.5 * (digamma(a) - np.log(b) - LOG_2PI) - 0.5 * (a / b) * diff2 - 0.5 / kappa)
         else:
@@ -124,6 +128,20 @@ class Gaussian:
             log_table = (gammaln(0.5 * (nu + 1)) - gammaln(0.5 * nu) - 0.5 * np.log(nu * np.pi * scale2)
                          - 0.5 * (nu + 1) * np.log1p(diff2 / (nu * scale2)))
         return self._as_table(log_table.sum(axis=2))
+
+    # -- stochastic inference (inference/stochastic.py) ------------------------
+    def minibatch_layout(self, corpus, positions):
+        """Kernel inputs for the tokens at ``positions``: one table row per token."""
+        features = np.ascontiguousarray(corpus.observations[positions], dtype=float)
+        return np.arange(positions.shape[0], dtype=np.int32), features, np.arange(self.n_stats())
+
+    def random_stats(self, rng, corpus, n_states, sample=10_000):
+        """Statistics of random responsibilities on a sample of tokens, scaled to
+        the corpus: the continuous stand-in for eq. 3.107's exponential counts."""
+        take = rng.choice(corpus.n_tokens, size=min(sample, corpus.n_tokens), replace=False)
+        x = self.features(corpus)[np.sort(take)]
+        weights = rng.dirichlet(np.ones(n_states), size=x.shape[0]) * (corpus.n_tokens / x.shape[0])
+        return np.vstack([weights.sum(axis=0), x.T @ weights, (x ** 2).T @ weights])
 
     def _as_table(self, log_table):
         peak = log_table.max(axis=1)

@@ -6,6 +6,8 @@
   parameters built from everyone else's expected counts (eq. 3.47-3.50).
 * ``cvi1_sweep``: CVI algorithm 1; token-level mean field (eq. 3.33-3.39).
 * ``cgs_sweep``: collapsed Gibbs sampling (eq. 3.25), optionally annealed.
+* ``cvi3_sweep``: CVI algorithm 3; subchains of long sequences updated with
+  the guarded sum-product (eq. 3.56-3.82).
 
 Statistics layout: ``start_counts`` (K,), ``trans_counts`` (K, K),
 ``trans_rows`` (K,) = row sums of trans_counts (the C_{j,.} of eq. 3.8, which
@@ -19,14 +21,29 @@ sequence later removes what was added (no drift from rounding).
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import get_num_threads, njit, prange
 
-from ..chains.forward_backward import (FAST, fill_rows_from_table, forward_backward,
-                                       forward_log_z, mat_vec, vec_mat, viterbi)
+from ..chains.forward_backward import (FAST, add_pair_outer, chain_marginals, fill_rows_from_table,
+                                       forward_backward, forward_log_z, mat_vec, vec_mat, viterbi)
+from ..chains.guarded import add_left_guard_pairs, add_right_guard_pairs, guard_end, guard_start
 from ..families.ops import add_token_stats, predictive_rows
 
 MPD = 0
 VITERBI = 1
+
+
+def equal_token_chunks(offsets):
+    """Split sequences into one chunk a thread, cut at equal token counts.
+
+    Each chunk keeps its own copy of the (S, K) statistics in the parallel
+    drivers, which is W x K for categorical data, so there is one per thread.
+    """
+    n_seq = offsets.shape[0] - 1
+    n_chunks = max(1, min(n_seq, get_num_threads()))
+    targets = np.linspace(0, offsets[-1], n_chunks + 1)
+    bounds = np.searchsorted(offsets, targets, side="left")
+    bounds[0], bounds[-1] = 0, n_seq
+    return np.ascontiguousarray(np.maximum.accumulate(bounds), dtype=np.int64)
 
 
 @njit(cache=True)
@@ -653,3 +670,154 @@ def pair_totals(offsets, marginals, local_pairs):
             for k in range(n_states):
                 trans_counts[j, k] += local_pairs[i, j, k]
     return start_counts, trans_counts
+
+
+@njit(cache=True)
+def independent_boundaries(offsets, is_first, marginals, boundary_pairs):
+    """boundary_pairs[i] = q(last state of i-1) (x) q(first state of i), the pair
+    counts of neighbouring subchains under q(z) = prod_i q(z^i) (eq. 3.58).
+
+    Starts CVI-3 from per-subchain local posteriors.  Returns their sum.
+    """
+    n_states = marginals.shape[1]
+    total = np.zeros((n_states, n_states))
+    for i in range(offsets.shape[0] - 1):
+        if is_first[i] or offsets[i + 1] == offsets[i]:
+            continue
+        before = marginals[offsets[i] - 1]
+        after = marginals[offsets[i]]
+        for j in range(n_states):
+            for k in range(n_states):
+                boundary_pairs[i, j, k] = before[j] * after[k]
+                total[j, k] += boundary_pairs[i, j, k]
+    return total
+
+
+@njit(cache=True, fastmath=FAST)
+def _without_neighbour(counts, internal, boundary, use_boundary, out):
+    """out = counts - internal - (boundary if use_boundary): C^{\\i} minus one more subchain."""
+    n_states = counts.shape[0]
+    for j in range(n_states):
+        for k in range(n_states):
+            v = counts[j, k] - internal[j, k]
+            if use_boundary:
+                v -= boundary[j, k]
+            out[j, k] = v
+
+
+@njit(cache=True, fastmath=FAST)
+def _store_pairs(source, local, counts):
+    """local = source (rounded to float32); counts += the stored values."""
+    n_states = source.shape[0]
+    for j in range(n_states):
+        for k in range(n_states):
+            local[j, k] = source[j, k]
+            counts[j, k] += local[j, k]
+
+
+@njit(cache=True, fastmath=FAST)
+def cvi3_sweep(family, prior, alpha, mask, index, features, offsets, is_first, order,
+               start_counts, trans_counts, stats, marginals, internal_pairs, boundary_pairs):
+    """One pass of CVI algorithm 3 over the subchains in ``order`` (eq. 3.56-3.82).
+
+    Subchain i covers tokens offsets[i]..offsets[i+1]; ``is_first[i]`` marks the
+    first subchain of a sequence.  Local statistics: the marginals, the
+    expected internal transitions of each subchain ``internal_pairs[i]`` and the
+    expected transition into each subchain from its left neighbour
+    ``boundary_pairs[i]`` (zero when is_first[i]).
+
+    For each subchain: remove its tokens, internal transitions and both
+    boundary transitions from the global counts (C^{\\i}, eq. 3.57); form the
+    surrogate theta_bar, phi_bar (eq. 3.63-3.64); guard it with the left
+    neighbour's last marginal under C^{\\i-1,i} and the right neighbour's first
+    marginal under C^{\\i,i+1} (eq. 3.72-3.76); run the guarded sum-product
+    (eq. 3.77-3.82, chains/guarded.py); and add the new statistics back, both
+    boundary pairs included.
+
+    Returns (objective, first_bad): objective is the sum of the guarded chains'
+    log normalisers (the boundary messages normalised, so each term is a
+    predictive log-probability of the subchain's tokens and its right guard).
+    """
+    n_states = start_counts.shape[0]
+    n_sub = offsets.shape[0] - 1
+    longest = _max_length(offsets)
+    lik = np.empty((longest, n_states))
+    fwd = np.empty((longest, n_states))
+    bwd = np.empty((longest, n_states))
+    gamma = np.empty((longest, n_states))
+    outer = np.empty((n_states, n_states))
+    guard_pairs = np.empty((n_states, n_states))
+    left_counts = np.empty((n_states, n_states))
+    right_counts = np.empty((n_states, n_states))
+    start = np.empty(n_states)
+    end_vector = np.empty(n_states)
+    start_bar = np.empty((1, n_states))
+    trans_bar = np.empty((n_states, n_states))
+    all_rows = np.arange(n_states)
+    first_row = np.zeros(1, dtype=np.int64)
+    objective = 0.0
+    for i in order:
+        begin = offsets[i]
+        end = offsets[i + 1]
+        n_steps = end - begin
+        if n_steps == 0:
+            continue
+        has_left = not is_first[i]
+        has_right = i + 1 < n_sub and not is_first[i + 1]
+        # C^{\i} (eq. 3.56-3.57)
+        if is_first[i]:
+            for k in range(n_states):
+                start_counts[k] -= marginals[begin, k]
+        for t in range(begin, end):
+            add_token_stats(family, stats, index, features, t, marginals[t], -1.0)
+        for j in range(n_states):
+            for k in range(n_states):
+                v = trans_counts[j, k] - internal_pairs[i, j, k]
+                if has_left:
+                    v -= boundary_pairs[i, j, k]
+                if has_right:
+                    v -= boundary_pairs[i + 1, j, k]
+                trans_counts[j, k] = v
+        _surrogate_rows(trans_counts, alpha, all_rows, trans_bar)
+        log_scale = predictive_rows(family, stats, prior, index, features, begin, end, mask, lik)
+        if log_scale == -np.inf:
+            return objective, i
+        if has_left:
+            # C^{\i-1,i}: subchain i-1's internal and left boundary transitions also go
+            _without_neighbour(trans_counts, internal_pairs[i - 1], boundary_pairs[i - 1],
+                               not is_first[i - 1], left_counts)
+            guard_start(marginals[begin - 1], left_counts, alpha, start)
+        else:
+            _surrogate_rows(start_counts.reshape((1, n_states)), alpha, first_row, start_bar)
+            start[:] = start_bar[0]
+        if has_right:
+            # C^{\i,i+1}: subchain i+1's internal and right boundary transitions also go
+            _without_neighbour(trans_counts, internal_pairs[i + 1], boundary_pairs[min(i + 2, n_sub - 1)],
+                               i + 2 < n_sub and not is_first[i + 2], right_counts)
+            guard_end(right_counts, marginals[end], alpha, end_vector)
+            for k in range(n_states):
+                lik[n_steps - 1, k] *= end_vector[k]
+        log_z = chain_marginals(start, trans_bar, lik, n_steps, fwd, bwd, gamma)
+        if log_z == -np.inf:
+            return objective, i
+        objective += log_z + log_scale
+        for t in range(n_steps):
+            for k in range(n_states):
+                marginals[begin + t, k] = gamma[t, k]
+            add_token_stats(family, stats, index, features, begin + t, marginals[begin + t], 1.0)
+        if is_first[i]:
+            for k in range(n_states):
+                start_counts[k] += marginals[begin, k]
+        outer[:, :] = 0.0
+        add_pair_outer(fwd, bwd, 1, n_steps, outer)
+        outer *= trans_bar
+        _store_pairs(outer, internal_pairs[i], trans_counts)
+        if has_left:
+            guard_pairs[:, :] = 0.0
+            add_left_guard_pairs(marginals[begin - 1], left_counts, alpha, gamma[0], 1.0, guard_pairs)
+            _store_pairs(guard_pairs, boundary_pairs[i], trans_counts)
+        if has_right:
+            guard_pairs[:, :] = 0.0
+            add_right_guard_pairs(right_counts, marginals[end], alpha, gamma[n_steps - 1], 1.0, guard_pairs)
+            _store_pairs(guard_pairs, boundary_pairs[i + 1], trans_counts)
+    return objective, -1

@@ -1,9 +1,10 @@
 """Finite Bayesian HMM with Dirichlet priors (thesis eq. 3.1-3.4) and five learners.
 
-``HMM.fit(X, algorithm=...)`` runs EM, VB, CVI-1, CVI-2 or collapsed Gibbs
-sampling.  They share the forward-backward kernel and differ only in the
-parameter rule (inference/rules.py) and the update schedule
-(inference/sweeps.py), as thesis §3.3-3.5 and DESIGN.md describe.
+``HMM.fit(X, algorithm=...)`` runs EM, VB, CVI-1, CVI-2, CVI-3, collapsed Gibbs
+sampling, or the stochastic SVI and SCVI.  They share the forward-backward
+kernel and differ only in the parameter rule (inference/rules.py) and the
+update schedule (inference/sweeps.py, inference/stochastic.py), as thesis
+§3.3-3.7 and DESIGN.md describe.
 """
 import json
 import time
@@ -11,23 +12,32 @@ import zipfile
 from dataclasses import dataclass
 
 import numpy as np
-from numba import get_num_threads
 from tqdm.auto import tqdm
 
-from ..data import Vocabulary, as_corpus
+from ..data import Corpus, Vocabulary, as_corpus
 from ..families import family_from_config, make_family
 from ..families.ops import log_marginal_likelihood
 from ..inference import rules, sweeps
+from ..inference.stochastic import StochasticLearner, Units
 
-ALGORITHMS = ("em", "vb", "cvi1", "cvi2", "cgs")
+ALGORITHMS = ("em", "vb", "cvi1", "cvi2", "cvi3", "cgs", "svi", "scvi")
+STOCHASTIC = ("svi", "scvi")
 
 OBJECTIVES = {
     "em": "log p(x | theta) + log p(theta) up to a constant (the log-likelihood when alpha = beta = 1)",
     "vb": "evidence lower bound L^VI (eq. 3.11)",
     "cvi1": "sum over tokens of the log normaliser of update (3.33): a leave-one-token-out predictive log-likelihood",
     "cvi2": "sum over sequences of log Z under the surrogate parameters (eq. 3.47-3.48): a leave-one-sequence-out predictive log-likelihood",
+    "cvi3": "sum over subchains of log Z of the guarded chain (eq. 3.71): a leave-one-subchain-out predictive log-likelihood",
     "cgs": "log p(x, z | alpha, beta) of the current sample (eq. 3.24)",
+    "svi": "per-token log Z of the pass's minibatch chains under the VB tables (not a bound: no KL term)",
+    "scvi": "per-token log Z of the pass's minibatch chains under the surrogate parameters (eq. 3.98)",
 }
+
+# Subchain lengths when a single long sequence must be cut and none is given:
+# the thesis's T in {2, 5, 10} for the stochastic learners (§3.8.4); CVI-3
+# stores two K x K tables a subchain, so longer ones keep its memory near CVI-2's.
+DEFAULT_SUBCHAIN = {"svi": 10, "scvi": 10, "cvi3": 50}
 
 SAVE_FORMAT = "cvbayes-hmm-1"
 
@@ -101,15 +111,17 @@ class HMM:
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, lengths=None, algorithm="cvi2", n_iter=50, seed=0, init="random",
-            anneal=True, progress=False, callback=None):
+            anneal=True, progress=False, callback=None, batch_size=100, kappa=0.5, tau0=1.0,
+            subchain_length=None, buffer=10, vanilla=False, callback_every=None):
         """Learn from sequences.
 
         Parameters
         ----------
         X : Corpus, list of 1-D arrays, or concatenated array with ``lengths``
-        algorithm : {"em", "vb", "cvi1", "cvi2", "cgs"}
+        algorithm : {"em", "vb", "cvi1", "cvi2", "cvi3", "cgs", "svi", "scvi"}
         n_iter : int
-            Passes over the data.
+            Passes over the data (for svi and scvi, n_units / batch_size
+            minibatch steps each).
         seed : int
             Seeds the random start (thesis footnote 5): random local posteriors
             q(z_t | z_{t-1}) ∝ U[0, 1] for the deterministic algorithms (the
@@ -126,7 +138,27 @@ class HMM:
             ``callback(model, iteration)`` after every iteration, with the
             model's fitted attributes set to the current estimates, so that
             ``decode`` and ``score`` work inside it (accuracy-against-iteration
-            curves, Fig. 3.11).  Its time is not counted in ``history_``.
+            curves, Fig. 3.11).  Its time is not counted in ``history_``;
+            ``model.train_seconds_`` holds the training time so far.
+        batch_size : int
+            svi, scvi: units (sequences or subchains) per minibatch, sampled
+            uniformly with replacement.
+        kappa, tau0 : float
+            svi, scvi: step sizes rho_m = (tau0 + m)^-kappa, m = 0, 1, ...
+            (the thesis: tau0 = 1, kappa in [0.5, 1)).
+        subchain_length : int, optional
+            svi, scvi, cvi3: cut every sequence into subchains of this many
+            tokens (SCVI-3, SVI with buffering, CVI-3).  By default svi and
+            scvi use whole sequences, unless the corpus is one long sequence,
+            which is cut into subchains of 10 (cvi3: 50).
+        buffer : int
+            svi on subchains: observations padded on each side (Foti et al.).
+        vanilla : bool
+            svi, scvi on subchains: start every subchain from the stationary
+            distribution, with no buffer and no guards (Fig. 3.17's baselines).
+        callback_every : int, optional
+            svi, scvi: call ``callback`` every this many minibatch steps
+            instead of after every pass.
         """
         if algorithm not in ALGORITHMS:
             raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
@@ -143,6 +175,8 @@ class HMM:
             self._check_init(init)
         elif init != "random":
             raise ValueError("init must be 'random' or a dict of parameters")
+        self._schedule = self._check_schedule(algorithm, corpus, batch_size, kappa, tau0,
+                                              subchain_length, buffer, vanilla, callback_every)
         self.algorithm_ = algorithm
         self.objective_name_ = OBJECTIVES[algorithm]
         self.history_ = []
@@ -154,14 +188,41 @@ class HMM:
         learner(data, int(n_iter), int(seed), init, anneal, progress)
         return self
 
+    @staticmethod
+    def _check_schedule(algorithm, corpus, batch_size, kappa, tau0, subchain_length, buffer,
+                        vanilla, callback_every):
+        """Validate the stochastic and subchain options; fill in the subchain default."""
+        for name, value in (("batch_size", batch_size), ("buffer", buffer)):
+            if int(value) != value or value < (1 if name == "batch_size" else 0):
+                raise ValueError(f"{name} must be a {'positive' if name == 'batch_size' else 'non-negative'} "
+                                 f"integer, got {value}")
+        if not 0.0 <= kappa <= 1.0:
+            raise ValueError(f"kappa must lie in [0, 1], got {kappa}")
+        if not tau0 >= 1.0:
+            raise ValueError(f"tau0 must be at least 1 so that every step size is at most 1, got {tau0}")
+        if subchain_length is not None and (int(subchain_length) != subchain_length or subchain_length < 1):
+            raise ValueError(f"subchain_length must be a positive integer, got {subchain_length}")
+        if callback_every is not None and (int(callback_every) != callback_every or callback_every < 1):
+            raise ValueError(f"callback_every must be a positive integer, got {callback_every}")
+        if subchain_length is None and algorithm in DEFAULT_SUBCHAIN and (
+                algorithm == "cvi3" or corpus.n_sequences == 1):
+            subchain_length = DEFAULT_SUBCHAIN[algorithm]
+        return {"batch_size": int(batch_size), "kappa": float(kappa), "tau0": float(tau0),
+                "subchain_length": None if subchain_length is None else int(subchain_length),
+                "buffer": int(buffer), "vanilla": bool(vanilla), "callback_every": callback_every}
+
     def _record(self, iteration, objective, started, bar, counts, rule):
         """Log an iteration; hand the current estimates to the user's callback."""
         self.history_.append(IterationRecord(iteration, float(objective), time.perf_counter() - started))
         bar.set_postfix(objective=f"{objective:.6g}")
         bar.update()
+        self._call_back(iteration, counts, rule, sum(record.seconds for record in self.history_))
+
+    def _call_back(self, step, counts, rule, train_seconds):
         if self._callback is not None:
+            self.train_seconds_ = train_seconds
             self._set_fitted(*counts, rule)
-            self._callback(self, iteration)
+            self._callback(self, step)
 
     def _iterations(self, n_iter, progress):
         return tqdm(total=n_iter, desc=self.algorithm_, disable=not progress, leave=False)
@@ -254,6 +315,83 @@ class HMM:
                 data.raise_if_bad(bad)
                 self._record(it, objective, started, bar, (start_counts, trans_counts, stats), "predictive")
         self._set_fitted(start_counts, trans_counts, stats, "predictive")
+
+    def _fit_cvi3(self, data, n_iter, seed, init, anneal, progress):
+        """CVI algorithm 3: subchains of long sequences with guarded message passing (eq. 3.56-3.82)."""
+        units = Units(data.offsets, self._schedule["subchain_length"])
+        begin, end, seq_begin, _ = units.ranges(np.arange(units.n_units))
+        offsets = np.append(begin, data.corpus.n_tokens).astype(np.int64)
+        is_first = begin == seq_begin
+        # each subchain starts as its own chain (footnote 5), independent of its neighbours
+        pieces = _Data(self, Corpus(data.corpus.observations, offsets))
+        marginals, internal_pairs = pieces.local_posteriors(self, init, seed, keep_pairs=True)
+        _, trans_counts = sweeps.pair_totals(offsets, marginals, internal_pairs)
+        start_counts = _sequence_starts(data.offsets, marginals)
+        boundary_pairs = np.zeros_like(internal_pairs)
+        trans_counts += sweeps.independent_boundaries(offsets, is_first, marginals, boundary_pairs)
+        stats = data.token_stats(marginals)
+        order = np.arange(units.n_units, dtype=np.int64)
+        with self._iterations(n_iter, progress) as bar:
+            for it in range(n_iter):
+                started = time.perf_counter()
+                objective, bad = sweeps.cvi3_sweep(
+                    data.code, data.prior, self.alpha, data.mask, data.index, data.features, offsets,
+                    is_first, order, start_counts, trans_counts, stats, marginals, internal_pairs,
+                    boundary_pairs)
+                pieces.raise_if_bad(bad)
+                self._record(it, objective, started, bar, (start_counts, trans_counts, stats), "predictive")
+        self._set_fitted(start_counts, trans_counts, stats, "predictive")
+        self.local_memory_bytes_ = marginals.nbytes + internal_pairs.nbytes + boundary_pairs.nbytes
+
+    def _fit_svi(self, data, n_iter, seed, init, anneal, progress):
+        """Stochastic VB (Hoffman et al. 2013; Foti et al. 2014 on subchains)."""
+        self._fit_stochastic(data, n_iter, seed, init, "vb", progress)
+
+    def _fit_scvi(self, data, n_iter, seed, init, anneal, progress):
+        """Stochastic CVI: SCVI-2 on sequences, SCVI-3 on subchains (eq. 3.98-3.104)."""
+        self._fit_stochastic(data, n_iter, seed, init, "predictive", progress)
+
+    def _fit_stochastic(self, data, n_iter, seed, init, rule, progress):
+        schedule = self._schedule
+        learner = StochasticLearner(self, data.corpus, rule, schedule["batch_size"], schedule["kappa"],
+                                    schedule["tau0"], schedule["subchain_length"], schedule["buffer"],
+                                    schedule["vanilla"])
+        rng = np.random.default_rng(seed)
+        if isinstance(init, dict):
+            params = self._params_from_dict(init)
+            table = self.family.table_from_params(params, data.corpus)
+            counts, _ = data.expectations(params["startprob"], params["transmat"], table)
+            learner.set_globals(*counts)
+        else:
+            learner.random_globals(rng)
+        steps_per_pass = -(-learner.units.n_units // schedule["batch_size"])
+        every = schedule["callback_every"]
+        trained = 0.0
+        with tqdm(total=n_iter * steps_per_pass, desc=self.algorithm_, unit="batch",
+                  disable=not progress, leave=False) as bar:
+            for it in range(n_iter):
+                log_z = 0.0
+                n_tokens = 0
+                seconds = 0.0
+                for _ in range(steps_per_pass):
+                    started = time.perf_counter()
+                    batch_log_z, batch_tokens = learner.update(rng)
+                    seconds += time.perf_counter() - started
+                    log_z += batch_log_z
+                    n_tokens += batch_tokens
+                    bar.update()
+                    if every is not None and learner.step % every == 0:
+                        self._call_back(learner.step, learner.counts(), "predictive", trained + seconds)
+                trained += seconds
+                objective = log_z / max(n_tokens, 1)
+                self.history_.append(IterationRecord(it, objective, seconds))
+                bar.set_postfix(objective=f"{objective:.6g}")
+                if every is None:
+                    self._call_back(it, learner.counts(), "predictive", trained)
+        self._set_fitted(*learner.counts(), "predictive")
+        self.steps_ = learner.step
+        self.global_memory_bytes_ = (learner.start_counts.nbytes + learner.trans_counts.nbytes
+                                     + learner.stats.stored.nbytes)
 
     def _fit_cgs(self, data, n_iter, seed, init, anneal, progress):
         """Collapsed Gibbs sampling (eq. 3.25), optionally annealed."""
@@ -443,13 +581,7 @@ class _Data:
         self.offsets = np.ascontiguousarray(corpus.offsets, dtype=np.int64)
         mask = model.tag_dictionary
         self.mask = mask if mask is not None else np.zeros((0, model.n_states))
-        # one chunk a thread, cut at equal token counts: each chunk keeps its own
-        # copy of the (S, K) statistics, which is W x K for categorical data
-        n_chunks = max(1, min(corpus.n_sequences, get_num_threads()))
-        targets = np.linspace(0, corpus.n_tokens, n_chunks + 1)
-        bounds = np.searchsorted(self.offsets, targets, side="left")
-        bounds[0], bounds[-1] = 0, corpus.n_sequences
-        self.chunks = np.ascontiguousarray(np.maximum.accumulate(bounds), dtype=np.int64)
+        self.chunks = sweeps.equal_token_chunks(self.offsets)
 
     def raise_if_bad(self, bad):
         if bad < 0:
@@ -510,6 +642,12 @@ class _Data:
         cumulative = np.cumsum(allowed, axis=1)
         draws = rng.random(self.corpus.n_tokens) * cumulative[:, -1]
         return (cumulative <= draws[:, None]).sum(axis=1).astype(np.int32)
+
+
+def _sequence_starts(offsets, marginals):
+    """Start counts: the summed marginals of every sequence's first token."""
+    firsts = offsets[:-1][offsets[1:] > offsets[:-1]]
+    return marginals[firsts].sum(axis=0, dtype=np.float64)
 
 
 def _like_input(X, corpus, values):
