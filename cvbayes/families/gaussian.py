@@ -135,12 +135,14 @@ class Gaussian:
         features = np.ascontiguousarray(corpus.observations[positions], dtype=float)
         return np.arange(positions.shape[0], dtype=np.int32), features, np.arange(self.n_stats())
 
-    def random_stats(self, rng, corpus, n_states, sample=10_000):
-        """Statistics of random responsibilities on a sample of tokens, scaled to
-        the corpus: the continuous stand-in for eq. 3.107's exponential counts."""
-        take = rng.choice(corpus.n_tokens, size=min(sample, corpus.n_tokens), replace=False)
+    def random_stats(self, rng, corpus, n_states, per_state=5):
+        """Each state gets the statistics of a few random tokens, scaled to the
+        corpus: the continuous stand-in for eq. 3.107's exponential counts (many
+        random soft weights would give every state the same mean)."""
+        take = rng.choice(corpus.n_tokens, size=min(per_state * n_states, corpus.n_tokens), replace=False)
         x = self.features(corpus)[np.sort(take)]
-        weights = rng.dirichlet(np.ones(n_states), size=x.shape[0]) * (corpus.n_tokens / x.shape[0])
+        weights = np.zeros((x.shape[0], n_states))
+        weights[np.arange(x.shape[0]), rng.permutation(x.shape[0]) % n_states] = corpus.n_tokens / x.shape[0]
         return np.vstack([weights.sum(axis=0), x.T @ weights, (x ** 2).T @ weights])
 
     def _as_table(self, log_table):
