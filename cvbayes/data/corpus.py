@@ -6,6 +6,7 @@ import itertools
 import json
 import operator
 import os
+import struct
 import zipfile
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -55,6 +56,45 @@ def _features(values: Any) -> np.ndarray:
     if not np.isfinite(arr).all():
         raise ValueError("observations contain NaN or infinite values")
     return arr
+
+
+def _memmap_member(path: str | os.PathLike[str], name: str) -> np.ndarray:
+    """Memory-map the array `name` of an uncompressed ``.npz`` (read-only), not reading it.
+
+    An uncompressed zip member's bytes lie as they are in the file, after its
+    local header (30 bytes, then the file name and an extra field); they
+    start with the ``.npy`` header, then the raw array.
+    """
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo(f"{name}.npy")
+    if info.compress_type != zipfile.ZIP_STORED:
+        raise CorpusFormatError(
+            f"member {name!r} is compressed, so it cannot be memory-mapped; "
+            "load with mmap=False, or save again with Corpus.save (uncompressed)",
+            path,
+        )
+    with open(path, "rb") as file:
+        file.seek(info.header_offset)
+        local = file.read(30)
+        if len(local) != 30 or local[:4] != b"PK\x03\x04":
+            raise CorpusFormatError(f"member {name!r} has no valid zip local header", path)
+        name_length, extra_length = struct.unpack("<HH", local[26:30])
+        file.seek(info.header_offset + 30 + name_length + extra_length)
+        version = np.lib.format.read_magic(file)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(file)
+        elif version == (2, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(file)
+        else:
+            raise CorpusFormatError(f"member {name!r} has .npy version {version}", path)
+        offset = file.tell()
+    if dtype.hasobject:
+        raise CorpusFormatError(f"member {name!r} holds Python objects", path)
+    if 0 in shape:
+        # mmap cannot map zero bytes.
+        return np.empty(shape, dtype=dtype)
+    order = "F" if fortran else "C"
+    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order=order)
 
 
 def _offsets_from_lengths(lengths: np.ndarray) -> np.ndarray:
@@ -408,12 +448,18 @@ class Corpus:
             np.savez(file, **arrays)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> Corpus:
+    def load(cls, path: str | os.PathLike[str], *, mmap: bool = False) -> Corpus:
         """Read a corpus written by `save`.
 
         Parameters
         ----------
         path : str or os.PathLike
+        mmap : bool, default False
+            Memory-map the token ids, offsets and gold labels (read-only)
+            instead of reading them, so that a corpus larger than memory
+            can be used and several processes share one copy. The file must
+            be uncompressed, as `save` writes it, and stay in place while the
+            corpus is used. Loading still scans the ids once to check them.
 
         Returns
         -------
@@ -423,7 +469,8 @@ class Corpus:
         Raises
         ------
         CorpusFormatError
-            If the file is not a saved corpus or its contents are inconsistent.
+            If the file is not a saved corpus or its contents are
+            inconsistent, or, with `mmap`, an array member is compressed.
         """
         try:
             archive = np.load(path, allow_pickle=False)
@@ -446,15 +493,22 @@ class Corpus:
                     return None
                 return Vocabulary.from_json(json.loads(archive[key].item()))
 
+            def array(key: str) -> np.ndarray | None:
+                if key not in files:
+                    return None
+                return _memmap_member(path, key) if mmap else archive[key]
+
             try:
                 return cls(
-                    archive["observations"],
-                    archive["offsets"],
+                    array("observations"),
+                    array("offsets"),
                     vocabulary=vocabulary("vocabulary"),
-                    gold=archive["gold"] if "gold" in files else None,
+                    gold=array("gold"),
                     tagset=vocabulary("tagset"),
                     source=archive["source"].item() if "source" in files else os.fspath(path),
                 )
+            except CorpusFormatError:
+                raise
             except ValueError as error:
                 raise CorpusFormatError(f"invalid saved corpus: {error}", path) from error
 
