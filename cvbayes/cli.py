@@ -11,7 +11,7 @@ from . import HMM
 from .data import CorpusFormatError, ambiguity, fetch_brown, fetch_ptb, fetch_texts
 from .families import Categorical
 from .metrics import many_to_one
-from .models.hmm import ALGORITHMS, OBJECTIVES
+from .models.hmm import ALGORITHMS, OBJECTIVES, TAGGING_ALGORITHMS
 from .synthetic import random_hmm, sample_categorical_hmm
 from .tagging import FORMATS, fit_tagger, load_corpus, random_baseline, score_states, tag_dictionary, write_tagged
 
@@ -271,7 +271,7 @@ def build_parser():
                               "seen fewer than -d times may take any tag, Smith and Eisner 2005) or none "
                               "(unsupervised, K = number of tags)")
     compare.add_argument("-d", type=int, default=2, help="threshold of the incomplete dictionary (default 2)")
-    compare.add_argument("--algorithms", default=",".join(ALGORITHMS), help="comma-separated (default: all five)")
+    compare.add_argument("--algorithms", default=",".join(TAGGING_ALGORITHMS), help="comma-separated (default: em,vb,cvi1,cvi2,cgs)")
     compare.add_argument("--iterations", type=int, default=50, help="iterations of em/vb/cvi1/cvi2 (default 50)")
     compare.add_argument("--cgs-iterations", type=int, default=500, help="annealed CGS sweeps (default 500)")
     _add_priors(compare)
@@ -343,7 +343,7 @@ def build_parser():
     experiment.add_argument("--tagset", choices=("brown", "universal"), default="brown",
                             help="tag set for grid-unsup and fig3.13 (semi-supervised runs use brown)")
     experiment.add_argument("--algorithms", type=lambda text: _algorithms(text, "experiment"),
-                            default=list(ALGORITHMS), help="comma-separated (default: all five)")
+                            default=list(TAGGING_ALGORITHMS), help="comma-separated (default: em,vb,cvi1,cvi2,cgs)")
     experiment.add_argument("--seeds", type=int, default=10, help="seeded runs per setting (default 10)")
     experiment.add_argument("--seeds-all", type=int, default=0,
                             help="seeded runs on the whole corpus (default: as --seeds)")
@@ -372,8 +372,8 @@ def build_parser():
     demo.add_argument("--length", type=int, default=20, help="tokens per sequence (default 20)")
     demo.add_argument("--alpha", type=float, default=0.5, help="Dirichlet prior on transitions (default 0.5)")
     demo.add_argument("--beta", type=float, default=0.1, help="Dirichlet prior on emissions (default 0.1)")
-    demo.add_argument("--algorithms", default=",".join(ALGORITHMS),
-                      help="comma-separated algorithms to run (default: all five)")
+    demo.add_argument("--algorithms", default=",".join(TAGGING_ALGORITHMS),
+                      help="comma-separated algorithms to run (default: em,vb,cvi1,cvi2,cgs)")
     demo.add_argument("--iterations", type=int, default=0,
                       help="passes per run; 0 (default) uses 200 for em/vb/cvi1, 100 for cvi2, 300 for cgs")
     demo.add_argument("--restarts", type=int, default=3,

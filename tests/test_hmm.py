@@ -10,7 +10,7 @@ from cvbayes.metrics import many_to_one
 from cvbayes.models.hmm import ALGORITHMS, ZeroProbabilityError
 from cvbayes.synthetic import random_hmm, sample_categorical_hmm, sample_gaussian_hmm
 
-N_ITER = {"em": 200, "vb": 200, "cvi1": 200, "cvi2": 100, "cgs": 300}
+N_ITER = {"em": 200, "vb": 200, "cvi1": 200, "cvi2": 100, "cvi3": 100, "cgs": 300, "svi": 30, "scvi": 30}
 RESTARTS = 5
 
 

@@ -25,6 +25,7 @@ class Categorical:
             raise ValueError(f"beta must be positive, got {beta}")
         self.beta = float(beta)
         self.n_symbols = n_symbols
+        self._fixed_symbols = n_symbols is not None
 
     def config(self):
         """Constructor arguments, as JSON-ready values (model files)."""
@@ -37,7 +38,7 @@ class Categorical:
             raise ValueError("categorical emissions need integer token ids; "
                              "use emission='gaussian' for real-valued features")
         seen = int(corpus.observations.max()) + 1 if corpus.n_tokens else 1
-        if self.n_symbols is None:
+        if not self._fixed_symbols:  # a refit on new data takes its W afresh
             vocab = corpus.vocabulary
             self.n_symbols = max(len(vocab) if vocab is not None else 0, seen)
         self.check(corpus)
@@ -93,10 +94,11 @@ class Categorical:
         counts = np.maximum(stats[:-1], 0.0) + self.beta
         totals = np.maximum(stats[-1], 0.0) + self.n_symbols * self.beta
         if rule == "vb":
-            table = np.exp(digamma(counts) - digamma(totals))
-        else:
-            table = counts / totals
-        return table, np.zeros(table.shape[0])
+            # exp(psi(beta + tiny)) underflows for alpha, beta near 1e-6: scale each row by its peak
+            log_table = digamma(counts) - digamma(totals)
+            peak = log_table.max(axis=1)
+            return np.exp(log_table - peak[:, None]), peak
+        return counts / totals, np.zeros(counts.shape[0])
 
     # -- stochastic inference (inference/stochastic.py) ------------------------
     def minibatch_layout(self, corpus, positions):

@@ -34,7 +34,8 @@ def dirichlet_geometric_mean(counts, prior):
     width = counts.shape[-1]
     log_num = digamma(counts + prior)
     log_den = digamma(counts.sum(axis=-1, keepdims=True) + width * prior)
-    return np.exp(log_num - log_den)
+    # exp(psi(1e-6)) underflows to 0, and a chain entering an all-zero row would die
+    return np.maximum(np.exp(log_num - log_den), np.finfo(float).tiny)
 
 
 def dirichlet_mean(counts, prior):
