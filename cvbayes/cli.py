@@ -221,9 +221,14 @@ def run_evaluate(args):
 
 
 def run_experiment(args):
-    from .experiments.pos import EXPERIMENTS
+    from .experiments import pos, text_prediction
 
-    EXPERIMENTS[args.name](args)
+    if args.name in text_prediction.EXPERIMENTS:
+        args.seeds = args.seeds or 1
+        text_prediction.EXPERIMENTS[args.name](args)
+    else:
+        args.seeds = args.seeds or 10
+        pos.EXPERIMENTS[args.name](args)
     print(f"results written under {args.out}")
 
 
@@ -331,20 +336,31 @@ def build_parser():
     evaluate.set_defaults(handler=run_evaluate)
 
     experiment = commands.add_parser(
-        "experiment", help="re-run one of the thesis's tagging experiments on Brown",
+        "experiment", help="re-run one of the thesis's experiments (tagging on Brown, text prediction on PTB)",
         description="grid-semi / grid-unsup: choose alpha and beta on held-out data; fig3.10: accuracy "
                     "against corpus size; fig3.11: accuracy against iterations and time (from fig3.10's "
-                    "runs); fig3.12: incomplete dictionaries; fig3.13: unsupervised, four metrics. Each "
-                    "writes results.json, table.md and PNG plots under --out. Needs the full Brown corpus "
-                    "('cvbayes data fetch brown').")
-    experiment.add_argument("name", choices=("grid-semi", "grid-unsup", "fig3.10", "fig3.11", "fig3.12", "fig3.13"))
+                    "runs); fig3.12: incomplete dictionaries; fig3.13: unsupervised, four metrics (these "
+                    "need 'cvbayes data fetch brown'). fig3.15: SVI against SCVI-2 on PTB sentences; "
+                    "fig3.17: SCVI-3 against SVI on PTB as one long sequence; fig3.16: SVI against SCVI-2 "
+                    "at K = 20, 40, 80 on PTB plus the public-domain books (these need 'cvbayes data "
+                    "fetch ptb' and, for fig3.16, 'cvbayes data fetch texts'). Each writes results.json, "
+                    "table.md and PNG plots under --out.")
+    experiment.add_argument("name", choices=("grid-semi", "grid-unsup", "fig3.10", "fig3.11", "fig3.12", "fig3.13",
+                                             "fig3.15", "fig3.16", "fig3.17"))
     experiment.add_argument("--out", default="docs/results", help="results folder (default docs/results)")
     experiment.add_argument("--corpus", default="brown", help="'brown' (the fetched corpus) or a Brown folder")
     experiment.add_argument("--tagset", choices=("brown", "universal"), default="brown",
                             help="tag set for grid-unsup and fig3.13 (semi-supervised runs use brown)")
     experiment.add_argument("--algorithms", type=lambda text: _algorithms(text, "experiment"),
                             default=list(TAGGING_ALGORITHMS), help="comma-separated (default: em,vb,cvi1,cvi2,cgs)")
-    experiment.add_argument("--seeds", type=int, default=10, help="seeded runs per setting (default 10)")
+    experiment.add_argument("--seeds", type=int, default=None,
+                            help="seeded runs per setting (default 10 for tagging, 1 for text prediction)")
+    experiment.add_argument("--states", type=int, default=None,
+                            help="fig3.15/fig3.17: hidden states (default 45 and 12)")
+    experiment.add_argument("--passes", type=int, default=None,
+                            help="fig3.15/fig3.16: passes over the training data a run (default 10)")
+    experiment.add_argument("--steps", type=int, default=None,
+                            help="fig3.17: minibatch steps a run (default 10,000, as the thesis)")
     experiment.add_argument("--seeds-all", type=int, default=0,
                             help="seeded runs on the whole corpus (default: as --seeds)")
     experiment.add_argument("--sizes", nargs="+", default=["1000", "2000", "3000", "5000", "10000", "all"],

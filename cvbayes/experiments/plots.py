@@ -108,3 +108,28 @@ def confusion(path, corpus, states, title, unsupervised=False):
     ax.set_title(f"CVI-2 states against gold tags, {title}")
     fig.colorbar(image, ax=ax, label="share of the gold tag's tokens")
     return _save(fig, path)
+
+
+def loglik_panels(path, runs, panels, label, x):
+    """Held-out log-likelihood per word against training seconds or steps, one panel per
+    setting (Fig. 3.15-3.17).  A run joins a panel when it matches every key the run
+    has (batch references, which have no minibatch keys, join every panel); seeds
+    with the same label are averaged."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4), squeeze=False)
+    for ax, (title, match) in zip(axes[0], panels):
+        groups = {}
+        for run in runs:
+            if all(run.get(key, value) == value for key, value in match.items()):
+                groups.setdefault(label(run), []).append(run["curve"])
+        for name, curves_ in groups.items():
+            n = min(len(c) for c in curves_)
+            xs = np.mean([[p[x] for p in c[:n]] for c in curves_], axis=0)
+            ys = np.mean([[p["loglik"] for p in c[:n]] for c in curves_], axis=0)
+            ax.plot(xs, ys, marker=".", markersize=3, label=name, linestyle="--" if "batch" in name else "-")
+        ax.set_xscale("log")
+        ax.set_xlabel("training time (s)" if x == "seconds" else "minibatch steps")
+        ax.set_ylabel("held-out log-likelihood per word")
+        ax.set_title(title)
+        ax.legend(fontsize=7)
+    return [_save(fig, path)]
