@@ -175,7 +175,8 @@ def run_fit(args):
         raise SystemExit("cvbayes fit: with a tag dictionary, --states must equal the number of tags")
     model, states, result = fit_tagger(corpus, args.algorithm, args.alpha, args.beta, args.iterations,
                                        args.seed, dictionary=dictionary, n_states=n_states,
-                                       progress=not (args.quiet or args.json))
+                                       progress=not (args.quiet or args.json), batch_size=args.batch_size,
+                                       kappa=args.kappa, subchain_length=args.subchain_length)
     model.save(args.output)
     result.pop("curve")
     if corpus.gold is None:
@@ -310,6 +311,11 @@ def build_parser():
                                                     "times may take any tag (default 1)")
     fit.add_argument("--iterations", type=int, default=50, help="passes over the data (default 50)")
     fit.add_argument("--sentences", type=int, default=None, help="use only the first N sentences")
+    fit.add_argument("--batch-size", type=int, default=100, help="svi/scvi: sequences or subchains per "
+                                                                "minibatch (default 100)")
+    fit.add_argument("--kappa", type=float, default=0.5, help="svi/scvi: step sizes (1 + m)^-kappa (default 0.5)")
+    fit.add_argument("--subchain-length", type=int, default=None,
+                     help="svi/scvi/cvi3: cut sequences into subchains of this many tokens")
     _add_priors(fit)
     _add_common(fit)
     fit.set_defaults(handler=run_fit)

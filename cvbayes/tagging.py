@@ -117,8 +117,10 @@ def score_states(states, corpus, supervised):
 
 
 def fit_tagger(corpus, algorithm, alpha, beta, n_iter, seed, dictionary=None, n_states=None,
-               checkpoints=(), progress=False):
+               checkpoints=(), progress=False, **fit_options):
     """Fit one HMM tagger and score it on its own training corpus (transductive, as §3.8).
+
+    ``fit_options`` go to `HMM.fit` (batch_size, kappa, subchain_length, ...).
 
     ``checkpoints`` lists iterations (1-based) at which the current model is
     decoded and scored, for the accuracy-against-iterations and -time curves
@@ -142,7 +144,7 @@ def fit_tagger(corpus, algorithm, alpha, beta, n_iter, seed, dictionary=None, n_
 
     started = time.perf_counter()
     model.fit(corpus, algorithm=algorithm, n_iter=n_iter, seed=seed, progress=progress,
-              callback=record if wanted else None)
+              callback=record if wanted else None, **fit_options)
     states = model.decode(corpus)
     result = {"algorithm": algorithm, "seed": seed, "alpha": alpha, "beta": beta, "iterations": n_iter,
               "train_seconds": sum(r.seconds for r in model.history_),

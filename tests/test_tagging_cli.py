@@ -143,3 +143,37 @@ def test_experiments_write_results(tmp_path):
         assert list((tmp_path / folder).glob("*.png"))
     rows = json.loads((tmp_path / "fig3_10" / "results.json").read_text())["rows"]
     assert [row["size"] for row in rows] == ["0.1K", "All"]
+
+
+def test_fit_command_runs_the_stochastic_learners(tmp_path, capsys):
+    for algorithm in ("scvi", "svi", "cvi3"):
+        main(["fit", "brown-embedded", "--tagset", "universal", "--sentences", "200", "--algorithm", algorithm,
+              "--iterations", "2", "--batch-size", "20", "--subchain-length", "8", "-o",
+              str(tmp_path / f"{algorithm}.npz"), "--quiet", "--json"])
+        report = json.loads(capsys.readouterr().out)
+        assert report["algorithm"] == algorithm and 0.0 <= report["many_to_one"] <= 1.0
+        assert HMM.load(tmp_path / f"{algorithm}.npz").algorithm_ == algorithm
+
+
+def test_text_prediction_experiments_write_results(tmp_path, monkeypatch):
+    """fig3.15 and fig3.17 end to end on a tiny PTB-like cache made here (never PTB text)."""
+    folder = tmp_path / "cache" / "ptb"
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    words = ["the", "cat", "sat", "on", "mat", "a", "dog", "ate", "N", "bones"]
+    for split, n in (("train", 60), ("valid", 5), ("test", 10)):
+        lines = [" ".join(rng.choice(words, size=rng.integers(3, 9))) for _ in range(n)]
+        (folder / f"ptb.{split}.txt").write_text("\n".join(lines) + "\n")
+    monkeypatch.setenv("CVBAYES_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "results"
+    main(["experiment", "fig3.17", "--out", str(out), "--steps", "4", "--states", "2"])
+    main(["experiment", "fig3.15", "--out", str(out), "--passes", "1", "--iterations", "2", "--states", "2"])
+    for name, n_runs in (("fig3_17", 12), ("fig3_15", 10)):
+        results = json.loads((out / name / "results.json").read_text())
+        assert len(results["runs"]) == n_runs
+        assert all(run["curve"] and run["final"] < 0 for run in results["runs"])
+        table = (out / name / "table.md").read_text()
+        assert "Thesis" in table and "PTB" in table
+        assert (out / name / f"{name}.png").exists()
+    references = json.loads((out / "fig3_15" / "results.json").read_text())["references"]
+    assert [r["algorithm"] for r in references] == ["vb", "cvi2"]

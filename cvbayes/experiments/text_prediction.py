@@ -112,7 +112,8 @@ def _verdict(ours, theirs):
 
 def run_fig_3_15(settings):
     """SVI against SCVI-2 on PTB sentences: kappa at M = 100, M at kappa = 0.5 (Fig. 3.15)."""
-    train, test = load_ptb("train"), load_ptb("test", vocabulary=load_ptb("train").vocabulary)
+    train = load_ptb("train")
+    test = load_ptb("test", vocabulary=train.vocabulary)
     k = settings.states or 45
     passes = settings.passes or 10
     grid = [(0.5, 100), (0.7, 100), (0.9, 100), (0.5, 20), (0.5, 500)]
@@ -144,9 +145,9 @@ def run_fig_3_15(settings):
 def run_fig_3_17(settings):
     """SCVI-3 against SVI with buffering, and both vanilla variants, on one long sequence
     at T in {2, 5, 10} with T x M = 1000 and kappa = 0.5 (Fig. 3.17, seeds/002 Fig. 2)."""
-    vocabulary = load_ptb("train").vocabulary
-    train = as_one_sequence(load_ptb("train"))
-    test = as_one_sequence(load_ptb("test", vocabulary=vocabulary))
+    sentences = load_ptb("train")
+    train = as_one_sequence(sentences)
+    test = as_one_sequence(load_ptb("test", vocabulary=sentences.vocabulary))
     k = settings.states or 12
     steps = settings.steps or 10_000
     variants = [("scvi", False), ("scvi", True), ("svi", False), ("svi", True)]

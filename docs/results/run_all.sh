@@ -13,3 +13,9 @@ cvbayes experiment fig3.10 --seeds 3 --seeds-all 1 --iterations 50 --cgs-iterati
  cvbayes experiment fig3.13 --tagset brown --sizes 1000 --seeds 5 --iterations 200 --cgs-iterations 500)
 wait
 cvbayes experiment fig3.11
+
+# Text prediction (issue 4), after `cvbayes data fetch ptb` and `cvbayes data fetch texts`;
+# run one after the other on the otherwise idle 2-core machine.
+cvbayes experiment fig3.17 --seeds 2
+cvbayes experiment fig3.15 --passes 20 --iterations 100
+cvbayes experiment fig3.16 --passes 20
