@@ -22,11 +22,9 @@ Run ``python benchmarks/bench_stochastic.py --help`` for the options;
 import argparse
 import datetime
 import gc
-import importlib.metadata
 import json
 import logging
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -36,6 +34,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+import bench_hmm  # benchmarks/ is on sys.path when this runs as a script
 
 import cvbayes
 from cvbayes.data import Corpus
@@ -437,33 +437,9 @@ def measure_cvi(observations, offsets, folder, config):
 
 # ------------------------------------------------------------ report
 def machine_info():
-    """The machine and the software versions."""
-    import numba
-
-    cpu_model = "unknown"
-    if os.path.exists("/proc/cpuinfo"):
-        with open("/proc/cpuinfo") as cpuinfo:
-            cpu_model = next((line.split(":", 1)[1].strip() for line in cpuinfo
-                              if line.startswith("model name")), cpu_model)
-    try:
-        hmmlearn_version = importlib.metadata.version("hmmlearn")
-    except importlib.metadata.PackageNotFoundError:
-        hmmlearn_version = None
-    git = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
-                         text=True, cwd=Path(__file__).resolve().parent)
-    return {
-        "nproc": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-        "numba_threads": numba.get_num_threads(),
-        "cpu_model": cpu_model,
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "numba": numba.__version__,
-        "hmmlearn": hmmlearn_version,
-        "cvbayes": cvbayes.__version__,
-        "load_average_at_start": os.getloadavg() if hasattr(os, "getloadavg") else None,
-        "git": git.stdout.strip() if git.returncode == 0 else None,
-    }
+    """The machine and the software versions (bench_hmm's), plus the load at the start."""
+    return {**bench_hmm.machine_info(),
+            "load_average_at_start": os.getloadavg() if hasattr(os, "getloadavg") else None}
 
 
 def verdict(passed):

@@ -22,7 +22,6 @@ follow from the chain's own end marginals (eq. 3.82):
     q2(z0, z1) = q(z1) g_left(z0, z1) / sum_{z0'} g_left(z0', z1)
     q2(zT, z') = q(zT) g_right(zT, z') / sum_{z''} g_right(zT, z'')
 """
-import numpy as np
 from numba import njit
 
 from .forward_backward import FAST
@@ -88,16 +87,6 @@ def add_left_guard_pairs(left_belief, counts, alpha, first_marginal, weight, out
 
 @njit(cache=True, fastmath=FAST)
 def add_right_guard_pairs(counts, right_belief, alpha, last_marginal, weight, out):
-    """out += weight * q2(z_T, z_{T+1}) (eq. 3.82 at t = T + 1)."""
-    n_states = out.shape[0]
-    per_state = alpha / n_states
-    for j in range(n_states):
-        m = last_marginal[j]
-        if m == 0.0:
-            continue
-        den = alpha
-        for k in range(n_states):
-            den += right_belief[k] * max(counts[j, k], 0.0)
-        scale = weight * m / den
-        for k in range(n_states):
-            out[j, k] += scale * (right_belief[k] * max(counts[j, k], 0.0) + per_state)
+    """out += weight * q2(z_T, z_{T+1}) (eq. 3.82 at t = T + 1): the left guard's
+    formula with time reversed, i.e. on the transposed counts and output."""
+    add_left_guard_pairs(right_belief, counts.T, alpha, last_marginal, weight, out.T)

@@ -166,6 +166,8 @@ def unit_expectations(family, start_row, stationary, trans, guard_counts, alpha,
         for u in range(chunk_bounds[c], chunk_bounds[c + 1]):
             begin = chain_offsets[u]
             n_steps = chain_offsets[u + 1] - begin
+            if n_steps == 0:
+                continue
             log_scale = fill_rows_from_table(table, table_log_offset, mask, index, begin, begin + n_steps, lik)
             if start_kind[u] == START_ROW:
                 start[:] = start_row
