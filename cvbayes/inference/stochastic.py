@@ -235,7 +235,6 @@ class StochasticLearner:
         self.units = Units(np.asarray(corpus.offsets), subchain_length)
         self.buffer = 0 if (vanilla or subchain_length is None or rule != "vb") else buffer
         self.guarded = rule == "predictive" and subchain_length is not None and not vanilla
-        self.observations = corpus.observations
         self.mask = model.tag_dictionary
         self.n_tokens = corpus.n_tokens
         self.n_transitions = corpus.n_tokens - int(np.count_nonzero(np.diff(np.asarray(corpus.offsets))))
