@@ -523,14 +523,6 @@ def print_cvi(result, config):
     print("local MiB = local_memory_bytes_ (the stored per-token marginals and pair statistics)")
 
 
-def write_json(report, path):
-    """Write the report to `path` atomically, through a ``.tmp`` file beside it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(report, indent=2) + "\n")
-    os.replace(temporary, path)
-
-
 # ---------------------------------------------------------------- main
 def parse_arguments(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -655,7 +647,7 @@ def main(argv=None):
         print_memory(report["memory"], config)
     if args.cvi:
         print_cvi(report["cvi"], config)
-    write_json(report, args.out)
+    bench_hmm.write_json(report, args.out)
     print(f"\nwrote {args.out} ({report['seconds']:.0f} s in all)")
 
 

@@ -56,6 +56,13 @@ def fill_rows_from_table(table, table_log_offset, mask, index, begin, end, lik):
     return log_scale
 
 
+@njit(cache=True)
+def chain_buffers(longest, n_states):
+    """Work rows for chains of up to ``longest`` tokens: (lik, alpha, beta, gamma)."""
+    return (np.empty((longest, n_states)), np.empty((longest, n_states)),
+            np.empty((longest, n_states)), np.empty((longest, n_states)))
+
+
 @njit(cache=True, fastmath=FAST)
 def vec_mat(vec, mat, out):
     """out = vec @ mat, four rows of ``mat`` per pass so each load of out[k]

@@ -23,7 +23,7 @@ subchain from the stationary distribution, with no guards and no buffer.
 import numpy as np
 from numba import njit, prange
 
-from ..chains.forward_backward import add_pair_outer, chain_marginals, fill_rows_from_table
+from ..chains.forward_backward import add_pair_outer, chain_buffers, chain_marginals, fill_rows_from_table
 from ..chains.guarded import add_left_guard_pairs, guard_end, guard_start
 from ..families.ops import add_token_stats
 from . import rules
@@ -157,10 +157,7 @@ def unit_expectations(family, start_row, stationary, trans, guard_counts, alpha,
     log_z_acc = np.zeros(n_chunks)
     bad_acc = np.full(n_chunks, -1, dtype=np.int64)
     for c in prange(n_chunks):
-        lik = np.empty((longest, n_states))
-        fwd = np.empty((longest, n_states))
-        bwd = np.empty((longest, n_states))
-        gamma = np.empty((longest, n_states))
+        lik, fwd, bwd, gamma = chain_buffers(longest, n_states)
         start = np.empty(n_states)
         end_vector = np.empty(n_states)
         for u in range(chunk_bounds[c], chunk_bounds[c + 1]):

@@ -23,8 +23,9 @@ import math
 import numpy as np
 from numba import get_num_threads, njit, prange
 
-from ..chains.forward_backward import (FAST, add_pair_outer, chain_marginals, fill_rows_from_table,
-                                       forward_backward, forward_log_z, mat_vec, vec_mat, viterbi)
+from ..chains.forward_backward import (FAST, add_pair_outer, chain_buffers, chain_marginals,
+                                       fill_rows_from_table, forward_backward, forward_log_z, mat_vec,
+                                       vec_mat, viterbi)
 from ..chains.guarded import add_left_guard_pairs, add_right_guard_pairs, guard_end, guard_start
 from ..families.ops import add_token_stats, predictive_rows
 
@@ -82,10 +83,7 @@ def batch_expectations(family, start, trans, table, table_log_offset, mask, inde
     log_z_acc = np.zeros(n_chunks)
     bad_acc = np.full(n_chunks, -1, dtype=np.int64)
     for c in prange(n_chunks):
-        lik = np.empty((longest, n_states))
-        fwd = np.empty((longest, n_states))
-        bwd = np.empty((longest, n_states))
-        gamma = np.empty((longest, n_states))
+        lik, fwd, bwd, gamma = chain_buffers(longest, n_states)
         for i in range(chunk_bounds[c], chunk_bounds[c + 1]):
             begin = offsets[i]
             end = offsets[i + 1]
@@ -148,10 +146,7 @@ def batch_decode(start, trans, table, table_log_offset, mask, index, offsets, ch
     log_trans = np.log(trans)
     bad_acc = np.full(n_chunks, -1, dtype=np.int64)
     for c in prange(n_chunks):
-        lik = np.empty((longest, n_states))
-        fwd = np.empty((longest, n_states))
-        bwd = np.empty((longest, n_states))
-        gamma = np.empty((longest, n_states))
+        lik, fwd, bwd, gamma = chain_buffers(longest, n_states)
         outer = np.zeros((n_states, n_states))
         path = np.empty(longest, dtype=np.int32)
         for i in range(chunk_bounds[c], chunk_bounds[c + 1]):
@@ -334,10 +329,7 @@ def cvi2_sweep(family, prior, alpha, mask, index, features, offsets, order,
     """
     n_states = start_counts.shape[0]
     longest = _max_length(offsets)
-    lik = np.empty((longest, n_states))
-    fwd = np.empty((longest, n_states))
-    bwd = np.empty((longest, n_states))
-    gamma = np.empty((longest, n_states))
+    lik, fwd, bwd, gamma = chain_buffers(longest, n_states)
     outer = np.empty((n_states, n_states))
     start_bar = np.empty((1, n_states))
     # rows a sequence never leaves keep finite stale values, which the
@@ -627,10 +619,7 @@ def batch_local_posteriors(start, trans, table, table_log_offset, mask, index, o
     keep_pairs = local_pairs.shape[0] == offsets.shape[0] - 1
     bad_acc = np.full(n_chunks, -1, dtype=np.int64)
     for c in prange(n_chunks):
-        lik = np.empty((longest, n_states))
-        fwd = np.empty((longest, n_states))
-        bwd = np.empty((longest, n_states))
-        gamma = np.empty((longest, n_states))
+        lik, fwd, bwd, gamma = chain_buffers(longest, n_states)
         outer = np.empty((n_states, n_states))
         for i in range(chunk_bounds[c], chunk_bounds[c + 1]):
             begin = offsets[i]
@@ -741,10 +730,7 @@ def cvi3_sweep(family, prior, alpha, mask, index, features, offsets, is_first, o
     n_states = start_counts.shape[0]
     n_sub = offsets.shape[0] - 1
     longest = _max_length(offsets)
-    lik = np.empty((longest, n_states))
-    fwd = np.empty((longest, n_states))
-    bwd = np.empty((longest, n_states))
-    gamma = np.empty((longest, n_states))
+    lik, fwd, bwd, gamma = chain_buffers(longest, n_states)
     outer = np.empty((n_states, n_states))
     guard_pairs = np.empty((n_states, n_states))
     left_counts = np.empty((n_states, n_states))
