@@ -1,9 +1,10 @@
 """cvbayes: collapsed variational inference for the models of computational linguistics."""
 from .data import Corpus, Vocabulary, read_conllu, read_tagged, read_text
 from .families import Categorical, Gaussian
+from .models.hdp_hmm import HDPHMM
 from .models.hmm import HMM, IterationRecord
 
 __version__ = "0.1.0"
 
-__all__ = ["HMM", "IterationRecord", "Corpus", "Vocabulary", "Categorical", "Gaussian",
+__all__ = ["HMM", "HDPHMM", "IterationRecord", "Corpus", "Vocabulary", "Categorical", "Gaussian",
            "read_text", "read_tagged", "read_conllu"]

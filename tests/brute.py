@@ -76,9 +76,13 @@ def collapsed_log_joint(states, sequences, n_states, n_symbols, alpha, beta):
     return rows(start_c[None], alpha) + rows(trans_c, alpha) + rows(emit_c, beta)
 
 
-def guarded_posterior(left_belief, left_counts, theta_bar, phi_rows, right_counts, right_belief, alpha):
+def guarded_posterior(left_belief, left_counts, theta_bar, phi_rows, right_counts, right_belief, alpha,
+                      prior_total=None):
     """Enumerate q2(z0, z_1..z_T, z_{T+1}) of eq. 3.71 with the potentials exactly as
     written in eq. 3.72-3.76 (including the alpha / (K q) terms).
+
+    ``alpha`` is a scalar or, for the HDP-HMM's surrogate (eq. 5.38), a row of
+    per-target-state priors a_k with the denominator total ``prior_total``.
 
     Returns the marginals of z_1..z_T (T, K), the internal expected transitions
     (K, K), the guard pairs q2(z0, z1) and q2(z_T, z_{T+1}), and the
@@ -86,15 +90,16 @@ def guarded_posterior(left_belief, left_counts, theta_bar, phi_rows, right_count
     summing out the guards.
     """
     n_steps, n_states = phi_rows.shape
-    k_alpha = n_states * alpha
+    alpha = np.broadcast_to(np.asarray(alpha, dtype=float), (n_states,))
+    k_alpha = alpha.sum() if prior_total is None else prior_total
     joint = {}
     for path in itertools.product(range(n_states), repeat=n_steps + 2):
         z0, inner, z_end = path[0], path[1:-1], path[-1]
         p = left_belief[z0]                                                    # f_0, eq. 3.72
-        p *= (left_counts[z0, inner[0]] + alpha / (n_states * left_belief[z0])) * phi_rows[0, inner[0]]  # 3.73
+        p *= (left_counts[z0, inner[0]] + alpha[inner[0]] / (n_states * left_belief[z0])) * phi_rows[0, inner[0]]  # 3.73
         for t in range(1, n_steps):
             p *= theta_bar[inner[t - 1], inner[t]] * phi_rows[t, inner[t]]      # 3.74
-        p *= ((right_counts[inner[-1], z_end] + alpha / (n_states * right_belief[z_end]))
+        p *= ((right_counts[inner[-1], z_end] + alpha[z_end] / (n_states * right_belief[z_end]))
               / (right_counts[inner[-1]].sum() + k_alpha))                      # 3.75
         p *= right_belief[z_end]                                                # 3.76
         joint[path] = p

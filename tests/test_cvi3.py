@@ -54,9 +54,9 @@ def test_one_subchain_update_matches_enumeration_with_the_thesis_counts(target):
                                  right_counts, marginals[end].astype(float), ALPHA)
     exp_marginals, exp_pairs, exp_left, exp_right, _ = expected
 
-    sweeps.cvi3_sweep(CATEGORICAL, np.array([[BETA]]), ALPHA, np.zeros((0, K)), tokens,
+    sweeps.cvi3_sweep(CATEGORICAL, np.array([[BETA]]), np.full(K, ALPHA), K * ALPHA, np.zeros((0, K)), tokens,
                       np.empty((7, 0)), offsets, is_first, np.array([target]), start, trans, stats,
-                      marginals, internal, boundary)
+                      marginals, internal, boundary, *sweeps.no_occupancy(), 0, 0)
     np.testing.assert_allclose(marginals[begin:end], exp_marginals, atol=1e-6)
     np.testing.assert_allclose(internal[target], exp_pairs, atol=1e-6)
     np.testing.assert_allclose(boundary[target], exp_left, atol=1e-6)
@@ -71,8 +71,9 @@ def test_global_counts_stay_the_sum_of_the_local_statistics():
     start, trans, stats, marginals, internal, boundary = _random_local_state(rng, offsets, is_first, tokens)
     for _ in range(3):
         objective, bad = sweeps.cvi3_sweep(
-            CATEGORICAL, np.array([[BETA]]), ALPHA, np.zeros((0, K)), tokens, np.empty((23, 0)),
-            offsets, is_first, np.arange(6), start, trans, stats, marginals, internal, boundary)
+            CATEGORICAL, np.array([[BETA]]), np.full(K, ALPHA), K * ALPHA, np.zeros((0, K)), tokens,
+            np.empty((23, 0)), offsets, is_first, np.arange(6), start, trans, stats, marginals, internal,
+            boundary, *sweeps.no_occupancy(), 0, 0)
         assert bad == -1 and np.isfinite(objective)
     np.testing.assert_allclose(trans, internal.sum(axis=0, dtype=float) + boundary.sum(axis=0, dtype=float),
                                atol=1e-9)

@@ -105,3 +105,34 @@ def test_unknown_method_is_refused():
     with pytest.raises(ValueError, match="unknown method 'gibbs'"):
         no_transition(np.array([1.0]), np.ones((1, 1, 1)), "gibbs")
     assert METHODS == ("exact", "mean_field", "sampling", "heuristic")
+
+
+def _enumerate_no_exit(first, conditionals):
+    """sum over paths of q(path) [state j never occurs before the last token]."""
+    n_states = first.shape[0]
+    n_steps = conditionals.shape[0] + 1
+    weight = _markov_weight(first, conditionals)
+    zero = np.zeros(n_states)
+    for path in itertools.product(range(n_states), repeat=n_steps):
+        for j in range(n_states):
+            if j not in path[:-1]:
+                zero[j] += weight(path)
+    return zero
+
+
+@pytest.mark.parametrize("n_states,n_steps", [(2, 1), (2, 3), (3, 4)])
+def test_exits_equal_enumeration(n_states, n_steps):
+    """q(C_j. = 0) (eq. 5.44-5.45): exact by enumeration, sampling within its error,
+    mean field and heuristic as the product of 1 - q(z_t = j)."""
+    from cvbayes.chains.occupancy import no_exit
+    rng = np.random.default_rng(10 + n_states + n_steps)
+    first, conditionals = _random_chain(rng, n_states, n_steps, sharpness=0.7)
+    expected = _enumerate_no_exit(first, conditionals)
+    np.testing.assert_allclose(no_exit(first, conditionals, "exact"), expected, rtol=1e-12, atol=1e-14)
+    marginals = chain_marginals(first, conditionals)
+    factorised = np.prod(1.0 - marginals[:-1], axis=0)
+    for method in ("mean_field", "heuristic"):
+        np.testing.assert_allclose(no_exit(first, conditionals, method), factorised, rtol=1e-12)
+    n = 20_000
+    sampled = no_exit(first, conditionals, "sampling", n_samples=n, seed=3)
+    assert np.all(np.abs(sampled - expected) <= 5 * np.sqrt(np.maximum(expected * (1 - expected), 1e-12) / n) + 1e-12)

@@ -103,9 +103,9 @@ def test_one_cvi2_sequence_update_matches_enumeration():
     phi = rules.dirichlet_mean(other_emit, beta)
     log_z, want_marg, want_pairs = chain_posterior(theta_start, theta, phi[:, SEQUENCES[seq]].T)
 
-    objective, bad = sweeps.cvi2_sweep(CATEGORICAL, data.prior, alpha, data.mask, data.index,
-                                       data.features, data.offsets, np.array([seq]), start_c, trans_c,
-                                       stats, marginals, local_pairs)
+    objective, bad = sweeps.cvi2_sweep(CATEGORICAL, data.prior, np.full(K, alpha), K * alpha, data.mask,
+                                       data.index, data.features, data.offsets, np.array([seq]), start_c,
+                                       trans_c, stats, marginals, local_pairs, *sweeps.no_occupancy(), 0, 0)
     assert bad == -1
     assert objective == pytest.approx(log_z, rel=1e-9)
     np.testing.assert_allclose(marginals[begin:end], want_marg, atol=1e-6)

@@ -19,12 +19,17 @@ Four ways to compute q(C^i_jk = 0), as the thesis compares them:
   as independent (eq. 5.67), O(T K^2).
 
 The start "transition" 0 -> k is absent exactly when z_1 != k, so
-q(C_0k = 0) = 1 - q(z_1 = k) (eq. 5.51) for every method.
+q(C_0k = 0) = 1 - q(z_1 = k) (eq. 5.51) for every method.  Restaurant j is
+empty, C_j. = 0, when state j never occurs before the last token (eq. 5.44-5.45);
+`no_exit` computes q(C_j. = 0) by the same four methods, the heuristic and mean
+field coinciding there (one variable a factor).
 """
 import numpy as np
 from numba import njit
 
 METHODS = ("exact", "mean_field", "sampling", "heuristic")
+# codes of METHODS inside numba kernels
+EXACT, MEAN_FIELD, SAMPLING, HEURISTIC = range(4)
 
 
 @njit(cache=True)
@@ -96,11 +101,19 @@ def mean_field_zero(marginals):
 @njit(cache=True)
 def sampled_zero(first, conditionals, n_samples, seed):
     """The fraction of ancestral samples of the chain without each transition (eq. 5.65)."""
+    return _sampled_zero_and_exits(first, conditionals, n_samples, seed)[0]
+
+
+@njit(cache=True)
+def _sampled_zero_and_exits(first, conditionals, n_samples, seed):
+    """Eq. 5.65 for the pairs and for the exits C_j., from the same S samples."""
     np.random.seed(seed)
     n_states = first.shape[0]
     n_steps = conditionals.shape[0] + 1
     seen_in = np.full((n_states, n_states), -1, dtype=np.int64)
     with_pair = np.zeros((n_states, n_states))
+    exit_seen_in = np.full(n_states, -1, dtype=np.int64)
+    with_exit = np.zeros(n_states)
     for s in range(n_samples):
         z = _draw(first)
         for t in range(1, n_steps):
@@ -108,8 +121,11 @@ def sampled_zero(first, conditionals, n_samples, seed):
             if seen_in[z, nxt] != s:
                 seen_in[z, nxt] = s
                 with_pair[z, nxt] += 1.0
+            if exit_seen_in[z] != s:
+                exit_seen_in[z] = s
+                with_exit[z] += 1.0
             z = nxt
-    return 1.0 - with_pair / n_samples
+    return 1.0 - with_pair / n_samples, 1.0 - with_exit / n_samples
 
 
 @njit(cache=True)
@@ -142,21 +158,77 @@ def heuristic_zero(first, conditionals):
     return out
 
 
-def no_transition(first, conditionals, method="exact", n_samples=1000, seed=0):
-    """(q(C_0k = 0) (K,), q(C_jk = 0) (K, K)) of one chain posterior by ``method``."""
+@njit(cache=True)
+def exact_no_exit(first, conditionals):
+    """q(C_j. = 0) by message passing with state j removed at t = 1..T-1 (eq. 5.44-5.45)."""
+    n_states = first.shape[0]
+    n_steps = conditionals.shape[0] + 1
+    out = np.empty(n_states)
+    message = np.empty(n_states)
+    update = np.empty(n_states)
+    for j in range(n_states):
+        message[:] = first
+        for t in range(1, n_steps):
+            message[j] = 0.0
+            cond = conditionals[t - 1]
+            for b in range(n_states):
+                total = 0.0
+                for a in range(n_states):
+                    total += message[a] * cond[a, b]
+                update[b] = total
+            message[:] = update
+        out[j] = message.sum() if n_steps > 1 else 1.0
+    return out
+
+
+@njit(cache=True)
+def factorised_no_exit(marginals):
+    """prod_{t < T} (1 - q(z_t = j)): q(C_j. = 0) under mean field, and the heuristic's value."""
+    out = np.ones(marginals.shape[1])
+    for t in range(marginals.shape[0] - 1):
+        for j in range(marginals.shape[1]):
+            out[j] *= 1.0 - marginals[t, j]
+    return out
+
+
+@njit(cache=True)
+def chain_zero(method, first, conditionals, n_samples, seed):
+    """(q(C_jk = 0) (K, K), q(C_j. = 0) (K,)) of one chain by the method code."""
+    if method == EXACT:
+        return exact_zero(first, conditionals), exact_no_exit(first, conditionals)
+    if method == SAMPLING:
+        return _sampled_zero_and_exits(first, conditionals, n_samples, seed)
+    marginals = chain_marginals(first, conditionals)
+    exits = factorised_no_exit(marginals)
+    if method == MEAN_FIELD:
+        return mean_field_zero(marginals), exits
+    return heuristic_zero(first, conditionals), exits
+
+
+def _chain_arrays(first, conditionals):
     first = np.ascontiguousarray(first, dtype=float)
     conditionals = np.ascontiguousarray(conditionals, dtype=float).reshape(-1, first.shape[0], first.shape[0])
-    if method == "exact":
-        pairs = exact_zero(first, conditionals)
-    elif method == "mean_field":
-        pairs = mean_field_zero(chain_marginals(first, conditionals))
-    elif method == "sampling":
-        pairs = sampled_zero(first, conditionals, int(n_samples), int(seed))
-    elif method == "heuristic":
-        pairs = heuristic_zero(first, conditionals)
-    else:
+    return first, conditionals
+
+
+def method_code(method):
+    """The numba code of a q(C = 0) method name."""
+    if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    return METHODS.index(method)
+
+
+def no_transition(first, conditionals, method="exact", n_samples=1000, seed=0):
+    """(q(C_0k = 0) (K,), q(C_jk = 0) (K, K)) of one chain posterior by ``method``."""
+    first, conditionals = _chain_arrays(first, conditionals)
+    pairs, _ = chain_zero(method_code(method), first, conditionals, int(n_samples), int(seed))
     return 1.0 - first, pairs
+
+
+def no_exit(first, conditionals, method="exact", n_samples=1000, seed=0):
+    """q(C_j. = 0) (K,) of one chain posterior by ``method`` (eq. 5.44-5.45)."""
+    first, conditionals = _chain_arrays(first, conditionals)
+    return chain_zero(method_code(method), first, conditionals, int(n_samples), int(seed))[1]
 
 
 def combine(log_zero, zero):

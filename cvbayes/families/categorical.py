@@ -26,6 +26,22 @@ class Categorical:
         self.beta = float(beta)
         self.n_symbols = n_symbols
         self._fixed_symbols = n_symbols is not None
+        # tau: the HDP-HMM's global emission distribution (§5.5.3); the prior
+        # of word w is then beta tau_w instead of the symmetric beta
+        self.tau = None
+
+    def set_prior(self, beta, tau=None):
+        """Dir(beta tau) emission rows (thesis §5.5.3); tau None is the symmetric Dir(beta)."""
+        self.beta = float(beta)
+        self.tau = None if tau is None else np.asarray(tau, dtype=float)
+
+    def _pseudo_counts(self, n_rows):
+        """(per-word prior (n_rows, 1) or scalar, row total) for tables over all W words."""
+        if self.tau is None:
+            return self.beta, self.n_symbols * self.beta
+        if n_rows != self.n_symbols:
+            raise ValueError("an asymmetric emission prior needs the statistics of every word")
+        return self.beta * self.tau[:, None], self.beta
 
     def config(self):
         """Constructor arguments, as JSON-ready values (model files)."""
@@ -55,7 +71,11 @@ class Categorical:
                 "unknown id (Vocabulary.encode does this)")
 
     def prior_array(self):
-        return np.array([[self.beta]])
+        """[[beta]], or with tau the column beta tau_w, w < W, then the total beta
+        (families/ops.predictive_rows reads either)."""
+        if self.tau is None:
+            return np.array([[self.beta]])
+        return np.append(self.beta * self.tau, self.beta)[:, None]
 
     def n_stats(self):
         return self.n_symbols + 1
@@ -91,8 +111,9 @@ class Categorical:
     def compact_table(self, stats, rule, features):
         """The table rows of the words whose statistics are ``stats[:-1]``; the last
         row holds the totals E[C_{.,k}] over the whole vocabulary."""
-        counts = np.maximum(stats[:-1], 0.0) + self.beta
-        totals = np.maximum(stats[-1], 0.0) + self.n_symbols * self.beta
+        pseudo, pseudo_total = self._pseudo_counts(stats.shape[0] - 1)
+        counts = np.maximum(stats[:-1], 0.0) + pseudo
+        totals = np.maximum(stats[-1], 0.0) + pseudo_total
         if rule == "vb":
             # exp(psi(beta + tiny)) underflows for alpha, beta near 1e-6: scale each row by its peak
             log_table = digamma(counts) - digamma(totals)
@@ -123,4 +144,9 @@ class Categorical:
     def fitted(self, stats, rule):
         if rule == "map":
             return {"emissionprob_": self.map_params(stats)["emissionprob"]}
-        return {"emissionprob_": rules.dirichlet_mean(self._counts(stats), self.beta)}
+        pseudo, pseudo_total = self._pseudo_counts(stats.shape[0] - 1)
+        return {"emissionprob_": rules.dirichlet_mean(self._counts(stats), np.ravel(pseudo), pseudo_total)}
+
+    def state_totals(self, stats):
+        """E[C_.k]: the expected tokens of every state."""
+        return np.maximum(stats[-1], 0.0)

@@ -165,6 +165,10 @@ class Gaussian:
         return float((0.5 * np.log(tau) - 0.5 * self.kappa * tau * (mu - self.mean) ** 2
                       + (self.shape - 1.0) * np.log(tau) - self.rate * tau).sum())
 
+    def state_totals(self, stats):
+        """E[C_.k]: the expected tokens of every state."""
+        return np.maximum(stats[0], 0.0)
+
     def fitted(self, stats, rule):
         if rule == "map":
             params = self.map_params(stats)

@@ -91,12 +91,17 @@ def predictive_rows(family, stats, prior, index, features, begin, end, mask, lik
     log_scale = 0.0
     if family == CATEGORICAL:
         totals = stats.shape[0] - 1
+        # a (1, 1) prior is the symmetric beta; a (W + 1, 1) one holds beta tau_w
+        # and its total beta (the HDP-HMM's emission prior, thesis §5.5.3)
+        asymmetric = prior.shape[0] > 1
         beta = prior[0, 0]
-        w_beta = totals * beta
+        w_beta = prior[totals, 0] if asymmetric else totals * beta
         for t in range(begin, end):
             w = index[t]
             row = lik[t - begin]
             peak = 0.0
+            if asymmetric:
+                beta = prior[w, 0]
             for k in range(n_states):
                 v = (max(stats[w, k], 0.0) + beta) / (max(stats[totals, k], 0.0) + w_beta)
                 if use_mask:

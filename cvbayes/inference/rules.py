@@ -7,7 +7,10 @@ forward-backward kernel is the same, only the table it runs on changes.
 * VB:        theta~ = exp(psi(C + a) - psi(C. + K a))              eq. 3.21-3.22
 * CVI / posterior mean:  theta_bar = (C + a) / (C. + K a)         eq. 3.49-3.50, 3.109
 
-All functions normalise along the last axis.
+All functions normalise along the last axis.  ``prior`` is a scalar (a
+symmetric Dirichlet) or a row of pseudo-counts a_k (the HDP-HMM's sigma G[pi_k],
+eq. 5.38); ``total`` replaces the prior's own total sum_k a_k in the
+denominator (the HDP's sigma, whose remainder belongs to unrepresented states).
 """
 import numpy as np
 from scipy.special import digamma, gammaln
@@ -20,7 +23,7 @@ def dirichlet_mode(counts, prior):
     pseudo-count (the prior's pull is clipped at zero), so a <= 1 gives the
     MLE.  A row with no counts at all becomes uniform.
     """
-    pseudo = np.maximum(counts + max(prior - 1.0, 0.0), 0.0)
+    pseudo = np.maximum(counts + np.maximum(np.asarray(prior, dtype=float) - 1.0, 0.0), 0.0)
     totals = pseudo.sum(axis=-1, keepdims=True)
     width = counts.shape[-1]
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -28,21 +31,25 @@ def dirichlet_mode(counts, prior):
     return out
 
 
-def dirichlet_geometric_mean(counts, prior):
+def _prior_total(prior, width, total):
+    if total is not None:
+        return total
+    return float(np.sum(np.broadcast_to(prior, (width,))))
+
+
+def dirichlet_geometric_mean(counts, prior, total=None):
     """exp(E_q[log theta]) under q = Dir(counts + prior) (eq. 3.21-3.22)."""
     counts = np.maximum(counts, 0.0)
-    width = counts.shape[-1]
     log_num = digamma(counts + prior)
-    log_den = digamma(counts.sum(axis=-1, keepdims=True) + width * prior)
+    log_den = digamma(counts.sum(axis=-1, keepdims=True) + _prior_total(prior, counts.shape[-1], total))
     # exp(psi(1e-6)) underflows to 0, and a chain entering an all-zero row would die
     return np.maximum(np.exp(log_num - log_den), np.finfo(float).tiny)
 
 
-def dirichlet_mean(counts, prior):
-    """Posterior mean (C + a) / (C. + K a) (eq. 3.49-3.50, 3.109)."""
+def dirichlet_mean(counts, prior, total=None):
+    """Posterior mean (C + a) / (C. + K a) (eq. 3.49-3.50, 3.109); (C + a_k) / (C. + A) in general."""
     counts = np.maximum(counts, 0.0)
-    width = counts.shape[-1]
-    return (counts + prior) / (counts.sum(axis=-1, keepdims=True) + width * prior)
+    return (counts + prior) / (counts.sum(axis=-1, keepdims=True) + _prior_total(prior, counts.shape[-1], total))
 
 
 def dirichlet_kl(counts, prior):

@@ -27,7 +27,7 @@ from ..chains.forward_backward import add_pair_outer, chain_buffers, chain_margi
 from ..chains.guarded import add_left_guard_pairs, guard_end, guard_start
 from ..families.ops import add_token_stats
 from . import rules
-from .sweeps import equal_token_chunks
+from .sweeps import NO_OCCUPANCY, add_no_transition, equal_token_chunks
 
 # How a unit's chain starts (eq. 3.98 and its subchain variants)
 START_ROW = 0     # the sequence's own first token: the start row theta_0
@@ -127,10 +127,10 @@ def gather_ranges(begins, ends, local_offsets):
 
 
 @njit(parallel=True, cache=True)
-def unit_expectations(family, start_row, stationary, trans, guard_counts, alpha, table,
+def unit_expectations(family, start_row, stationary, trans, guard_counts, trans_prior, trans_prior_total, table,
                       table_log_offset, mask, index, features, chain_offsets, own_begin, own_end,
                       start_kind, right_guarded, left_beliefs, right_beliefs, n_stats, chunk_bounds,
-                      out_edges):
+                      out_edges, occupancy, n_samples, seed):
     """Expected counts of a minibatch of units under one set of tables.
 
     Unit u's chain is the tokens chain_offsets[u]..chain_offsets[u+1] of the
@@ -142,8 +142,13 @@ def unit_expectations(family, start_row, stationary, trans, guard_counts, alpha,
     the chain starts the sequence, the left guard pair (eq. 3.82), the buffer's
     last transition into the first own token, and the internal transitions.
 
+    With an ``occupancy`` method (the HDP-HMM's SCVI), the minibatch's
+    q(C^B = 0) products of eq. 5.46 come back too (sweeps.add_no_transition;
+    guard pairs by the heuristic); units then must have no buffer.
+
     Returns (start_counts, trans_counts, stats, sum of log Z, first bad unit or
-    -1) and writes q(first own token), q(last own token) to out_edges[u].
+    -1, (zero start, zero pairs, zero exits)) and writes q(first own token),
+    q(last own token) to out_edges[u].
     """
     n_states = trans.shape[0]
     n_chunks = chunk_bounds.shape[0] - 1
@@ -156,6 +161,12 @@ def unit_expectations(family, start_row, stationary, trans, guard_counts, alpha,
     stats_acc = np.zeros((n_chunks, n_stats, n_states))
     log_z_acc = np.zeros(n_chunks)
     bad_acc = np.full(n_chunks, -1, dtype=np.int64)
+    with_zero = occupancy != NO_OCCUPANCY
+    n_zero = n_chunks if with_zero else 0
+    zero_start_acc = np.ones((n_zero, n_states))
+    zero_pairs_acc = np.ones((n_zero, n_states, n_states))
+    zero_exits_acc = np.ones((n_zero, n_states))
+    no_emissions = np.ones((0, 0))
     for c in prange(n_chunks):
         lik, fwd, bwd, gamma = chain_buffers(longest, n_states)
         start = np.empty(n_states)
@@ -171,9 +182,9 @@ def unit_expectations(family, start_row, stationary, trans, guard_counts, alpha,
             elif start_kind[u] == STATIONARY:
                 start[:] = stationary
             else:
-                guard_start(left_beliefs[u], guard_counts, alpha, start)
+                guard_start(left_beliefs[u], guard_counts, trans_prior, start)
             if right_guarded[u]:
-                guard_end(guard_counts, right_beliefs[u], alpha, end_vector)
+                guard_end(guard_counts, right_beliefs[u], trans_prior, trans_prior_total, end_vector)
                 for k in range(n_states):
                     lik[n_steps - 1, k] *= end_vector[k]
             log_z = -np.inf
@@ -191,7 +202,19 @@ def unit_expectations(family, start_row, stationary, trans, guard_counts, alpha,
                 for k in range(n_states):
                     start_acc[c, k] += gamma[0, k]
             elif start_kind[u] == GUARDED:
-                add_left_guard_pairs(left_beliefs[u], guard_counts, alpha, gamma[0], 1.0, guard_acc[c])
+                if with_zero:
+                    guard_pairs = np.zeros((n_states, n_states))
+                    add_left_guard_pairs(left_beliefs[u], guard_counts, trans_prior, gamma[0], 1.0, guard_pairs)
+                    for j in range(n_states):
+                        for k in range(n_states):
+                            guard_acc[c, j, k] += guard_pairs[j, k]
+                            zero_pairs_acc[c, j, k] *= 1.0 - guard_pairs[j, k]
+                else:
+                    add_left_guard_pairs(left_beliefs[u], guard_counts, trans_prior, gamma[0], 1.0, guard_acc[c])
+            if with_zero:
+                add_no_transition(occupancy, n_samples, seed + u, fwd, bwd, gamma, trans, n_steps,
+                                  start_kind[u] == START_ROW, right_guarded[u], family, index, begin,
+                                  (zero_start_acc[c], zero_pairs_acc[c], zero_exits_acc[c], no_emissions))
             for t in range(first, last):
                 add_token_stats(family, stats_acc[c], index, features, begin + t, gamma[t], 1.0)
             for k in range(n_states):
@@ -202,7 +225,12 @@ def unit_expectations(family, start_row, stationary, trans, guard_counts, alpha,
         if bad >= 0 and (first_bad < 0 or bad < first_bad):
             first_bad = bad
     pairs = outer_acc.sum(axis=0) * trans + guard_acc.sum(axis=0)
-    return start_acc.sum(axis=0), pairs, stats_acc.sum(axis=0), log_z_acc.sum(), first_bad
+    zero = (np.ones(n_states), np.ones((n_states, n_states)), np.ones(n_states))
+    for c in range(n_zero):
+        zero[0][:] *= zero_start_acc[c]
+        zero[1][:, :] *= zero_pairs_acc[c]
+        zero[2][:] *= zero_exits_acc[c]
+    return start_acc.sum(axis=0), pairs, stats_acc.sum(axis=0), log_z_acc.sum(), first_bad, zero
 
 
 class StochasticLearner:
@@ -219,9 +247,15 @@ class StochasticLearner:
     buffer : SVI only, observations padded on each side of a subchain
     vanilla : start subchains from the stationary distribution, with no
         guards (SCVI-3) and no buffer (SVI)
+    occupancy : (method code, samples) of q(C = 0) for the HDP-HMM, whose
+        corpus-level log prod_i q(C^i = 0) (eq. 5.46) is then kept in
+        ``log_zero`` like the counts: decayed by 1 - rho and refreshed with the
+        minibatch's value scaled to the corpus, an unbiased estimate of the
+        sum over units of log q(C^unit = 0)
     """
 
-    def __init__(self, model, corpus, rule, batch_size, kappa, tau0, subchain_length, buffer, vanilla):
+    def __init__(self, model, corpus, rule, batch_size, kappa, tau0, subchain_length, buffer, vanilla,
+                 occupancy=(NO_OCCUPANCY, 0)):
         self.model = model
         self.family = model.family
         self.corpus = corpus
@@ -240,6 +274,8 @@ class StochasticLearner:
         n_beliefs = self.units.n_units if self.guarded else 0
         self.beliefs = np.full((n_beliefs, 2, k), 1.0 / k, dtype=np.float32)
         self.step = 0
+        self.occupancy, self.n_samples = occupancy
+        self.log_zero = (np.zeros(k), np.zeros((k, k)), np.zeros(k))
 
     # ------------------------------------------------------------ globals
     def random_globals(self, rng):
@@ -260,9 +296,8 @@ class StochasticLearner:
 
     def _transition_tables(self):
         fn = rules.dirichlet_geometric_mean if self.rule == "vb" else rules.dirichlet_mean
-        start = fn(self.start_counts[None], self.model.alpha)[0]
-        trans = fn(self.trans_counts, self.model.alpha)
-        return start, trans
+        return self.model._transition_tables(self.start_counts, self.trans_counts, fn,
+                                             total=self.model.transition_prior()[1])
 
     # ------------------------------------------------------------ one step
     def minibatch(self, ids):
@@ -294,10 +329,11 @@ class StochasticLearner:
         stationary = (stationary_distribution(trans / trans.sum(axis=1, keepdims=True))
                       if np.any(start_kind == STATIONARY) else start_row)
         edges = np.empty((ids.shape[0], 2, k))
-        start_counts, pairs, stats, log_z, bad = unit_expectations(
-            self.family.code, start_row, stationary, trans, self.trans_counts, self.model.alpha,
+        start_counts, pairs, stats, log_z, bad, zero = unit_expectations(
+            self.family.code, start_row, stationary, trans, self.trans_counts, *self.model.transition_prior(),
             table, offset, mask, index, features, chain_offsets, own_begin, own_end, start_kind,
-            right_guarded, left_beliefs, right_beliefs, rows.shape[0], equal_token_chunks(chain_offsets), edges)
+            right_guarded, left_beliefs, right_beliefs, rows.shape[0], equal_token_chunks(chain_offsets), edges,
+            self.occupancy, self.n_samples, self.step)
         if bad >= 0:
             u = int(ids[bad])
             raise ValueError(f"tokens {begin[bad]}..{end[bad] - 1} (unit {u}) have zero probability "
@@ -307,7 +343,8 @@ class StochasticLearner:
         n_pairs = int((own_end - own_begin - 1).sum() + np.count_nonzero(own_begin > chain_offsets[:-1])
                       + np.count_nonzero(start_kind == GUARDED))
         n_chain_tokens = int(chain_offsets[-1])
-        return start_counts, pairs, stats, rows, log_z, int((end - begin).sum()), n_pairs, n_chain_tokens
+        return (start_counts, pairs, stats, rows, log_z, int((end - begin).sum()), n_pairs, n_chain_tokens,
+                zero)
 
     def update(self, rng):
         """One stochastic step (eq. 3.103-3.104); returns (sum log Z, tokens in the chains).
@@ -319,7 +356,7 @@ class StochasticLearner:
             ids = np.arange(n_units)
         else:
             ids = np.sort(rng.integers(0, n_units, size=self.batch_size))
-        start, pairs, stats, rows, log_z, n_tokens, n_pairs, n_chain_tokens = self.minibatch(ids)
+        start, pairs, stats, rows, log_z, n_tokens, n_pairs, n_chain_tokens, zero = self.minibatch(ids)
         rho = step_size(self.step, self.kappa, self.tau0)
         self.step += 1
         unit_scale = n_units / ids.shape[0]
@@ -335,5 +372,11 @@ class StochasticLearner:
         self.trans_counts = keep * self.trans_counts + rho * pair_scale * pairs
         self.stats.decay(keep)
         self.stats.add(rows, rho * stats_scale * stats)
+        if self.occupancy != NO_OCCUPANCY:
+            tiny = np.finfo(float).tiny
+            for running, batch, scale in zip(self.log_zero, zero, (unit_scale, pair_scale, pair_scale)):
+                running *= keep
+                running += rho * scale * np.log(np.maximum(batch, tiny))
+        self.rho = rho
         return log_z, n_chain_tokens
 

@@ -9,6 +9,12 @@
 * ``cvi3_sweep``: CVI algorithm 3; subchains of long sequences updated with
   the guarded sum-product (eq. 3.56-3.82).
 
+The two collapsed sweeps also serve the HDP-HMM (thesis §5.3): the transition
+prior is a row a_k with a denominator total A (eq. 5.38), and ``zero`` carries
+the running products prod_i q(C^i = 0) of eq. 5.46 that its table counts need,
+filled by `add_no_transition` as each sequence is updated (an empty ``zero``
+with method NO_OCCUPANCY skips them for the finite HMM).
+
 Statistics layout: ``start_counts`` (K,), ``trans_counts`` (K, K),
 ``trans_rows`` (K,) = row sums of trans_counts (the C_{j,.} of eq. 3.8, which
 differ from the emission totals because a sequence's last state has no
@@ -27,10 +33,76 @@ from ..chains.forward_backward import (FAST, add_pair_outer, chain_buffers, chai
                                        fill_rows_from_table, forward_backward, forward_log_z, mat_vec,
                                        vec_mat, viterbi)
 from ..chains.guarded import add_left_guard_pairs, add_right_guard_pairs, guard_end, guard_start
-from ..families.ops import add_token_stats, predictive_rows
+from ..chains.occupancy import HEURISTIC, chain_zero
+from ..families.ops import CATEGORICAL, add_token_stats, predictive_rows
 
 MPD = 0
 VITERBI = 1
+NO_OCCUPANCY = -1
+
+
+def no_occupancy():
+    """The ``zero`` products and method of a finite HMM: none."""
+    return (np.ones(0), np.ones((0, 0)), np.ones(0), np.ones((0, 0))), NO_OCCUPANCY
+
+
+@njit(cache=True, fastmath=FAST)
+def add_no_transition(method, n_samples, seed, fwd, bwd, gamma, trans_bar, n_steps, starts, exits_at_end,
+                      family, index, begin, zero):
+    """Multiply one chain's q(C = 0) into the running products (eq. 5.46).
+
+    ``zero`` = (start (K,), pairs (K, K), exits (K,), emissions (W, K) or
+    (0, 0)): q(C_0k = 0) = 1 - q(z_1 = k) when the chain ``starts`` a sequence
+    (eq. 5.51); q(C_jk = 0) by ``method`` (occupancy.METHODS codes; the
+    heuristic of eq. 5.67 straight from the forward-backward messages,
+    the others from the chain's conditionals); q(C_j. = 0) for the states the
+    chain leaves, its last state too when ``exits_at_end`` (a subchain with a
+    right neighbour, whose boundary pair the heuristic covers); and for
+    categorical emissions q(C_kw = 0) = prod_t (1 - q(z_t = k)) over the tokens
+    of word w, the emission counterpart of eq. 5.67 for the prior beta tau.
+    """
+    zero_start, zero_pairs, zero_exits, zero_emissions = zero
+    n_states = gamma.shape[1]
+    if starts:
+        for k in range(n_states):
+            zero_start[k] *= 1.0 - gamma[0, k]
+    if method == HEURISTIC:
+        for t in range(1, n_steps):
+            for j in range(n_states):
+                a = fwd[t - 1, j]
+                if a == 0.0:
+                    continue
+                row = zero_pairs[j]
+                for k in range(n_states):
+                    row[k] *= 1.0 - a * trans_bar[j, k] * bwd[t, k]
+        for t in range(n_steps - 1):
+            for j in range(n_states):
+                zero_exits[j] *= 1.0 - gamma[t, j]
+    elif n_steps > 1:
+        conditionals = np.empty((n_steps - 1, n_states, n_states))
+        for t in range(1, n_steps):
+            for j in range(n_states):
+                total = 0.0
+                for k in range(n_states):
+                    v = trans_bar[j, k] * bwd[t, k]
+                    conditionals[t - 1, j, k] = v
+                    total += v
+                inv = 1.0 / total if total > 0.0 else 0.0
+                for k in range(n_states):
+                    conditionals[t - 1, j, k] *= inv
+        pairs, exits = chain_zero(method, gamma[0].copy(), conditionals, n_samples, seed)
+        for j in range(n_states):
+            zero_exits[j] *= exits[j]
+            for k in range(n_states):
+                zero_pairs[j, k] *= pairs[j, k]
+    if exits_at_end:
+        for j in range(n_states):
+            zero_exits[j] *= 1.0 - gamma[n_steps - 1, j]
+    if family == CATEGORICAL and zero_emissions.shape[0] > 0:
+        for t in range(n_steps):
+            row = zero_emissions[index[begin + t]]
+            for k in range(n_states):
+                row[k] *= 1.0 - gamma[t, k]
 
 
 def equal_token_chunks(offsets):
@@ -297,23 +369,24 @@ def factorised_transitions(offsets, marginals):
 
 
 @njit(cache=True, fastmath=FAST)
-def _surrogate_rows(counts, prior, rows, out):
-    """out[j] = (max(C_j, 0) + a) / (C_j. + K a) for j in ``rows`` (eq. 3.49)."""
+def _surrogate_rows(counts, prior_row, prior_total, rows, out):
+    """out[j, k] = (max(C_jk, 0) + a_k) / (C_j. + A) for j in ``rows``: eq. 3.49 with
+    a_k = alpha, A = K alpha; eq. 5.38 with a_k = sigma G[pi_k], A = sigma."""
     width = counts.shape[1]
     for j in rows:
-        total = 0.0
+        total = prior_total
         for k in range(width):
-            v = max(counts[j, k], 0.0) + prior
-            out[j, k] = v
-            total += v
+            c = max(counts[j, k], 0.0)
+            out[j, k] = c + prior_row[k]
+            total += c
         inv = 1.0 / total
         for k in range(width):
             out[j, k] *= inv
 
 
 @njit(cache=True, fastmath=FAST)
-def cvi2_sweep(family, prior, alpha, mask, index, features, offsets, order,
-               start_counts, trans_counts, stats, marginals, local_pairs):
+def cvi2_sweep(family, prior, trans_prior, trans_prior_total, mask, index, features, offsets, order,
+               start_counts, trans_counts, stats, marginals, local_pairs, zero, occupancy, n_samples, seed):
     """One pass of CVI algorithm 2 over the sequences in ``order`` (eq. 3.47-3.50).
 
     For each sequence i: subtract its stored expected counts from the global
@@ -321,6 +394,9 @@ def cvi2_sweep(family, prior, alpha, mask, index, features, offsets, order,
     counts, run forward-backward on them (eq. 3.48), and add the new expected
     counts back.  Per-sequence cost is O(T K^2 + K^2); the emission part only
     touches the rows of the sequence's own tokens, never all W.
+
+    For the HDP-HMM, ``zero`` receives every sequence's q(C^i = 0) by the
+    ``occupancy`` method (see `add_no_transition`).
 
     Returns (objective, first_bad): objective is sum_i log Z_i under the
     surrogate parameters, i.e. the leave-one-sequence-out predictive
@@ -361,8 +437,8 @@ def cvi2_sweep(family, prior, alpha, mask, index, features, offsets, order,
         for j in sources:
             for k in range(n_states):
                 trans_counts[j, k] -= local_pairs[i, j, k]
-        _surrogate_rows(start_counts.reshape((1, n_states)), alpha, first_row, start_bar)
-        _surrogate_rows(trans_counts, alpha, sources, trans_bar)
+        _surrogate_rows(start_counts.reshape((1, n_states)), trans_prior, trans_prior_total, first_row, start_bar)
+        _surrogate_rows(trans_counts, trans_prior, trans_prior_total, sources, trans_bar)
         log_scale = predictive_rows(family, stats, prior, index, features, begin, end, mask, lik)
         log_z = -np.inf
         if log_scale > -np.inf:
@@ -371,6 +447,9 @@ def cvi2_sweep(family, prior, alpha, mask, index, features, offsets, order,
         if log_z == -np.inf:
             return objective, i
         objective += log_z + log_scale
+        if occupancy != NO_OCCUPANCY:
+            add_no_transition(occupancy, n_samples, seed + i, fwd, bwd, gamma, trans_bar, n_steps, True,
+                              False, family, index, begin, zero)
         for t in range(n_steps):
             for k in range(n_states):
                 marginals[begin + t, k] = gamma[t, k]
@@ -705,8 +784,9 @@ def _store_pairs(source, local, counts):
 
 
 @njit(cache=True, fastmath=FAST)
-def cvi3_sweep(family, prior, alpha, mask, index, features, offsets, is_first, order,
-               start_counts, trans_counts, stats, marginals, internal_pairs, boundary_pairs):
+def cvi3_sweep(family, prior, trans_prior, trans_prior_total, mask, index, features, offsets, is_first, order,
+               start_counts, trans_counts, stats, marginals, internal_pairs, boundary_pairs, zero, occupancy,
+               n_samples, seed):
     """One pass of CVI algorithm 3 over the subchains in ``order`` (eq. 3.56-3.82).
 
     Subchain i covers tokens offsets[i]..offsets[i+1]; ``is_first[i]`` marks the
@@ -722,6 +802,9 @@ def cvi3_sweep(family, prior, alpha, mask, index, features, offsets, is_first, o
     marginal under C^{\\i,i+1} (eq. 3.72-3.76); run the guarded sum-product
     (eq. 3.77-3.82, chains/guarded.py); and add the new statistics back, both
     boundary pairs included.
+
+    For the HDP-HMM, ``zero`` receives each subchain's q(C^i = 0) by the
+    ``occupancy`` method, its left boundary pair by the heuristic.
 
     Returns (objective, first_bad): objective is the sum of the guarded chains'
     log normalisers (the boundary messages normalised, so each term is a
@@ -764,7 +847,7 @@ def cvi3_sweep(family, prior, alpha, mask, index, features, offsets, is_first, o
                 if has_right:
                     v -= boundary_pairs[i + 1, j, k]
                 trans_counts[j, k] = v
-        _surrogate_rows(trans_counts, alpha, all_rows, trans_bar)
+        _surrogate_rows(trans_counts, trans_prior, trans_prior_total, all_rows, trans_bar)
         log_scale = predictive_rows(family, stats, prior, index, features, begin, end, mask, lik)
         if log_scale == -np.inf:
             return objective, i
@@ -772,15 +855,15 @@ def cvi3_sweep(family, prior, alpha, mask, index, features, offsets, is_first, o
             # C^{\i-1,i}: subchain i-1's internal and left boundary transitions also go
             _without_neighbour(trans_counts, internal_pairs[i - 1], boundary_pairs[i - 1],
                                not is_first[i - 1], left_counts)
-            guard_start(marginals[begin - 1], left_counts, alpha, start)
+            guard_start(marginals[begin - 1], left_counts, trans_prior, start)
         else:
-            _surrogate_rows(start_counts.reshape((1, n_states)), alpha, first_row, start_bar)
+            _surrogate_rows(start_counts.reshape((1, n_states)), trans_prior, trans_prior_total, first_row, start_bar)
             start[:] = start_bar[0]
         if has_right:
             # C^{\i,i+1}: subchain i+1's internal and right boundary transitions also go
             _without_neighbour(trans_counts, internal_pairs[i + 1], boundary_pairs[min(i + 2, n_sub - 1)],
                                i + 2 < n_sub and not is_first[i + 2], right_counts)
-            guard_end(right_counts, marginals[end], alpha, end_vector)
+            guard_end(right_counts, marginals[end], trans_prior, trans_prior_total, end_vector)
             for k in range(n_states):
                 lik[n_steps - 1, k] *= end_vector[k]
         log_z = chain_marginals(start, trans_bar, lik, n_steps, fwd, bwd, gamma)
@@ -798,12 +881,19 @@ def cvi3_sweep(family, prior, alpha, mask, index, features, offsets, is_first, o
         add_pair_outer(fwd, bwd, 1, n_steps, outer)
         outer *= trans_bar
         _store_pairs(outer, internal_pairs[i], trans_counts)
+        if occupancy != NO_OCCUPANCY:
+            add_no_transition(occupancy, n_samples, seed + i, fwd, bwd, gamma, trans_bar, n_steps, is_first[i],
+                              has_right, family, index, begin, zero)
         if has_left:
             guard_pairs[:, :] = 0.0
-            add_left_guard_pairs(marginals[begin - 1], left_counts, alpha, gamma[0], 1.0, guard_pairs)
+            add_left_guard_pairs(marginals[begin - 1], left_counts, trans_prior, gamma[0], 1.0, guard_pairs)
             _store_pairs(guard_pairs, boundary_pairs[i], trans_counts)
+            if occupancy != NO_OCCUPANCY:
+                for j in range(n_states):
+                    for k in range(n_states):
+                        zero[1][j, k] *= 1.0 - guard_pairs[j, k]
         if has_right:
             guard_pairs[:, :] = 0.0
-            add_right_guard_pairs(right_counts, marginals[end], alpha, gamma[n_steps - 1], 1.0, guard_pairs)
+            add_right_guard_pairs(right_counts, marginals[end], trans_prior, gamma[n_steps - 1], 1.0, guard_pairs)
             _store_pairs(guard_pairs, boundary_pairs[i + 1], trans_counts)
     return objective, -1

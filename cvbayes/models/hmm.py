@@ -48,6 +48,27 @@ ANNEAL_END = 0.08
 
 
 @dataclass(frozen=True)
+class CollapsedStatistics:
+    """The global counts and local posteriors a CVI-2/CVI-3 run keeps, by role:
+    every array has the states on its last axis (``pairs``: on the last two)."""
+
+    start: np.ndarray
+    trans: np.ndarray
+    stats: np.ndarray
+    marginals: np.ndarray
+    pairs: tuple
+
+    def relabel(self, order):
+        """Permute the state labels in place: new state i is old state order[i]."""
+        self.start[:] = self.start[order]
+        self.trans[:] = self.trans[np.ix_(order, order)]
+        self.stats[:] = self.stats[:, order]
+        self.marginals[:] = self.marginals[:, order]
+        for pairs in self.pairs:
+            pairs[:] = pairs[:, order][:, :, order]
+
+
+@dataclass(frozen=True)
 class IterationRecord:
     """One entry of ``HMM.history_``: the objective after an iteration and its wall time."""
 
@@ -90,6 +111,10 @@ class HMM:
     history_ : list of IterationRecord; ``objective_name_`` says what the
         objective is for the algorithm that ran.
     """
+
+    ALGORITHMS = ALGORITHMS
+    DEFAULT_SUBCHAIN = DEFAULT_SUBCHAIN
+    OBJECTIVES = OBJECTIVES
 
     def __init__(self, n_states, alpha=0.1, beta=0.1, emission="categorical", tag_dictionary=None):
         if int(n_states) != n_states or n_states < 1:
@@ -161,8 +186,8 @@ class HMM:
             svi, scvi: call ``callback`` every this many minibatch steps
             instead of after every pass.
         """
-        if algorithm not in ALGORITHMS:
-            raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
+        if algorithm not in self.ALGORITHMS:
+            raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(self.ALGORITHMS)}")
         if int(n_iter) != n_iter or n_iter < 1:
             raise ValueError(f"n_iter must be a positive integer, got {n_iter}")
         corpus = as_corpus(X, lengths)
@@ -179,18 +204,17 @@ class HMM:
         self._schedule = self._check_schedule(algorithm, corpus, batch_size, kappa, tau0,
                                               subchain_length, buffer, vanilla, callback_every)
         self.algorithm_ = algorithm
-        self.objective_name_ = OBJECTIVES[algorithm]
+        self.objective_name_ = self.OBJECTIVES[algorithm]
         self.history_ = []
         self.vocabulary_ = corpus.vocabulary
         self.tagset_ = corpus.tagset
         self._callback = callback
         data = _Data(self, corpus)
-        learner = getattr(self, "_fit_" + algorithm)
+        learner = getattr(self, "_fit_" + algorithm.replace("-", "_"))
         learner(data, int(n_iter), int(seed), init, anneal, progress)
         return self
 
-    @staticmethod
-    def _check_schedule(algorithm, corpus, batch_size, kappa, tau0, subchain_length, buffer,
+    def _check_schedule(self, algorithm, corpus, batch_size, kappa, tau0, subchain_length, buffer,
                         vanilla, callback_every):
         """Validate the stochastic and subchain options; fill in the subchain default."""
         for name, value in (("batch_size", batch_size), ("buffer", buffer)):
@@ -205,9 +229,9 @@ class HMM:
             raise ValueError(f"subchain_length must be a positive integer, got {subchain_length}")
         if callback_every is not None and (int(callback_every) != callback_every or callback_every < 1):
             raise ValueError(f"callback_every must be a positive integer, got {callback_every}")
-        if subchain_length is None and algorithm in DEFAULT_SUBCHAIN and (
+        if subchain_length is None and algorithm in self.DEFAULT_SUBCHAIN and (
                 algorithm == "cvi3" or corpus.n_sequences == 1):
-            subchain_length = DEFAULT_SUBCHAIN[algorithm]
+            subchain_length = self.DEFAULT_SUBCHAIN[algorithm]
         return {"batch_size": int(batch_size), "kappa": float(kappa), "tau0": float(tau0),
                 "subchain_length": None if subchain_length is None else int(subchain_length),
                 "buffer": int(buffer), "vanilla": bool(vanilla), "callback_every": callback_every}
@@ -228,9 +252,16 @@ class HMM:
     def _iterations(self, n_iter, progress):
         return tqdm(total=n_iter, desc=self.algorithm_, disable=not progress, leave=False)
 
-    # The Dirichlet rows of the start state and the transitions.
-    def _transition_tables(self, start_counts, trans_counts, rule):
-        return rule(start_counts[None], self.alpha)[0], rule(trans_counts, self.alpha)
+    def transition_prior(self):
+        """(a (K,), A): the pseudo-counts a_k of every start and transition row and
+        the total A of their denominators (eq. 3.49: a_k = alpha, A = K alpha)."""
+        return np.full(self.n_states, self.alpha), self.n_states * self.alpha
+
+    # The Dirichlet rows of the start state and the transitions; total=None
+    # normalises over the K states
+    def _transition_tables(self, start_counts, trans_counts, rule, total=None):
+        prior = (self.transition_prior()[0],) if total is None else (self.transition_prior()[0], total)
+        return rule(start_counts[None], *prior)[0], rule(trans_counts, *prior)
 
     def _set_fitted(self, start_counts, trans_counts, stats, rule):
         """Store the counts and the point estimates of the fitted model."""
@@ -290,16 +321,39 @@ class HMM:
         start_counts, trans_counts = sweeps.pair_totals(data.offsets, marginals, local_pairs)
         stats = data.token_stats(marginals)
         order = np.arange(data.corpus.n_sequences, dtype=np.int64)
+        statistics = CollapsedStatistics(start_counts, trans_counts, stats, marginals, (local_pairs,))
         with self._iterations(n_iter, progress) as bar:
             for it in range(n_iter):
                 started = time.perf_counter()
+                zero, occupancy = self._occupancy_products(data)
                 objective, bad = sweeps.cvi2_sweep(
-                    data.code, data.prior, self.alpha, data.mask, data.index, data.features,
-                    data.offsets, order, start_counts, trans_counts, stats, marginals, local_pairs)
+                    data.code, data.prior, *self.transition_prior(), data.mask, data.index, data.features,
+                    data.offsets, order, start_counts, trans_counts, stats, marginals, local_pairs,
+                    zero, occupancy, *self._occupancy_sampling(seed, it))
                 data.raise_if_bad(bad)
+                self._after_sweep(data, zero, statistics, data.corpus.n_sequences)
                 self._record(it, objective, started, bar, (start_counts, trans_counts, stats), "predictive")
         self._set_fitted(start_counts, trans_counts, stats, "predictive")
         self.local_memory_bytes_ = marginals.nbytes + local_pairs.nbytes
+
+    # Hooks of the collapsed sweeps; the HDP-HMM fills them (models/hdp_hmm.py)
+    def _occupancy_products(self, data):
+        """The q(C = 0) products a sweep fills, and the method code: none here."""
+        return sweeps.no_occupancy()
+
+    def _occupancy_sampling(self, seed, iteration):
+        """(n_samples, seed) of the sampling method of q(C = 0)."""
+        return 0, 0
+
+    def _after_sweep(self, data, zero, statistics, n_sequences):
+        """Work between passes of CVI-2/CVI-3: none for the finite HMM."""
+
+    def _stochastic_occupancy(self):
+        """(method code, samples) of q(C = 0) a stochastic learner tracks: none here."""
+        return sweeps.NO_OCCUPANCY, 0
+
+    def _after_step(self, learner):
+        """Work after every minibatch step of SVI/SCVI: none for the finite HMM."""
 
     def _fit_cvi1(self, data, n_iter, seed, init, anneal, progress):
         """CVI algorithm 1: token-level mean field (eq. 3.28-3.39)."""
@@ -332,14 +386,17 @@ class HMM:
         trans_counts += sweeps.independent_boundaries(offsets, is_first, marginals, boundary_pairs)
         stats = data.token_stats(marginals)
         order = np.arange(units.n_units, dtype=np.int64)
+        statistics = CollapsedStatistics(start_counts, trans_counts, stats, marginals, (internal_pairs, boundary_pairs))
         with self._iterations(n_iter, progress) as bar:
             for it in range(n_iter):
                 started = time.perf_counter()
+                zero, occupancy = self._occupancy_products(data)
                 objective, bad = sweeps.cvi3_sweep(
-                    data.code, data.prior, self.alpha, data.mask, data.index, data.features, offsets,
+                    data.code, data.prior, *self.transition_prior(), data.mask, data.index, data.features, offsets,
                     is_first, order, start_counts, trans_counts, stats, marginals, internal_pairs,
-                    boundary_pairs)
+                    boundary_pairs, zero, occupancy, *self._occupancy_sampling(seed, it))
                 pieces.raise_if_bad(bad)
+                self._after_sweep(data, zero, statistics, data.corpus.n_sequences)
                 self._record(it, objective, started, bar, (start_counts, trans_counts, stats), "predictive")
         self._set_fitted(start_counts, trans_counts, stats, "predictive")
         self.local_memory_bytes_ = marginals.nbytes + internal_pairs.nbytes + boundary_pairs.nbytes
@@ -356,7 +413,7 @@ class HMM:
         schedule = self._schedule
         learner = StochasticLearner(self, data.corpus, rule, schedule["batch_size"], schedule["kappa"],
                                     schedule["tau0"], schedule["subchain_length"], schedule["buffer"],
-                                    schedule["vanilla"])
+                                    schedule["vanilla"], self._stochastic_occupancy())
         rng = np.random.default_rng(seed)
         if isinstance(init, dict):
             params = self._params_from_dict(init)
@@ -377,6 +434,7 @@ class HMM:
                 for _ in range(steps_per_pass):
                     started = time.perf_counter()
                     batch_log_z, batch_tokens = learner.update(rng)
+                    self._after_step(learner)
                     seconds += time.perf_counter() - started
                     log_z += batch_log_z
                     n_tokens += batch_tokens

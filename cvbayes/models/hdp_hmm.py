@@ -1,0 +1,180 @@
+"""HDP-HMM with collapsed variational inference (thesis chapter 5; seeds/001).
+
+The transitions of every state j (and of the start state, restaurant 0) are
+DP(sigma, pi) draws around a top-level stick pi ~ GEM(gamma) (eq. 5.1-5.9).
+With the direct-assignment truncation at level K (§5.3), CVI is the finite
+HMM's CVI-2 (or CVI-3 on one long sequence) with the symmetric alpha replaced
+by sigma G[pi_k] (eq. 5.37-5.39), plus, after every pass, the HDP updates of
+inference/hdp.py: table counts (eq. 5.35) from the occupancies q(C_jk > 0) of
+§5.4, the sticks (eq. 5.25-5.26), gamma (eq. 5.17) and sigma (eq. 5.20).
+"""
+import numpy as np
+
+from ..chains.occupancy import METHODS, method_code
+from ..inference import hdp, sweeps
+from .hmm import HMM
+
+ALGORITHMS = ("cvi", "scvi")
+
+OBJECTIVES = {
+    "cvi": "sum over sequences (or subchains) of log Z under the surrogate parameters of eq. 5.38-5.39: "
+           "a leave-one-sequence-out predictive log-likelihood",
+    "scvi": "per-token log Z of the pass's minibatch chains under the surrogate parameters (eq. 5.38)",
+}
+
+
+class HDPHMM(HMM):
+    """HDP-HMM, truncated at K states, learned by collapsed VI (thesis §5.3).
+
+    Parameters
+    ----------
+    n_states : int
+        Truncation level K (an upper bound on the states used).
+    gamma, sigma : float
+        Concentrations of the top-level stick pi ~ GEM(gamma) and of every
+        transition row ~ DP(sigma, pi); their starting values when learned.
+    beta : float
+        Concentration of the categorical emission rows Dir(beta tau); tau
+        starts uniform (beta / W a word, the finite HMM's prior when
+        ``beta = W * beta_hmm``).  Ignored for Gaussian emissions.
+    emission : "categorical", "gaussian" or a family instance.  A Gaussian
+        HDP-HMM is the DP-HMM of seeds/004.
+    occupancy : one of "exact", "mean_field", "sampling", "heuristic"
+        How q(C^i_jk = 0) is computed (§5.4); the heuristic (eq. 5.67) is as
+        accurate as the others in the thesis's tests and costs O(T K^2).
+    n_samples : int
+        Samples per sequence of the "sampling" method (eq. 5.65).
+    learn_concentrations : bool
+        Update gamma and sigma (eq. 5.17, 5.20); the sticks are always updated.
+    burn_in : int
+        Passes (batch CVI) before gamma and sigma are learned.  From a random
+        start every state's transitions look alike, which the data explain
+        best by an ever larger sigma; that would freeze the states before they
+        separate, so the concentrations wait until they have.
+    learn_emission_prior : bool
+        Update beta and tau (§5.5.3), categorical emissions and batch CVI only.
+
+    Attributes (after fit)
+    ----------------------
+    gamma_, sigma_ : the learned concentrations; ``sticks_`` the Beta(u, v) of
+    every stick; ``n_effective_states_`` the fewest states covering 99 % of the
+    tokens (footnote 4); ``hyper_history_`` one dict a pass (gamma, sigma,
+    the hyperparameter objective before and after its update, effective states).
+    States are relabelled after every pass in decreasing order of expected
+    tokens (footnote 4), so state 0 is the most used.
+    """
+
+    ALGORITHMS = ALGORITHMS
+    DEFAULT_SUBCHAIN = {"cvi": 50, "scvi": 10}
+    OBJECTIVES = OBJECTIVES
+
+    def __init__(self, n_states, gamma=1.0, sigma=1.0, beta=1.0, emission="categorical", occupancy="heuristic",
+                 n_samples=1000, learn_concentrations=True, learn_emission_prior=False, burn_in=100):
+        if not gamma > 0 or not sigma > 0:
+            raise ValueError("gamma and sigma must be positive")
+        if occupancy not in METHODS:
+            raise ValueError(f"unknown occupancy method {occupancy!r}; choose one of {', '.join(METHODS)}")
+        # the finite HMM's alpha is unused: sigma G[pi] is the transition prior
+        super().__init__(n_states, alpha=sigma / n_states, beta=beta, emission=emission)
+        if learn_emission_prior and not self.family.discrete:
+            raise ValueError("learn_emission_prior needs categorical emissions")
+        self.gamma = float(gamma)
+        self.sigma = float(sigma)
+        self.occupancy = occupancy
+        self.n_samples = int(n_samples)
+        self.learn_concentrations = bool(learn_concentrations)
+        self.learn_emission_prior = bool(learn_emission_prior)
+        self.burn_in = int(burn_in)
+
+    # ------------------------------------------------------------ priors
+    def transition_prior(self):
+        """(sigma G[pi_k] (K,), sigma): the surrogate's prior of eq. 5.38."""
+        sticks = getattr(self, "sticks_", None) or hdp.Sticks.prior(self.n_states, self.gamma, self.sigma)
+        return sticks.prior_row(), sticks.sigma
+
+    def fit(self, X, lengths=None, algorithm="cvi", n_iter=50, seed=0, **options):
+        """Learn from sequences; the options are `HMM.fit`'s.
+
+        algorithm : {"cvi", "scvi"}
+            "cvi" is batch CVI (CVI-2 on many sequences, CVI-3 on subchains of
+            one long sequence); "scvi" the stochastic version (SCVI-2/SCVI-3).
+        """
+        self.sticks_ = hdp.Sticks.prior(self.n_states, self.gamma, self.sigma)
+        self.hyper_history_ = []
+        if self.family.discrete:
+            self.family.set_prior(self.beta)
+        super().fit(X, lengths, algorithm=algorithm, n_iter=n_iter, seed=seed, **options)
+        self.gamma_ = self.sticks_.gamma
+        self.sigma_ = self.sticks_.sigma
+        return self
+
+    # ---------------------------------------------------- batch CVI (§5.3)
+    def _fit_cvi(self, data, n_iter, seed, init, anneal, progress):
+        """Batch CVI: the CVI-2 (or CVI-3) sweep on eq. 5.38, then the HDP updates."""
+        if self._schedule["subchain_length"] is None:
+            self._fit_cvi2(data, n_iter, seed, init, anneal, progress)
+        else:
+            self._fit_cvi3(data, n_iter, seed, init, anneal, progress)
+        self.objective_name_ = OBJECTIVES["cvi"]
+
+    def _occupancy_products(self, data):
+        k = self.n_states
+        n_words = self.family.n_symbols if self.learn_emission_prior else 0
+        zero = (np.ones(k), np.ones((k, k)), np.ones(k), np.ones((n_words, k if n_words else 0)))
+        return zero, method_code(self.occupancy)
+
+    def _occupancy_sampling(self, seed, iteration):
+        return self.n_samples, (seed + 1) * 1_000_003 + iteration * 7919
+
+    def _after_sweep(self, data, zero, statistics, n_sequences):
+        """Relabel by expected tokens (footnote 4), then the batch HDP updates."""
+        order = np.argsort(-statistics.marginals.sum(axis=0, dtype=np.float64), kind="stable")
+        zero_start, zero_pairs, zero_exits, zero_emissions = zero
+        if np.any(order != np.arange(order.shape[0])):
+            statistics.relabel(order)
+            self.sticks_.permute(order)
+            zero_start, zero_pairs, zero_exits = zero_start[order], zero_pairs[np.ix_(order, order)], zero_exits[order]
+            zero_emissions = zero_emissions[:, order] if zero_emissions.shape[0] else zero_emissions
+        occupancy = hdp.transition_occupancy(statistics.start, statistics.trans, zero_start, zero_pairs,
+                                             zero_exits, n_sequences)
+        before = hdp.hyper_objective(self.sticks_, occupancy)
+        learn = self.learn_concentrations and len(self.hyper_history_) >= self.burn_in
+        hdp.batch_update(self.sticks_, occupancy, learn)
+        record = {"gamma": self.sticks_.gamma, "sigma": self.sticks_.sigma, "objective_before": before,
+                  "objective_after": hdp.hyper_objective(self.sticks_, occupancy)}
+        if self.learn_emission_prior and len(self.hyper_history_) >= self.burn_in:
+            emissions = hdp.emission_occupancy(statistics.stats[:-1].T, zero_emissions)
+            tau = self.family.tau if self.family.tau is not None else np.full(self.family.n_symbols,
+                                                                              1.0 / self.family.n_symbols)
+            beta, tau = hdp.update_emission_prior(self.family.beta, tau, emissions)
+            self.family.set_prior(beta, tau)
+            data.prior = self.family.prior_array()
+            record["beta"] = beta
+        tokens = statistics.marginals.sum(axis=0, dtype=np.float64)
+        record["effective_states"] = hdp.effective_states(tokens)
+        self.hyper_history_.append(record)
+
+    # ------------------------------------------------------ stochastic CVI
+    def _fit_scvi(self, data, n_iter, seed, init, anneal, progress):
+        """SCVI (§5.3 "Stochastic CVI"): the finite SCVI with sigma G[pi_k] as the
+        transition prior, and after every minibatch one step of eq. 5.40."""
+        if self.learn_emission_prior:
+            raise ValueError("learn_emission_prior is supported by batch CVI only")
+        self._n_sequences = data.corpus.n_sequences
+        self._fit_stochastic(data, n_iter, seed, init, "predictive", progress)
+
+    def _stochastic_occupancy(self):
+        return method_code(self.occupancy), self.n_samples
+
+    def _after_step(self, learner):
+        zero = [np.exp(log_zero) for log_zero in learner.log_zero]
+        occupancy = hdp.transition_occupancy(learner.start_counts, learner.trans_counts, *zero, self._n_sequences)
+        hdp.stochastic_update(self.sticks_, occupancy, learner.rho, self.learn_concentrations)
+
+    # ------------------------------------------------------------- fitted
+    def _set_fitted(self, start_counts, trans_counts, stats, rule):
+        super()._set_fitted(start_counts, trans_counts, stats, rule)
+        self.n_effective_states_ = hdp.effective_states(self.family.state_totals(stats))
+
+    def save(self, path):
+        raise NotImplementedError("saving HDP-HMMs is not supported yet")
