@@ -271,3 +271,17 @@ def test_bad_arguments():
         HDPHMM(5).fit(_planted(5, 5), algorithm="em")
     with pytest.raises(ValueError, match="categorical"):
         HDPHMM(5, emission="gaussian", learn_emission_prior=True)
+
+
+def test_save_and_load_keep_the_sticks_and_the_emission_prior(tmp_path):
+    corpus = _planted(seed=1)
+    model = HDPHMM(6, gamma=5, sigma=3, beta=1, learn_emission_prior=True, burn_in=2)
+    model.fit(corpus, algorithm="cvi", n_iter=5, init=_rough_start(6, seed=1))
+    model.save(tmp_path / "hdp.npz")
+    loaded = HDPHMM.load(tmp_path / "hdp.npz")
+    test = _planted(n_sequences=5, seed=2)
+    assert loaded.score(test) == pytest.approx(model.score(test), rel=1e-12)
+    assert loaded.gamma_ == model.gamma_ and loaded.n_effective_states_ == model.n_effective_states_
+    from cvbayes import HMM
+    with pytest.raises(ValueError, match="hdp-hmm"):
+        HMM.load(tmp_path / "hdp.npz")

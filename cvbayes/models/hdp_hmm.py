@@ -64,6 +64,7 @@ class HDPHMM(HMM):
     tokens (footnote 4), so state 0 is the most used.
     """
 
+    MODEL_NAME = "hdp-hmm"
     ALGORITHMS = ALGORITHMS
     DEFAULT_SUBCHAIN = {"cvi": 50, "scvi": 10}
     OBJECTIVES = OBJECTIVES
@@ -176,5 +177,20 @@ class HDPHMM(HMM):
         super()._set_fitted(start_counts, trans_counts, stats, rule)
         self.n_effective_states_ = hdp.effective_states(self.family.state_totals(stats))
 
-    def save(self, path):
-        raise NotImplementedError("saving HDP-HMMs is not supported yet")
+    def _saved_extras(self):
+        meta = {"gamma": self.gamma, "sigma": self.sigma, "occupancy": self.occupancy, "n_samples": self.n_samples,
+                "learned": [self.sticks_.gamma, self.sticks_.sigma]}
+        arrays = {"sticks": np.vstack([self.sticks_.u, self.sticks_.v])}
+        if self.family.discrete and self.family.tau is not None:
+            arrays["tau"] = self.family.tau
+        return meta, arrays
+
+    @classmethod
+    def _from_saved(cls, meta, arrays, family):
+        model = cls(meta["n_states"], meta["gamma"], meta["sigma"], family.beta if family.discrete else 1.0,
+                    emission=family, occupancy=meta["occupancy"], n_samples=meta["n_samples"])
+        model.sticks_ = hdp.Sticks(arrays["sticks"][0], arrays["sticks"][1], *meta["learned"])
+        model.gamma_, model.sigma_ = meta["learned"]
+        if "tau" in arrays:
+            family.set_prior(family.beta, arrays["tau"])
+        return model

@@ -112,6 +112,7 @@ class HMM:
         objective is for the algorithm that ran.
     """
 
+    MODEL_NAME = "hmm"
     ALGORITHMS = ALGORITHMS
     DEFAULT_SUBCHAIN = DEFAULT_SUBCHAIN
     OBJECTIVES = OBJECTIVES
@@ -492,6 +493,7 @@ class HMM:
         start_counts, trans_counts, stats = self._counts
         meta = {
             "format": SAVE_FORMAT,
+            "model": self.MODEL_NAME,
             "n_states": self.n_states,
             "alpha": self.alpha,
             "beta": self.beta,
@@ -503,6 +505,9 @@ class HMM:
             "tagset": None if self.tagset_ is None else self.tagset_.to_json(),
         }
         arrays = {"start_counts": start_counts, "trans_counts": trans_counts, "stats": stats}
+        extra_meta, extra_arrays = self._saved_extras()
+        meta.update(extra_meta)
+        arrays.update(extra_arrays)
         if self.tag_dictionary is not None:
             arrays["tag_dictionary"] = self.tag_dictionary
         with open(path, "wb") as handle:
@@ -519,17 +524,28 @@ class HMM:
             raise ValueError(f"{path}: not a cvbayes model file ({error})") from None
         if meta.get("format") != SAVE_FORMAT:
             raise ValueError(f"{path}: not a cvbayes model file (format {meta.get('format')!r})")
+        if meta.get("model", "hmm") != cls.MODEL_NAME:
+            raise ValueError(f"{path}: holds a {meta.get('model', 'hmm')} model; "
+                             f"load it with the matching class, not {cls.__name__}")
         family = family_from_config(meta["family"])
-        model = cls(meta["n_states"], meta["alpha"], meta["beta"], emission=family,
-                    tag_dictionary=arrays.get("tag_dictionary"))
+        model = cls._from_saved(meta, arrays, family)
         model.algorithm_ = meta["algorithm"]
-        model.objective_name_ = OBJECTIVES[model.algorithm_]
+        model.objective_name_ = cls.OBJECTIVES[model.algorithm_]
         model.history_ = [IterationRecord(int(i), o, t) for i, o, t in meta["history"]]
         model.vocabulary_ = None if meta["vocabulary"] is None else Vocabulary.from_json(meta["vocabulary"])
         model.tagset_ = None if meta["tagset"] is None else Vocabulary.from_json(meta["tagset"])
         rule = "map" if meta["point_rule"] == "map" else "predictive"
         model._set_fitted(arrays["start_counts"], arrays["trans_counts"], arrays["stats"], rule)
         return model
+
+    def _saved_extras(self):
+        """(meta, arrays) a subclass adds to the model file."""
+        return {}, {}
+
+    @classmethod
+    def _from_saved(cls, meta, arrays, family):
+        return cls(meta["n_states"], meta["alpha"], meta["beta"], emission=family,
+                   tag_dictionary=arrays.get("tag_dictionary"))
 
     # ----------------------------------------------------------- parameters
     def _check_init(self, init):
