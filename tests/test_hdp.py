@@ -285,3 +285,13 @@ def test_save_and_load_keep_the_sticks_and_the_emission_prior(tmp_path):
     from cvbayes import HMM
     with pytest.raises(ValueError, match="hdp-hmm"):
         HMM.load(tmp_path / "hdp.npz")
+
+
+def test_chain_posteriors_are_the_fitted_chains():
+    """q(z_1) and q(z_t | z_{t-1}) reproduce the enumerated chain under the fitted parameters."""
+    model = HDPHMM(3, gamma=1, sigma=1, beta=1).fit(SEQUENCES, algorithm="cvi", n_iter=3)
+    first, conditionals = model.chain_posteriors(SEQUENCES)[0]
+    lik = model.emissionprob_[:, SEQUENCES[0]].T
+    pairs = _enumerated_pairs(model.startprob_, model.transmat_, lik)
+    np.testing.assert_allclose(first, pairs[0].sum(axis=1), atol=1e-10)
+    np.testing.assert_allclose(conditionals, pairs / pairs.sum(axis=2, keepdims=True), atol=1e-10)

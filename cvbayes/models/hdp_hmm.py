@@ -10,9 +10,10 @@ inference/hdp.py: table counts (eq. 5.35) from the occupancies q(C_jk > 0) of
 """
 import numpy as np
 
+from ..chains.forward_backward import chain_buffers, chain_marginals, fill_rows_from_table
 from ..chains.occupancy import METHODS, method_code
 from ..inference import hdp, sweeps
-from .hmm import HMM
+from .hmm import HMM, _Data
 
 ALGORITHMS = ("cvi", "scvi")
 
@@ -171,6 +172,27 @@ class HDPHMM(HMM):
         zero = [np.exp(log_zero) for log_zero in learner.log_zero]
         occupancy = hdp.transition_occupancy(learner.start_counts, learner.trans_counts, *zero, self._n_sequences)
         hdp.stochastic_update(self.sticks_, occupancy, learner.rho, self.learn_concentrations)
+
+    # ------------------------------------------------------------ analysis
+    def chain_posteriors(self, X, lengths=None):
+        """Every sequence's q(z^i) as a Markov chain (eq. 5.48-5.49): a list of
+        (q(z_1) (K,), q(z_t | z_{t-1}) (T-1, K, K)) under the fitted surrogate
+        parameters; the input of the §5.4 comparisons (chains/occupancy.py)."""
+        corpus = self._prepare_input(X, lengths)
+        start, trans, table, offset = self._tables(self._fitted_params(), corpus)
+        data = _Data(self, corpus)
+        longest = int(np.diff(data.offsets).max(initial=1))
+        lik, fwd, bwd, gamma = chain_buffers(longest, self.n_states)
+        chains = []
+        for begin, end in zip(data.offsets[:-1], data.offsets[1:]):
+            n_steps = int(end - begin)
+            fill_rows_from_table(table, offset, data.mask, data.index, begin, end, lik)
+            chain_marginals(start, trans, lik, n_steps, fwd, bwd, gamma)
+            # q(z_t = k | z_{t-1} = j) ∝ theta_jk lik_t(k) beta_t(k): beta holds lik beta / c
+            conditionals = trans[None] * bwd[1:n_steps, None, :]
+            conditionals /= conditionals.sum(axis=2, keepdims=True)
+            chains.append((gamma[0].copy(), conditionals))
+        return chains
 
     # ------------------------------------------------------------- fitted
     def _set_fitted(self, start_counts, trans_counts, stats, rule):
