@@ -247,10 +247,10 @@ def test_learned_concentrations_and_emission_prior_stay_finite_and_help():
     assert model.score_per_token(test) > fixed.score_per_token(test) > np.log(1 / 9) + 0.4
 
 
-@pytest.mark.parametrize("algorithm,options", [("scvi", {"batch_size": 10}),
+@pytest.mark.parametrize("algorithm,options", [("scvi", {"batch_size": 10}), ("svi-p", {"batch_size": 10}),
                                                ("cvi", {}), ("scvi", {"batch_size": 20})])
 def test_one_long_sequence_and_stochastic_cvi_learn_the_planted_chain(algorithm, options):
-    if algorithm == "cvi" or options["batch_size"] == 20:
+    if algorithm == "cvi" or options.get("batch_size") == 20:
         corpus = _planted(n_sequences=1, length=3000, seed=3)  # CVI-3 / SCVI-3 on subchains
     else:
         corpus = _planted(seed=3)
@@ -295,3 +295,29 @@ def test_chain_posteriors_are_the_fitted_chains():
     pairs = _enumerated_pairs(model.startprob_, model.transmat_, lik)
     np.testing.assert_allclose(first, pairs[0].sum(axis=1), atol=1e-10)
     np.testing.assert_allclose(conditionals, pairs / pairs.sum(axis=2, keepdims=True), atol=1e-10)
+
+
+def test_point_stick_maximises_its_objective():
+    """svi-p's top level: the optimum beats random feasible weights and the start."""
+    from scipy.special import digamma, gammaln
+    rng = np.random.default_rng(2)
+    counts = rng.gamma(0.5, 10.0, size=(5, 4))
+    sigma, gamma = 2.0, 3.0
+    start = hdp.gem_mean(4, gamma)
+
+    def objective(beta):
+        rest = 1.0 - beta.sum()
+        total = counts.sum(axis=1, keepdims=True) + sigma
+        e_log = digamma(counts + sigma * start) - digamma(total)
+        e_rest = digamma(sigma * (1.0 - start.sum())) - digamma(total[:, 0])
+        stay = np.concatenate([[1.0], 1.0 - np.cumsum(beta)[:-1]])
+        v = beta / stay
+        return ((sigma * beta * e_log).sum() + (sigma * rest * e_rest).sum()
+                - 5 * (gammaln(sigma * beta).sum() + gammaln(sigma * rest)) + (gamma - 1) * np.log1p(-v).sum())
+
+    best = hdp.point_stick(start, counts, sigma, gamma)
+    assert best.sum() < 1.0 and np.all(best > 0)
+    assert objective(best) >= objective(start)
+    for _ in range(50):
+        trial = rng.dirichlet(np.ones(5))[:4]
+        assert objective(best) >= objective(trial) - 1e-9

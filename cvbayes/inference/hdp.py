@@ -33,6 +33,7 @@ whose derivatives are exactly eq. 5.16, 5.19 (with 5.35-5.36) and 5.23-5.24.
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.optimize import minimize
 from scipy.special import digamma, gammaln, polygamma
 
 # sigma's fixed point (eq. 5.20) is Minka's; it converges in a few dozen steps
@@ -216,6 +217,47 @@ def stochastic_update(sticks, occupancy, rho, learn_concentrations=True):
         sigma_star = fixed_point_concentration(sticks.sigma, np.exp(sticks.log_weights()), occupancy)
         sticks.gamma = (1.0 - rho) * sticks.gamma + rho * target.gamma
         sticks.sigma = (1.0 - rho) * sticks.sigma + rho * sigma_star
+
+
+def gem_mean(n_states, gamma):
+    """E[pi_k] under GEM(gamma), k = 1..K: (1 / (1 + gamma)) (gamma / (1 + gamma))^(k-1)."""
+    return (1.0 / (1.0 + gamma)) * (gamma / (1.0 + gamma)) ** np.arange(n_states)
+
+
+def point_stick(weights, counts, sigma, gamma):
+    """The top-level weights beta maximising E_q[log p(theta | sigma beta)] + log GEM(beta)
+    given Dirichlet q(theta_j) = Dir(C_j + sigma beta) (svi-p, Johnson and Willsky 2014).
+
+    ``weights`` (K,) is the current beta, whose remainder 1 - sum beta belongs to
+    the unrepresented states; ``counts`` (R, K) the expected transition counts.
+    Optimised over the stick fractions v_k (beta_k = v_k prod_{l<k} (1 - v_l),
+    v_k ~ Beta(1, gamma)) in logit space by L-BFGS with the analytic gradient.
+    """
+    row_total = counts.sum(axis=1, keepdims=True) + sigma
+    e_log = digamma(counts + sigma * weights) - digamma(row_total)
+    e_log_rest = digamma(sigma * max(1.0 - weights.sum(), 1e-12)) - digamma(row_total[:, 0])
+
+    def negative(logits):
+        v = 1.0 / (1.0 + np.exp(-logits))
+        stay = np.cumprod(1.0 - v)
+        beta = v * np.concatenate([[1.0], stay[:-1]])
+        rest = stay[-1]
+        value = ((sigma * beta * e_log).sum() + (sigma * rest * e_log_rest).sum()
+                 - counts.shape[0] * (gammaln(sigma * beta).sum() + gammaln(sigma * rest))
+                 + (gamma - 1.0) * np.log1p(-v).sum())
+        g_beta = sigma * (e_log.sum(axis=0) - counts.shape[0] * digamma(sigma * beta))
+        g_rest = sigma * (e_log_rest.sum() - counts.shape[0] * digamma(sigma * rest))
+        # d beta_k / d v_m: beta_m / v_m at k = m, -beta_k / (1 - v_m) for k > m; rest likewise
+        later = np.concatenate([np.cumsum((g_beta * beta)[::-1])[::-1][1:], [0.0]])
+        g_v = g_beta * beta / v - (later + g_rest * rest + (gamma - 1.0)) / (1.0 - v)
+        return -value, -g_v * v * (1.0 - v)
+
+    stay = np.concatenate([[1.0], 1.0 - np.cumsum(weights)[:-1]])
+    v = np.clip(weights / np.maximum(stay, 1e-12), 1e-9, 1.0 - 1e-9)
+    result = minimize(negative, np.log(v) - np.log1p(-v), jac=True, method="L-BFGS-B",
+                      options={"maxiter": 50})
+    v = 1.0 / (1.0 + np.exp(-result.x))
+    return v * np.concatenate([[1.0], np.cumprod(1.0 - v)[:-1]])
 
 
 def emission_occupancy(stats_counts, zero_emissions):

@@ -15,12 +15,14 @@ from ..chains.occupancy import METHODS, method_code
 from ..inference import hdp, sweeps
 from .hmm import HMM, _Data
 
-ALGORITHMS = ("cvi", "scvi")
+ALGORITHMS = ("cvi", "scvi", "svi-p")
 
 OBJECTIVES = {
     "cvi": "sum over sequences (or subchains) of log Z under the surrogate parameters of eq. 5.38-5.39: "
            "a leave-one-sequence-out predictive log-likelihood",
     "scvi": "per-token log Z of the pass's minibatch chains under the surrogate parameters (eq. 5.38)",
+    "svi-p": "per-token log Z of the pass's minibatch chains under the VB tables exp E[log theta] "
+             "(not a bound: no KL term)",
 }
 
 
@@ -90,18 +92,26 @@ class HDPHMM(HMM):
 
     # ------------------------------------------------------------ priors
     def transition_prior(self):
-        """(sigma G[pi_k] (K,), sigma): the surrogate's prior of eq. 5.38."""
+        """(sigma G[pi_k] (K,), sigma): the surrogate's prior of eq. 5.38; for svi-p,
+        sigma beta_k with the point-estimated top level beta."""
+        if getattr(self, "top_weights_", None) is not None:
+            return self.sigma * self.top_weights_, self.sigma
         sticks = getattr(self, "sticks_", None) or hdp.Sticks.prior(self.n_states, self.gamma, self.sigma)
         return sticks.prior_row(), sticks.sigma
 
     def fit(self, X, lengths=None, algorithm="cvi", n_iter=50, seed=0, **options):
         """Learn from sequences; the options are `HMM.fit`'s.
 
-        algorithm : {"cvi", "scvi"}
+        algorithm : {"cvi", "scvi", "svi-p"}
             "cvi" is batch CVI (CVI-2 on many sequences, CVI-3 on subchains of
-            one long sequence); "scvi" the stochastic version (SCVI-2/SCVI-3).
+            one long sequence); "scvi" the stochastic version (SCVI-2/SCVI-3);
+            "svi-p" the uncollapsed stochastic VB baseline with a point estimate
+            of the top-level stick (Johnson and Willsky 2014), whose beta
+            (``top_weights_``) moves rho of the way to its optimum each step;
+            gamma and sigma stay fixed there.
         """
         self.sticks_ = hdp.Sticks.prior(self.n_states, self.gamma, self.sigma)
+        self.top_weights_ = hdp.gem_mean(self.n_states, self.gamma) if algorithm == "svi-p" else None
         self.hyper_history_ = []
         if self.family.discrete:
             self.family.set_prior(self.beta)
@@ -165,10 +175,21 @@ class HDPHMM(HMM):
         self._n_sequences = data.corpus.n_sequences
         self._fit_stochastic(data, n_iter, seed, init, "predictive", progress)
 
+    def _fit_svi_p(self, data, n_iter, seed, init, anneal, progress):
+        """svi-p: SVI (eq. 3.20-3.22 on minibatches) with Dir(sigma beta) transition rows."""
+        self._fit_stochastic(data, n_iter, seed, init, "vb", progress)
+
     def _stochastic_occupancy(self):
+        if self.top_weights_ is not None:
+            return sweeps.NO_OCCUPANCY, 0
         return method_code(self.occupancy), self.n_samples
 
     def _after_step(self, learner):
+        if self.top_weights_ is not None:
+            counts = np.vstack([learner.start_counts[None], learner.trans_counts])
+            best = hdp.point_stick(self.top_weights_, np.maximum(counts, 0.0), self.sigma, self.gamma)
+            self.top_weights_ = (1.0 - learner.rho) * self.top_weights_ + learner.rho * best
+            return
         zero = [np.exp(log_zero) for log_zero in learner.log_zero]
         occupancy = hdp.transition_occupancy(learner.start_counts, learner.trans_counts, *zero, self._n_sequences)
         hdp.stochastic_update(self.sticks_, occupancy, learner.rho, self.learn_concentrations)
