@@ -38,6 +38,7 @@ import numpy as np
 from numba import njit, prange
 from scipy.special import expit, gammaln
 
+from .hdp import effective_states
 from .sweeps import equal_token_chunks
 
 # Largest number of instantiated states before the extension step gives up
@@ -46,42 +47,6 @@ MAX_STATES = 100_000
 # Below this many tokens the forward-filter backward-sampler runs on one thread.
 PARALLEL_MIN_TOKENS = 50_000
 _TINY = np.finfo(float).tiny
-
-
-# --------------------------------------------------------------------------------------------
-# small public helpers
-
-
-def effective_states(state_counts, coverage=0.99):
-    """The fewest states that together cover ``coverage`` of the tokens.
-
-    Thesis §5.5.1, footnote 4: the states are ranked by occupancy and the
-    number of effective states is the smallest n such that the n largest
-    counts hold at least ``coverage`` of the total.
-
-    Parameters
-    ----------
-    state_counts : array-like of shape (K,)
-        Tokens (or expected tokens) per state; non-negative.
-    coverage : float in (0, 1]
-
-    Returns
-    -------
-    int
-        0 when there are no tokens.
-    """
-    counts = np.asarray(state_counts, dtype=float).ravel()
-    if not 0.0 < coverage <= 1.0:
-        raise ValueError(f"coverage must lie in (0, 1], got {coverage}")
-    if counts.size and (not np.all(np.isfinite(counts)) or counts.min() < 0):
-        raise ValueError("state counts must be finite and non-negative")
-    total = counts.sum()
-    if total <= 0:
-        return 0
-    ranked = np.cumsum(np.sort(counts)[::-1])
-    # relative slack so that e.g. 99 of 100 tokens count as 99 %
-    needed = coverage * total * (1.0 - 1e-12)
-    return int(min(np.searchsorted(ranked, needed, side="left") + 1, np.count_nonzero(counts)))
 
 
 @dataclass

@@ -279,9 +279,32 @@ def update_emission_prior(beta, tau, occupancy):
 
 
 def effective_states(state_counts, coverage=0.99):
-    """The fewest states whose expected counts cover ``coverage`` of the data (footnote 4)."""
-    counts = np.sort(np.maximum(np.asarray(state_counts, dtype=float), 0.0))[::-1]
+    """The fewest states that together cover ``coverage`` of the tokens.
+
+    Thesis §5.5.1, footnote 4: the states are ranked by occupancy and the
+    number of effective states is the smallest n such that the n largest
+    counts hold at least ``coverage`` of the total.
+
+    Parameters
+    ----------
+    state_counts : array-like of shape (K,)
+        Tokens (or expected tokens) per state; non-negative.
+    coverage : float in (0, 1]
+
+    Returns
+    -------
+    int
+        0 when there are no tokens.
+    """
+    counts = np.asarray(state_counts, dtype=float).ravel()
+    if not 0.0 < coverage <= 1.0:
+        raise ValueError(f"coverage must lie in (0, 1], got {coverage}")
+    if counts.size and (not np.all(np.isfinite(counts)) or counts.min() < 0):
+        raise ValueError("state counts must be finite and non-negative")
     total = counts.sum()
-    if total <= 0.0:
+    if total <= 0:
         return 0
-    return int(np.searchsorted(np.cumsum(counts), coverage * total * (1.0 - 1e-12)) + 1)
+    ranked = np.cumsum(np.sort(counts)[::-1])
+    # relative slack so that e.g. 99 of 100 tokens count as 99 %
+    needed = coverage * total * (1.0 - 1e-12)
+    return int(min(np.searchsorted(ranked, needed, side="left") + 1, np.count_nonzero(counts)))
