@@ -95,17 +95,38 @@ def digamma_gap(sigma, totals, occupied_rows):
 
 @dataclass
 class Sticks:
-    """q(pi~_k) = Beta(u_k, v_k), k = 1..K, and the concentrations gamma, sigma."""
+    """q(pi~_k) = Beta(u_k, v_k), k = 1..K, and the concentrations gamma, sigma.
+
+    Stick k serves state ``order[k]``: footnote 4 orders the sticks by the
+    states' expected counts, which `reorder` does without relabelling any data.
+    """
 
     u: np.ndarray
     v: np.ndarray
     gamma: float
     sigma: float
+    order: np.ndarray = None
+
+    def __post_init__(self):
+        if self.order is None:
+            self.order = np.arange(self.u.shape[0])
 
     @classmethod
     def prior(cls, n_states, gamma, sigma):
         """The sticks at their prior Beta(1, gamma)."""
         return cls(np.ones(n_states), np.full(n_states, float(gamma)), float(gamma), float(sigma))
+
+    def reorder(self, order):
+        """Give stick k to state order[k]; every state keeps its own Beta(u, v)."""
+        position = np.empty_like(self.order)
+        position[self.order] = np.arange(self.order.shape[0])
+        self.u = self.u[position[order]]
+        self.v = self.v[position[order]]
+        self.order = np.asarray(order)
+
+    def by_stick(self, per_state):
+        """A per-state vector (or the columns of a matrix) in stick order."""
+        return per_state[..., self.order]
 
     def log_weights(self):
         """log G[pi_k] = E[log pi~_k] + sum_{l<k} E[log(1 - pi~_l)] (text after eq. 5.28)."""
@@ -113,19 +134,20 @@ class Sticks:
         stay = digamma(self.v) - both
         return digamma(self.u) - both + np.concatenate([[0.0], np.cumsum(stay)[:-1]])
 
+    def state_weights(self):
+        """G[pi] of every state (stick order undone)."""
+        weights = np.empty(self.u.shape[0])
+        weights[self.order] = np.exp(self.log_weights())
+        return weights
+
     def prior_row(self):
         """sigma G[pi_k]: the per-state transition prior of eq. 5.38."""
-        return self.sigma * np.exp(self.log_weights())
-
-    def permute(self, order):
-        """Relabel the states (footnote 4 sorts them by expected counts)."""
-        self.u = self.u[order]
-        self.v = self.v[order]
+        return self.sigma * self.state_weights()
 
 
 def update_sticks(sticks, tables):
-    """u_k = 1 + E[s_.k], v_k = gamma + E[s_.>k] (eq. 5.25-5.26); ``tables`` (R, K)."""
-    per_state = tables.sum(axis=0)
+    """u_k = 1 + E[s_.k], v_k = gamma + E[s_.>k] (eq. 5.25-5.26); ``tables`` (R, K) by state."""
+    per_state = sticks.by_stick(tables.sum(axis=0))
     beyond = np.concatenate([np.cumsum(per_state[::-1])[::-1][1:], [0.0]])
     sticks.u = 1.0 + per_state
     sticks.v = sticks.gamma + beyond
@@ -154,14 +176,14 @@ def fixed_point_concentration(value, weights, occupancy):
 
 def update_sigma(sticks, occupancy):
     """sigma by eq. 5.20, E[s] following sigma (eq. 5.35)."""
-    sticks.sigma = fixed_point_concentration(sticks.sigma, np.exp(sticks.log_weights()), occupancy)
+    sticks.sigma = fixed_point_concentration(sticks.sigma, sticks.state_weights(), occupancy)
 
 
 def hyper_objective(sticks, occupancy):
     """The terms of L^CVI in gamma, sigma, u, v with q(s | z) optimal (module notes;
     eq. 5.15, 5.18, 5.21-5.22 with the split-at-zero approximation)."""
     u, v, gamma, sigma = sticks.u, sticks.v, sticks.gamma, sticks.sigma
-    x = sigma * np.exp(sticks.log_weights())
+    x = sticks.prior_row()
     restaurants = (occupancy.occupied_rows * (gammaln(sigma) - gammaln(
         sigma + positive_mean(occupancy.totals, occupancy.occupied_rows)))).sum()
     tables = _log_gamma_gain(x, occupancy.counts, occupancy.occupied).sum()
@@ -174,10 +196,10 @@ def hyper_objective(sticks, occupancy):
 
 
 def gradients(sticks, occupancy):
-    """dL/dgamma, dL/dsigma, dL/du, dL/dv (eq. 5.16, 5.19, 5.23-5.24)."""
+    """dL/dgamma, dL/dsigma, dL/du, dL/dv (eq. 5.16, 5.19, 5.23-5.24), u and v in stick order."""
     u, v, gamma, sigma = sticks.u, sticks.v, sticks.gamma, sticks.sigma
-    tables = expected_tables(sigma * np.exp(sticks.log_weights()), occupancy.counts, occupancy.occupied)
-    per_state = tables.sum(axis=0)
+    tables = expected_tables(sticks.prior_row(), occupancy.counts, occupancy.occupied)
+    per_state = sticks.by_stick(tables.sum(axis=0))
     from_k = np.cumsum(per_state[::-1])[::-1]
     trigamma_both = polygamma(1, u + v)
     d_gamma = u.shape[0] / gamma + (digamma(v) - digamma(u + v)).sum()
@@ -207,14 +229,14 @@ def stochastic_update(sticks, occupancy, rho, learn_concentrations=True):
     own gradient.  The direction is the gradient's, so small steps ascend.
     """
     tables = expected_tables(sticks.prior_row(), occupancy.counts, occupancy.occupied)
-    target = Sticks(sticks.u, sticks.v, sticks.gamma, sticks.sigma)
+    target = Sticks(sticks.u, sticks.v, sticks.gamma, sticks.sigma, sticks.order)
     update_sticks(target, tables)
     sticks.u = (1.0 - rho) * sticks.u + rho * target.u
     sticks.v = (1.0 - rho) * sticks.v + rho * target.v
     if learn_concentrations:
         target.u, target.v = sticks.u, sticks.v
         update_gamma(target)
-        sigma_star = fixed_point_concentration(sticks.sigma, np.exp(sticks.log_weights()), occupancy)
+        sigma_star = fixed_point_concentration(sticks.sigma, sticks.state_weights(), occupancy)
         sticks.gamma = (1.0 - rho) * sticks.gamma + rho * target.gamma
         sticks.sigma = (1.0 - rho) * sticks.sigma + rho * sigma_star
 

@@ -13,6 +13,7 @@ import numpy as np
 from ..chains.forward_backward import chain_buffers, chain_marginals, fill_rows_from_table
 from ..chains.occupancy import METHODS, method_code
 from ..inference import hdp, sweeps
+from ..data import as_corpus
 from .hmm import HMM, _Data
 
 ALGORITHMS = ("cvi", "scvi", "svi-p")
@@ -37,9 +38,9 @@ class HDPHMM(HMM):
         Concentrations of the top-level stick pi ~ GEM(gamma) and of every
         transition row ~ DP(sigma, pi); their starting values when learned.
     beta : float
-        Concentration of the categorical emission rows Dir(beta tau); tau
-        starts uniform (beta / W a word, the finite HMM's prior when
-        ``beta = W * beta_hmm``).  Ignored for Gaussian emissions.
+        The symmetric Dirichlet(beta) prior of every categorical emission row;
+        with ``learn_emission_prior`` the concentration of Dir(beta tau), tau
+        starting uniform (beta / W a word).  Ignored for Gaussian emissions.
     emission : "categorical", "gaussian" or a family instance.  A Gaussian
         HDP-HMM is the DP-HMM of seeds/004.
     occupancy : one of "exact", "mean_field", "sampling", "heuristic"
@@ -63,8 +64,8 @@ class HDPHMM(HMM):
     every stick; ``n_effective_states_`` the fewest states covering 99 % of the
     tokens (footnote 4); ``hyper_history_`` one dict a pass (gamma, sigma,
     the hyperparameter objective before and after its update, effective states).
-    States are relabelled after every pass in decreasing order of expected
-    tokens (footnote 4), so state 0 is the most used.
+    After every pass the sticks are ordered by the states' expected tokens
+    (footnote 4): ``sticks_.order`` lists the states from the most used.
     """
 
     MODEL_NAME = "hdp-hmm"
@@ -115,6 +116,11 @@ class HDPHMM(HMM):
         self.hyper_history_ = []
         if self.family.discrete:
             self.family.set_prior(self.beta)
+            if self.learn_emission_prior:
+                corpus = as_corpus(X, lengths)
+                X, lengths = corpus, None
+                self.family.prepare(corpus, self.n_states)
+                self.family.set_prior(self.beta, np.full(self.family.n_symbols, 1.0 / self.family.n_symbols))
         super().fit(X, lengths, algorithm=algorithm, n_iter=n_iter, seed=seed, **options)
         self.gamma_ = self.sticks_.gamma
         self.sigma_ = self.sticks_.sigma
@@ -139,14 +145,10 @@ class HDPHMM(HMM):
         return self.n_samples, (seed + 1) * 1_000_003 + iteration * 7919
 
     def _after_sweep(self, data, zero, statistics, n_sequences):
-        """Relabel by expected tokens (footnote 4), then the batch HDP updates."""
-        order = np.argsort(-statistics.marginals.sum(axis=0, dtype=np.float64), kind="stable")
+        """Sticks ordered by expected tokens (footnote 4), then the batch HDP updates."""
+        tokens = statistics.marginals.sum(axis=0, dtype=np.float64)
+        self.sticks_.reorder(np.argsort(-tokens, kind="stable"))
         zero_start, zero_pairs, zero_exits, zero_emissions = zero
-        if np.any(order != np.arange(order.shape[0])):
-            statistics.relabel(order)
-            self.sticks_.permute(order)
-            zero_start, zero_pairs, zero_exits = zero_start[order], zero_pairs[np.ix_(order, order)], zero_exits[order]
-            zero_emissions = zero_emissions[:, order] if zero_emissions.shape[0] else zero_emissions
         occupancy = hdp.transition_occupancy(statistics.start, statistics.trans, zero_start, zero_pairs,
                                              zero_exits, n_sequences)
         before = hdp.hyper_objective(self.sticks_, occupancy)
@@ -156,13 +158,10 @@ class HDPHMM(HMM):
                   "objective_after": hdp.hyper_objective(self.sticks_, occupancy)}
         if self.learn_emission_prior and len(self.hyper_history_) >= self.burn_in:
             emissions = hdp.emission_occupancy(statistics.stats[:-1].T, zero_emissions)
-            tau = self.family.tau if self.family.tau is not None else np.full(self.family.n_symbols,
-                                                                              1.0 / self.family.n_symbols)
-            beta, tau = hdp.update_emission_prior(self.family.beta, tau, emissions)
+            beta, tau = hdp.update_emission_prior(self.family.beta, self.family.tau, emissions)
             self.family.set_prior(beta, tau)
             data.prior = self.family.prior_array()
             record["beta"] = beta
-        tokens = statistics.marginals.sum(axis=0, dtype=np.float64)
         record["effective_states"] = hdp.effective_states(tokens)
         self.hyper_history_.append(record)
 
@@ -223,7 +222,7 @@ class HDPHMM(HMM):
     def _saved_extras(self):
         meta = {"gamma": self.gamma, "sigma": self.sigma, "occupancy": self.occupancy, "n_samples": self.n_samples,
                 "learned": [self.sticks_.gamma, self.sticks_.sigma]}
-        arrays = {"sticks": np.vstack([self.sticks_.u, self.sticks_.v])}
+        arrays = {"sticks": np.vstack([self.sticks_.u, self.sticks_.v, self.sticks_.order])}
         if self.family.discrete and self.family.tau is not None:
             arrays["tau"] = self.family.tau
         return meta, arrays
@@ -232,7 +231,8 @@ class HDPHMM(HMM):
     def _from_saved(cls, meta, arrays, family):
         model = cls(meta["n_states"], meta["gamma"], meta["sigma"], family.beta if family.discrete else 1.0,
                     emission=family, occupancy=meta["occupancy"], n_samples=meta["n_samples"])
-        model.sticks_ = hdp.Sticks(arrays["sticks"][0], arrays["sticks"][1], *meta["learned"])
+        model.sticks_ = hdp.Sticks(arrays["sticks"][0], arrays["sticks"][1], *meta["learned"],
+                                   order=arrays["sticks"][2].astype(np.int64))
         model.gamma_, model.sigma_ = meta["learned"]
         if "tau" in arrays:
             family.set_prior(family.beta, arrays["tau"])

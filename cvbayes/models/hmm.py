@@ -49,23 +49,12 @@ ANNEAL_END = 0.08
 
 @dataclass(frozen=True)
 class CollapsedStatistics:
-    """The global counts and local posteriors a CVI-2/CVI-3 run keeps, by role:
-    every array has the states on its last axis (``pairs``: on the last two)."""
+    """The global counts and the marginals a CVI-2/CVI-3 run keeps, for the hooks."""
 
     start: np.ndarray
     trans: np.ndarray
     stats: np.ndarray
     marginals: np.ndarray
-    pairs: tuple
-
-    def relabel(self, order):
-        """Permute the state labels in place: new state i is old state order[i]."""
-        self.start[:] = self.start[order]
-        self.trans[:] = self.trans[np.ix_(order, order)]
-        self.stats[:] = self.stats[:, order]
-        self.marginals[:] = self.marginals[:, order]
-        for pairs in self.pairs:
-            pairs[:] = pairs[:, order][:, :, order]
 
 
 @dataclass(frozen=True)
@@ -322,7 +311,7 @@ class HMM:
         start_counts, trans_counts = sweeps.pair_totals(data.offsets, marginals, local_pairs)
         stats = data.token_stats(marginals)
         order = np.arange(data.corpus.n_sequences, dtype=np.int64)
-        statistics = CollapsedStatistics(start_counts, trans_counts, stats, marginals, (local_pairs,))
+        statistics = CollapsedStatistics(start_counts, trans_counts, stats, marginals)
         with self._iterations(n_iter, progress) as bar:
             for it in range(n_iter):
                 started = time.perf_counter()
@@ -387,7 +376,7 @@ class HMM:
         trans_counts += sweeps.independent_boundaries(offsets, is_first, marginals, boundary_pairs)
         stats = data.token_stats(marginals)
         order = np.arange(units.n_units, dtype=np.int64)
-        statistics = CollapsedStatistics(start_counts, trans_counts, stats, marginals, (internal_pairs, boundary_pairs))
+        statistics = CollapsedStatistics(start_counts, trans_counts, stats, marginals)
         with self._iterations(n_iter, progress) as bar:
             for it in range(n_iter):
                 started = time.perf_counter()
