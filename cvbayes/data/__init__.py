@@ -1,5 +1,14 @@
 """Corpora, vocabularies and corpus-file readers."""
 
+from .bible import (
+    ParallelVerses,
+    fetch_bible,
+    fetch_nt_alignments,
+    load_bible,
+    load_nt_alignments,
+    read_bible_cache,
+    tokenize_osis,
+)
 from .brown import cache_dir, fetch_brown, load_brown, load_embedded_brown
 from .corpus import Corpus, as_corpus
 from .errors import CorpusFormatError
@@ -7,6 +16,7 @@ from .ptb import as_one_sequence, fetch_ptb, load_ptb, ptb_long_sequence, ptb_vo
 from .readers import read_conllu, read_tagged, read_text
 from .tag_dictionary import ambiguity, complete_tag_dictionary, incomplete_tag_dictionary
 from .tagsets import TAGSETS, UNIVERSAL_FROM_BROWN, brown_base_tag, map_tags, universal_tag
+from .tidigits import TidigitsData, fetch_tidigits, load_tidigits, read_lsn, read_mfc
 from .texts import (
     fetch_texts,
     join_corpora,
@@ -22,6 +32,8 @@ __all__ = [
     "UNIVERSAL_FROM_BROWN",
     "Corpus",
     "CorpusFormatError",
+    "ParallelVerses",
+    "TidigitsData",
     "Vocabulary",
     "ambiguity",
     "as_corpus",
@@ -29,23 +41,33 @@ __all__ = [
     "brown_base_tag",
     "cache_dir",
     "complete_tag_dictionary",
+    "fetch_bible",
     "fetch_brown",
+    "fetch_nt_alignments",
     "fetch_ptb",
     "fetch_texts",
+    "fetch_tidigits",
     "incomplete_tag_dictionary",
     "join_corpora",
+    "load_bible",
     "load_brown",
     "load_embedded_brown",
     "load_large_text_corpus",
+    "load_nt_alignments",
     "load_ptb",
     "load_texts",
+    "load_tidigits",
     "map_tags",
     "ptb_long_sequence",
     "ptb_vocabulary",
+    "read_bible_cache",
     "read_conllu",
+    "read_lsn",
+    "read_mfc",
     "read_tagged",
     "read_text",
     "split_sentences",
     "tokenize",
+    "tokenize_osis",
     "universal_tag",
 ]

@@ -19,3 +19,10 @@ cvbayes experiment fig3.11
 cvbayes experiment fig3.17 --seeds 2
 cvbayes experiment fig3.15 --passes 20 --iterations 100
 cvbayes experiment fig3.16 --passes 20
+
+# q(C_jk > 0) on simulated chains (thesis §5.4.4, Fig. 5.2-5.3); no data needed. Each K gets a
+# 600 s budget: fig5.2 stops before the first I x T whose estimated time would pass it, fig5.3
+# runs the exact search only where its estimate fits (else the heuristic alone, as the thesis).
+nice -n 10 cvbayes experiment fig5.2 --seeds 5
+nice -n 10 cvbayes experiment fig5.3 --seeds 5
+python -m cvbayes experiment fig5.7 --seeds 5 --cvi-iterations 800 --beam-iterations 2000 --out docs/results
