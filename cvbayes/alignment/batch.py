@@ -11,27 +11,9 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from ..inference.sweeps import first_bad, max_length
 from .chain import alignment_buffers, alignment_posteriors
 from .jumps import add_bucket_counts, bucket_sizes, jump_matrix
-
-
-@njit(cache=True)
-def max_span(offsets):
-    """The longest sentence of a CSR offset array (at least 1, for buffer sizes)."""
-    longest = 1
-    for s in range(offsets.shape[0] - 1):
-        longest = max(longest, offsets[s + 1] - offsets[s])
-    return longest
-
-
-@njit(cache=True)
-def first_bad(bad_per_chunk):
-    """The lowest pair index any chunk flagged, or -1."""
-    first = -1
-    for bad in bad_per_chunk:
-        if bad >= 0 and (first < 0 or bad < first):
-            first = bad
-    return first
 
 
 @njit(parallel=True, cache=True)
@@ -88,8 +70,8 @@ def hmm_expectations(slot_table, theta, p0, max_jump, src_offsets, tgt_offsets, 
     """
     n_chunks = chunk_bounds.shape[0] - 1
     n_buckets = theta.shape[0]
-    longest_src = max_span(src_offsets)
-    longest_tgt = max_span(tgt_offsets)
+    longest_src = max_length(src_offsets)
+    longest_tgt = max_length(tgt_offsets)
     buckets = np.zeros((n_chunks, n_buckets))
     log_z = np.zeros(n_chunks)
     bad = np.full(n_chunks, -1, dtype=np.int64)

@@ -19,7 +19,8 @@ import math
 import numpy as np
 from numba import njit
 
-from .batch import max_span, collapse_states
+from ..inference.sweeps import max_length
+from .batch import collapse_states
 from .chain import alignment_buffers, alignment_posteriors
 from .jumps import add_bucket_counts, add_outer_bucket_counts, bucket_sizes, jump_matrix
 
@@ -79,7 +80,7 @@ def ibm1_cvi1_token(first, n_cand, prior, v_prior, cell_slot, slot_row, counts, 
 def ibm1_cvi1_sweep(prior, v_prior, src_offsets, tgt_offsets, cell_offsets, cell_slot, slot_row,
                     counts, totals, cell_post):
     """One CVI-1 pass over every IBM1 token in corpus order; returns the summed log normalisers."""
-    q = np.empty(max_span(src_offsets) + 1)
+    q = np.empty(max_length(src_offsets) + 1)
     objective = 0.0
     for s in range(src_offsets.shape[0] - 1):
         n_cand = src_offsets[s + 1] - src_offsets[s] + 1
@@ -100,7 +101,7 @@ def ibm1_cvi2_sweep(prior, v_prior, src_offsets, tgt_offsets, cell_offsets, cell
     Returns sum over pairs of log p(e | f) under t_bar (a leave-one-pair-out
     predictive log-likelihood).
     """
-    q = np.empty(max_span(src_offsets) + 1)
+    q = np.empty(max_length(src_offsets) + 1)
     objective = 0.0
     for s in range(src_offsets.shape[0] - 1):
         n_cand = src_offsets[s + 1] - src_offsets[s] + 1
@@ -149,10 +150,10 @@ def hmm_cvi2_sweep(prior, v_prior, jump_prior, p0, max_jump, src_offsets, tgt_of
     """
     n_buckets = jump_counts.shape[0]
     lik, table, alpha, back, weights, gamma, pairs, scale, acc = alignment_buffers(
-        max_span(src_offsets), max_span(tgt_offsets))
+        max_length(src_offsets), max_length(tgt_offsets))
     theta = np.empty(n_buckets)
     local = np.empty(n_buckets)
-    sizes = np.empty((max_span(src_offsets) + 1, n_buckets))
+    sizes = np.empty((max_length(src_offsets) + 1, n_buckets))
     objective = 0.0
     for s in range(src_offsets.shape[0] - 1):
         n_src = src_offsets[s + 1] - src_offsets[s]
@@ -227,7 +228,7 @@ def hmm_cvi1_init(max_jump, src_offsets, tgt_offsets, cell_offsets, state_offset
     """
     n_buckets = into.shape[1]
     theta = np.full(n_buckets, 1.0 / n_buckets)
-    longest = max_span(src_offsets)
+    longest = max_length(src_offsets)
     table = np.empty((longest + 1, longest))
     sizes = np.empty((longest + 1, n_buckets))
     left = np.empty(longest + 1)
@@ -284,7 +285,7 @@ def hmm_cvi1_sweep(prior, v_prior, jump_prior, p0, max_jump, src_offsets, tgt_of
     pair on which a token had no admissible state (-1 if none).
     """
     n_buckets = jump_counts.shape[0]
-    longest = max_span(src_offsets)
+    longest = max_length(src_offsets)
     stay = 1.0 - p0
     table = np.empty((longest + 1, longest))
     sizes = np.empty((longest + 1, n_buckets))

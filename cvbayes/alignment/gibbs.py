@@ -14,7 +14,7 @@ token's conditional distribution over its I + 1 candidates is added to
 import numpy as np
 from numba import njit
 
-from .batch import max_span
+from ..inference.sweeps import max_length
 from .collapsed import translation_mean
 from .jumps import bucket_of, bucket_sizes, jump_weight
 
@@ -45,7 +45,7 @@ def _move_token(first, x, cell_slot, slot_row, counts, totals, sign):
 def ibm1_cgs_sweep(prior, v_prior, src_offsets, tgt_offsets, cell_offsets, cell_slot, slot_row,
                    align, counts, totals, rb, accumulate):
     """One Gibbs pass for IBM1: p(a_j = i | rest) ∝ (C^{-j}_{f_i e_j} + beta) / (C^{-j}_{f_i .} + V beta)."""
-    weights = np.empty(max_span(src_offsets) + 1)
+    weights = np.empty(max_length(src_offsets) + 1)
     for s in range(src_offsets.shape[0] - 1):
         n_cand = src_offsets[s + 1] - src_offsets[s] + 1
         for j in range(tgt_offsets[s + 1] - tgt_offsets[s]):
@@ -110,7 +110,7 @@ def hmm_cgs_sweep(prior, v_prior, jump_prior, p0, max_jump, src_offsets, tgt_off
     n_buckets = jump_counts.shape[0]
     b_alpha = n_buckets * jump_prior
     stay = 1.0 - p0
-    longest = max_span(src_offsets)
+    longest = max_length(src_offsets)
     weights = np.empty(longest + 1)
     bucket_weights = np.empty(n_buckets)
     sizes = np.empty((longest + 1, n_buckets))
@@ -222,7 +222,7 @@ def hmm_alignment_log_prob(p0, max_jump, src_offsets, tgt_offsets, align, bucket
     total = 0.0
     log_p0 = np.log(p0)
     log_stay = np.log(1.0 - p0)
-    sizes = np.empty((max_span(src_offsets) + 1, 2 * max_jump + 1))
+    sizes = np.empty((max_length(src_offsets) + 1, 2 * max_jump + 1))
     for s in range(src_offsets.shape[0] - 1):
         n_src = src_offsets[s + 1] - src_offsets[s]
         bucket_sizes(n_src, max_jump, sizes)

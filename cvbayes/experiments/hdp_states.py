@@ -118,7 +118,8 @@ def run_fig_5_7(args):
                       f"(stable at the truth from iteration {stable})", flush=True)
     summary = _summarise(runs, args.seeds)
     (out / "results.json").write_text(json.dumps({"settings": _settings(args), "summary": summary,
-                                                  "thesis": THESIS, "runs": runs}, indent=1))
+                                                  "thesis": THESIS, "runs": runs},
+                                                 separators=(",", ":")))
     (out / "table.md").write_text(_table(summary, args))
     _plot(out / "fig5_7.png", runs)
     print(_table(summary, args))

@@ -120,7 +120,7 @@ def equal_token_chunks(offsets):
 
 
 @njit(cache=True)
-def _max_length(offsets):
+def max_length(offsets):
     longest = 0
     for i in range(offsets.shape[0] - 1):
         longest = max(longest, offsets[i + 1] - offsets[i])
@@ -128,8 +128,8 @@ def _max_length(offsets):
 
 
 @njit(cache=True)
-def _first_bad(bad_per_chunk):
-    """The lowest sequence index any chunk flagged as impossible, or -1."""
+def first_bad(bad_per_chunk):
+    """The lowest sequence (or sentence pair) index any chunk flagged as impossible, or -1."""
     first = -1
     for bad in bad_per_chunk:
         if bad >= 0 and (first < 0 or bad < first):
@@ -148,7 +148,7 @@ def batch_expectations(family, start, trans, table, table_log_offset, mask, inde
     """
     n_states = start.shape[0]
     n_chunks = chunk_bounds.shape[0] - 1
-    longest = _max_length(offsets)
+    longest = max_length(offsets)
     start_acc = np.zeros((n_chunks, n_states))
     outer_acc = np.zeros((n_chunks, n_states, n_states))
     stats_acc = np.zeros((n_chunks, n_stats, n_states))
@@ -175,7 +175,7 @@ def batch_expectations(family, start, trans, table, table_log_offset, mask, inde
             for t in range(end - begin):
                 add_token_stats(family, stats_acc[c], index, features, begin + t, gamma[t], 1.0)
     pair = outer_acc.sum(axis=0) * trans
-    return start_acc.sum(axis=0), pair, stats_acc.sum(axis=0), log_z_acc.sum(), _first_bad(bad_acc)
+    return start_acc.sum(axis=0), pair, stats_acc.sum(axis=0), log_z_acc.sum(), first_bad(bad_acc)
 
 
 @njit(parallel=True, cache=True)
@@ -184,7 +184,7 @@ def batch_log_evidence(start, trans, table, table_log_offset, mask, index, offse
     n_states = start.shape[0]
     n_seq = offsets.shape[0] - 1
     n_chunks = chunk_bounds.shape[0] - 1
-    longest = _max_length(offsets)
+    longest = max_length(offsets)
     out = np.zeros(n_seq)
     for c in prange(n_chunks):
         lik = np.empty((longest, n_states))
@@ -212,7 +212,7 @@ def batch_decode(start, trans, table, table_log_offset, mask, index, offsets, ch
     """
     n_states = start.shape[0]
     n_chunks = chunk_bounds.shape[0] - 1
-    longest = _max_length(offsets)
+    longest = max_length(offsets)
     keep = out_posteriors.shape[0] > 0
     log_start = np.log(start)
     log_trans = np.log(trans)
@@ -244,7 +244,7 @@ def batch_decode(start, trans, table, table_log_offset, mask, index, offsets, ch
                             out_posteriors[begin + t, k] = gamma[t, k]
             if not ok and bad_acc[c] < 0:
                 bad_acc[c] = i
-    return _first_bad(bad_acc)
+    return first_bad(bad_acc)
 
 
 @njit(cache=True)
@@ -404,7 +404,7 @@ def cvi2_sweep(family, prior, trans_prior, trans_prior_total, mask, index, featu
     state path can explain (-1 if none).
     """
     n_states = start_counts.shape[0]
-    longest = _max_length(offsets)
+    longest = max_length(offsets)
     lik, fwd, bwd, gamma = chain_buffers(longest, n_states)
     outer = np.empty((n_states, n_states))
     start_bar = np.empty((1, n_states))
@@ -694,7 +694,7 @@ def batch_local_posteriors(start, trans, table, table_log_offset, mask, index, o
     """
     n_states = start.shape[0]
     n_chunks = chunk_bounds.shape[0] - 1
-    longest = _max_length(offsets)
+    longest = max_length(offsets)
     keep_pairs = local_pairs.shape[0] == offsets.shape[0] - 1
     bad_acc = np.full(n_chunks, -1, dtype=np.int64)
     for c in prange(n_chunks):
@@ -720,7 +720,7 @@ def batch_local_posteriors(start, trans, table, table_log_offset, mask, index, o
                 for j in range(n_states):
                     for k in range(n_states):
                         local_pairs[i, j, k] = outer[j, k] * trans[j, k]
-    return _first_bad(bad_acc)
+    return first_bad(bad_acc)
 
 
 @njit(cache=True)
@@ -812,7 +812,7 @@ def cvi3_sweep(family, prior, trans_prior, trans_prior_total, mask, index, featu
     """
     n_states = start_counts.shape[0]
     n_sub = offsets.shape[0] - 1
-    longest = _max_length(offsets)
+    longest = max_length(offsets)
     lik, fwd, bwd, gamma = chain_buffers(longest, n_states)
     outer = np.empty((n_states, n_states))
     guard_pairs = np.empty((n_states, n_states))
