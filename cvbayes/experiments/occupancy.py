@@ -610,6 +610,7 @@ def _plot_fig_5_3(path, rows, seeds, fit):
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks([r["n_states"] for r in rows], [str(r["n_states"]) for r in rows])
+    ax.margins(y=0.12)
     ax.set_xlabel("K")
     ax.set_ylabel(f"required I x T for all q(C_jk > 0) > {THRESHOLD}")
     ax.set_title(f"Simulated chains, mean ± std of {seeds} runs")
