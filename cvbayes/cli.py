@@ -236,7 +236,7 @@ def run_experiment(args):
         args.seeds = args.seeds or 10
         hdp_states.EXPERIMENTS[args.name](args)
     elif args.name in alignment_experiments.EXPERIMENTS:
-        args.seeds = args.seeds or 3
+        args.seeds = args.seeds or (3 if args.name == "align-nt" else 1)
         alignment_experiments.EXPERIMENTS[args.name](args)
     elif args.name in occupancy.EXPERIMENTS:
         args.seeds = args.seeds or 5
@@ -249,6 +249,11 @@ def run_experiment(args):
 
         args.seeds = args.seeds or 3
         tidigits_experiments.EXPERIMENTS[args.name](args)
+    elif args.name in ("fig5.4", "fig5.6", "fig5.9", "fig5.10"):
+        from .experiments import hdp as hdp_experiments
+
+        args.seeds = args.seeds or 1
+        hdp_experiments.EXPERIMENTS[args.name](args)
     else:
         args.seeds = args.seeds or 10
         pos.EXPERIMENTS[args.name](args)
@@ -387,7 +392,7 @@ def build_parser():
                     "sampling at finding the number of states on synthetic data (§5.5.1; --seeds datasets "
                     "a scenario, default 10).")
     experiment.add_argument("name", choices=("grid-semi", "grid-unsup", "fig3.10", "fig3.11", "fig3.12", "fig3.13",
-                                             "fig3.15", "fig3.16", "fig3.17", "fig5.2", "fig5.3", "fig5.7", "align-nt", "align-bible",
+                                             "fig3.15", "fig3.16", "fig3.17", "fig5.2", "fig5.3", "fig5.4", "fig5.6", "fig5.7", "fig5.9", "fig5.10", "align-nt", "align-bible",
                                              "dp-hmm-tidigits"))
     experiment.add_argument("--out", default="docs/results", help="results folder (default docs/results)")
     experiment.add_argument("--corpus", default="brown", help="'brown' (the fetched corpus) or a Brown folder")
@@ -431,7 +436,8 @@ def build_parser():
         "'cvbayes data fetch nt'); with --develop it only chooses iterations and prior on the Gospels. align-bible: "
         "KJV English to RV1909 Spanish against Strong's-number silver links, plus time and memory against "
         "corpus size (needs 'cvbayes data fetch bible'). Both write results.json, table.md and PNG plots under "
-        "--out/align_nt or --out/align_bible; --seeds (default 3) counts CGS and eflomal runs.")
+        "--out/align_nt or --out/align_bible; --seeds (default 3 for align-nt, 1 for align-bible) counts CGS and "
+        "eflomal runs.")
     experiment.add_argument("--books", type=int, nargs="+", default=None,
                             help="align-nt: NT books to train and score on, 40 (Matthew) .. 66 (default all 27); "
                                  "align-bible: books 1 (Genesis) .. 66 to use (default all)")
@@ -439,7 +445,8 @@ def build_parser():
                             help="align-bible: use only the first N verses (default all 31,084)")
     experiment.add_argument("--verse-counts", nargs="+", default=None,
                             help="align-bible: corpus sizes of the scaling runs, in verses, 'all' for every "
-                                 "verse (default 1000 4000 16000 all)")
+                                 "verse (default 1000 4000 all, about 15 min on 2 cores; the recorded results "
+                                 "add 16000)")
     experiment.add_argument("--models", default=None,
                             help="align-*: comma-separated alignment models, hmm and/or ibm1 (default hmm,ibm1 "
                                  "for align-nt, hmm for align-bible)")
@@ -468,6 +475,27 @@ def build_parser():
     experiment.add_argument("--cvi-iterations", type=int, default=1000, help="fig5.7: CVI passes (default 1000)")
     experiment.add_argument("--beam-iterations", type=int, default=3000,
                             help="fig5.7: beam-sampling iterations (default 3000)")
+    experiment.description += (
+        " fig5.4 / fig5.6: errors of the approximations of q(C_jk > 0) against the exact method along HDP-HMM "
+        "CVI on Alice's letters (with Fig. 5.5's heat maps; --sequences x --length letters, 'cvbayes data fetch "
+        "texts') and on the first 450 Brown sentences standing in for WSJ; --k-values (default 10 50). fig5.9: "
+        "HDP-HMM CVI (learning gamma, sigma, beta tau after --burn-in passes) against finite CVI-2 on PTB "
+        "subsets, K = --states (45); fig5.10: HDP-HMM SCVI against finite SCVI on PTB for --passes (default 1) "
+        "at five (kappa, M) settings ('cvbayes data fetch ptb'). --seeds defaults to 1; outputs under "
+        "--out/fig5_N.")
+    experiment.add_argument("--hdp-iterations", type=int, default=None,
+                            help="fig5.4/fig5.6: CVI passes (default 150); fig5.9: passes (default 200)")
+    experiment.add_argument("--evaluate-every", type=int, default=None,
+                            help="fig5.4/fig5.6/fig5.9: evaluate after iteration 1 and every N (default 10)")
+    experiment.add_argument("--hdp-sentences", type=int, default=None,
+                            help="fig5.6: Brown sentences (default 450); fig5.10: use only the first N PTB "
+                                 "training sentences (default all)")
+    experiment.add_argument("--hdp-sizes", nargs="+", default=None,
+                            help="fig5.9: training sizes in PTB sentences, 'all' for all (default 1000 5000)")
+    experiment.add_argument("--hdp-models", nargs="+", default=None, choices=("hmm", "hdp", "hdp-beta", "hmm-beta"),
+                            help="fig5.9/fig5.10: hmm (finite HMM, Dir(0.1)), the HDP-HMM with beta from 100 (hdp) "
+                                 "or from 0.1 W (hdp-beta), the finite HMM with emissions Dir(100/W) (hmm-beta) "
+                                 "(default hmm hdp)")
     experiment.set_defaults(handler=run_experiment)
 
     demo = commands.add_parser(

@@ -82,7 +82,7 @@ def test_align_nt_end_to_end_without_eflomal(caches, monkeypatch, capsys):
     monkeypatch.setattr(alignment, "eflomal_missing", lambda: "eflomal is not installed (test)")
     out = caches / "results"
     main(["experiment", "align-nt", "--out", str(out), "--algorithms", "em,cvi2,cgs", "--models", "hmm,ibm1",
-          "--align-iterations", "em=2,cvi2=2+1,cgs=4", "--seeds", "2", "--quiet"])
+          "--align-iterations", "em=2,cvi2=2+1,cgs=4", "--prior", "0.05", "--seeds", "2", "--quiet"])
     folder = out / "align_nt"
     report = json.loads((folder / "results.json").read_text())
     labels = [(r["model"], r["algorithm"], r["seed"]) for r in report["runs"]]
@@ -90,8 +90,8 @@ def test_align_nt_end_to_end_without_eflomal(caches, monkeypatch, capsys):
     assert labels == [("hmm", "em", 0), ("hmm", "cvi2", 0), ("hmm", "cgs", 0), ("hmm", "cgs", 1),
                       ("ibm1", "em", 0), ("ibm1", "cvi2", 0), ("ibm1", "cgs", 0), ("ibm1", "cgs", 1)]
     assert report["eflomal"].startswith("eflomal is not installed")
-    assert report["settings"]["cvi2"] == {"n_iter": [2, 1], "prior": 0.1}
-    assert report["settings_from"]["cvi2"] == "--align-iterations"
+    assert report["settings"]["cvi2"] == {"n_iter": [2, 1], "prior": 0.05}
+    assert report["settings_from"]["cvi2"] == "--align-iterations, --prior"
     data = load_nt_alignments()
     assert report["data"]["verses"] == len(data) == 60
     for run in report["runs"]:
@@ -103,8 +103,8 @@ def test_align_nt_end_to_end_without_eflomal(caches, monkeypatch, capsys):
     em = next(r for r in report["runs"] if r["model"] == "hmm" and r["algorithm"] == "em")
     assert em["recall"] > 0.5
     table = (folder / "table.md").read_text()
-    assert "| hmm cvi2 | 2 + 1 | 0.1 | 1 |" in table
-    assert "| hmm cgs | 4 + 4 | 0.1 | 2 |" in table
+    assert "| hmm cvi2 | 2 + 1 | 0.05 | 1 |" in table
+    assert "| hmm cgs | 4 + 4 | 0.05 | 2 |" in table
     assert "| thesis, FBIS zh-en (Fig. 3.14) | 36.4 | 36.8 | 35.7 | — | 34.6 | 34.5 (IBM4) |" in table
     assert "— (not run)" in table and "eflomal: eflomal is not installed (test)" in table
     assert "| Matthew (40) | 30 |" in table and "| Acts (44) | 30 |" in table
@@ -161,6 +161,8 @@ def test_align_bible_end_to_end(caches, monkeypatch):
     table = (folder / "table.md").read_text()
     assert "AER % (tagged)" in table and "lower bound" in table
     assert "| 20 |" in table and "| 80 |" in table
+    assert "bytes per cell" in table
+    assert report["runs"][-1]["cells"] == sum(len(s) * len(t) for s, t in zip(data.source, data.target))
     assert (folder / "align_bible.png").stat().st_size > 1000 and (folder / "scaling.png").stat().st_size > 1000
 
 
@@ -208,3 +210,29 @@ def test_bad_options(caches):
         main(["experiment", "align-nt", "--out", str(caches), "--algorithms", "svi", "--quiet"])
     with pytest.raises(SystemExit, match="unknown alignment model ibm4"):
         main(["experiment", "align-nt", "--out", str(caches), "--models", "ibm4", "--quiet"])
+
+
+def test_a_failing_run_is_recorded_not_fatal(caches, monkeypatch):
+    monkeypatch.setattr(alignment, "eflomal_missing", lambda: "missing")
+    real = alignment._worker_cvbayes
+
+    def worker(job):
+        if job["algorithm"] == "vb":
+            raise ValueError("sentence pair 2 has no alignment of positive probability; use a larger prior")
+        return real(job)
+
+    monkeypatch.setattr(alignment, "_worker_cvbayes", worker)
+    out = caches / "results"
+    main(["experiment", "align-bible", "--out", str(out), "--algorithms", "em,vb", "--align-iterations",
+          "em=1,vb=1", "--verse-counts", "all", "--quiet"])
+    report = json.loads((out / "align_bible" / "results.json").read_text())
+    assert [("failed" in r) for r in report["runs"]] == [False, True]
+    table = (out / "align_bible" / "table.md").read_text()
+    assert "Failed runs (left out of the tables)" in table and "use a larger prior" in table
+    assert "| hmm vb |" not in table
+    monkeypatch.setattr(alignment, "DEV_ITERATIONS", {**alignment.DEV_ITERATIONS, "em": (1,), "vb": (1,)})
+    monkeypatch.setattr(alignment, "DEV_PRIORS", (0.1,))
+    main(["experiment", "align-nt", "--develop", "--out", str(out), "--algorithms", "em,vb", "--quiet"])
+    development = json.loads((out / "align_nt" / "development.json").read_text())
+    assert set(development["chosen"]) == {"em"}
+    assert "| vb | 1 | 0.1 | failed: sentence pair 2" in (out / "align_nt" / "development.md").read_text()

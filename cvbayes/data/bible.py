@@ -62,8 +62,13 @@ tags a phrase: ``<w lemma="strong:H7225">EN el principio</w>`` gives three tagge
 words). Numbers lose their zero padding (``H0430`` -> ``H430``). `load_bible` drops
 punctuation by default.
 
+A ``<w>`` may carry several numbers (the RV1909 writes ``lemma="strong:H5315 H2416"``).
+`load_bible` drops the verses that are empty on a side: 18 KJV verses that the RV1909 merges
+into a neighbour (Num 12:16, Job 38:39-41, Acts 19:41, 2 Cor 13:14, ...), leaving 31,084
+verses, 790,653 English and 703,741 Spanish words (punctuation dropped).
+
 Silver links: inside a verse, English word i and Spanish word j are linked when they share
-a Strong's number. They exist only where both words are tagged (about 46 % of the English
+a Strong's number (743,778 links). They exist only where both words are tagged (about 46 % of the English
 and 96 % of the Spanish words), so they measure recall well but precision only against the
 tagged words; ``ParallelVerses.source_marked`` / ``target_marked`` say which words are
 tagged, so that precision can be restricted to links between two tagged words.
@@ -754,7 +759,8 @@ def load_bible(
     Returns
     -------
     ParallelVerses
-        With ``source_marked`` / ``target_marked`` telling which words are tagged.
+        With ``source_marked`` / ``target_marked`` telling which words are tagged. All of
+        it: 31,084 verses, 790,653 English and 703,741 Spanish words, 743,778 silver links.
 
     Raises
     ------

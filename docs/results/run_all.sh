@@ -26,3 +26,17 @@ cvbayes experiment fig3.16 --passes 20
 nice -n 10 cvbayes experiment fig5.2 --seeds 5
 nice -n 10 cvbayes experiment fig5.3 --seeds 5
 python -m cvbayes experiment fig5.7 --seeds 5 --cvi-iterations 800 --beam-iterations 2000 --out docs/results
+
+# DP-HMM over speech (thesis §3.7 and chapter 5; seeds/004): the HDP-HMM with Gaussian emissions on
+# the 31 TIDIGITS MFCC utterances, after `cvbayes data fetch tidigits` (apt-get, as root). About 9 min
+# of wall clock on the shared 2-core machine.
+nice -n 10 cvbayes experiment dp-hmm-tidigits --states 60 --iterations 300 --burn-in 100 --seeds 5
+
+# Word alignment (issue 6, thesis §3.8.3), after `cvbayes data fetch nt`, `cvbayes data fetch bible`
+# and `pip install eflomal` (the outside reference; not a cvbayes dependency). The recorded
+# development.json grew in three --develop runs (each replaces the rows of the algorithms it names)
+# as the best priors sat on the grid's edge; the grid in the code is the final one, so this one
+# command reruns all of it (it would add VB rows at prior 1e-4, which fail like those at 1e-3).
+nice -n 10 cvbayes experiment align-nt --develop
+nice -n 10 cvbayes experiment align-nt
+nice -n 10 cvbayes experiment align-bible --verse-counts 1000 4000 16000 all
