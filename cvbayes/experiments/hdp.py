@@ -738,8 +738,11 @@ def _plot_fig_5_9(path, results):
     plt = _plt()
     runs, sizes = results["runs"], results["sizes"]
     models = results.get("models", ["hmm", "hdp"])
-    fig, axes = plt.subplots(1, len(sizes) + 2, figsize=(4.8 * (len(sizes) + 2), 4.2), squeeze=False)
-    axes = axes[0]
+    columns = max(len(sizes), 2)
+    fig, grid = plt.subplots(2, columns, figsize=(5.2 * columns, 8.4), squeeze=False)
+    axes = list(grid[0][:len(sizes)]) + list(grid[1][:2])
+    for ax in list(grid[0][len(sizes):]) + list(grid[1][2:]):
+        ax.set_visible(False)
     for ax, size in zip(axes, sizes):
         for index, kind in enumerate(models):
             group = [r["curve"] for r in runs if r["size"] == size and r["model"] == kind]
