@@ -7,11 +7,13 @@ import time
 import numpy as np
 from tqdm.auto import tqdm
 
-from . import HMM
+from . import HDPHMM, HMM
+from .chains.occupancy import METHODS as OCCUPANCY_METHODS
 from .alignment.cli import add_alignment_commands
 from .data import CorpusFormatError, ambiguity, fetch_bible, fetch_brown, fetch_nt_alignments, fetch_ptb, fetch_texts, fetch_tidigits
 from .families import Categorical
 from .metrics import many_to_one
+from .models.hdp_hmm import ALGORITHMS as HDP_ALGORITHMS
 from .models.hmm import ALGORITHMS, OBJECTIVES, TAGGING_ALGORITHMS
 from .synthetic import random_hmm, sample_categorical_hmm
 from .tagging import FORMATS, fit_tagger, load_corpus, random_baseline, score_states, tag_dictionary, write_tagged
@@ -168,6 +170,13 @@ def run_fetch(args):
 
 
 def run_fit(args):
+    hdp = args.model == "hdp-hmm"
+    algorithms = HDP_ALGORITHMS if hdp else ALGORITHMS
+    args.algorithm = args.algorithm or ("cvi" if hdp else "cvi2")
+    if args.algorithm not in algorithms:
+        raise SystemExit(f"cvbayes fit: --model {args.model} takes --algorithm {', '.join(algorithms)}")
+    if hdp and args.dictionary != "none":
+        raise SystemExit("cvbayes fit: the HDP-HMM learns its states without a tag dictionary")
     corpus = load_corpus(args.corpus, args.format, args.tagset, args.sentences)
     if corpus.gold is None and args.dictionary != "none":
         raise SystemExit("cvbayes fit: a tag dictionary needs a tagged corpus")
@@ -180,18 +189,25 @@ def run_fit(args):
     model, states, result = fit_tagger(corpus, args.algorithm, args.alpha, args.beta, args.iterations,
                                        args.seed, dictionary=dictionary, n_states=n_states,
                                        progress=not (args.quiet or args.json), batch_size=args.batch_size,
-                                       kappa=args.kappa, subchain_length=args.subchain_length)
+                                       kappa=args.kappa, subchain_length=args.subchain_length,
+                                       model=HDPHMM(n_states, gamma=args.gamma, sigma=args.sigma, beta=args.beta,
+                                                    occupancy=args.occupancy) if hdp else None)
     model.save(args.output)
     result.pop("curve")
+    if hdp:
+        result.update(effective_states=model.n_effective_states_, gamma=model.gamma_, sigma=model.sigma_)
     if corpus.gold is None:
         result.pop("accuracy", None)
     report = {"model": args.output, "corpus": corpus.source, "tokens": corpus.n_tokens, "states": n_states,
               "dictionary": args.dictionary, **result}
     scores = ", ".join(f"{k} {v:.3f}" for k, v in result.items()
                        if k in ("accuracy", "many_to_one", "one_to_one", "v_measure"))
-    _emit(args, report, [f"{args.algorithm}: {args.iterations} iterations in {result['train_seconds']:.1f} s"
-                         + (f"; on the training corpus: {scores}" if scores else ""),
-                         f"model saved to {args.output}"])
+    lines = [f"{args.algorithm}: {args.iterations} iterations in {result['train_seconds']:.1f} s"
+             + (f"; on the training corpus: {scores}" if scores else "")]
+    if hdp:
+        lines.append(f"{model.n_effective_states_} of {n_states} states cover 99 % of the tokens; "
+                     f"learned gamma {model.gamma_:.3g}, sigma {model.sigma_:.3g}")
+    _emit(args, report, lines + [f"model saved to {args.output}"])
 
 
 def _decode_with(model, corpus):
@@ -334,13 +350,24 @@ def build_parser():
     _add_common(fetch, seed=False)
     fetch.set_defaults(handler=run_fetch)
 
-    fit = commands.add_parser("fit", help="train an HMM tagger and save it",
-                              description="Train a Bayesian HMM on a corpus and save the model to a file "
+    fit = commands.add_parser("fit", help="train an HMM or HDP-HMM tagger and save it",
+                              description="Train a Bayesian HMM, or an HDP-HMM that learns how many states to "
+                                          "use (thesis ch. 5), on a corpus and save the model to a file "
                                           "that 'cvbayes tag' and 'cvbayes evaluate' load.")
     _add_corpus(fit)
     fit.add_argument("-o", "--output", required=True, help="model file to write (.npz)")
-    fit.add_argument("--algorithm", choices=ALGORITHMS, default="cvi2", help="inference algorithm (default cvi2)")
+    fit.add_argument("--model", choices=("hmm", "hdp-hmm"), default="hmm",
+                     help="finite HMM (default) or HDP-HMM; --states is then the truncation level")
+    fit.add_argument("--algorithm", choices=sorted(set(ALGORITHMS) | set(HDP_ALGORITHMS)), default=None,
+                     help="inference algorithm: for hmm one of " + ", ".join(ALGORITHMS) + " (default cvi2); "
+                          "for hdp-hmm one of " + ", ".join(HDP_ALGORITHMS) + " (default cvi)")
     fit.add_argument("--states", type=int, default=None, help="number of states K (default: number of gold tags)")
+    fit.add_argument("--gamma", type=float, default=1.0,
+                     help="hdp-hmm: starting concentration of the top-level stick (default 1)")
+    fit.add_argument("--sigma", type=float, default=1.0,
+                     help="hdp-hmm: starting concentration of every transition row (default 1)")
+    fit.add_argument("--occupancy", choices=OCCUPANCY_METHODS, default="heuristic",
+                     help="hdp-hmm: how q(C_jk > 0) is computed (thesis §5.4; default heuristic)")
     fit.add_argument("--dictionary", choices=("none", "complete", "incomplete"), default="none",
                      help="tag dictionary from the corpus's own tags (default none: unsupervised)")
     fit.add_argument("-d", type=int, default=1, help="with --dictionary incomplete: words seen fewer than d "

@@ -117,10 +117,12 @@ def score_states(states, corpus, supervised):
 
 
 def fit_tagger(corpus, algorithm, alpha, beta, n_iter, seed, dictionary=None, n_states=None,
-               checkpoints=(), progress=False, **fit_options):
+               checkpoints=(), progress=False, model=None, **fit_options):
     """Fit one HMM tagger and score it on its own training corpus (transductive, as §3.8).
 
     ``fit_options`` go to `HMM.fit` (batch_size, kappa, subchain_length, ...).
+    ``model`` is an unfitted model to train in place of ``HMM(n_states, alpha,
+    beta)`` (an `HDPHMM`, say).
 
     ``checkpoints`` lists iterations (1-based) at which the current model is
     decoded and scored, for the accuracy-against-iterations and -time curves
@@ -132,7 +134,8 @@ def fit_tagger(corpus, algorithm, alpha, beta, n_iter, seed, dictionary=None, n_
     supervised = dictionary is not None
     if n_states is None:
         n_states = len(corpus.tagset)
-    model = HMM(n_states, alpha=alpha, beta=beta, tag_dictionary=dictionary)
+    if model is None:
+        model = HMM(n_states, alpha=alpha, beta=beta, tag_dictionary=dictionary)
     wanted = set(checkpoints)
     curve = []
 

@@ -283,8 +283,10 @@ def test_save_and_load_keep_the_sticks_and_the_emission_prior(tmp_path):
     assert loaded.score(test) == pytest.approx(model.score(test), rel=1e-12)
     assert loaded.gamma_ == model.gamma_ and loaded.n_effective_states_ == model.n_effective_states_
     from cvbayes import HMM
-    with pytest.raises(ValueError, match="hdp-hmm"):
-        HMM.load(tmp_path / "hdp.npz")
+    assert isinstance(HMM.load(tmp_path / "hdp.npz"), HDPHMM)     # the command line loads either model
+    HMM(2).fit(SEQUENCES, algorithm="cvi2", n_iter=1).save(tmp_path / "hmm.npz")
+    with pytest.raises(ValueError, match="holds a hmm model"):
+        HDPHMM.load(tmp_path / "hmm.npz")
 
 
 def test_chain_posteriors_are_the_fitted_chains():

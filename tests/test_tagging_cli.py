@@ -5,7 +5,7 @@ from importlib import resources
 import numpy as np
 import pytest
 
-from cvbayes import HMM
+from cvbayes import HDPHMM, HMM
 from cvbayes.cli import main
 from cvbayes.data import load_embedded_brown
 from cvbayes.families import Gaussian
@@ -153,6 +153,23 @@ def test_fit_command_runs_the_stochastic_learners(tmp_path, capsys):
         report = json.loads(capsys.readouterr().out)
         assert report["algorithm"] == algorithm and 0.0 <= report["many_to_one"] <= 1.0
         assert HMM.load(tmp_path / f"{algorithm}.npz").algorithm_ == algorithm
+
+
+def test_fit_command_trains_an_hdp_hmm_that_tag_and_evaluate_load(tmp_path, capsys):
+    model = tmp_path / "hdp.npz"
+    main(["fit", "brown-embedded", "--tagset", "universal", "--sentences", "100", "--model", "hdp-hmm",
+          "--states", "15", "--gamma", "5", "--sigma", "3", "--iterations", "3", "-o", str(model), "--quiet", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["algorithm"] == "cvi" and 1 <= report["effective_states"] <= 15
+    assert report["gamma"] == 5.0 and report["sigma"] == 3.0    # learned only after the burn-in
+    loaded = HMM.load(model)
+    assert isinstance(loaded, HDPHMM) and loaded.n_states == 15
+    main(["evaluate", str(model), "brown-embedded", "--tagset", "universal", "--json"])
+    assert 0.0 < json.loads(capsys.readouterr().out)["many_to_one"] <= 1.0
+    with pytest.raises(SystemExit, match="takes --algorithm cvi, scvi, svi-p"):
+        main(["fit", "brown-embedded", "--model", "hdp-hmm", "--algorithm", "cvi2", "-o", str(model)])
+    with pytest.raises(SystemExit, match="without a tag dictionary"):
+        main(["fit", "brown-embedded", "--model", "hdp-hmm", "--dictionary", "complete", "-o", str(model)])
 
 
 def test_text_prediction_experiments_write_results(tmp_path, monkeypatch):

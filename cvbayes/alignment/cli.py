@@ -47,11 +47,11 @@ def run_align(args) -> None:
     directions = {}
     forward = reverse = None
     if method != "reverse":
-        aligner = Aligner(**options).fit(corpus, progress=args.progress)
+        aligner = Aligner(**options).fit(corpus, progress=not args.quiet)
         forward = aligner.links()
         directions["forward"] = _direction_report(aligner, corpus.n_target_tokens)
     if method != "forward":
-        aligner = Aligner(**options).fit(corpus.reversed(), progress=args.progress)
+        aligner = Aligner(**options).fit(corpus.reversed(), progress=not args.quiet)
         reverse = [{(i, j) for j, i in pair} for pair in aligner.links()]
         directions["reverse"] = _direction_report(aligner, corpus.n_source_tokens)
     if forward is None:
@@ -132,7 +132,7 @@ def add_alignment_commands(commands) -> None:
     align.add_argument("-o", "--output", default="-", help="alignment file (default: standard output)")
     align.add_argument("--json", metavar="FILE", default=None,
                        help="write statistics to FILE: time, tokens per second, iterations, objective history")
-    align.add_argument("--progress", action="store_true", help="progress bars on standard error")
+    align.add_argument("--quiet", action="store_true", help="no progress bars (they go to standard error)")
     align.set_defaults(handler=run_align)
 
     evaluate = commands.add_parser(

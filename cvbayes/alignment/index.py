@@ -18,7 +18,10 @@ Layout of one direction's training data (`AlignmentData`):
   ``n_source_types``.
 
 Memory is O(number of cells) = O(sum_s (I_s + 1) J_s): 4 bytes a cell for the
-slot ids, plus 4 for every per-cell statistic an algorithm stores.
+slot ids, plus 4 for every per-cell statistic an algorithm stores.  Building
+the index takes 8 more bytes a cell while it runs (the packed sort keys; 16
+in the argsort fallback, when a key and a cell position do not fit in one
+int64), freed before it returns; summing cells into slots takes none.
 """
 from __future__ import annotations
 
@@ -78,7 +81,16 @@ class AlignmentData:
 
     def slot_totals(self, cell_values: np.ndarray) -> np.ndarray:
         """Sum per-cell values (posteriors, sample indicators) into slots."""
-        return np.bincount(self.cell_slot, weights=cell_values, minlength=self.n_slots)
+        return _slot_totals(self.cell_slot, cell_values, self.n_slots)
+
+
+@njit(cache=True)
+def _slot_totals(cell_slot, cell_values, n_slots):
+    # np.bincount would first copy float32 values to a float64 array; same sums, same order
+    totals = np.zeros(n_slots)
+    for c in range(cell_slot.shape[0]):
+        totals[cell_slot[c]] += cell_values[c]
+    return totals
 
 
 def _flatten(sentences: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -89,8 +101,13 @@ def _flatten(sentences: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True)
-def _cell_keys(src_ids, src_offsets, tgt_ids, tgt_offsets, cell_offsets, null_row, n_target_types, keys):
-    """keys[cell] = f * n_target_types + e, f = NULL's row for the last cell of a token."""
+def _pack_cells(src_ids, src_offsets, tgt_ids, tgt_offsets, cell_offsets, null_row, n_target_types, index_bits,
+                packed):
+    """packed[cell] = key << index_bits | cell, key = f * n_target_types + e (f = NULL's row for a token's last cell).
+
+    With index_bits = 0 that is the bare key.
+    """
+    mask = (np.int64(1) << index_bits) - 1
     for s in range(src_offsets.shape[0] - 1):
         s0 = src_offsets[s]
         n_src = src_offsets[s + 1] - s0
@@ -98,39 +115,66 @@ def _cell_keys(src_ids, src_offsets, tgt_ids, tgt_offsets, cell_offsets, null_ro
         for t in range(tgt_offsets[s], tgt_offsets[s + 1]):
             e = np.int64(tgt_ids[t])
             for i in range(n_src):
-                keys[c] = np.int64(src_ids[s0 + i]) * n_target_types + e
+                packed[c] = (np.int64(src_ids[s0 + i]) * n_target_types + e) << index_bits | (c & mask)
                 c += 1
-            keys[c] = np.int64(null_row) * n_target_types + e
+            packed[c] = (np.int64(null_row) * n_target_types + e) << index_bits | (c & mask)
             c += 1
 
 
-def _slots(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The sorted distinct keys and, per key, its index among them.
+@njit(cache=True)
+def _number_packed(packed, index_bits, cell_slot):
+    """cell_slot from the sorted packed values; the distinct keys overwrite packed[:n_slots]. Returns n_slots."""
+    mask = (np.int64(1) << index_bits) - 1
+    slot, previous = -1, np.int64(-1)
+    for k in range(packed.shape[0]):
+        value = packed[k]
+        key = value >> index_bits
+        if key != previous:
+            slot += 1
+            previous = key
+        cell_slot[value & mask] = slot
+        packed[slot] = key  # slot <= k: only entries already read
+    return slot + 1
 
-    One in-place sort of (key, position) packed into an int64 when both fit
-    in 63 bits (25M cells of the Bible: about 3 s); np.unique's hashing and
+
+@njit(cache=True)
+def _number_sorted(keys, order, cell_slot):
+    """As `_number_packed` for keys and their argsort; the distinct keys overwrite order[:n_slots]."""
+    slot, previous = -1, np.int64(-1)
+    for k in range(order.shape[0]):
+        cell = order[k]
+        key = keys[cell]
+        if key != previous:
+            slot += 1
+            previous = key
+        cell_slot[cell] = slot
+        order[slot] = key
+    return slot + 1
+
+
+def _index_bits(n_cells: int, largest_key: int) -> int:
+    """Bits for a cell position beside the key in an int64, or 0 when both do not fit in 63 bits."""
+    index_bits = max(int(n_cells - 1).bit_length(), 1)
+    return index_bits if int(largest_key).bit_length() + index_bits <= 63 else 0
+
+
+def _slots(packed: np.ndarray, index_bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted distinct keys and, per cell, its key's index among them; overwrites ``packed``.
+
+    One in-place sort of the packed (key, position) values (the whole index
+    of the Bible's 22M cells: about 1 s); np.unique's hashing and
     searchsorted on unsorted keys are 10-20 times slower at that size.
+    ``index_bits`` = 0 means bare keys, sorted through an argsort (8 more
+    bytes a cell).
     """
-    n = keys.size
-    if n == 0:
-        return keys, np.zeros(0, dtype=np.int32)
-    index_bits = max(int(n - 1).bit_length(), 1)
-    if int(keys.max()).bit_length() + index_bits <= 63:
-        packed = keys << index_bits
-        packed |= np.arange(n, dtype=np.int64)
+    cell_slot = np.empty(packed.size, dtype=np.int32)
+    if index_bits:
         packed.sort()
-        order = packed & ((1 << index_bits) - 1)
-        packed >>= index_bits
-        sorted_keys = packed
-    else:
-        order = np.argsort(keys)
-        sorted_keys = keys[order]
-    first = np.empty(n, dtype=bool)
-    first[0] = True
-    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=first[1:])
-    cell_slot = np.empty(n, dtype=np.int32)
-    cell_slot[order] = np.cumsum(first, dtype=np.int32) - 1
-    return sorted_keys[first], cell_slot
+        n_slots = _number_packed(packed, index_bits, cell_slot)
+        return packed[:n_slots].copy(), cell_slot
+    order = np.argsort(packed)
+    n_slots = _number_sorted(packed, order, cell_slot)
+    return order[:n_slots].copy(), cell_slot
 
 
 def build_index(corpus: ParallelCorpus) -> AlignmentData:
@@ -148,10 +192,13 @@ def build_index(corpus: ParallelCorpus) -> AlignmentData:
     np.cumsum((n_src + 1) * np.diff(tgt_offsets), out=cell_offsets[1:])
     n_source_types = len(corpus.source_vocabulary)
     n_target_types = len(corpus.target_vocabulary)
-    keys = np.empty(cell_offsets[-1], dtype=np.int64)
-    _cell_keys(src_ids, src_offsets, tgt_ids, tgt_offsets, cell_offsets, n_source_types, n_target_types, keys)
-    slot_keys, cell_slot = _slots(keys)
-    del keys
+    n_cells = int(cell_offsets[-1])
+    index_bits = _index_bits(n_cells, (n_source_types + 1) * n_target_types - 1)
+    packed = np.empty(n_cells, dtype=np.int64)
+    _pack_cells(src_ids, src_offsets, tgt_ids, tgt_offsets, cell_offsets, n_source_types, n_target_types,
+                index_bits, packed)
+    slot_keys, cell_slot = _slots(packed, index_bits)
+    del packed
     slot_row = (slot_keys // n_target_types).astype(np.int32)
     return AlignmentData(pairs, src_ids, src_offsets, tgt_ids, tgt_offsets, cell_offsets, cell_slot, slot_row,
                          n_source_types, n_target_types, equal_token_chunks(cell_offsets))

@@ -273,7 +273,7 @@ class Aligner:
         v_prior = data.n_target_types * self.prior
         n_src = np.diff(data.src_offsets)
         n_tgt = np.diff(data.tgt_offsets)
-        cells = np.repeat(1.0 / (n_src + 1), (n_src + 1) * n_tgt).astype(np.float32)
+        cells = np.repeat((1.0 / (n_src + 1)).astype(np.float32), (n_src + 1) * n_tgt)
         counts = data.slot_totals(cells)
         totals = data.row_totals(counts)
         for model, n_iter in self.stages:

@@ -504,7 +504,7 @@ class HMM:
 
     @classmethod
     def load(cls, path):
-        """Read a model written by `save`."""
+        """Read a model written by `save`; ``HMM.load`` also reads an `HDPHMM`'s file."""
         try:
             with np.load(path, allow_pickle=False) as archive:
                 meta = json.loads(str(archive["meta"]))
@@ -513,13 +513,16 @@ class HMM:
             raise ValueError(f"{path}: not a cvbayes model file ({error})") from None
         if meta.get("format") != SAVE_FORMAT:
             raise ValueError(f"{path}: not a cvbayes model file (format {meta.get('format')!r})")
-        if meta.get("model", "hmm") != cls.MODEL_NAME:
-            raise ValueError(f"{path}: holds a {meta.get('model', 'hmm')} model; "
-                             f"load it with the matching class, not {cls.__name__}")
+        # HMM.load reads any subclass's file (the command line loads either model)
+        name = meta.get("model", "hmm")
+        matching = [c for c in (cls, *cls.__subclasses__()) if c.MODEL_NAME == name]
+        if not matching:
+            raise ValueError(f"{path}: holds a {name} model, which {cls.__name__}.load cannot read")
+        model_class = matching[0]
         family = family_from_config(meta["family"])
-        model = cls._from_saved(meta, arrays, family)
+        model = model_class._from_saved(meta, arrays, family)
         model.algorithm_ = meta["algorithm"]
-        model.objective_name_ = cls.OBJECTIVES[model.algorithm_]
+        model.objective_name_ = model_class.OBJECTIVES[model.algorithm_]
         model.history_ = [IterationRecord(int(i), o, t) for i, o, t in meta["history"]]
         model.vocabulary_ = None if meta["vocabulary"] is None else Vocabulary.from_json(meta["vocabulary"])
         model.tagset_ = None if meta["tagset"] is None else Vocabulary.from_json(meta["tagset"])
