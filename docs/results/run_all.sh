@@ -25,7 +25,7 @@ cvbayes experiment fig3.16 --passes 20
 # runs the exact search only where its estimate fits (else the heuristic alone, as the thesis).
 nice -n 10 cvbayes experiment fig5.2 --seeds 5
 nice -n 10 cvbayes experiment fig5.3 --seeds 5
-python -m cvbayes experiment fig5.7 --seeds 5 --cvi-iterations 800 --beam-iterations 2000 --out docs/results
+python -m cvbayes experiment fig5.7 --seeds 10 --out docs/results
 
 # DP-HMM over speech (thesis §3.7 and chapter 5; seeds/004): the HDP-HMM with Gaussian emissions on
 # the 31 TIDIGITS MFCC utterances, after `cvbayes data fetch tidigits` (apt-get, as root). About 9 min
