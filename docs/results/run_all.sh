@@ -26,6 +26,11 @@ cvbayes experiment fig3.16 --passes 20
 nice -n 10 cvbayes experiment fig5.2 --seeds 5
 nice -n 10 cvbayes experiment fig5.3 --seeds 5
 python -m cvbayes experiment fig5.7 --seeds 10 --out docs/results
+# Fig. 5.4-5.6 (after `cvbayes data fetch texts` and `brown`) and Fig. 5.9-5.10 (after `cvbayes data fetch ptb`)
+cvbayes experiment fig5.4 --seeds 3
+cvbayes experiment fig5.6 --seeds 3
+cvbayes experiment fig5.9 --hdp-sizes 1000 5000 all --seeds 3 --hdp-models hmm hdp hdp-beta hmm-beta
+cvbayes experiment fig5.10 --passes 5 --seeds 2 --hdp-models hmm hdp hdp-beta hmm-beta
 
 # DP-HMM over speech (thesis §3.7 and chapter 5; seeds/004): the HDP-HMM with Gaussian emissions on
 # the 31 TIDIGITS MFCC utterances, after `cvbayes data fetch tidigits` (apt-get, as root). About 9 min
