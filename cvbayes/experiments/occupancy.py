@@ -24,6 +24,7 @@ import numpy as np
 
 from ..chains.occupancy import (chain_marginals, combine, exact_zero, heuristic_zero, mean_field_zero, occupied,
                                 sampled_zero)
+from .results import plain_json
 
 DEFAULT_METHODS = ("mean_field", "sampling-100", "sampling-1000", "sampling-10000", "heuristic")
 LABELS = {"exact": "exact", "mean_field": "mean field", "heuristic": "heuristic"}
@@ -634,7 +635,7 @@ def _command(name):
 def _write(folder, name, results):
     """results.json, then table.md and the PNG drawn from what results.json holds."""
     folder.mkdir(parents=True, exist_ok=True)
-    results = _finite({"experiment": name, "command": _command(name), "thesis": THESIS_FINDINGS[name],
+    results = plain_json({"experiment": name, "command": _command(name), "thesis": THESIS_FINDINGS[name],
                        **results})
     (folder / "results.json").write_text(json.dumps(results, indent=1, allow_nan=False))
     render(folder)
@@ -651,19 +652,6 @@ def render(folder):
           + "\n".join(f"![{Path(f).name}]({Path(f).name})" for f in figures) + "\n")
     (folder / "table.md").write_text(md)
     print(md)
-
-
-def _finite(value):
-    """Plain JSON: numpy scalars as numbers, -inf (an error of exactly 0, as log10) and nan as null."""
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(item) for item in value]
-    if isinstance(value, (np.floating, np.integer)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 EXPERIMENTS = {"fig5.2": run_fig_5_2, "fig5.3": run_fig_5_3}

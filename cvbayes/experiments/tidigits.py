@@ -24,7 +24,6 @@ states the data's, or the truncation's?) and at K with no burn-in.
 from __future__ import annotations
 
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -43,6 +42,7 @@ from ..families.gaussian import Gaussian  # noqa: E402
 from ..inference.hdp import effective_states, gem_mean  # noqa: E402
 from ..models.hdp_hmm import HDPHMM  # noqa: E402
 from ..models.hmm import HMM  # noqa: E402
+from .results import plain_json  # noqa: E402
 
 NAME = "dp-hmm-tidigits"
 FOLDER = "dp_hmm_tidigits"
@@ -474,7 +474,7 @@ def run_dp_hmm_tidigits(settings):
                    ids[index], transcripts[index], n_states, int(model.n_effective_states_))
     results["plotted"] = {"utterance": ids[index], "transcript": transcripts[index], "seed": seeds[best],
                           "decoded_states": int(np.unique(states[begin:end]).size)}
-    (folder / "results.json").write_text(json.dumps(_finite(results), indent=1, allow_nan=False))
+    (folder / "results.json").write_text(json.dumps(plain_json(results), indent=1, allow_nan=False))
     render(folder, quiet)
     return folder
 
@@ -486,24 +486,11 @@ def render(folder, quiet=True):
     plot_history(folder / "history.png", results["runs"], results["data"]["frames"], results["settings"]["burn_in"])
     results["figures"] = ["cepstrogram_states.png", "history.png"]
     results["findings"] = _findings(results)
-    (folder / "results.json").write_text(json.dumps(_finite(results), indent=1, allow_nan=False))
+    (folder / "results.json").write_text(json.dumps(plain_json(results), indent=1, allow_nan=False))
     table = render_table(results)
     (folder / "table.md").write_text(table)
     if not quiet:
         print(table)
-
-
-def _finite(value):
-    """Plain JSON: numpy scalars as numbers, non-finite floats as null."""
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(item) for item in value]
-    if isinstance(value, (np.floating, np.integer)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 EXPERIMENTS = {NAME: run_dp_hmm_tidigits}

@@ -1,0 +1,20 @@
+"""What every experiment's results.json shares."""
+import math
+
+import numpy as np
+
+
+def plain_json(value):
+    """Plain JSON values: numpy arrays and scalars as lists and numbers, non-finite floats
+    (such as log10 of an error of exactly 0) as null, dict keys as strings."""
+    if isinstance(value, dict):
+        return {str(key): plain_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain_json(item) for item in value]
+    if isinstance(value, np.ndarray):
+        return plain_json(value.tolist())
+    if isinstance(value, (np.floating, np.integer)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
