@@ -262,6 +262,54 @@ def test_one_long_sequence_and_stochastic_cvi_learn_the_planted_chain(algorithm,
     assert 0 < model.gamma_ < 100 and 0 < model.sigma_ < 100
 
 
+def test_scvi_emission_products_are_the_product_over_each_words_tokens():
+    """With the whole corpus as the minibatch and rho_0 = 1, the learner's running emission
+    log-zero after one step is log prod_t (1 - q(z_t = k)) over every word's tokens, the
+    marginals enumerated under the tables of eq. 5.38-5.39 with an asymmetric beta tau.
+    Words 1 and 4 never occur, so the minibatch's compact rows are not the word ids."""
+    from cvbayes.inference.stochastic import StochasticLearner
+    model = HDPHMM(K, gamma=1.5, sigma=2.0, beta=0.5, learn_emission_prior=True)
+    sequences = [np.array([0, 2, 5, 2]), np.array([5, 5, 3]), np.array([2, 0]), np.array([3, 3, 0])]
+    corpus = _as_corpus(sequences)
+    model.family.prepare(corpus, K)
+    n_words = model.family.n_symbols
+    tau = np.array([0.1, 0.2, 0.3, 0.15, 0.05, 0.2])
+    model.family.set_prior(0.5, tau)
+    model.sticks_ = hdp.Sticks(np.array([2.0, 1.5, 3.0, 1.2]), np.array([3.0, 2.5, 1.0, 2.0]), 1.5, 2.0)
+    model.top_weights_ = None
+    learner = StochasticLearner(model, corpus, "predictive", 10, 0.6, 1.0, None, 0, False,
+                                model._stochastic_occupancy())
+    learner.random_globals(np.random.default_rng(5))
+    prior_row, sigma = model.transition_prior()
+    theta_start = (learner.start_counts + prior_row) / (learner.start_counts.sum() + sigma)
+    theta = (learner.trans_counts + prior_row) / (learner.trans_counts.sum(axis=1, keepdims=True) + sigma)
+    counts = learner.stats.values()
+    phi = (counts[:-1].T + 0.5 * tau) / (counts[-1][:, None] + 0.5)
+    expected = np.ones((n_words, K))
+    for sequence in sequences:
+        marginals = chain_posterior(theta_start, theta, phi[:, sequence].T)[1]
+        for t, w in enumerate(sequence):
+            expected[w] *= 1.0 - marginals[t]
+    learner.update(np.random.default_rng(0))
+    assert learner.rho == 1.0
+    assert n_words == 6 and np.all(expected[[1, 4]] == 1.0) and np.all(expected[[0, 2, 3, 5]] < 1.0)
+    np.testing.assert_allclose(np.exp(learner.log_zero_emissions.values()), expected, rtol=1e-9)
+
+
+def test_scvi_learns_the_emission_prior_after_every_pass():
+    corpus = _planted(seed=1)
+    test = _planted(n_sequences=20, seed=2)
+    model = HDPHMM(6, gamma=5, sigma=3, beta=1, learn_emission_prior=True)
+    model.fit(corpus, algorithm="scvi", n_iter=4, batch_size=10)
+    tau = model.family.tau
+    assert np.isclose(tau.sum(), 1.0) and np.ptp(tau) > 1e-3
+    betas = [record["beta"] for record in model.hyper_history_]
+    assert len(betas) == 4 and betas[-1] == model.family.beta != 1
+    assert np.isfinite(model.score_per_token(test))
+    with pytest.raises(ValueError, match="not svi-p"):
+        model.fit(corpus, algorithm="svi-p", n_iter=1, batch_size=10)
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="occupancy"):
         HDPHMM(5, occupancy="gibbs")

@@ -35,6 +35,7 @@ from ..models.hdp_hmm import HDPHMM
 from ..models.hmm import HMM
 from .occupancy import DEFAULT_METHODS, approximation_errors
 from .occupancy import label as method_label
+from .results import plain_json
 
 METHODS = DEFAULT_METHODS  # mean field, sampling 100 / 1K / 10K, heuristic
 ALPHABET = "abcdefghijklmnopqrstuvwxyz "
@@ -221,26 +222,11 @@ def _setting(settings, name, default):
     return default if value is None else value
 
 
-def _finite(value):
-    """Plain JSON: numpy values as numbers, -inf (log10 of an error of 0) and nan as null."""
-    if isinstance(value, dict):
-        return {str(key): _finite(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(item) for item in value]
-    if isinstance(value, np.ndarray):
-        return _finite(value.tolist())
-    if isinstance(value, (np.floating, np.integer)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 def _write(out, name, results):
     """results.json, then table.md and the PNGs drawn from what results.json holds."""
     folder = Path(out) / name.replace(".", "_")
     folder.mkdir(parents=True, exist_ok=True)
-    results = _finite({"experiment": name, "command": _command(name), "thesis": THESIS_FINDINGS[name], **results})
+    results = plain_json({"experiment": name, "command": _command(name), "thesis": THESIS_FINDINGS[name], **results})
     (folder / "results.json").write_text(json.dumps(results, indent=1, allow_nan=False))
     return render(folder)
 
@@ -505,7 +491,7 @@ def _render_occupancy(folder, results):
     # the summaries are derived from the runs: recomputed here, so a re-render follows this code
     for run in results["runs"]:
         run["separated_at"] = _separated_at(run["evaluations"])
-    results["summaries"] = _finite(_summaries(results["runs"], results["methods"]))
+    results["summaries"] = plain_json(_summaries(results["runs"], results["methods"]))
     (folder / "results.json").write_text(json.dumps(results, indent=1, allow_nan=False))
     stem = results["experiment"].replace(".", "_")
     figures = [_plot_errors(folder / f"{stem}.png", results)]
@@ -810,14 +796,16 @@ def _per_word(kind, n_words):
 
 def stochastic_run(kind, train, test, n_states, seed, passes, batch_size, kappa, points=CURVE_POINTS):
     """SCVI for the finite HMM (Dir(0.1) transitions) or the HDP-HMM (gamma, sigma and the sticks moved by
-    eq. 5.40 after every minibatch), scored on test along the way.  Emission priors are symmetric and
-    fixed (SCVI does not learn beta tau): 0.1 a word for 'hmm' and 'hdp-beta', 100/W for 'hdp' and
-    'hmm-beta'."""
-    per_word = _per_word(kind, len(train.vocabulary))
+    eq. 5.40 after every minibatch, beta tau learned after every pass, §5.5.3), scored on test along the
+    way.  The emission prior starts at 0.1 a word for 'hmm' and 'hdp-beta', 100/W for 'hdp' and 'hmm-beta'
+    (the HDP-HMM's as beta = W x that with tau uniform); the finite HMM's stays fixed."""
+    n_words = len(train.vocabulary)
+    per_word = _per_word(kind, n_words)
     if kind in FINITE_MODELS:
         model = HMM(n_states, FINITE_PRIOR, per_word)
     else:
-        model = HDPHMM(n_states, gamma=PTB_GAMMA, sigma=PTB_SIGMA, beta=per_word, learn_concentrations=True)
+        model = HDPHMM(n_states, gamma=PTB_GAMMA, sigma=PTB_SIGMA, beta=per_word * n_words,
+                       learn_concentrations=True, learn_emission_prior=True)
     total_steps = passes * math.ceil(train.n_sequences / batch_size)
     curve = []
 
@@ -825,23 +813,23 @@ def stochastic_run(kind, train, test, n_states, seed, passes, batch_size, kappa,
         point = {"steps": int(step), "seconds": fitted.train_seconds_ if seconds is None else seconds,
                  "loglik": fitted.score_per_token(test)}
         if kind not in FINITE_MODELS:
-            point.update(gamma=fitted.sticks_.gamma, sigma=fitted.sticks_.sigma)
+            point.update(gamma=fitted.sticks_.gamma, sigma=fitted.sticks_.sigma, beta=fitted.family.beta)
         curve.append(point)
 
     model.fit(train, algorithm="scvi", n_iter=passes, seed=seed, batch_size=batch_size, kappa=kappa,
               callback=evaluate, callback_every=max(1, total_steps // points))
     if not curve or curve[-1]["steps"] != model.steps_:
         evaluate(model, model.steps_, sum(r.seconds for r in model.history_))
-    used = word_prior(model)[0]
-    if not math.isclose(used, per_word, rel_tol=1e-9):
-        raise RuntimeError(f"the {kind} model uses {used:g} a word, not the intended {per_word:g}: "
-                           "HDPHMM's beta no longer means a per-word pseudo-count when tau is not set")
+    used = word_prior(model)
+    if kind in FINITE_MODELS and not math.isclose(used[0], per_word, rel_tol=1e-9):
+        raise RuntimeError(f"the {kind} model uses {used[0]:g} a word, not the intended {per_word:g}")
     run = {"model": kind, "algorithm": "scvi", "seed": seed, "n_states": n_states, "batch_size": batch_size,
            "kappa": kappa, "passes": passes, "steps": model.steps_, "seconds": sum(r.seconds for r in model.history_),
            "final": curve[-1]["loglik"], "effective_states": effective_states(model), "curve": curve,
-           "word_prior": used}
+           "word_prior": per_word}
     if kind not in FINITE_MODELS:
-        run.update(gamma=model.gamma_, sigma=model.sigma_, max_sigma=max(p["sigma"] for p in curve))
+        run.update(gamma=model.gamma_, sigma=model.sigma_, max_sigma=max(p["sigma"] for p in curve),
+                   beta=model.family.beta, learned_word_prior=used)
     return run
 
 
@@ -868,8 +856,8 @@ def run_fig_5_10(settings):
     return _write(settings.out, "fig5.10", results)
 
 
-SCVI_LABELS = {"hmm": "finite HMM, 0.1 a word", "hdp": "HDP-HMM, 100/W a word",
-               "hdp-beta": "HDP-HMM, 0.1 a word", "hmm-beta": "finite HMM, 100/W a word"}
+SCVI_LABELS = {"hmm": "finite HMM, 0.1 a word", "hdp": "HDP-HMM, beta tau from 100/W a word",
+               "hdp-beta": "HDP-HMM, beta tau from 0.1 a word", "hmm-beta": "finite HMM, 100/W a word"}
 
 
 def _table_fig_5_10(results):
@@ -879,10 +867,11 @@ def _table_fig_5_10(results):
              f"({results['train_tokens']:,} tokens with </s>); **{results['passes']} pass(es) over the data a run** "
              f"(the thesis ran every setting for 2 hours); {results['seeds']} seed(s).  Finite HMM: SCVI-2 with "
              f"Dir(0.1) transitions.  HDP-HMM: SCVI with gamma = {PTB_GAMMA:g}, sigma = {PTB_SIGMA:g} to start, the "
-             f"sticks, gamma and sigma moved by eq. 5.40 after every minibatch from the first one (no burn-in).  "
-             f"Emission priors are symmetric and fixed, since SCVI here does not learn beta tau: the thesis's "
-             f"HDP-HMM starts from beta = {PTB_BETA:g} with tau uniform, {PTB_BETA:g}/W = "
-             f"{PTB_BETA / results.get('n_words', 10000):.3g} a word ('100/W'); the finite HMM has 0.1 a word.  "
+             f"sticks, gamma and sigma moved by eq. 5.40 after every minibatch from the first one (no burn-in), "
+             f"and the emission prior beta tau batch-updated after every pass (§5.5.3).  The thesis's HDP-HMM "
+             f"starts from beta = {PTB_BETA:g} with tau uniform, {PTB_BETA:g}/W = "
+             f"{PTB_BETA / results.get('n_words', 10000):.3g} a word ('100/W'); the finite HMM has a fixed 0.1 "
+             f"a word.  "
              f"Rows with the other emission prior are controls, not in the thesis.  Per-word held-out "
              f"log-likelihood on PTB test at the end; higher is better.", "",
              "| kappa | M | steps | model | held-out log-lik | minus finite (0.1) | better? | thesis | learned gamma | "

@@ -35,13 +35,13 @@ class Categorical:
         self.beta = float(beta)
         self.tau = None if tau is None else np.asarray(tau, dtype=float)
 
-    def _pseudo_counts(self, n_rows):
-        """(per-word prior (n_rows, 1) or scalar, row total) for tables over all W words."""
+    def _pseudo_counts(self, rows=None):
+        """(per-word prior (n, 1) or scalar, row total) for the statistics rows ``rows``
+        (words, then the totals row, as `minibatch_layout` gives them; None: all W words)."""
         if self.tau is None:
             return self.beta, self.n_symbols * self.beta
-        if n_rows != self.n_symbols:
-            raise ValueError("an asymmetric emission prior needs the statistics of every word")
-        return self.beta * self.tau[:, None], self.beta
+        tau = self.tau if rows is None else self.tau[rows[:-1]]
+        return self.beta * tau[:, None], self.beta
 
     def config(self):
         """Constructor arguments, as JSON-ready values (model files)."""
@@ -108,10 +108,11 @@ class Categorical:
         eq. 3.50 and 3.109)."""
         return self.compact_table(stats, rule, None)
 
-    def compact_table(self, stats, rule, features):
+    def compact_table(self, stats, rule, features, rows=None):
         """The table rows of the words whose statistics are ``stats[:-1]``; the last
-        row holds the totals E[C_{.,k}] over the whole vocabulary."""
-        pseudo, pseudo_total = self._pseudo_counts(stats.shape[0] - 1)
+        row holds the totals E[C_{.,k}] over the whole vocabulary.  ``rows``: the
+        statistics rows ``stats`` holds (`minibatch_layout`), None for all of them."""
+        pseudo, pseudo_total = self._pseudo_counts(rows)
         counts = np.maximum(stats[:-1], 0.0) + pseudo
         totals = np.maximum(stats[-1], 0.0) + pseudo_total
         if rule == "vb":
@@ -144,7 +145,7 @@ class Categorical:
     def fitted(self, stats, rule):
         if rule == "map":
             return {"emissionprob_": self.map_params(stats)["emissionprob"]}
-        pseudo, pseudo_total = self._pseudo_counts(stats.shape[0] - 1)
+        pseudo, pseudo_total = self._pseudo_counts()
         return {"emissionprob_": rules.dirichlet_mean(self._counts(stats), np.ravel(pseudo), pseudo_total)}
 
     def state_totals(self, stats):

@@ -116,8 +116,9 @@ class Gaussian:
         "predictive" (the Student-t posterior predictive, eq. 3.96)."""
         return self.compact_table(stats, rule, self.features(corpus))
 
-    def compact_table(self, stats, rule, features):
-        """The table of `table` for the feature rows ``features``."""
+    def compact_table(self, stats, rule, features, rows=None):
+        """The table of `table` for the feature rows ``features`` (``rows``, the
+        statistics rows, are all of them here)."""
         kappa, mu, a, b = self.posterior(stats)
         diff2 = (features[:, None, :] - mu[None]) ** 2
         if rule == "vb":

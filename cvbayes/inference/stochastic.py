@@ -130,7 +130,7 @@ def gather_ranges(begins, ends, local_offsets):
 def unit_expectations(family, start_row, stationary, trans, guard_counts, trans_prior, trans_prior_total, table,
                       table_log_offset, mask, index, features, chain_offsets, own_begin, own_end,
                       start_kind, right_guarded, left_beliefs, right_beliefs, n_stats, chunk_bounds,
-                      out_edges, occupancy, n_samples, seed):
+                      out_edges, occupancy, n_samples, seed, n_emission_rows):
     """Expected counts of a minibatch of units under one set of tables.
 
     Unit u's chain is the tokens chain_offsets[u]..chain_offsets[u+1] of the
@@ -144,11 +144,14 @@ def unit_expectations(family, start_row, stationary, trans, guard_counts, trans_
 
     With an ``occupancy`` method (the HDP-HMM's SCVI), the minibatch's
     q(C^B = 0) products of eq. 5.46 come back too (sweeps.add_no_transition;
-    guard pairs by the heuristic); units then must have no buffer.
+    guard pairs by the heuristic); units then must have no buffer.  With
+    ``n_emission_rows`` > 0 (categorical emissions, learning beta tau of
+    §5.5.3) so do prod_t (1 - q(z_t = k)) over the tokens of every compact row
+    of ``index``, the words of the minibatch.
 
     Returns (start_counts, trans_counts, stats, sum of log Z, first bad unit or
-    -1, (zero start, zero pairs, zero exits)) and writes q(first own token),
-    q(last own token) to out_edges[u].
+    -1, (zero start, zero pairs, zero exits, zero emissions (n_emission_rows,
+    K))) and writes q(first own token), q(last own token) to out_edges[u].
     """
     n_states = trans.shape[0]
     n_chunks = chunk_bounds.shape[0] - 1
@@ -166,7 +169,7 @@ def unit_expectations(family, start_row, stationary, trans, guard_counts, trans_
     zero_start_acc = np.ones((n_zero, n_states))
     zero_pairs_acc = np.ones((n_zero, n_states, n_states))
     zero_exits_acc = np.ones((n_zero, n_states))
-    no_emissions = np.ones((0, 0))
+    zero_emissions_acc = np.ones((n_zero, n_emission_rows, n_states))
     for c in prange(n_chunks):
         lik, fwd, bwd, gamma = chain_buffers(longest, n_states)
         start = np.empty(n_states)
@@ -214,7 +217,7 @@ def unit_expectations(family, start_row, stationary, trans, guard_counts, trans_
             if with_zero:
                 add_no_transition(occupancy, n_samples, seed + u, fwd, bwd, gamma, trans, n_steps,
                                   start_kind[u] == START_ROW, right_guarded[u], family, index, begin,
-                                  (zero_start_acc[c], zero_pairs_acc[c], zero_exits_acc[c], no_emissions))
+                                  (zero_start_acc[c], zero_pairs_acc[c], zero_exits_acc[c], zero_emissions_acc[c]))
             for t in range(first, last):
                 add_token_stats(family, stats_acc[c], index, features, begin + t, gamma[t], 1.0)
             for k in range(n_states):
@@ -225,11 +228,13 @@ def unit_expectations(family, start_row, stationary, trans, guard_counts, trans_
         if bad >= 0 and (first_bad < 0 or bad < first_bad):
             first_bad = bad
     pairs = outer_acc.sum(axis=0) * trans + guard_acc.sum(axis=0)
-    zero = (np.ones(n_states), np.ones((n_states, n_states)), np.ones(n_states))
+    zero = (np.ones(n_states), np.ones((n_states, n_states)), np.ones(n_states),
+            np.ones((n_emission_rows, n_states)))
     for c in range(n_zero):
         zero[0][:] *= zero_start_acc[c]
         zero[1][:, :] *= zero_pairs_acc[c]
         zero[2][:] *= zero_exits_acc[c]
+        zero[3][:, :] *= zero_emissions_acc[c]
     return start_acc.sum(axis=0), pairs, stats_acc.sum(axis=0), log_z_acc.sum(), first_bad, zero
 
 
@@ -247,15 +252,18 @@ class StochasticLearner:
     buffer : SVI only, observations padded on each side of a subchain
     vanilla : start subchains from the stationary distribution, with no
         guards (SCVI-3) and no buffer (SVI)
-    occupancy : (method code, samples) of q(C = 0) for the HDP-HMM, whose
-        corpus-level log prod_i q(C^i = 0) (eq. 5.46) is then kept in
+    occupancy : (method code, samples, emissions) of q(C = 0) for the HDP-HMM,
+        whose corpus-level log prod_i q(C^i = 0) (eq. 5.46) is then kept in
         ``log_zero`` like the counts: decayed by 1 - rho and refreshed with the
         minibatch's value scaled to the corpus, an unbiased estimate of the
-        sum over units of log q(C^unit = 0)
+        sum over units of log q(C^unit = 0).  With ``emissions`` (categorical
+        only, for beta tau of §5.5.3) ``log_zero_emissions`` keeps the (W, K)
+        log prod_t (1 - q(z_t = k)) over every word's tokens the same way, with
+        the decay and scale of the emission statistics.
     """
 
     def __init__(self, model, corpus, rule, batch_size, kappa, tau0, subchain_length, buffer, vanilla,
-                 occupancy=(NO_OCCUPANCY, 0)):
+                 occupancy=(NO_OCCUPANCY, 0, False)):
         self.model = model
         self.family = model.family
         self.corpus = corpus
@@ -274,8 +282,9 @@ class StochasticLearner:
         n_beliefs = self.units.n_units if self.guarded else 0
         self.beliefs = np.full((n_beliefs, 2, k), 1.0 / k, dtype=np.float32)
         self.step = 0
-        self.occupancy, self.n_samples = occupancy
+        self.occupancy, self.n_samples, emissions = occupancy
         self.log_zero = (np.zeros(k), np.zeros((k, k)), np.zeros(k))
+        self.log_zero_emissions = DecayingCounts(np.zeros((self.family.n_symbols, k))) if emissions else None
 
     # ------------------------------------------------------------ globals
     def random_globals(self, rng):
@@ -313,7 +322,7 @@ class StochasticLearner:
         own_begin = chain_offsets[:-1] + (begin - chain_begin)
         own_end = own_begin + (end - begin)
         index, features, rows = self.family.minibatch_layout(self.corpus, positions)
-        table, offset = self.family.compact_table(self.stats.rows(rows), self.rule, features)
+        table, offset = self.family.compact_table(self.stats.rows(rows), self.rule, features, rows)
         mask = self.mask[rows[:-1]] if self.mask is not None else np.zeros((0, k))
         start_row, trans = self._transition_tables()
 
@@ -329,11 +338,12 @@ class StochasticLearner:
         stationary = (stationary_distribution(trans / trans.sum(axis=1, keepdims=True))
                       if np.any(start_kind == STATIONARY) else start_row)
         edges = np.empty((ids.shape[0], 2, k))
+        n_emission_rows = 0 if self.log_zero_emissions is None else rows.shape[0] - 1  # the minibatch's words
         start_counts, pairs, stats, log_z, bad, zero = unit_expectations(
             self.family.code, start_row, stationary, trans, self.trans_counts, *self.model.transition_prior(),
             table, offset, mask, index, features, chain_offsets, own_begin, own_end, start_kind,
             right_guarded, left_beliefs, right_beliefs, rows.shape[0], equal_token_chunks(chain_offsets), edges,
-            self.occupancy, self.n_samples, self.step)
+            self.occupancy, self.n_samples, self.step, n_emission_rows)
         if bad >= 0:
             u = int(ids[bad])
             raise ValueError(f"tokens {begin[bad]}..{end[bad] - 1} (unit {u}) have zero probability "
@@ -374,9 +384,13 @@ class StochasticLearner:
         self.stats.add(rows, rho * stats_scale * stats)
         if self.occupancy != NO_OCCUPANCY:
             tiny = np.finfo(float).tiny
-            for running, batch, scale in zip(self.log_zero, zero, (unit_scale, pair_scale, pair_scale)):
+            for running, batch, scale in zip(self.log_zero, zero[:3], (unit_scale, pair_scale, pair_scale)):
                 running *= keep
                 running += rho * scale * np.log(np.maximum(batch, tiny))
+            if self.log_zero_emissions is not None:
+                # the rows of the minibatch's words (rows[-1] is the totals row of the statistics)
+                self.log_zero_emissions.decay(keep)
+                self.log_zero_emissions.add(rows[:-1], rho * stats_scale * np.log(np.maximum(zero[3], tiny)))
         self.rho = rho
         return log_z, n_chain_tokens
 

@@ -51,19 +51,26 @@ class HDPHMM(HMM):
     learn_concentrations : bool
         Update gamma and sigma (eq. 5.17, 5.20); the sticks are always updated.
     burn_in : int
-        Passes (batch CVI) before gamma and sigma are learned.  From a random
-        start every state's transitions look alike, which the data explain
-        best by an ever larger sigma; that would freeze the states before they
-        separate, so the concentrations wait until they have.
+        Passes (batch CVI) before gamma and sigma (and beta, tau) are learned.
+        From a random start every state's transitions look alike, which the
+        data explain best by an ever larger sigma; that would freeze the states
+        before they separate, so the concentrations wait until they have.
+        SCVI has no burn-in: it moves gamma and sigma from the first minibatch.
     learn_emission_prior : bool
-        Update beta and tau (§5.5.3), categorical emissions and batch CVI only.
+        Update beta and tau (§5.5.3, following Teh et al. 2008), categorical
+        emissions only.  Batch CVI updates them after every pass past
+        ``burn_in``; SCVI batch-updates them after every pass over the data, as
+        the thesis does, from the global emission counts and the running
+        prod_t (1 - q(z_t = k)) over every word's tokens (eq. 5.46); svi-p
+        does not learn them.
 
     Attributes (after fit)
     ----------------------
     gamma_, sigma_ : the learned concentrations; ``sticks_`` the Beta(u, v) of
     every stick; ``n_effective_states_`` the fewest states covering 99 % of the
     tokens (footnote 4); ``hyper_history_`` one dict a pass (gamma, sigma,
-    the hyperparameter objective before and after its update, effective states).
+    beta when learned, effective states; batch CVI adds the hyperparameter
+    objective before and after its update).
     After every pass the sticks are ordered by the states' expected tokens
     (footnote 4): ``sticks_.order`` lists the states from the most used.
     """
@@ -168,20 +175,21 @@ class HDPHMM(HMM):
     # ------------------------------------------------------ stochastic CVI
     def _fit_scvi(self, data, n_iter, seed, init, anneal, progress):
         """SCVI (§5.3 "Stochastic CVI"): the finite SCVI with sigma G[pi_k] as the
-        transition prior, and after every minibatch one step of eq. 5.40."""
-        if self.learn_emission_prior:
-            raise ValueError("learn_emission_prior is supported by batch CVI only")
+        transition prior, and after every minibatch one step of eq. 5.40; with
+        ``learn_emission_prior`` beta tau after every pass (§5.5.3)."""
         self._n_sequences = data.corpus.n_sequences
         self._fit_stochastic(data, n_iter, seed, init, "predictive", progress)
 
     def _fit_svi_p(self, data, n_iter, seed, init, anneal, progress):
         """svi-p: SVI (eq. 3.20-3.22 on minibatches) with Dir(sigma beta) transition rows."""
+        if self.learn_emission_prior:
+            raise ValueError("learn_emission_prior is supported by batch CVI and SCVI, not svi-p")
         self._fit_stochastic(data, n_iter, seed, init, "vb", progress)
 
     def _stochastic_occupancy(self):
         if self.top_weights_ is not None:
-            return sweeps.NO_OCCUPANCY, 0
-        return method_code(self.occupancy), self.n_samples
+            return sweeps.NO_OCCUPANCY, 0, False
+        return method_code(self.occupancy), self.n_samples, self.learn_emission_prior
 
     def _after_step(self, learner):
         if self.top_weights_ is not None:
@@ -192,6 +200,24 @@ class HDPHMM(HMM):
         zero = [np.exp(log_zero) for log_zero in learner.log_zero]
         occupancy = hdp.transition_occupancy(learner.start_counts, learner.trans_counts, *zero, self._n_sequences)
         hdp.stochastic_update(self.sticks_, occupancy, learner.rho, self.learn_concentrations)
+
+    def _after_pass(self, learner):
+        """SCVI's batch update of beta tau after every pass (§5.5.3): the emission
+        restaurants from the global counts and exp of the running log
+        prod_t (1 - q(z_t = k)) (eq. 5.46).  The learner builds every
+        minibatch's tables from ``self.family``, so they take the new prior.  Appends
+        the pass's record to ``hyper_history_``."""
+        if self.top_weights_ is not None:
+            return
+        counts = learner.stats.values()
+        record = {"gamma": self.sticks_.gamma, "sigma": self.sticks_.sigma}
+        if self.learn_emission_prior:
+            emissions = hdp.emission_occupancy(counts[:-1].T, np.exp(learner.log_zero_emissions.values()))
+            beta, tau = hdp.update_emission_prior(self.family.beta, self.family.tau, emissions)
+            self.family.set_prior(beta, tau)
+            record["beta"] = beta
+        record["effective_states"] = hdp.effective_states(self.family.state_totals(counts))
+        self.hyper_history_.append(record)
 
     # ------------------------------------------------------------ analysis
     def chain_posteriors(self, X, lengths=None):

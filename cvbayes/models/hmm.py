@@ -339,11 +339,14 @@ class HMM:
         """Work between passes of CVI-2/CVI-3: none for the finite HMM."""
 
     def _stochastic_occupancy(self):
-        """(method code, samples) of q(C = 0) a stochastic learner tracks: none here."""
-        return sweeps.NO_OCCUPANCY, 0
+        """(method code, samples, emissions) of q(C = 0) a stochastic learner tracks: none here."""
+        return sweeps.NO_OCCUPANCY, 0, False
 
     def _after_step(self, learner):
         """Work after every minibatch step of SVI/SCVI: none for the finite HMM."""
+
+    def _after_pass(self, learner):
+        """Work after every pass of SVI/SCVI over the data: none for the finite HMM."""
 
     def _fit_cvi1(self, data, n_iter, seed, init, anneal, progress):
         """CVI algorithm 1: token-level mean field (eq. 3.28-3.39)."""
@@ -431,6 +434,9 @@ class HMM:
                     bar.update()
                     if every is not None and learner.step % every == 0:
                         self._call_back(learner.step, learner.counts(), "predictive", trained + seconds)
+                started = time.perf_counter()
+                self._after_pass(learner)
+                seconds += time.perf_counter() - started
                 trained += seconds
                 objective = log_z / max(n_tokens, 1)
                 self.history_.append(IterationRecord(it, objective, seconds))
