@@ -88,6 +88,24 @@ def jump_matrix(theta, n_src, max_jump, sizes, out):
 
 
 @njit(cache=True)
+def _add_bucket_row(weight, counts, table_row, theta, src, n_src, max_jump, sizes_row, out):
+    """Bucket responsibilities of the jumps src -> i, i < n_src, expected ``weight * counts[i]`` times."""
+    restart = 0.0
+    for i in range(n_src):
+        p = table_row[i]
+        if counts[i] == 0.0 or p <= 0.0:
+            continue
+        ratio = weight * counts[i] / p
+        b = bucket_of(i - src, max_jump)
+        out[b] += ratio * theta[b] / sizes_row[b]
+        restart += ratio
+    if restart > 0.0:
+        for b in range(theta.shape[0]):
+            if sizes_row[b] == 0:
+                out[b] += restart * theta[b] / n_src
+
+
+@njit(cache=True)
 def add_bucket_counts(pairs, table, theta, n_src, max_jump, sizes, weight, out):
     """Expected bucket counts of expected transition counts (the E-step for theta).
 
@@ -97,45 +115,14 @@ def add_bucket_counts(pairs, table, theta, n_src, max_jump, sizes, weight, out):
     theta_d w(d; src, i) / p(i | src); ``out[d] += weight *`` the sum of those
     responsibilities.  O(I^2 + I M).
     """
-    n_buckets = theta.shape[0]
     for r in range(n_src + 1):
-        src = r - 1
-        restart = 0.0
-        for i in range(n_src):
-            count = pairs[r, i]
-            p = table[r, i]
-            if count == 0.0 or p <= 0.0:
-                continue
-            ratio = weight * count / p
-            b = bucket_of(i - src, max_jump)
-            out[b] += ratio * theta[b] / sizes[r, b]
-            restart += ratio
-        if restart > 0.0:
-            for b in range(n_buckets):
-                if sizes[r, b] == 0:
-                    out[b] += restart * theta[b] / n_src
+        _add_bucket_row(weight, pairs[r], table[r], theta, r - 1, n_src, max_jump, sizes[r], out)
 
 
 @njit(cache=True)
 def add_outer_bucket_counts(left, right, table, theta, n_src, max_jump, sizes, out):
     """`add_bucket_counts` for pairs[src + 1, i] = left[src + 1] * right[i] (CVI-1's factorised
     q(a_{j-1}) q(a_j)), without forming the (I + 1) x I matrix; rows with left = 0 are skipped."""
-    n_buckets = theta.shape[0]
     for r in range(n_src + 1):
-        weight = left[r]
-        if weight == 0.0:
-            continue
-        src = r - 1
-        restart = 0.0
-        for i in range(n_src):
-            p = table[r, i]
-            if right[i] == 0.0 or p <= 0.0:
-                continue
-            ratio = weight * right[i] / p
-            b = bucket_of(i - src, max_jump)
-            out[b] += ratio * theta[b] / sizes[r, b]
-            restart += ratio
-        if restart > 0.0:
-            for b in range(n_buckets):
-                if sizes[r, b] == 0:
-                    out[b] += restart * theta[b] / n_src
+        if left[r] != 0.0:
+            _add_bucket_row(left[r], right, table[r], theta, r - 1, n_src, max_jump, sizes[r], out)

@@ -476,6 +476,17 @@ def _exact_seconds_per_sequence(n_states, measured):
     return measured[probe_states] * (n_states / probe_states) ** 4, probe_states
 
 
+def _required_runs(n_states, method, n_runs, max_length):
+    """Fig. 5.3's required length by ``method``, once a run (the same chains for every method)."""
+    runs = []
+    for run in range(n_runs):
+        tokens, sequences, in_method, wall = required_length(n_states, method, _rng(run, n_states, 53), max_length)
+        runs.append({"run": run, "tokens": tokens, "sequences": sequences, "method_seconds": in_method,
+                     "wall_seconds": wall})
+        print(f"fig5.3 K = {n_states} run {run} {method}: {tokens} tokens, {wall:.1f} s", file=sys.stderr, flush=True)
+    return runs
+
+
 def run_fig_5_3(settings):
     """The I x T at which every q(C_jk > 0) > 0.999, against K (Fig. 5.3)."""
     states = settings.k_values or FIG_5_3_STATES
@@ -485,14 +496,8 @@ def run_fig_5_3(settings):
     measured = {}
     rows = []
     for n_states in states:
-        row = {"n_states": n_states, "heuristic": [], "exact": None, "exact_skipped": None}
-        for run in range(settings.seeds):
-            tokens, sequences, in_method, wall = required_length(n_states, "heuristic", _rng(run, n_states, 53),
-                                                                 max_length)
-            row["heuristic"].append({"run": run, "tokens": tokens, "sequences": sequences,
-                                     "method_seconds": in_method, "wall_seconds": wall})
-            print(f"fig5.3 K = {n_states} run {run} heuristic: {tokens} tokens, {wall:.1f} s",
-                  file=sys.stderr, flush=True)
+        row = {"n_states": n_states, "heuristic": _required_runs(n_states, "heuristic", settings.seeds, max_length),
+               "exact": None, "exact_skipped": None}
         per_sequence, probe_states = _exact_seconds_per_sequence(n_states, measured)
         sequences = sum(r["sequences"] for r in row["heuristic"])
         estimate = per_sequence * sequences
@@ -505,14 +510,7 @@ def run_fig_5_3(settings):
                                     f"x {sequences:,} sequences (the heuristic's count over {settings.seeds} runs) "
                                     f"= {estimate:,.0f} s, over the {budget:,.0f} s budget")
         else:
-            row["exact"] = []
-            for run in range(settings.seeds):
-                tokens, sequences, in_method, wall = required_length(n_states, "exact", _rng(run, n_states, 53),
-                                                                     max_length)
-                row["exact"].append({"run": run, "tokens": tokens, "sequences": sequences,
-                                     "method_seconds": in_method, "wall_seconds": wall})
-                print(f"fig5.3 K = {n_states} run {run} exact: {tokens} tokens, {wall:.1f} s",
-                      file=sys.stderr, flush=True)
+            row["exact"] = _required_runs(n_states, "exact", settings.seeds, max_length)
         row["method"] = "exact" if row["exact"] is not None else "heuristic"
         for method in ("heuristic", "exact"):
             if row[method] is not None:
