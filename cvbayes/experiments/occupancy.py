@@ -606,10 +606,14 @@ def _plot_fig_5_3(path, rows, seeds, fit):
         k = np.array([r["n_states"] for r in rows], dtype=float)
         ax.plot(k, fit["coefficient"] * k ** fit["slope"], color="grey", linewidth=0.8,
                 label=f"{fit['coefficient']:.2f} K^{fit['slope']:.2f}")
+    # Explicit limits with room on both sides: with every point at one value (a small run), log-scale
+    # autoscaling would see identical low and high limits.
+    values = [r[f"{m}_mean"] for r in rows for m in ("required", "heuristic") if r[f"{m}_mean"]]
+    if values:
+        ax.set_ylim(min(values) / 2, max(values) * 2)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks([r["n_states"] for r in rows], [str(r["n_states"]) for r in rows])
-    ax.margins(y=0.12)
     ax.set_xlabel("K")
     ax.set_ylabel(f"required I x T for all q(C_jk > 0) > {THRESHOLD}")
     ax.set_title(f"Simulated chains, mean ± std of {seeds} runs")
