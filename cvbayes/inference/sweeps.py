@@ -27,13 +27,15 @@ sequence later removes what was added (no drift from rounding).
 import math
 
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit, prange
 
 from ..chains.forward_backward import (FAST, add_pair_outer, chain_buffers, chain_marginals,
                                        fill_rows_from_table, forward_backward, forward_log_z, mat_vec,
                                        vec_mat, viterbi)
 from ..chains.guarded import add_left_guard_pairs, add_right_guard_pairs, guard_end, guard_start
 from ..chains.occupancy import HEURISTIC, chain_zero
+from ..core.sampling import seed_numba, splitmix64 as _splitmix64, uniform as _uniform
+from ..core.units import equal_token_chunks, first_bad, max_length
 from ..families.ops import CATEGORICAL, add_token_stats, predictive_rows
 
 MPD = 0
@@ -103,38 +105,6 @@ def add_no_transition(method, n_samples, seed, fwd, bwd, gamma, trans_bar, n_ste
             row = zero_emissions[index[begin + t]]
             for k in range(n_states):
                 row[k] *= 1.0 - gamma[t, k]
-
-
-def equal_token_chunks(offsets):
-    """Split sequences into one chunk a thread, cut at equal token counts.
-
-    Each chunk keeps its own copy of the (S, K) statistics in the parallel
-    drivers, which is W x K for categorical data, so there is one per thread.
-    """
-    n_seq = offsets.shape[0] - 1
-    n_chunks = max(1, min(n_seq, get_num_threads()))
-    targets = np.linspace(0, offsets[-1], n_chunks + 1)
-    bounds = np.searchsorted(offsets, targets, side="left")
-    bounds[0], bounds[-1] = 0, n_seq
-    return np.ascontiguousarray(np.maximum.accumulate(bounds), dtype=np.int64)
-
-
-@njit(cache=True)
-def max_length(offsets):
-    longest = 0
-    for i in range(offsets.shape[0] - 1):
-        longest = max(longest, offsets[i + 1] - offsets[i])
-    return max(longest, 1)
-
-
-@njit(cache=True)
-def first_bad(bad_per_chunk):
-    """The lowest sequence (or sentence pair) index any chunk flagged as impossible, or -1."""
-    first = -1
-    for bad in bad_per_chunk:
-        if bad >= 0 and (first < 0 or bad < first):
-            first = bad
-    return first
 
 
 @njit(parallel=True, cache=True)
@@ -245,33 +215,6 @@ def batch_decode(start, trans, table, table_log_offset, mask, index, offsets, ch
             if not ok and bad_acc[c] < 0:
                 bad_acc[c] = i
     return first_bad(bad_acc)
-
-
-@njit(cache=True)
-def seed_numba(seed):
-    """Seed numba's own generator (separate from NumPy's) for the sampler."""
-    np.random.seed(seed)
-
-
-@njit(cache=True)
-def _splitmix64(x):
-    """One splitmix64 step: a well-mixed 64-bit value from any seed."""
-    x = (x + np.uint64(0x9E3779B97F4A7C15))
-    z = x
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-@njit(cache=True)
-def _uniform(state):
-    """xorshift64* draw in [0, 1); ``state`` is a one-element uint64 array."""
-    x = state[0]
-    x ^= x >> np.uint64(12)
-    x ^= x << np.uint64(25)
-    x ^= x >> np.uint64(27)
-    state[0] = x
-    return np.float64((x * np.uint64(0x2545F4914F6CDD1D)) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
 @njit(parallel=True, cache=True, fastmath=FAST)

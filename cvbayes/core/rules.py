@@ -1,0 +1,197 @@
+"""The parameter rules: how each algorithm turns expected counts into the table a dynamic program runs on.
+
+This is the thesis's "algorithmic shortcut from EM to CVI" (§3.3.1, §3.5, §4.3-4.4): forward-backward,
+inside-outside and every other kernel stay the same; only the table changes.  For a Dirichlet row with
+pseudo-counts a_k, prior total A = sum_k a_k (or the HDP's sigma, eq. 5.38) and counts C_k with row total
+C_. = sum_k C_k:
+
+* ``MAP`` (EM):     (C_k + (a_k - 1)+) / (C_. + sum_k (a_k - 1)+)        eq. 3.18-3.19, 4.10
+* ``VB``:           exp(psi(C_k + a_k) - psi(C_. + A))                    eq. 3.21-3.22, 4.12
+* ``MEAN`` (CVI, SCVI, the posterior mean and the samplers' predictive):
+                    (C_k + a_k) / (C_. + A)          eq. 3.49-3.50, 3.99, 3.109, 4.16, 4.24, 5.38
+
+The collapsed algorithms apply ``MEAN`` to the counts of everything but the unit being updated, so the
+same formula is the leave-one-out (surrogate) table.  Each formula is written once, as a scalar function
+compiled twice: as a numba function for the kernels' inner loops (``mean_cell``, ``log_geometric_cell``)
+and as a NumPy ufunc for whole tables (``dirichlet_table``).  MAP uses no pseudo-count below a = 1: the
+posterior mode then lies on the simplex boundary, so a <= 1 gives the MLE.  Counts are clipped at zero
+(float32 local statistics can leave -1e-7 behind).
+
+Rows are dense (the last axis of an array) or sparse: ``slot_*`` functions take only the stored entries of
+rows of ``width`` outcomes (the aligner's translation rows, thesis §3.8.3), whose other entries have no
+counts.
+"""
+import numpy as np
+from numba import njit, vectorize
+from scipy.special import gammaln
+
+from .special import digamma
+
+MAP = "map"
+VB = "vb"
+MEAN = "mean"
+RULES = (MAP, VB, MEAN)
+
+# exp(psi(1e-6)) underflows to 0, and a chain entering an all-zero row would die
+_TINY = np.finfo(float).tiny
+_SIGNATURE = ["float64(float64, float64, float64, float64)"]
+
+
+def _mean(count, pseudo, row_count, row_prior):
+    return (max(count, 0.0) + pseudo) / (max(row_count, 0.0) + row_prior)
+
+
+def _log_geometric(count, pseudo, row_count, row_prior):
+    return digamma(max(count, 0.0) + pseudo) - digamma(max(row_count, 0.0) + row_prior)
+
+
+def _mode(count, pseudo, row_count, row_pseudo, width):
+    denominator = max(row_count, 0.0) + row_pseudo
+    if denominator > 0.0:
+        return (max(count, 0.0) + pseudo) / denominator
+    return 1.0 / width
+
+
+mean_cell = njit(cache=True)(_mean)
+mean_cell.__doc__ = """(max(C, 0) + a) / (max(C_., 0) + A): MEAN for one cell (eq. 3.49-3.50, 4.24, 5.38)."""
+log_geometric_cell = njit(cache=True)(_log_geometric)
+log_geometric_cell.__doc__ = """psi(max(C, 0) + a) - psi(max(C_., 0) + A): log of VB's cell (eq. 3.21-3.22)."""
+_mean_table = vectorize(_SIGNATURE, cache=True)(_mean)
+_log_geometric_table = vectorize(_SIGNATURE, cache=True)(_log_geometric)
+_mode_table = vectorize(["float64(float64, float64, float64, float64, float64)"], cache=True)(_mode)
+
+
+def map_pseudo(prior):
+    """MAP's pseudo-counts (a - 1)+ (eq. 3.18 with a Dirichlet prior)."""
+    return np.maximum(np.asarray(prior, dtype=float) - 1.0, 0.0)
+
+
+@njit(cache=True)
+def mean_rows(counts, prior_row, prior_total, rows, out):
+    """out[j] = MEAN of row j of ``counts`` for j in ``rows``, with the row total taken from the
+    clipped counts (eq. 3.49: a_k = alpha, A = K alpha; eq. 5.38: a_k = sigma G[pi_k], A = sigma)."""
+    width = counts.shape[1]
+    for j in rows:
+        row_count = 0.0
+        for k in range(width):
+            row_count += max(counts[j, k], 0.0)
+        for k in range(width):
+            out[j, k] = mean_cell(counts[j, k], prior_row[k], row_count, prior_total)
+
+
+def _dense(counts, prior, total):
+    """Clipped counts, their row totals, the pseudo-count row and the prior total of dense rows."""
+    counts = np.maximum(np.asarray(counts, dtype=float), 0.0)
+    width = counts.shape[-1]
+    prior = np.asarray(prior, dtype=float)
+    prior_total = float(np.sum(np.broadcast_to(prior, (width,)))) if total is None else float(total)
+    return counts, counts.sum(axis=-1, keepdims=True), prior, prior_total
+
+
+def dirichlet_table(rule, counts, prior, total=None):
+    """The table of ``rule`` for dense Dirichlet rows along the last axis of ``counts``.
+
+    ``prior`` is a scalar (symmetric Dirichlet) or a row of pseudo-counts a_k; ``total`` replaces the
+    prior total sum_k a_k (the HDP's sigma, whose remainder belongs to unrepresented states).
+    """
+    counts, row_counts, prior, prior_total = _dense(counts, prior, total)
+    if rule == MAP:
+        pseudo = map_pseudo(prior)
+        row_pseudo = float(np.sum(np.broadcast_to(pseudo, (counts.shape[-1],))))
+        return _mode_table(counts, pseudo, row_counts, row_pseudo, float(counts.shape[-1]))
+    if rule == VB:
+        return np.maximum(np.exp(_log_geometric_table(counts, prior, row_counts, prior_total)), _TINY)
+    if rule == MEAN:
+        return _mean_table(counts, prior, row_counts, prior_total)
+    raise ValueError(f"unknown rule {rule!r}; choose one of {', '.join(RULES)}")
+
+
+def log_dirichlet_table(rule, counts, pseudo, row_counts, row_prior):
+    """log of the VB or MEAN cells, each with its own row count and prior total broadcast against
+    ``counts``: tables whose rows are scaled afterwards (emissions over a large vocabulary)."""
+    if rule == VB:
+        return _log_geometric_table(counts, pseudo, row_counts, row_prior)
+    if rule == MEAN:
+        return np.log(_mean_table(counts, pseudo, row_counts, row_prior))
+    raise ValueError(f"log tables take the rules {VB!r} and {MEAN!r}, not {rule!r}")
+
+
+def slot_table(rule, counts, slot_row, row_counts, prior, width):
+    """The table of ``rule`` at the stored entries of sparse rows.
+
+    ``counts`` (S,) are the stored entries, ``slot_row`` (S,) their rows, ``row_counts`` (R,) the rows'
+    totals over all ``width`` outcomes and ``prior`` the symmetric pseudo-count.
+    """
+    row_counts = np.maximum(row_counts, 0.0)[slot_row]
+    if rule == MAP:
+        pseudo = float(map_pseudo(prior))
+        return _mode_table(counts, pseudo, row_counts, width * pseudo, float(width))
+    if rule == VB:
+        return np.maximum(np.exp(_log_geometric_table(counts, prior, row_counts, width * prior)), _TINY)
+    if rule == MEAN:
+        return _mean_table(counts, prior, row_counts, width * prior)
+    raise ValueError(f"unknown rule {rule!r}; choose one of {', '.join(RULES)}")
+
+
+# -- objectives ---------------------------------------------------------------------------------
+
+
+def dirichlet_kl(counts, prior):
+    """sum over rows of KL(Dir(C + a) || Dir(a)), VB's penalty in the ELBO (eq. 3.11)."""
+    counts, row_counts, prior, prior_total = _dense(counts, prior, None)
+    return _rows_kl(row_counts[..., 0], row_counts, counts, prior, prior_total)
+
+
+def slot_kl(counts, slot_row, row_counts, prior, width):
+    """`dirichlet_kl` of sparse rows from their stored entries (the others have no counts)."""
+    row_counts = np.maximum(row_counts, 0.0)
+    return _rows_kl(row_counts[row_counts > 0], row_counts[slot_row], np.maximum(counts, 0.0), prior,
+                    width * prior)
+
+
+def _rows_kl(row_counts, entry_row_counts, counts, prior, prior_total):
+    """KL(Dir(C + a) || Dir(a)) = lnG(C. + A) - lnG(A) - sum_k [lnG(C_k + a_k) - lnG(a_k)
+    - C_k (psi(C_k + a_k) - psi(C. + A))] summed over rows, the psi difference being VB's log cell;
+    ``entry_row_counts`` is each entry's row total, broadcast against ``counts``."""
+    log_geometric = _log_geometric_table(counts, prior, entry_row_counts, prior_total)
+    return float((gammaln(row_counts + prior_total) - gammaln(prior_total)).sum()
+                 - (gammaln(counts + prior) - gammaln(prior) - counts * log_geometric).sum())
+
+
+def dirichlet_log_marginal(counts, prior):
+    """sum over rows of log p(C | a) with the row's parameters integrated out, the
+    Dirichlet-multinomial of eq. 3.24 and 4.13."""
+    counts = np.asarray(counts, dtype=float)
+    width = counts.shape[-1]
+    prior_total = float(np.sum(np.broadcast_to(prior, (width,))))
+    return float((gammaln(prior_total) - gammaln(prior_total + counts.sum(axis=-1))).sum()
+                 + (gammaln(counts + prior) - gammaln(prior)).sum())
+
+
+def slot_log_marginal(counts, slot_row, row_counts, prior, width):
+    """`dirichlet_log_marginal` of sparse rows from their stored entries."""
+    prior_total = width * prior
+    used = row_counts > 0
+    return float((gammaln(prior_total) - gammaln(prior_total + row_counts[used])).sum()
+                 + (gammaln(counts + prior) - gammaln(prior)).sum())
+
+
+def dirichlet_log_prior(table, prior):
+    """sum (a - 1)+ log theta: the prior's part of the MAP objective that EM raises (dense rows)."""
+    pseudo = map_pseudo(prior)
+    if not np.any(pseudo):
+        return 0.0
+    with np.errstate(divide="ignore"):
+        return float(np.sum(pseudo * np.log(table)))
+
+
+def slot_log_prior(table, slot_row, row_counts, prior, width):
+    """`dirichlet_log_prior` of sparse MAP rows: the stored entries plus the (width - stored) entries
+    of every row that hold only the pseudo-count."""
+    pseudo = float(map_pseudo(prior))
+    if pseudo == 0.0:
+        return 0.0
+    denominator = np.maximum(row_counts, 0.0) + width * pseudo
+    stored = np.bincount(slot_row, minlength=row_counts.shape[0])
+    unstored = (width - stored) * np.log(pseudo / denominator)
+    return float(pseudo * (np.log(table).sum() + unstored.sum()))

@@ -1,0 +1,36 @@
+"""Ragged units (sequences, sentence pairs, documents) laid end to end, and their split over threads."""
+import numpy as np
+from numba import get_num_threads, njit
+
+
+def equal_token_chunks(offsets):
+    """Split the units of ``offsets`` into one chunk a thread, cut at equal token counts.
+
+    Parallel kernels keep one copy of their statistics per chunk (W x K for categorical emissions),
+    so there is one chunk per thread.
+    """
+    n_units = offsets.shape[0] - 1
+    n_chunks = max(1, min(n_units, get_num_threads()))
+    targets = np.linspace(0, offsets[-1], n_chunks + 1)
+    bounds = np.searchsorted(offsets, targets, side="left")
+    bounds[0], bounds[-1] = 0, n_units
+    return np.ascontiguousarray(np.maximum.accumulate(bounds), dtype=np.int64)
+
+
+@njit(cache=True)
+def max_length(offsets):
+    """The longest unit's length (at least 1): the size of a kernel's work rows."""
+    longest = 0
+    for i in range(offsets.shape[0] - 1):
+        longest = max(longest, offsets[i + 1] - offsets[i])
+    return max(longest, 1)
+
+
+@njit(cache=True)
+def first_bad(bad_per_chunk):
+    """The lowest unit index any chunk flagged as impossible, or -1."""
+    first = -1
+    for bad in bad_per_chunk:
+        if bad >= 0 and (first < 0 or bad < first):
+            first = bad
+    return first

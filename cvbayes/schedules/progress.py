@@ -1,0 +1,55 @@
+"""What every schedule reports after an iteration: the history, a progress bar and the user's callback."""
+from dataclasses import dataclass
+
+from tqdm.auto import tqdm
+
+
+@dataclass(frozen=True)
+class IterationRecord:
+    """One entry of a model's ``history_``: the objective after an iteration and its wall time.
+
+    ``stage`` names the model of a staged fit (the aligner's "ibm1" then "hmm"); empty otherwise.
+    """
+
+    iteration: int
+    objective: float
+    seconds: float
+    stage: str = ""
+
+
+class Progress:
+    """The history of a fit, its progress bar and its callback.
+
+    ``callback(iteration)`` runs after each record; its time is not part of ``seconds``.
+    """
+
+    def __init__(self, total, description, enabled, callback=None, unit="it"):
+        self.history = []
+        self.callback = callback
+        self._bar = tqdm(total=total, desc=description, disable=not enabled, leave=False, unit=unit)
+
+    def record(self, iteration, objective, seconds, stage="", advance=True):
+        """Append to the history; ``advance`` moves the bar (False where `advance` counts steps)."""
+        self.history.append(IterationRecord(iteration, float(objective), seconds, stage))
+        self._bar.set_postfix(objective=f"{objective:.6g}")
+        if advance:
+            self._bar.update()
+        if self.callback is not None:
+            self.callback(iteration)
+
+    def advance(self):
+        """Move the bar without a record (a minibatch step inside a pass)."""
+        self._bar.update()
+
+    @property
+    def train_seconds(self):
+        return sum(record.seconds for record in self.history)
+
+    def close(self):
+        self._bar.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
