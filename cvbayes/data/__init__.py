@@ -10,10 +10,14 @@ from .bible import (
     tokenize_osis,
 )
 from .brown import cache_dir, fetch_brown, load_brown, load_embedded_brown
+from .conllu_io import ConlluDocument, ConlluSentence, read_conllu_document, write_conllu_document
 from .corpus import Corpus, as_corpus
 from .errors import CorpusFormatError
+from .morphology import fetch_morphology, load_morphology
+from .news import NewsArticle, fetch_news, load_news
 from .ptb import as_one_sequence, fetch_ptb, load_ptb, ptb_long_sequence, ptb_vocabulary
 from .readers import read_conllu, read_tagged, read_text
+from .segmentation import SegmentationData, fetch_eve, fetch_hkcancor, load_brent, load_eve, load_hkcancor
 from .tag_dictionary import ambiguity, complete_tag_dictionary, incomplete_tag_dictionary
 from .tagsets import TAGSETS, UNIVERSAL_FROM_BROWN, brown_base_tag, map_tags, universal_tag
 from .tidigits import TidigitsData, fetch_tidigits, load_tidigits, read_lsn, read_mfc
@@ -25,6 +29,7 @@ from .texts import (
     split_sentences,
     tokenize,
 )
+from .treebanks import fetch_ewt, fetch_htb, fetch_pud, load_ewt, load_htb, load_pud, treebank_file
 from .vocabulary import Vocabulary
 
 __all__ = [
@@ -70,4 +75,27 @@ __all__ = [
     "tokenize",
     "tokenize_osis",
     "universal_tag",
+    # treebanks, morphology, topic-model and word-segmentation corpora
+    "ConlluDocument",
+    "ConlluSentence",
+    "NewsArticle",
+    "SegmentationData",
+    "fetch_eve",
+    "fetch_ewt",
+    "fetch_hkcancor",
+    "fetch_htb",
+    "fetch_morphology",
+    "fetch_news",
+    "fetch_pud",
+    "load_brent",
+    "load_eve",
+    "load_ewt",
+    "load_hkcancor",
+    "load_htb",
+    "load_morphology",
+    "load_news",
+    "load_pud",
+    "read_conllu_document",
+    "treebank_file",
+    "write_conllu_document",
 ]
