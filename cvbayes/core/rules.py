@@ -41,8 +41,15 @@ def _mean(count, pseudo, row_count, row_prior):
     return (max(count, 0.0) + pseudo) / (max(row_count, 0.0) + row_prior)
 
 
+def _psi(count, pseudo):
+    return digamma(max(count, 0.0) + pseudo)
+
+
+_psi_cell = njit(cache=True)(_psi)
+
+
 def _log_geometric(count, pseudo, row_count, row_prior):
-    return digamma(max(count, 0.0) + pseudo) - digamma(max(row_count, 0.0) + row_prior)
+    return _psi_cell(count, pseudo) - _psi_cell(row_count, row_prior)
 
 
 def _mode(count, pseudo, row_count, row_pseudo, width):
@@ -57,8 +64,13 @@ mean_cell.__doc__ = """(max(C, 0) + a) / (max(C_., 0) + A): MEAN for one cell (e
 log_geometric_cell = njit(cache=True)(_log_geometric)
 log_geometric_cell.__doc__ = """psi(max(C, 0) + a) - psi(max(C_., 0) + A): log of VB's cell (eq. 3.21-3.22)."""
 _mean_table = vectorize(_SIGNATURE, cache=True)(_mean)
-_log_geometric_table = vectorize(_SIGNATURE, cache=True)(_log_geometric)
+_psi_table = vectorize(["float64(float64, float64)"], cache=True)(_psi)
 _mode_table = vectorize(["float64(float64, float64, float64, float64, float64)"], cache=True)(_mode)
+
+
+def _log_geometric_table(counts, pseudo, row_counts, row_prior):
+    """`_log_geometric` over arrays, psi of each row's total taken once per row (not once per cell)."""
+    return _psi_table(counts, pseudo) - _psi_table(row_counts, row_prior)
 
 
 def map_pseudo(prior):
@@ -158,12 +170,13 @@ def _rows_kl(row_counts, entry_row_counts, counts, prior, prior_total):
                  - (gammaln(counts + prior) - gammaln(prior) - counts * log_geometric).sum())
 
 
-def dirichlet_log_marginal(counts, prior):
+def dirichlet_log_marginal(counts, prior, total=None):
     """sum over rows of log p(C | a) with the row's parameters integrated out, the
-    Dirichlet-multinomial of eq. 3.24 and 4.13."""
+    Dirichlet-multinomial of eq. 3.24 and 4.13; ``total`` as in `dirichlet_table` (the HDP's
+    sigma, eq. 5.10, whose remainder belongs to states without counts)."""
     counts = np.asarray(counts, dtype=float)
     width = counts.shape[-1]
-    prior_total = float(np.sum(np.broadcast_to(prior, (width,))))
+    prior_total = float(np.sum(np.broadcast_to(prior, (width,)))) if total is None else float(total)
     return float((gammaln(prior_total) - gammaln(prior_total + counts.sum(axis=-1))).sum()
                  + (gammaln(counts + prior) - gammaln(prior)).sum())
 

@@ -1,8 +1,9 @@
-"""Random draws inside numba kernels: the samplers' categorical draw and per-unit generators.
+"""Random draws: the samplers' categorical draw and per-unit generators (numba), and Dirichlet draws
+in log space (NumPy).
 
 Samplers draw with numba's own generator (separate from NumPy's; `seed_numba` seeds it).  Kernels that
-run in parallel instead give every unit its own xorshift generator seeded by (seed, unit), so a draw
-does not depend on the number of threads.
+run in parallel instead give every unit its own xorshift generator seeded by (seed, unit), or take
+uniforms drawn beforehand (`pick`), so a draw does not depend on the number of threads.
 """
 import numpy as np
 from numba import njit
@@ -27,17 +28,27 @@ def draw(weights, n, power):
             peak = max(peak, weights[k])
         for k in range(n):
             weights[k] = (weights[k] / peak) ** power
+    return pick(weights, n, np.random.random())
+
+
+@njit(cache=True)
+def pick(weights, n, u):
+    """Index k < n with probability proportional to weights[k], given a uniform ``u`` in [0, 1).
+
+    `draw` passes numba's own uniform; parallel samplers pass uniforms drawn beforehand (the beam
+    sampler's backward draws), so that a run does not depend on the number of threads.
+    """
     total = 0.0
     for k in range(n):
         total += weights[k]
-    u = np.random.random() * total
+    target = u * total
     acc = 0.0
     last = n - 1
     for k in range(n):
         if weights[k] > 0.0:
             last = k
             acc += weights[k]
-            if u < acc:
+            if target < acc:
                 return k
     return last
 
@@ -69,3 +80,37 @@ def uniform(state):
     x ^= x >> np.uint64(27)
     state[0] = x
     return np.float64((x * np.uint64(0x2545F4914F6CDD1D)) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+# -- Dirichlet draws in log space (NumPy; the beam sampler's sticks, rows and emissions) -----------
+
+_TINY = np.finfo(float).tiny
+
+
+def logsumexp(values, axis=None, keepdims=False):
+    """log sum exp (scipy's is slow on the small arrays the samplers draw every iteration)."""
+    values = np.asarray(values, dtype=float)
+    top = np.max(values, axis=axis, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    out = np.log(np.sum(np.exp(values - top), axis=axis, keepdims=True)) + top
+    return out if keepdims else (np.squeeze(out, axis=axis) if axis is not None else out.item())
+
+
+def log_gamma_draws(rng, shape):
+    """log of Gamma(shape, 1) draws from the NumPy Generator ``rng``, exact for tiny shapes.
+
+    For shape < 1 uses G = G' U^(1/shape) with G' ~ Gamma(shape + 1), kept in logs so that draws
+    below the float range (sigma pi_k can be far below 1e-300) stay finite.
+    """
+    shape = np.maximum(np.asarray(shape, dtype=float), _TINY)
+    small = shape < 1.0
+    draws = np.log(rng.standard_gamma(np.where(small, shape + 1.0, shape)))
+    log_u = np.log1p(-rng.random(shape.shape))  # log of U in (0, 1]
+    with np.errstate(over="ignore"):  # log_u / shape -> -inf for shapes near 1e-308
+        return np.where(small, draws + log_u / shape, draws)
+
+
+def log_dirichlet_draws(rng, alpha):
+    """log of Dirichlet(alpha) draws, one per row of ``alpha`` (last axis), normalised Gamma draws."""
+    logs = log_gamma_draws(rng, alpha)
+    return logs - logsumexp(logs, axis=-1, keepdims=True)

@@ -1,5 +1,8 @@
 """Evaluation metrics."""
 
+from .dependency import (AttachmentScores, attach_left_heads, attach_right_heads, attachment_scores,
+                         directed_accuracy, random_projective_heads, undirected_accuracy)
+from .parsing import BracketScores, bracket_scores, brackets, parsing_report
 from .tagging import (
     VMeasure,
     accuracy,
@@ -12,6 +15,17 @@ from .tagging import (
 )
 
 __all__ = [
+    "BracketScores",
+    "bracket_scores",
+    "brackets",
+    "parsing_report",
+    "AttachmentScores",
+    "attach_left_heads",
+    "attach_right_heads",
+    "attachment_scores",
+    "directed_accuracy",
+    "random_projective_heads",
+    "undirected_accuracy",
     "VMeasure",
     "accuracy",
     "contingency",

@@ -1,0 +1,269 @@
+"""Tag sequences with gold heads from a CoNLL-U treebank, for dependency-grammar induction.
+
+`read_dependencies` reads the UPOS or XPOS column of a CoNLL-U file (parsed by
+the ``conllu`` package) with the gold HEAD column, the input of the DMV (Klein
+and Manning 2004; thesis §4.5.2).  Multiword-token ranges (``1-2``) and empty
+nodes (``1.1``) are skipped: the sentences are the syntactic words.
+
+Punctuation removal (``remove_punctuation=True``) drops the words whose UPOS
+is ``PUNCT``, whichever column is read, as WSJ10 drops punctuation.  A kept
+word whose head was dropped is re-attached to that head's own head, and so
+on up the gold tree, to the nearest kept ancestor (ROOT if there is none).
+So a tree whose root word was punctuation can leave several words attached to
+ROOT.  ``max_length`` then keeps the sentences of at most that many words,
+counted after removal (10 for the classic WSJ10 setting).  Sentences left
+without words are dropped.  Gold trees are not checked to be trees or
+projective (UD has non-projective trees); HEAD values are checked to be word
+numbers of their sentence.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass
+
+import conllu
+import numpy as np
+
+from .corpus import Corpus
+from .errors import CorpusFormatError
+from .readers import _CONLLU_COLUMNS, _RAW_COLUMNS, _conllu_sentences, _encode, _read_lines
+from .vocabulary import Vocabulary
+
+__all__ = ["DependencyCorpus", "read_dependencies"]
+
+PathLike = str | os.PathLike[str]
+
+
+@dataclass(frozen=True, eq=False)
+class DependencyCorpus:
+    """Tag sequences with gold heads (flat arrays over the kept words).
+
+    Attributes
+    ----------
+    tags : numpy.ndarray of int32, shape (N,)
+        Tag ids into `tagset`.
+    offsets : numpy.ndarray of int64, shape (I + 1,)
+        Sentence i is ``tags[offsets[i]:offsets[i + 1]]``.
+    heads : numpy.ndarray of int32, shape (N,)
+        Gold heads, 1-based among the sentence's kept words, 0 = root.
+    tagset : Vocabulary
+        The tags (no ``<unk>``).
+    word_ids : numpy.ndarray of int32, shape (N,)
+        Each kept word's ID (the CoNLL-U ID column) in its sentence in the file.
+    sentence_ids : numpy.ndarray of int64, shape (I,)
+        Each kept sentence's index among the file's sentences (blocks with at
+        least one word), 0-based.
+    sentence_words : numpy.ndarray of int32, shape (I,)
+        The number of words of each kept sentence in the file, before removal.
+    source : str
+        The file read.
+    tag_column : str
+        ``"upos"`` or ``"xpos"``.
+    """
+
+    tags: np.ndarray
+    offsets: np.ndarray
+    heads: np.ndarray
+    tagset: Vocabulary
+    word_ids: np.ndarray
+    sentence_ids: np.ndarray
+    sentence_words: np.ndarray
+    source: str
+    tag_column: str
+
+    @property
+    def n_sentences(self) -> int:
+        """The number of kept sentences, I."""
+        return len(self.offsets) - 1
+
+    @property
+    def n_tokens(self) -> int:
+        """The number of kept words, N."""
+        return len(self.tags)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """The length of each kept sentence, (I,) int64."""
+        return np.diff(self.offsets)
+
+    def as_corpus(self) -> Corpus:
+        """The tag sequences as a `Corpus` whose vocabulary is the tag set (what the DMV reads)."""
+        return Corpus(self.tags, self.offsets, vocabulary=self.tagset, source=self.source)
+
+    def file_heads(self, heads: np.ndarray) -> list[np.ndarray]:
+        """Put heads predicted on the kept words back on the file's words.
+
+        Parameters
+        ----------
+        heads : array_like of int, shape (N,)
+            1-based among each sentence's kept words, 0 = root (as `heads`).
+
+        Returns
+        -------
+        list of numpy.ndarray of int32
+            One array per kept sentence, over all of its words in the file
+            (``sentence_words[i]`` of them): each kept word's head as a file
+            word ID (0 = root); each removed word attached to the sentence's
+            (first) predicted root word, so the result is still one tree.
+        """
+        heads = np.asarray(heads)
+        if heads.shape != self.tags.shape:
+            raise ValueError(f"expected {self.n_tokens} heads, one per kept word, got shape {heads.shape}")
+        out = []
+        for i in range(self.n_sentences):
+            begin, end = self.offsets[i], self.offsets[i + 1]
+            sentence = heads[begin:end]
+            ids = self.word_ids[begin:end]
+            if np.any(sentence < 0) or np.any(sentence > end - begin):
+                raise ValueError(f"sentence {i} has a head outside 0..{end - begin}")
+            mapped = np.where(sentence > 0, ids[np.maximum(sentence, 1) - 1], 0)
+            roots = np.flatnonzero(sentence == 0)
+            if roots.size == 0:
+                raise ValueError(f"sentence {i} has no word attached to the root")
+            full = np.full(self.sentence_words[i], ids[roots[0]], dtype=np.int32)
+            full[ids - 1] = mapped
+            out.append(full)
+        return out
+
+
+def _sentence_heads(
+    tokens: list[tuple[str, str | None, str | None, int]],
+    path: PathLike,
+) -> np.ndarray:
+    """Parse and range-check the HEAD fields of one sentence's words; (n,) int64."""
+    n = len(tokens)
+    heads = np.empty(n, dtype=np.int64)
+    for i, (head, _, _, number) in enumerate(tokens):
+        if head is None or not head.isdigit():
+            raise CorpusFormatError(f"HEAD {head!r} is not a word number", path, number)
+        value = int(head)
+        if value > n:
+            raise CorpusFormatError(
+                f"HEAD {value} is not a word of this sentence of {n} words", path, number
+            )
+        heads[i] = value
+    return heads
+
+
+def read_dependencies(
+    path: PathLike,
+    tag: str = "upos",
+    tagset: Vocabulary | None = None,
+    *,
+    remove_punctuation: bool = False,
+    max_length: int | None = None,
+    encoding: str = "utf-8",
+) -> DependencyCorpus:
+    """Read tag sequences and gold heads from a CoNLL-U file (module notes).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    tag : {"upos", "xpos"}, default "upos"
+        The column read as the tag sequence.
+    tagset : Vocabulary, optional
+        A fixed tag set (e.g. the training file's); a tag outside it is an
+        error.  By default the tags of the kept words, most frequent first.
+    remove_punctuation : bool, default False
+        Drop the words whose UPOS is PUNCT, re-attaching their dependents to
+        the nearest kept ancestor.
+    max_length : int, optional
+        Keep only the sentences of at most this many words after removal.
+    encoding : str, default "utf-8"
+
+    Returns
+    -------
+    DependencyCorpus
+
+    Raises
+    ------
+    CorpusFormatError
+        Naming the file and line: an empty file, a token line without 10
+        tab-separated fields, an invalid or out-of-sequence word ID, a HEAD
+        that is not a word number of its sentence, a cycle met while
+        re-attaching, a missing (``_``) tag or one outside a fixed `tagset`;
+        naming the file: no sentence left.
+    """
+    if tag not in ("upos", "xpos"):
+        raise ValueError(f"tag must be 'upos' or 'xpos', got {tag!r}")
+    if max_length is not None and max_length < 1:
+        raise ValueError(f"max_length must be at least 1, got {max_length}")
+    lines = _read_lines(path, encoding)
+    sentence_lines = _conllu_sentences(lines, path)
+    parsed = conllu.parse_incr(
+        io.StringIO("\n".join(lines)), fields=_CONLLU_COLUMNS, field_parsers=_RAW_COLUMNS
+    )
+    tags: list[str] = []
+    token_lines: list[int] = []
+    heads: list[np.ndarray] = []
+    word_ids: list[np.ndarray] = []
+    offsets = [0]
+    sentence_ids: list[int] = []
+    sentence_words: list[int] = []
+    index = -1
+    for sentence, numbers in zip(parsed, sentence_lines, strict=True):
+        # (HEAD, UPOS, the tag column, line) of each syntactic word
+        words = []
+        for token, number in zip(sentence, numbers, strict=True):
+            if not isinstance(token["id"], int):
+                continue
+            if token["id"] != len(words) + 1:
+                raise CorpusFormatError(
+                    f"word ID {token['id']} out of sequence, expected {len(words) + 1}", path, number
+                )
+            words.append((token["head"], token["upos"], token[tag], number))
+        if not words:
+            continue
+        index += 1
+        all_heads = _sentence_heads(words, path)
+        keep = np.ones(len(words), dtype=bool)
+        if remove_punctuation:
+            keep = np.array([upos != "PUNCT" for _, upos, _, _ in words])
+        kept = np.flatnonzero(keep)
+        if kept.size == 0 or (max_length is not None and kept.size > max_length):
+            continue
+        new_id = np.zeros(len(words) + 1, dtype=np.int64)
+        new_id[kept + 1] = np.arange(1, kept.size + 1)
+        sentence_heads = np.empty(kept.size, dtype=np.int32)
+        for k, position in enumerate(kept):
+            head = all_heads[position]
+            steps = 0
+            while head != 0 and not keep[head - 1]:
+                head = all_heads[head - 1]
+                steps += 1
+                if steps > len(words):
+                    raise CorpusFormatError(
+                        "the HEAD column has a cycle through removed words", path, words[position][3]
+                    )
+            sentence_heads[k] = new_id[head]
+        for position in kept:
+            _, _, value, number = words[position]
+            # conllu reads "_" as None in XPOS but keeps it in UPOS.
+            if value is None or value == "_":
+                raise CorpusFormatError(f"word has no {tag.upper()} tag", path, number)
+            tags.append(value)
+            token_lines.append(number)
+        heads.append(sentence_heads)
+        word_ids.append(kept + 1)
+        offsets.append(len(tags))
+        sentence_ids.append(index)
+        sentence_words.append(len(words))
+    if not tags:
+        what = "" if max_length is None else f" of at most {max_length} words"
+        raise CorpusFormatError(f"no sentence{what} left to read", path)
+    if tagset is None:
+        tagset = Vocabulary.from_counts(tags, unknown=False)
+    ids = _encode(tags, tagset, "tag", token_lines.__getitem__, path)
+    return DependencyCorpus(
+        tags=ids,
+        offsets=np.array(offsets, dtype=np.int64),
+        heads=np.concatenate(heads),
+        tagset=tagset,
+        word_ids=np.concatenate(word_ids).astype(np.int32),
+        sentence_ids=np.array(sentence_ids, dtype=np.int64),
+        sentence_words=np.array(sentence_words, dtype=np.int32),
+        source=os.fspath(path),
+        tag_column=tag,
+    )

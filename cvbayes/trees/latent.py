@@ -1,0 +1,549 @@
+"""Inside-outside over the latent annotations of observed trees (PCFG-LA).
+
+A PCFG with latent annotations (Matsuzaki et al. 2005; thesis §4.5.3) splits
+every symbol X of a treebank grammar into H subtypes X[0], ..., X[H-1]. The
+tree shape and its symbols are observed; only the subtypes are hidden. The
+sum over every annotation of one tree factorises along the tree, so a
+bottom-up (inside) and a top-down (outside) pass over its nodes give log Z
+and the expected count of every annotated rule in O(nodes · H^3) (Matsuzaki
+et al. 2005, §3; Petrov et al. 2006, §2.1). This is the E-step shared by EM
+(eq. 4.7-4.10 over annotated rules), VB (eq. 4.12) and CVI (eq. 4.24): they
+differ only in the rule tables passed in.
+
+Layout of weights and counts (`AnnotatedTables`)
+------------------------------------------------
+Rules are those of a `TreebankGrammar` (``cvbayes.trees.treebank``), each
+kind in its own table, rule ``r`` of a kind having parent
+``grammar.<kind>_rules[r, 0]``:
+
+* ``binary[r, a, b, c]``, shape (n_binary, H, H, H): A[a] -> B[b] C[c] for
+  rule r = A -> B C;
+* ``unary[r, a, b]``, shape (n_unary, H, H): A[a] -> B[b];
+* ``lexical[r, a]``, shape (n_lexical, H): A[a] -> w.
+
+Weights and expected counts share this layout. A Dirichlet **row** is one
+annotated parent A[a]: the union over the rules r of A of
+``binary[r, a, :, :]``, ``unary[r, a, :]`` and ``lexical[r, a]``. It holds
+``row_sizes(grammar, H)[A]`` = n_binary(A)·H² + n_unary(A)·H + n_lexical(A)
+annotated rules (the |R_A| of eq. 4.12 and 4.24), and its total is
+``parent_totals(grammar, counts)[A, a]`` (the C_{A->.} of eq. 4.10-4.11).
+
+Subtype 0 of the root
+---------------------
+The top node of every tree has its subtype fixed at 0, so Z = inside[root, 0].
+The treebank puts ROOT above every tree, which pinning its subtype leaves in
+effect unsplit, as in Petrov et al. (2006). The rows ROOT[a > 0] are never
+used and never receive counts (a plain normalisation makes them uniform).
+
+Scaling
+-------
+Each node's inside vector is divided by its maximum s_n, and log Z is the sum
+of the log s_n plus log inside[root, 0]. The outside vectors are kept as
+out[n] · S_n / Z, with S_n the product of the scales below and at n, so that
+node posteriors are simply outside · inside and a child's outside is its
+parent's divided by the parent's own s_n. Nothing grows or shrinks with the
+depth of the tree: a flat phrase of 1,500 words, binarised into a chain
+1,500 deep, is exact to 1e-10 (tests/test_latent.py).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit, prange
+
+from ..core.statistics import move
+from ..core.units import equal_token_chunks, max_length
+from .grammar import BINARY, LEXICAL, UNARY
+from .treebank import TreebankGrammar, TreeNodes
+
+__all__ = [
+    "AnnotatedTables",
+    "LatentPass",
+    "add_posteriors",
+    "latent_inside_outside",
+    "normalise_rows",
+    "parent_totals",
+    "posterior_offsets",
+    "row_sizes",
+    "split_grammar",
+    "tree_inside_outside",
+    "zero_annotated_tables",
+]
+
+
+class AnnotatedTables(NamedTuple):
+    """Weights or expected counts of every annotated rule (layout in the module docstring)."""
+
+    binary: np.ndarray
+    unary: np.ndarray
+    lexical: np.ndarray
+
+    @property
+    def n_subtypes(self) -> int:
+        return self.lexical.shape[1]
+
+
+class LatentPass(NamedTuple):
+    """Result of one inside-outside pass over a treebank.
+
+    Attributes
+    ----------
+    log_z : ndarray, shape (n_trees,)
+        log of the sum over all annotations of each tree (-inf if the weights
+        give the tree zero probability; such a tree adds no counts).
+    counts : AnnotatedTables
+        Expected counts of every annotated rule, summed over the trees.
+    """
+
+    log_z: np.ndarray
+    counts: AnnotatedTables
+
+
+def zero_annotated_tables(grammar: TreebankGrammar, n_subtypes: int) -> AnnotatedTables:
+    """Zero float64 tables in the `AnnotatedTables` layout of `grammar` split into `n_subtypes`."""
+    h = int(n_subtypes)
+    if h < 1:
+        raise ValueError(f"n_subtypes must be at least 1, got {n_subtypes}")
+    return AnnotatedTables(
+        np.zeros((len(grammar.binary_rules), h, h, h)),
+        np.zeros((len(grammar.unary_rules), h, h)),
+        np.zeros((len(grammar.lexical_rules), h)),
+    )
+
+
+def parent_totals(grammar: TreebankGrammar, tables: AnnotatedTables) -> np.ndarray:
+    """Row totals C_{A[a] -> .} (eq. 4.11 over annotated rules), shape (n_symbols, H)."""
+    totals = np.zeros((grammar.n_symbols, tables.n_subtypes))
+    np.add.at(totals, grammar.binary_rules[:, 0], tables.binary.sum(axis=(2, 3)))
+    np.add.at(totals, grammar.unary_rules[:, 0], tables.unary.sum(axis=2))
+    np.add.at(totals, grammar.lexical_rules[:, 0], tables.lexical)
+    return totals
+
+
+def row_sizes(grammar: TreebankGrammar, n_subtypes: int) -> np.ndarray:
+    """|R_{A[a]}|: annotated rules in the row of each parent A (the same for every a), shape (n_symbols,)."""
+    h = int(n_subtypes)
+    n = grammar.n_symbols
+    return (
+        np.bincount(grammar.binary_rules[:, 0], minlength=n) * h * h
+        + np.bincount(grammar.unary_rules[:, 0], minlength=n) * h
+        + np.bincount(grammar.lexical_rules[:, 0], minlength=n)
+    ).astype(np.int64)
+
+
+def normalise_rows(grammar: TreebankGrammar, tables: AnnotatedTables) -> AnnotatedTables:
+    """Divide every row A[a] by its total (eq. 4.10 over annotated rules).
+
+    A row with a zero total becomes uniform over its |R_{A[a]}| rules, as
+    `cvbayes.inference.rules.dirichlet_mode` does for an empty row.
+    """
+    totals = parent_totals(grammar, tables)
+    sizes = row_sizes(grammar, tables.n_subtypes)
+    empty = totals <= 0.0
+    inverse = np.where(empty, 0.0, 1.0 / np.where(empty, 1.0, totals))
+    uniform = np.where(empty, 1.0 / np.maximum(sizes, 1)[:, None], 0.0)
+
+    def scaled(table, parents):
+        shape = (len(parents), tables.n_subtypes) + (1,) * (table.ndim - 2)
+        return table * inverse[parents].reshape(shape) + uniform[parents].reshape(shape)
+
+    return AnnotatedTables(
+        scaled(tables.binary, grammar.binary_rules[:, 0]),
+        scaled(tables.unary, grammar.unary_rules[:, 0]),
+        scaled(tables.lexical, grammar.lexical_rules[:, 0]),
+    )
+
+
+def split_grammar(
+    grammar: TreebankGrammar,
+    n_subtypes: int,
+    rng: np.random.Generator,
+    noise: float = 0.01,
+) -> AnnotatedTables:
+    """Split the treebank grammar into H subtypes with a little noise (Petrov et al. 2006, §2.1).
+
+    Every annotated rule starts from its unsplit relative frequency
+    p(A -> beta) = C_{A->beta} / C_{A->.} shared evenly over the children's
+    subtypes (p / H² for binary, p / H for unary rules), is multiplied by
+    1 + noise·u with u ~ Uniform(-1, 1) drawn independently for every
+    annotated rule, and every row A[a] is renormalised. Without the noise all
+    subtypes would stay identical under EM; 1 % is the amount of Petrov et
+    al. (2006) and of thesis §4.5.3.
+
+    Parameters
+    ----------
+    grammar : TreebankGrammar
+        Rules and their treebank counts.
+    n_subtypes : int
+        H, the subtypes of every symbol.
+    rng : numpy.random.Generator
+        The source of the noise (seed it for reproducible runs).
+    noise : float, default 0.01
+        Relative half-width of the multiplicative noise, in [0, 1).
+
+    Returns
+    -------
+    AnnotatedTables
+        Rule probabilities, each row A[a] summing to 1.
+    """
+    if not 0.0 <= noise < 1.0:
+        raise ValueError(f"noise must be in [0, 1), got {noise}")
+    h = int(n_subtypes)
+    unsplit = AnnotatedTables(
+        grammar.binary_counts[:, None, None, None].astype(float),
+        grammar.unary_counts[:, None, None].astype(float),
+        grammar.lexical_counts[:, None].astype(float),
+    )
+    probs = normalise_rows(grammar, unsplit)
+    shapes = ((h, h, h), (h, h), (h,))
+    shares = (h * h, h, 1)
+    tables = []
+    for table, shape, share in zip(probs, shapes, shares):
+        base = np.broadcast_to(table / share, (len(table),) + shape)
+        tables.append(base * (1.0 + noise * rng.uniform(-1.0, 1.0, size=base.shape)))
+    return normalise_rows(grammar, AnnotatedTables(*tables))
+
+
+def posterior_offsets(nodes: TreeNodes, n_subtypes: int) -> np.ndarray:
+    """Where each node's posterior block starts in a flat store, shape (n_nodes + 1,), int64.
+
+    A node's block is its rule occurrence's posterior over annotations, laid
+    out as that rule's slice of `AnnotatedTables` (binary [a, b, c], unary [a, b],
+    lexical [a], C order): H³, H² or H entries. A store of
+    ``offsets[-1]`` float32 holds the local statistics C^i of every tree, the
+    memory CVI needs to leave a tree out (eq. 4.24): 4·(N_b H³ + N_u H² + N_l H)
+    bytes for N_b binary, N_u unary and N_l lexical nodes.
+    """
+    h = int(n_subtypes)
+    size_of_kind = np.empty(3, dtype=np.int64)
+    size_of_kind[LEXICAL], size_of_kind[UNARY], size_of_kind[BINARY] = h, h * h, h * h * h
+    sizes = size_of_kind[nodes.kind]
+    offsets = np.zeros(len(nodes.kind) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    return offsets
+
+
+@njit(cache=True)
+def tree_inside_outside(
+    node_kind,
+    node_rule,
+    node_left,
+    node_right,
+    first,
+    last,
+    binary_weights,
+    unary_weights,
+    lexical_weights,
+    inside,
+    outside,
+    scale,
+    binary_counts,
+    unary_counts,
+    lexical_counts,
+    store,
+    store_offsets,
+):
+    """Inside-outside over the annotations of one observed tree (Matsuzaki et al. 2005, §3).
+
+    The E-step of eq. 4.8-4.9 with the tree shape fixed: the sum runs over
+    the subtypes of its nodes instead of over trees.
+
+    Parameters
+    ----------
+    node_kind, node_rule, node_left, node_right : ndarray
+        The `TreeNodes` columns (global node indices).
+    first, last : int
+        The tree's nodes are ``first .. last - 1`` in post-order; the root is
+        ``last - 1`` and its subtype is fixed at 0.
+    binary_weights, unary_weights, lexical_weights : ndarray
+        Annotated rule weights in the `AnnotatedTables` layout (EM's theta*, VB's
+        theta~ or CVI's theta_bar).
+    inside, outside : ndarray, shape (>= last - first, H)
+        Work space; on return row ``n - first`` holds node n's scaled inside
+        and outside vectors (their product is its posterior over subtypes).
+    scale : ndarray, shape (>= last - first,)
+        Work space: each node's inside scale s_n.
+    binary_counts, unary_counts, lexical_counts : ndarray
+        Expected counts of the annotated rules are added here.
+    store : ndarray of float32
+        If not empty, each node's posterior block is written at
+        ``store[store_offsets[n]:store_offsets[n + 1]]`` (see
+        `posterior_offsets`), and the counts receive these float32-rounded
+        values, so that `add_posteriors` can later take out exactly what
+        was put in.
+    store_offsets : ndarray of int64
+
+    Returns
+    -------
+    float
+        log Z, the log of the tree's total weight over annotations; -inf if
+        it is zero, in which case no counts are added.
+    """
+    n_sub = lexical_weights.shape[1]
+    use_store = store.shape[0] > 0
+    log_z = 0.0
+    for n in range(first, last):
+        i = n - first
+        r = node_rule[n]
+        kind = node_kind[n]
+        if kind == LEXICAL:
+            for a in range(n_sub):
+                inside[i, a] = lexical_weights[r, a]
+        elif kind == UNARY:
+            child = node_left[n] - first
+            for a in range(n_sub):
+                total = 0.0
+                for b in range(n_sub):
+                    total += unary_weights[r, a, b] * inside[child, b]
+                inside[i, a] = total
+        else:
+            left = node_left[n] - first
+            right = node_right[n] - first
+            for a in range(n_sub):
+                total = 0.0
+                for b in range(n_sub):
+                    left_b = inside[left, b]
+                    if left_b == 0.0:
+                        continue
+                    row = 0.0
+                    for c in range(n_sub):
+                        row += binary_weights[r, a, b, c] * inside[right, c]
+                    total += left_b * row
+                inside[i, a] = total
+        peak = 0.0
+        for a in range(n_sub):
+            if inside[i, a] > peak:
+                peak = inside[i, a]
+        if not peak > 0.0 or peak == np.inf:
+            return -np.inf
+        inverse = 1.0 / peak
+        for a in range(n_sub):
+            inside[i, a] *= inverse
+        scale[i] = peak
+        log_z += np.log(peak)
+
+    root = last - 1 - first
+    root_inside = inside[root, 0]
+    if root_inside == 0.0:
+        return -np.inf
+    log_z += np.log(root_inside)
+    for a in range(n_sub):
+        outside[root, a] = 0.0
+    outside[root, 0] = 1.0 / root_inside
+
+    # Top-down: reverse post-order visits every parent before its children.
+    for n in range(last - 1, first - 1, -1):
+        i = n - first
+        r = node_rule[n]
+        kind = node_kind[n]
+        at = store_offsets[n] if use_store else 0
+        inverse = 1.0 / scale[i]
+        if kind == LEXICAL:
+            for a in range(n_sub):
+                posterior = outside[i, a] * inside[i, a]
+                if use_store:
+                    store[at + a] = posterior
+                    posterior = store[at + a]
+                lexical_counts[r, a] += posterior
+        elif kind == UNARY:
+            child = node_left[n] - first
+            for b in range(n_sub):
+                outside[child, b] = 0.0
+            for a in range(n_sub):
+                out_a = outside[i, a] * inverse
+                for b in range(n_sub):
+                    weighted = out_a * unary_weights[r, a, b]
+                    outside[child, b] += weighted
+                    posterior = weighted * inside[child, b]
+                    if use_store:
+                        store[at + a * n_sub + b] = posterior
+                        posterior = store[at + a * n_sub + b]
+                    unary_counts[r, a, b] += posterior
+        else:
+            left = node_left[n] - first
+            right = node_right[n] - first
+            for b in range(n_sub):
+                outside[left, b] = 0.0
+                outside[right, b] = 0.0
+            for a in range(n_sub):
+                out_a = outside[i, a] * inverse
+                for b in range(n_sub):
+                    out_ab = out_a * inside[left, b]
+                    to_left = 0.0
+                    for c in range(n_sub):
+                        weight = binary_weights[r, a, b, c]
+                        right_c = inside[right, c]
+                        to_left += weight * right_c
+                        outside[right, c] += out_ab * weight
+                        posterior = out_ab * weight * right_c
+                        if use_store:
+                            cell = at + (a * n_sub + b) * n_sub + c
+                            store[cell] = posterior
+                            posterior = store[cell]
+                        binary_counts[r, a, b, c] += posterior
+                    outside[left, b] += out_a * to_left
+    return log_z
+
+
+@njit(cache=True, parallel=True)
+def _corpus_pass(
+    tree_offsets,
+    node_kind,
+    node_rule,
+    node_left,
+    node_right,
+    chunk_bounds,
+    longest,
+    binary_weights,
+    unary_weights,
+    lexical_weights,
+    binary_counts,
+    unary_counts,
+    lexical_counts,
+    store,
+    store_offsets,
+    log_z,
+):
+    """Run `tree_inside_outside` on every tree, one chunk of trees per thread and count table."""
+    n_sub = lexical_weights.shape[1]
+    for k in prange(len(chunk_bounds) - 1):
+        inside = np.empty((longest, n_sub))
+        outside = np.empty((longest, n_sub))
+        scale = np.empty(longest)
+        for t in range(chunk_bounds[k], chunk_bounds[k + 1]):
+            log_z[t] = tree_inside_outside(
+                node_kind,
+                node_rule,
+                node_left,
+                node_right,
+                tree_offsets[t],
+                tree_offsets[t + 1],
+                binary_weights,
+                unary_weights,
+                lexical_weights,
+                inside,
+                outside,
+                scale,
+                binary_counts[k],
+                unary_counts[k],
+                lexical_counts[k],
+                store,
+                store_offsets,
+            )
+
+
+def latent_inside_outside(
+    nodes: TreeNodes,
+    weights: AnnotatedTables,
+    *,
+    store: np.ndarray | None = None,
+) -> LatentPass:
+    """Expected annotated-rule counts and log Z of every tree under fixed weights.
+
+    The E-step of EM (eq. 4.7-4.10), VB (eq. 4.12) and the initial pass of CVI
+    (thesis §4.5.3) for a PCFG-LA (Matsuzaki et al. 2005): trees run in
+    parallel (`prange`), one chunk of trees of about equal node counts a
+    thread, each chunk adding into its own count tables (memory: one copy of
+    `weights` a thread), which are summed at the end.
+
+    Parameters
+    ----------
+    nodes : TreeNodes
+        Rule occurrences of the trees (``cvbayes.trees.treebank.tree_nodes``).
+    weights : AnnotatedTables
+        Annotated rule weights, float64, in the layout of the module docstring.
+    store : ndarray of float32, optional
+        If given, of length ``posterior_offsets(nodes, H)[-1]``: every node's
+        posterior block is written there (the per-tree counts C^i that CVI
+        subtracts with `add_posteriors`).
+
+    Returns
+    -------
+    LatentPass
+    """
+    n_sub = weights.n_subtypes
+    binary_weights, unary_weights, lexical_weights = (
+        np.ascontiguousarray(table, dtype=np.float64) for table in weights
+    )
+    bounds = equal_token_chunks(nodes.tree_offsets)
+    n_chunks = len(bounds) - 1
+    if store is None:
+        store = np.zeros(0, dtype=np.float32)
+        store_offsets = np.zeros(1, dtype=np.int64)
+    else:
+        store_offsets = posterior_offsets(nodes, n_sub)
+        if store.dtype != np.float32 or store.shape != (store_offsets[-1],):
+            raise ValueError(
+                f"store must be float32 of length {store_offsets[-1]}, got {store.dtype} {store.shape}"
+            )
+    binary_counts = np.zeros((n_chunks,) + binary_weights.shape)
+    unary_counts = np.zeros((n_chunks,) + unary_weights.shape)
+    lexical_counts = np.zeros((n_chunks,) + lexical_weights.shape)
+    log_z = np.empty(nodes.n_trees)
+    longest = max_length(nodes.tree_offsets)
+    _corpus_pass(
+        nodes.tree_offsets,
+        nodes.kind,
+        nodes.rule,
+        nodes.left,
+        nodes.right,
+        bounds,
+        longest,
+        binary_weights,
+        unary_weights,
+        lexical_weights,
+        binary_counts,
+        unary_counts,
+        lexical_counts,
+        store,
+        store_offsets,
+        log_z,
+    )
+    counts = AnnotatedTables(binary_counts.sum(axis=0), unary_counts.sum(axis=0), lexical_counts.sum(axis=0))
+    return LatentPass(log_z, counts)
+
+
+@njit(cache=True)
+def add_posteriors(
+    tree_offsets,
+    node_kind,
+    node_rule,
+    tree,
+    store,
+    store_offsets,
+    sign,
+    binary_counts,
+    unary_counts,
+    lexical_counts,
+):
+    """Add ``sign`` times one tree's stored posteriors C^i to the counts.
+
+    With ``sign = -1`` this leaves tree i out, C^{\\i} = C - C^i, before its
+    CVI update (thesis eq. 4.24 over annotated rules); with +1 it puts the
+    new C^i back. The stored float32 values are the ones the kernels added,
+    so taking a tree out removes exactly what it put in.
+
+    Parameters
+    ----------
+    tree_offsets, node_kind, node_rule : ndarray
+        The `TreeNodes` columns.
+    tree : int
+        The tree's index.
+    store, store_offsets : ndarray
+        As filled by `inside_outside` or `tree_inside_outside`.
+    sign : float
+    binary_counts, unary_counts, lexical_counts : ndarray
+        Counts in the `AnnotatedTables` layout, updated in place.
+    """
+    for n in range(tree_offsets[tree], tree_offsets[tree + 1]):
+        r = node_rule[n]
+        block = store[store_offsets[n]:store_offsets[n + 1]]
+        kind = node_kind[n]
+        if kind == LEXICAL:
+            move(lexical_counts[r], block, sign)
+        elif kind == UNARY:
+            move(unary_counts[r], block, sign)
+        else:
+            move(binary_counts[r], block, sign)
