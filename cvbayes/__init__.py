@@ -2,9 +2,15 @@
 from .data import Corpus, Vocabulary, read_conllu, read_tagged, read_text
 from .families import Categorical, Gaussian
 from .models.hdp_hmm import HDPHMM
-from .models.hmm import HMM, IterationRecord
+from .models.hmm import HMM
+from .models.dmv import DMV
+from .models.lda import LDA
+from .models.pcfg import PCFG
+from .models.pcfg_la import PCFGLA
+from .core.units import ZeroProbabilityError
+from .schedules import IterationRecord
 
 __version__ = "0.1.0"
 
-__all__ = ["HMM", "HDPHMM", "IterationRecord", "Corpus", "Vocabulary", "Categorical", "Gaussian",
+__all__ = ["HMM", "HDPHMM", "DMV", "LDA", "PCFG", "PCFGLA", "IterationRecord", "ZeroProbabilityError", "Corpus", "Vocabulary", "Categorical", "Gaussian",
            "read_text", "read_tagged", "read_conllu"]

@@ -9,7 +9,9 @@ from tqdm.auto import tqdm
 
 from . import HDPHMM, HMM
 from .chains.occupancy import METHODS as OCCUPANCY_METHODS
-from .alignment.cli import add_alignment_commands
+from .commands.align import add_alignment_commands
+from .commands.dmv import add_dmv_commands
+from .commands.lda import add_lda_commands
 from .data import CorpusFormatError, ambiguity, fetch_bible, fetch_brown, fetch_nt_alignments, fetch_ptb, fetch_texts, fetch_tidigits
 from .data import fetch_eve, fetch_ewt, fetch_hkcancor, fetch_htb, fetch_morphology, fetch_news, fetch_pud
 from .families import Categorical
@@ -204,8 +206,6 @@ def run_fit(args):
     result.pop("curve")
     if hdp:
         result.update(effective_states=model.n_effective_states_, gamma=model.gamma_, sigma=model.sigma_)
-    if corpus.gold is None:
-        result.pop("accuracy", None)
     report = {"model": args.output, "corpus": corpus.source, "tokens": corpus.n_tokens, "states": n_states,
               "dictionary": args.dictionary, **result}
     scores = ", ".join(f"{k} {v:.3f}" for k, v in result.items()
@@ -278,6 +278,22 @@ def run_experiment(args):
 
         args.seeds = args.seeds or 1
         hdp_experiments.EXPERIMENTS[args.name](args)
+    elif args.name == "fig4.1-dmv":
+        from .experiments import dmv as dmv_experiment
+
+        dmv_experiment.run_from_command_line(args)
+    elif args.name in ("fig4.1-morphology", "pcfg-planted"):
+        from .experiments import pcfg as pcfg_experiments  # em/vb/cvi(/scvi): --iterations; mh: --cgs-iterations
+
+        pcfg_experiments.EXPERIMENTS[args.name](args)
+    elif args.name == "fig4.2":
+        from .experiments import pcfg_la as pcfg_la_experiment
+
+        pcfg_la_experiment.run_from_command_line(args)
+    elif args.name == "lda":
+        from .experiments import lda as lda_experiment
+
+        lda_experiment.run_from_command_line(args)
     else:
         args.seeds = args.seeds or 10
         pos.EXPERIMENTS[args.name](args)
@@ -295,7 +311,8 @@ def _add_corpus(parser, tagset=True):
     parser.add_argument("corpus", help="'brown' (fetched with 'cvbayes data fetch brown'), 'brown-embedded' "
                                        "(the 2,000-sentence slice shipped with cvbayes) or a file")
     parser.add_argument("--format", choices=FORMATS, default="auto",
-                        help="file format: word/TAG lines, CoNLL-U (UPOS) or plain text (default: by extension)")
+                        help="file format: word/TAG lines, CoNLL-U (UPOS) or plain text (default auto: .conllu by name, "
+                             "else guessed from the first lines)")
     if tagset:
         parser.add_argument("--tagset", choices=("brown", "universal"), default="brown",
                             help="tag set for the Brown corpus: 104 base tags or the 12 universal tags")
@@ -313,6 +330,8 @@ def build_parser():
         description="Collapsed variational inference for the models of computational linguistics.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_alignment_commands(commands)
+    add_lda_commands(commands)
+    add_dmv_commands(commands)
 
     compare = commands.add_parser(
         "compare", help="PoS induction on Brown with EM, VB, CVI-1, CVI-2 and CGS (the main job)",
@@ -433,8 +452,8 @@ def build_parser():
                     "sampling at finding the number of states on synthetic data (§5.5.1; --seeds datasets "
                     "a scenario, default 10).")
     experiment.add_argument("name", choices=("grid-semi", "grid-unsup", "fig3.10", "fig3.11", "fig3.12", "fig3.13",
-                                             "fig3.15", "fig3.16", "fig3.17", "fig5.2", "fig5.3", "fig5.4", "fig5.6", "fig5.7", "fig5.9", "fig5.10", "align-nt", "align-bible",
-                                             "dp-hmm-tidigits"))
+                                             "fig3.15", "fig3.16", "fig3.17", "fig5.2", "fig5.3", "fig5.4", "fig5.6", "fig5.7", "fig5.9", "fig5.10", "align-nt", "align-bible", "lda", "fig4.1-dmv",
+                                             "dp-hmm-tidigits", "fig4.1-morphology", "pcfg-planted", "fig4.2"))
     experiment.add_argument("--out", default="docs/results", help="results folder (default docs/results)")
     experiment.add_argument("--corpus", default="brown", help="'brown' (the fetched corpus) or a Brown folder")
     experiment.add_argument("--tagset", choices=("brown", "universal"), default="brown",
@@ -537,6 +556,18 @@ def build_parser():
                             help="fig5.9/fig5.10: hmm (finite HMM, Dir(0.1)), the HDP-HMM with beta from 100 (hdp) "
                                  "or from 0.1 W (hdp-beta), the finite HMM with emissions Dir(100/W) (hmm-beta) "
                                  "(default hmm hdp)")
+    experiment.description += (
+        " fig4.1-dmv: the DMV with em/vb/cvi/scvi on UD EWT, HTB and PUD (thesis §4.5.2; needs 'cvbayes data fetch "
+        "ewt', 'htb' and 'pud'): --seeds (default 5), --passes (default 100), --max-length (training, default 10); "
+        "writes results.json, table.md and PNGs under --out/fig4_1_dmv (about 15-40 min).")
+    experiment.description += (
+        " fig4.2: PCFG-LA with em/vb/cvi at H subtypes on UD EWT trees converted to phrase structure (NOT the PTB; "
+        "thesis §4.5.3; needs 'cvbayes data fetch ewt'): alpha and the best of --seeds (default 5) runs chosen on a dev "
+        "subset, labelled P/R/F1/EX on test, parsing speed; writes results.json, table.md and a PNG under "
+        "--out/fig4_2 (about 30-45 min for H = 1 2 4).")
+    from .experiments.pcfg_la import add_arguments as add_pcfg_la_arguments
+
+    add_pcfg_la_arguments(experiment)
     experiment.set_defaults(handler=run_experiment)
 
     demo = commands.add_parser(

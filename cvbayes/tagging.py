@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .data import (Corpus, Vocabulary, complete_tag_dictionary, incomplete_tag_dictionary, load_brown,
+from .data import (Corpus, CorpusFormatError, Vocabulary, complete_tag_dictionary, incomplete_tag_dictionary, load_brown,
                    load_embedded_brown, read_conllu, read_tagged, read_text)
 from .metrics import accuracy, tagging_report
 from .models.hmm import HMM
@@ -32,8 +32,8 @@ def load_corpus(source, fmt="auto", tagset="brown", n_sentences=None, vocabulary
         ``brown-embedded`` (the 2,000-sentence slice shipped with cvbayes), or
         a file path.
     fmt : {"auto", "tagged", "conllu", "text"}
-        File format; ``auto`` picks CoNLL-U for ``.conllu`` files and
-        ``word/TAG`` otherwise.
+        File format; ``auto`` guesses it (`guess_format`).  A file that does not
+        read as the format raises `CorpusFormatError` naming the ``--format`` to try.
     tagset : {"brown", "universal"}
         Tag set for the Brown corpus (ignored for files).
     n_sentences : int, optional
@@ -50,17 +50,50 @@ def load_corpus(source, fmt="auto", tagset="brown", n_sentences=None, vocabulary
     else:
         if fmt not in FORMATS:
             raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-        if fmt == "auto":
-            fmt = "conllu" if str(source).endswith(".conllu") else "tagged"
-        if fmt == "conllu":
-            corpus = read_conllu(source, vocabulary=vocabulary)
-        elif fmt == "tagged":
-            corpus = read_tagged(source, vocabulary=vocabulary)
-        else:
-            corpus = read_text(source, vocabulary=vocabulary)
+        guessed = fmt == "auto"
+        if guessed:
+            fmt = guess_format(source)
+        reader = {"conllu": read_conllu, "tagged": read_tagged, "text": read_text}[fmt]
+        try:
+            corpus = reader(source, vocabulary=vocabulary)
+        except CorpusFormatError as error:
+            raise _with_format_hint(error, fmt, guessed) from None
     if n_sentences is not None:
         corpus = corpus[:n_sentences]
     return corpus
+
+
+def guess_format(path, n_lines=200):
+    """The format of a corpus file: ``conllu`` by its ``.conllu`` name or its first line (a comment
+    or ten tab-separated fields), ``tagged`` when every token of its first ``n_lines`` non-blank
+    lines is ``word/TAG``, else ``text``."""
+    if str(path).endswith(".conllu"):
+        return "conllu"
+    lines = []
+    with open(path, encoding="utf-8", errors="replace") as file:
+        for line in file:
+            if line.strip():
+                lines.append(line.strip("\r\n\ufeff"))
+            if len(lines) == n_lines:
+                break
+    if lines and (lines[0].startswith("#") or lines[0].count("\t") == 9):
+        return "conllu"
+    tokens = [token.rpartition("/") for line in lines for token in line.split()]
+    if tokens and all(word and slash and tag for word, slash, tag in tokens):
+        return "tagged"
+    return "text"
+
+
+def _with_format_hint(error, fmt, guessed):
+    """``error`` with the ``--format`` that reads what the file looks like instead."""
+    if fmt == "tagged":
+        hint = "is it plain text? then use --format text"
+    elif fmt == "conllu":
+        hint = "is it not CoNLL-U? then use --format tagged (word/TAG lines) or --format text"
+    else:
+        return error
+    how = f"read as {fmt}" + (" (guessed from its first lines)" if guessed else "")
+    return CorpusFormatError(f"{error.message} ({how}; {hint})", error.path, error.line)
 
 
 def recode(corpus, vocabulary):
@@ -129,7 +162,7 @@ def fit_tagger(corpus, algorithm, alpha, beta, n_iter, seed, dictionary=None, n_
     of Fig. 3.11; the time axis counts training only.
 
     Returns the model, the decoded states (maximum posterior decoding) and a
-    result dict: scores, training seconds, and the curve.
+    result dict: scores (none for an untagged corpus), training seconds, and the curve.
     """
     supervised = dictionary is not None
     if n_states is None:
@@ -139,11 +172,15 @@ def fit_tagger(corpus, algorithm, alpha, beta, n_iter, seed, dictionary=None, n_
     wanted = set(checkpoints)
     curve = []
 
+    def scores(states):
+        # an untagged corpus (plain text) has nothing to score against
+        return {} if corpus.gold is None else score_states(states, corpus, supervised)
+
     def record(fitted, iteration):
         if iteration + 1 in wanted:
             seconds = sum(r.seconds for r in fitted.history_)
             curve.append({"iteration": iteration + 1, "seconds": seconds,
-                          **score_states(fitted.decode(corpus), corpus, supervised)})
+                          **scores(fitted.decode(corpus))})
 
     started = time.perf_counter()
     model.fit(corpus, algorithm=algorithm, n_iter=n_iter, seed=seed, progress=progress,
@@ -152,7 +189,7 @@ def fit_tagger(corpus, algorithm, alpha, beta, n_iter, seed, dictionary=None, n_
     result = {"algorithm": algorithm, "seed": seed, "alpha": alpha, "beta": beta, "iterations": n_iter,
               "train_seconds": sum(r.seconds for r in model.history_),
               "wall_seconds": time.perf_counter() - started,
-              **score_states(states, corpus, supervised), "curve": curve}
+              **scores(states), "curve": curve}
     return model, states, result
 
 

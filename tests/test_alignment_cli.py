@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from cvbayes.alignment import read_pharaoh, write_pharaoh
-from cvbayes.alignment.synthetic import sample_parallel_corpus
+from cvbayes.models.alignment import read_pharaoh, write_pharaoh
+from cvbayes.models.alignment.synthetic import sample_parallel_corpus
 from cvbayes.cli import main
 
 
@@ -35,12 +35,24 @@ def test_align_writes_pharaoh_and_statistics(files, capsys):
     assert stats["pairs"] == len(gold) and stats["tokens_per_second"] > 0
     assert set(stats["directions"]) == {"forward", "reverse"}
     history = stats["directions"]["forward"]["history"]
-    assert [(h["model"], h["iteration"]) for h in history] == [("ibm1", 1), ("ibm1", 2), ("hmm", 1), ("hmm", 2),
-                                                               ("hmm", 3)]
+    assert [(h["stage"], h["iteration"]) for h in history] == [("ibm1", 0), ("ibm1", 1), ("hmm", 0), ("hmm", 1),
+                                                               ("hmm", 2)]
     # and the score of what was written
     main(["evaluate-alignment", str(folder / "pred.align"), "--gold", str(folder / "gold.align"), "--json"])
     scores = json.loads(capsys.readouterr().out)
     assert scores["aer"] < 0.2 and scores["n_sure"] == sum(len(g) for g in gold)
+
+
+def test_align_with_scvi_minibatches(files, capsys, tmp_path):
+    folder, gold = files
+    main(["align", "-i", str(folder / "c.txt"), "--algorithm", "scvi", "--iterations", "4", "--batch-size", "30",
+          "--kappa", "0.6", "--tau0", "2", "--quiet", "-o", str(tmp_path / "scvi.align"), "--json",
+          str(tmp_path / "s.json")])
+    stats = json.loads((tmp_path / "s.json").read_text())
+    assert (stats["algorithm"], stats["batch_size"], stats["kappa"], stats["tau0"]) == ("scvi", 30, 0.6, 2.0)
+    assert len(stats["directions"]["forward"]["history"]) == 8
+    main(["evaluate-alignment", str(tmp_path / "scvi.align"), "--gold", str(folder / "gold.align"), "--json"])
+    assert json.loads(capsys.readouterr().out)["aer"] < 0.2
 
 
 def test_align_fast_align_input_one_direction(files, capsys, tmp_path):

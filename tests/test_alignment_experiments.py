@@ -189,9 +189,10 @@ def test_a_run_in_its_own_process(tmp_path, monkeypatch):
     make_nt(tmp_path / "cache", n=20)
     data = load_nt_alignments()
     source, target = alignment.write_corpus(data, tmp_path / "work")
-    job = {"model": "ibm1", "algorithm": "em", "n_iter": [2, 2], "prior": 0.1, "seed": 0,
+    job = {"model": "hmm", "algorithm": "scvi", "n_iter": [2, 2], "prior": 0.1, "seed": 0,
            "source": str(source), "target": str(target), "links": str(tmp_path / "work" / "run")}
     run = alignment.score_run(alignment.run_job(job), data)
+    assert len(run["objective_forward"]) == 4 and all(np.isfinite(run["objective_forward"]))
     assert run["peak_rss_mib"] >= run["rss_before_fit_mib"] > 10
     assert (tmp_path / "work" / "run.sym").read_text().count("\n") == 20
     assert run["n_reference"] == data.n_links
@@ -204,10 +205,10 @@ def test_bad_options(caches):
     with pytest.raises(SystemExit, match="ALGORITHM=N"):
         alignment.parse_iterations("em=0")
     with pytest.raises(SystemExit, match="ALGORITHM=N"):
-        alignment.parse_iterations("svi=3")
+        alignment.parse_iterations("cvi3=3")
     assert alignment.parse_iterations("em=5+1, cgs=50") == {"em": (5, 1), "cgs": (50, 50)}
-    with pytest.raises(SystemExit, match="no algorithm svi"):
-        main(["experiment", "align-nt", "--out", str(caches), "--algorithms", "svi", "--quiet"])
+    with pytest.raises(SystemExit, match="no algorithm cvi3"):
+        main(["experiment", "align-nt", "--out", str(caches), "--algorithms", "cvi3", "--quiet"])
     with pytest.raises(SystemExit, match="unknown alignment model ibm4"):
         main(["experiment", "align-nt", "--out", str(caches), "--models", "ibm4", "--quiet"])
 

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from cvbayes.alignment import ParallelCorpus, index
-from cvbayes.alignment.index import build_index
+from cvbayes.models.alignment import ParallelCorpus, index
+from cvbayes.models.alignment.index import build_index
 
 
 def random_corpus(rng, n_pairs=60, n_source=9, n_target=7):
@@ -55,3 +55,19 @@ def test_slot_totals_equal_bincount(dtype):
     totals = data.slot_totals(values)
     assert totals.dtype == np.float64
     np.testing.assert_array_equal(totals, np.bincount(data.cell_slot, weights=values, minlength=data.n_slots))
+
+
+def test_a_minibatch_is_laid_out_as_a_corpus_of_its_own():
+    data = build_index(random_corpus(np.random.default_rng(6)))
+    ids = np.array([4, 0, 4, 7, data.n_pairs - 1])  # a pair may come twice (sampling with replacement)
+    for _ in range(2):  # the scratch numbering is reset between calls
+        batch = data.minibatch(ids)
+        cells = np.concatenate([np.arange(data.cell_offsets[s], data.cell_offsets[s + 1]) for s in ids])
+        np.testing.assert_array_equal(batch.slots[batch.cell_slot], data.cell_slot[cells])
+        np.testing.assert_array_equal(batch.rows[batch.slot_row], data.slot_row[batch.slots])
+        assert np.unique(batch.slots).size == batch.slots.size and np.unique(batch.rows).size == batch.rows.size
+        for local, offsets in ((batch.src_offsets, data.src_offsets), (batch.tgt_offsets, data.tgt_offsets),
+                               (batch.cell_offsets, data.cell_offsets)):
+            np.testing.assert_array_equal(np.diff(local), (offsets[ids + 1] - offsets[ids]))
+        assert batch.chunk_bounds[0] == 0 and batch.chunk_bounds[-1] == ids.size
+        assert np.all(data._slot_number == -1) and np.all(data._row_number == -1)

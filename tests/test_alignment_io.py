@@ -4,7 +4,7 @@ import io
 import numpy as np
 import pytest
 
-from cvbayes.alignment import (ParallelCorpus, read_fast_align, read_gold_alignments, read_parallel, read_pharaoh,
+from cvbayes.models.alignment import (ParallelCorpus, read_fast_align, read_gold_alignments, read_parallel, read_pharaoh,
                                score_alignment, symmetrize, write_pharaoh)
 from cvbayes.data import CorpusFormatError, Vocabulary
 
@@ -105,7 +105,7 @@ def test_gold_alignments_with_possible_links(tmp_path):
 
 # -- symmetrisation ---------------------------------------------------------------------------
 
-# worked by hand from Koehn's description (see cvbayes/alignment/symmetrize.py)
+# worked by hand from Koehn's description (see cvbayes/models/alignment/symmetrize.py)
 FORWARD = [{(0, 0), (1, 1), (2, 3), (3, 2)}, {(0, 0), (3, 1)}, {(0, 0), (3, 1)}]
 REVERSE = [{(0, 0), (1, 2), (2, 3), (3, 3)}, {(0, 0), (2, 3)}, {(0, 0), (3, 2)}]
 

@@ -5,16 +5,17 @@ import numpy as np
 import pytest
 from scipy.special import gammaln
 
-from cvbayes.alignment import Aligner, ParallelCorpus, align, score_alignment
-from cvbayes.alignment.batch import hmm_expectations, ibm1_expectations
-from cvbayes.alignment.chain import alignment_buffers, alignment_posteriors
-from cvbayes.alignment.collapsed import (hmm_cvi1_init, hmm_cvi1_sweep, hmm_cvi2_sweep, ibm1_cvi1_sweep,
-                                         ibm1_cvi1_token)
-from cvbayes.alignment.gibbs import hmm_cgs_init, hmm_cgs_sweep, ibm1_cgs_sweep, sample_cells
-from cvbayes.alignment.index import build_index
-from cvbayes.alignment.jumps import add_bucket_counts, bucket_sizes, jump_matrix
-from cvbayes.alignment.synthetic import sample_parallel_corpus
-from cvbayes.inference.sweeps import seed_numba
+from cvbayes.chains.alignment import alignment_buffers, alignment_posteriors, hmm_expectations, ibm1_expectations
+from cvbayes.chains.jumps import add_bucket_counts, bucket_sizes, jump_matrix
+from cvbayes.core.sampling import seed_numba
+from cvbayes.models.alignment import Aligner, ParallelCorpus, align, score_alignment
+from cvbayes.models.alignment.collapsed import (hmm_cvi1_init, hmm_pair_pass, hmm_pair_state, hmm_token_pass,
+                                                hmm_token_state, ibm1_state, ibm1_token_pass, ibm1_token_update,
+                                                state_offsets)
+from cvbayes.models.alignment.gibbs import (hmm_cgs_init, hmm_gibbs_pass, hmm_gibbs_state, ibm1_gibbs_pass,
+                                            ibm1_gibbs_state, sample_cells)
+from cvbayes.models.alignment.index import build_index
+from cvbayes.models.alignment.synthetic import sample_parallel_corpus
 
 
 # -- brute force: the model written out path by path -----------------------------------
@@ -187,7 +188,7 @@ def test_em_and_vb_objectives_never_decrease(planted, algorithm, prior):
     corpus, _ = planted
     aligner = Aligner("hmm", algorithm, n_iter=(12, 12), prior=prior, max_jump=3).fit(corpus[:120])
     for model in ("ibm1", "hmm"):
-        objective = np.array([h.objective for h in aligner.history_ if h.model == model])
+        objective = np.array([h.objective for h in aligner.history_ if h.stage == model])
         assert objective.size == 12 and np.all(np.isfinite(objective))
         assert np.all(np.diff(objective) >= -1e-9 * np.abs(objective[1:])), (model, objective)
         assert objective[-1] > objective[0]
@@ -254,8 +255,7 @@ def test_cvi1_ibm1_token_update_is_the_leave_one_out_predictive():
                     dense[sk[i], ek[jj]] += q[jj, i]
     v = data.n_target_types
     predictive = (dense[sources, e[j]] + prior) / (dense[sources].sum(axis=1) + v * prior)
-    log_norm = ibm1_cvi1_token(first, sources.size, prior, v * prior, data.cell_slot, data.slot_row,
-                               counts, totals, cells, np.empty(sources.size))
+    log_norm = ibm1_token_update(ibm1_state(data, prior, counts, totals, cells), data.tgt_offsets[s] + j)
     np.testing.assert_allclose(cells[first:first + sources.size], predictive / predictive.sum(), rtol=1e-6)
     assert log_norm == pytest.approx(np.log(predictive.mean()), rel=1e-12)
     # the counts now hold the new posterior in place of the old one
@@ -266,23 +266,20 @@ def test_cvi1_ibm1_token_update_is_the_leave_one_out_predictive():
 def test_collapsed_sweeps_keep_global_counts_equal_to_local_statistics(planted):
     corpus, _ = planted
     data = build_index(corpus[:60])
-    prior, v_prior, max_jump = 0.1, 0.1 * data.n_target_types, 3
+    prior, max_jump = 0.1, 3
     n_src, n_tgt = np.diff(data.src_offsets), np.diff(data.tgt_offsets)
     cells = np.repeat(1.0 / (n_src + 1), (n_src + 1) * n_tgt).astype(np.float32)
     counts = data.slot_totals(cells)
     totals = data.row_totals(counts)
-    ibm1_cvi1_sweep(prior, v_prior, data.src_offsets, data.tgt_offsets, data.cell_offsets, data.cell_slot,
-                    data.slot_row, counts, totals, cells)
+    assert ibm1_token_pass(ibm1_state(data, prior, counts, totals, cells), np.arange(data.n_target_tokens))[1] == -1
     np.testing.assert_allclose(counts, data.slot_totals(cells), atol=1e-9)
     # CVI-2 on the HMM: jump counts = sum of the stored per-pair bucket counts
     counts2, totals2, cells2 = counts.copy(), totals.copy(), cells.copy()
     jumps = np.zeros(2 * max_jump + 1)
     local = np.zeros((data.n_pairs, jumps.size), dtype=np.float32)
+    state = hmm_pair_state(data, prior, 0.2, max_jump, counts2, totals2, cells2, jumps, local)
     for _ in range(2):
-        _, bad = hmm_cvi2_sweep(prior, v_prior, prior, 0.2, max_jump, data.src_offsets, data.tgt_offsets,
-                                data.cell_offsets, data.cell_slot, data.slot_row, counts2, totals2, jumps,
-                                cells2, local)
-        assert bad == -1
+        assert hmm_pair_pass(state, np.arange(data.n_pairs))[1] == -1
     np.testing.assert_allclose(counts2, data.slot_totals(cells2), atol=1e-9)
     np.testing.assert_allclose(jumps, local.astype(np.float64).sum(axis=0), rtol=1e-12)
     # every jump into a real position is counted once: the bucket mass equals the real-alignment mass
@@ -290,26 +287,27 @@ def test_collapsed_sweeps_keep_global_counts_equal_to_local_statistics(planted):
     assert jumps.sum() == pytest.approx(cells2.sum(dtype=np.float64) - cells2[null_cells].sum(dtype=np.float64),
                                         rel=1e-6)
     # CVI-1 on the HMM: jump counts = sum of the stored incoming-jump bucket counts
-    state_offsets = np.zeros(data.n_pairs + 1, dtype=np.int64)
-    np.cumsum(2 * n_src * n_tgt, out=state_offsets[1:])
-    states = np.empty(state_offsets[-1], dtype=np.float32)
+    offsets = state_offsets(data)
+    states = np.empty(offsets[-1], dtype=np.float32)
     into = np.empty((data.n_target_tokens, jumps.size), dtype=np.float32)
     counts3, totals3 = np.zeros(data.n_slots), np.zeros(data.n_rows)
-    jumps3 = hmm_cvi1_init(max_jump, data.src_offsets, data.tgt_offsets, data.cell_offsets, state_offsets,
+    jumps3 = hmm_cvi1_init(max_jump, data.src_offsets, data.tgt_offsets, data.cell_offsets, offsets,
                            data.cell_slot, data.slot_row, cells, states, into, counts3, totals3)
+    state = hmm_token_state(data, prior, 0.2, max_jump, counts3, totals3, offsets, states, jumps3, into)
     for _ in range(2):
-        _, bad = hmm_cvi1_sweep(prior, v_prior, prior, 0.2, max_jump, data.src_offsets, data.tgt_offsets,
-                                data.cell_offsets, state_offsets, data.cell_slot, data.slot_row, counts3, totals3,
-                                jumps3, states, into)
-        assert bad == -1
+        assert hmm_token_pass(state, np.arange(data.n_target_tokens))[1] == -1
+    np.testing.assert_allclose(counts3, data.slot_totals(np.concatenate(
+        [np.column_stack([q[:, :n], q[:, n:].sum(axis=1)]).ravel() for q, n in zip(
+            (states[offsets[s]:offsets[s + 1]].reshape(n_tgt[s], 2 * n_src[s]) for s in range(data.n_pairs)),
+            n_src)])), atol=1e-6)
     np.testing.assert_allclose(jumps3, into.astype(np.float64).sum(axis=0), rtol=1e-10)
-    real_mass = sum(states[state_offsets[s]:state_offsets[s + 1]].reshape(n_tgt[s], 2 * n_src[s])[:, :n_src[s]].sum()
+    real_mass = sum(states[offsets[s]:offsets[s + 1]].reshape(n_tgt[s], 2 * n_src[s])[:, :n_src[s]].sum()
                     for s in range(data.n_pairs))
     assert jumps3.sum() == pytest.approx(real_mass, rel=1e-6)
 
 
 def dense_transition(theta, n_src, p0, max_jump):
-    """The 2I x 2I transition of alignment/chain.py and the start row, built from the model's definition."""
+    """The 2I x 2I transition of chains/alignment.py and the start row, built from the model's definition."""
     def jump(src, dst):
         return sum(theta[d + max_jump] * jump_weight(d, src, dst, n_src, max_jump)
                    for d in range(-max_jump, max_jump + 1))
@@ -343,15 +341,14 @@ def test_cvi1_hmm_sweep_equals_a_dense_reimplementation():
     n_src, n_tgt = np.diff(data.src_offsets), np.diff(data.tgt_offsets)
     rng = np.random.default_rng(5)
     cells = np.concatenate([rng.dirichlet(np.ones(n)) for n in np.repeat(n_src + 1, n_tgt)]).astype(np.float32)
-    state_offsets = np.zeros(data.n_pairs + 1, dtype=np.int64)
-    np.cumsum(2 * n_src * n_tgt, out=state_offsets[1:])
-    states = np.empty(state_offsets[-1], dtype=np.float32)
+    offsets = state_offsets(data)
+    states = np.empty(offsets[-1], dtype=np.float32)
     into = np.empty((data.n_target_tokens, 2 * max_jump + 1), dtype=np.float32)
     counts, totals = np.zeros(data.n_slots), np.zeros(data.n_rows)
-    jumps = hmm_cvi1_init(max_jump, data.src_offsets, data.tgt_offsets, data.cell_offsets, state_offsets,
+    jumps = hmm_cvi1_init(max_jump, data.src_offsets, data.tgt_offsets, data.cell_offsets, offsets,
                           data.cell_slot, data.slot_row, cells, states, into, counts, totals)
     # the reference: dense translation counts and per-token state vectors, updated token by token
-    q = [states[state_offsets[s]:state_offsets[s + 1]].reshape(n_tgt[s], 2 * n_src[s]).astype(float)
+    q = [states[offsets[s]:offsets[s + 1]].reshape(n_tgt[s], 2 * n_src[s]).astype(float)
          for s in range(data.n_pairs)]
     ref_into = into.astype(float)
     ref_jumps = ref_into.sum(axis=0)
@@ -389,9 +386,8 @@ def test_cvi1_hmm_sweep_equals_a_dense_reimplementation():
             if not last:
                 ref_into[t + 1] = factorised_buckets(q[s][j], q[s][j + 1], theta, n, max_jump)
                 ref_jumps += ref_into[t + 1]
-    got, bad = hmm_cvi1_sweep(prior, v * prior, prior, p0, max_jump, data.src_offsets, data.tgt_offsets,
-                              data.cell_offsets, state_offsets, data.cell_slot, data.slot_row, counts, totals,
-                              jumps, states, into)
+    state = hmm_token_state(data, prior, p0, max_jump, counts, totals, offsets, states, jumps, into)
+    got, bad = hmm_token_pass(state, np.arange(data.n_target_tokens))
     assert bad == -1
     assert got == pytest.approx(objective, rel=1e-6)
     np.testing.assert_allclose(states, np.concatenate([x.ravel() for x in q]), rtol=1e-5, atol=1e-7)
@@ -492,19 +488,19 @@ def test_gibbs_sampler_draws_from_the_exact_collapsed_posterior(model):
     jumps = np.zeros(2 * max_jump + 1)
     hmm_cgs_init(max_jump, data.src_offsets, data.tgt_offsets, align_, bucket, jumps)
     rb = np.zeros(data.cell_slot.size, dtype=np.float32)
+    accumulate = np.zeros(1, dtype=np.bool_)
+    if model == "ibm1":
+        state, one_pass = ibm1_gibbs_state(data, prior, counts, totals, align_, rb, accumulate), ibm1_gibbs_pass
+    else:
+        state = hmm_gibbs_state(data, prior, p0, max_jump, counts, totals, align_, rb, accumulate, jumps, bucket)
+        one_pass = hmm_gibbs_pass
     seed_numba(7)
     keys = {a: k for k, a in enumerate(exact)}
     splits = np.cumsum([e.size for e in corpus.target])[:-1]
     hits = np.zeros(len(keys))
-    v_prior = prior * data.n_target_types
+    order = np.arange(data.n_pairs)
     for _ in range(n_sweeps):
-        if model == "ibm1":
-            ibm1_cgs_sweep(prior, v_prior, data.src_offsets, data.tgt_offsets, data.cell_offsets, data.cell_slot,
-                           data.slot_row, align_, counts, totals, rb, False)
-        else:
-            hmm_cgs_sweep(prior, v_prior, prior, p0, max_jump, data.src_offsets, data.tgt_offsets,
-                          data.cell_offsets, data.cell_slot, data.slot_row, align_, bucket, counts, totals, jumps,
-                          rb, False)
+        assert one_pass(state, order, 1.0) == -1
         hits[keys[tuple(tuple(a.tolist()) for a in np.split(align_, splits))]] += 1
     probabilities = np.array(list(exact.values()))
     # chi-square of the visit counts against the exact posterior: about (cells - 1)
@@ -524,7 +520,7 @@ def test_gibbs_sampler_draws_from_the_exact_collapsed_posterior(model):
 THRESHOLDS = {"ibm1": 0.30, "hmm": 0.12}
 
 
-@pytest.mark.parametrize("algorithm", ["em", "vb", "cvi1", "cvi2", "cgs"])
+@pytest.mark.parametrize("algorithm", ["em", "vb", "cvi1", "cvi2", "cgs"])  # svi, scvi: test_alignment_stochastic
 @pytest.mark.parametrize("model", ["ibm1", "hmm"])
 def test_planted_alignments_are_recovered(planted, model, algorithm):
     corpus, gold = planted
@@ -537,8 +533,8 @@ def test_planted_alignments_are_recovered(planted, model, algorithm):
 def test_history_and_links_follow_the_contract(planted):
     corpus, _ = planted
     aligner = Aligner("hmm", "cvi2", n_iter=(2, 3)).fit(corpus[:50])
-    assert [(h.model, h.iteration) for h in aligner.history_] == [
-        ("ibm1", 1), ("ibm1", 2), ("hmm", 1), ("hmm", 2), ("hmm", 3)]
+    assert [(h.stage, h.iteration) for h in aligner.history_] == [
+        ("ibm1", 0), ("ibm1", 1), ("hmm", 0), ("hmm", 1), ("hmm", 2)]
     assert all(h.seconds >= 0 and np.isfinite(h.objective) for h in aligner.history_)
     assert aligner.seconds_ >= sum(h.seconds for h in aligner.history_)
     links = aligner.links()
@@ -551,7 +547,7 @@ def test_history_and_links_follow_the_contract(planted):
 
 def test_empty_sentences_get_no_links():
     corpus = ParallelCorpus.from_tokens([["a", "b"], [], ["b"], ["a"]], [["x", "y"], ["y"], [], ["x"]])
-    for algorithm in ("em", "cvi1", "cgs"):
+    for algorithm in ("em", "cvi1", "cgs", "scvi"):
         links = Aligner("hmm", algorithm, n_iter=2).fit(corpus).links()
         assert len(links) == 4 and links[1] == set() and links[2] == set()
         assert links[3] <= {(0, 0)}
@@ -580,6 +576,8 @@ def test_bad_arguments_are_rejected():
         Aligner(null_prob=1.0)
     with pytest.raises(ValueError, match="iterations"):
         Aligner(n_iter=(3, 0))
+    with pytest.raises(ValueError, match="batch_size"):
+        Aligner(algorithm="svi", batch_size=0)
     with pytest.raises(ValueError, match="ibm1_iters, hmm_iters"):
         Aligner(n_iter=[1, 2, 3])
     assert Aligner("ibm1", n_iter=[4, 0]).stages == (("ibm1", 4),)

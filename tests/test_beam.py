@@ -18,8 +18,14 @@ import numpy as np
 import pytest
 from scipy.special import gammaln
 
-from cvbayes.inference import beam
-from cvbayes.inference.beam import BeamResult, beam_ffbs, beam_sample, effective_states
+from cvbayes.chains import ffbs
+from cvbayes.chains.ffbs import beam_ffbs, beam_ffbs_log
+from cvbayes.data import Corpus
+from cvbayes.families import Categorical, Gaussian
+from cvbayes.families.ops import state_stats
+from cvbayes.models import beam
+from cvbayes.models.beam import BeamResult, beam_sample
+from cvbayes.models.hdp import effective_states
 from cvbayes.synthetic import sample_categorical_hmm
 
 # --------------------------------------------------------------------------------------------
@@ -264,8 +270,7 @@ def test_ffbs_underflow_falls_back_to_log_space():
     beam_ffbs(trans, order, np.exp(log_lik), index, np.tile(u, copies), draws, offsets, states, failed)
     assert failed.all()
     for i in range(copies):
-        beam._ffbs_one_log(trans, log_lik, index, np.tile(u, copies), draws, offsets[i], offsets[i + 1],
-                           states)
+        beam_ffbs_log(trans, log_lik, index, np.tile(u, copies), draws, offsets[i], offsets[i + 1], states)
     lik_reachable = np.exp(log_lik + 690)
     lik_reachable[:, 2] = 1.0
     exact = _slice_path_distribution(trans, lik_reachable, x, u)
@@ -316,26 +321,40 @@ def test_transition_rows_have_the_dirichlet_posterior_mean():
     np.testing.assert_allclose(draws.mean(axis=0), expected, atol=0.008)
 
 
+def _draws(family, observations, states, n_states, rng, n_draws):
+    """``n_draws`` of the family's posterior parameters given the assignment ``states``."""
+    corpus = Corpus(observations, np.array([0, len(states)]))
+    family.prepare(corpus, n_states)
+    stats = state_stats(family.code, family.index(corpus), family.features(corpus), states, n_states,
+                        family.n_stats())
+    return [family.draw_parameters(rng, stats) for _ in range(n_draws)], stats
+
+
 def test_emission_draws_have_the_conjugate_posterior_mean():
     rng = np.random.default_rng(2)
     x = np.array([0, 0, 1, 2, 2, 2, 1])
     states = np.array([0, 0, 0, 1, 1, 1, 1], dtype=np.int32)
-    categorical = beam._CategoricalEmissions(x, 3, 0.5)
-    phi = np.exp(np.stack([categorical.sample_posterior(rng, states, 2) for _ in range(8000)]))
+    draws, stats = _draws(Categorical(0.5, n_symbols=3), x, states, 2, rng, 8000)
+    phi = np.exp(np.stack([d["log_emissionprob"] for d in draws]))
     counts = np.array([[2, 1, 0], [0, 1, 3]]) + 0.5
     np.testing.assert_allclose(phi.mean(axis=0), counts / counts.sum(axis=1, keepdims=True), atol=0.01)
+    # with no statistics the draw is the prior's
+    prior = Categorical(0.5, n_symbols=3)
+    prior.prepare(Corpus(x, np.array([0, len(x)])), 1)
+    assert prior.draw_parameters(rng, np.zeros((4, 1)))["log_emissionprob"].shape == (1, 3)
 
     y = np.array([[0.5], [1.5], [1.0], [-2.0], [-3.0], [-2.5], [-2.2]])
     mu0, kappa0, a0, b0 = 0.0, 0.5, 2.0, 1.0
-    gaussian = beam._GaussianEmissions(y, [np.full(1, v) for v in (mu0, kappa0, a0, b0)])
-    draws = np.stack([gaussian.sample_posterior(rng, states, 2) for _ in range(8000)])  # (S, 2, K, D)
+    draws, _ = _draws(Gaussian(mean=mu0, kappa=kappa0, shape=a0, rate=b0), y, states, 2, rng, 8000)
+    means = np.stack([d["means"] for d in draws])
+    precisions = np.stack([d["precisions"] for d in draws])
     for k in range(2):
         v = y[states == k, 0]
         kappa = kappa0 + len(v)
         a = a0 + len(v) / 2
         b = b0 + 0.5 * ((v - v.mean()) ** 2).sum() + kappa0 * len(v) * (v.mean() - mu0) ** 2 / (2 * kappa)
-        assert draws[:, 0, k, 0].mean() == pytest.approx((kappa0 * mu0 + v.sum()) / kappa, abs=0.02)
-        assert draws[:, 1, k, 0].mean() == pytest.approx(a / b, rel=0.03)
+        assert means[:, k, 0].mean() == pytest.approx((kappa0 * mu0 + v.sum()) / kappa, abs=0.02)
+        assert precisions[:, k, 0].mean() == pytest.approx(a / b, rel=0.03)
 
 
 # --------------------------------------------------------------------------------------------
@@ -475,7 +494,7 @@ def test_same_seed_same_run_whatever_the_threading(monkeypatch):
         return result.states, [(h["n_states"], h["log_joint"]) for h in result.history]
 
     states, history = run(7)
-    monkeypatch.setattr(beam, "PARALLEL_MIN_TOKENS", 0)  # the threaded kernel, same uniforms
+    monkeypatch.setattr(ffbs, "PARALLEL_MIN_TOKENS", 0)  # the threaded kernel, same uniforms
     states_threaded, history_threaded = run(7)
     np.testing.assert_array_equal(states, states_threaded)
     assert history == history_threaded

@@ -5,7 +5,7 @@ import pytest
 from brute import guarded_posterior
 from cvbayes import HMM
 from cvbayes.families.ops import CATEGORICAL
-from cvbayes.inference import sweeps
+from cvbayes.models.hmm_kernels import no_occupancy, subchain_pass, subchain_state, subchain_workspace
 
 K, W, ALPHA, BETA = 2, 3, 0.4, 0.3
 
@@ -28,6 +28,14 @@ def _random_local_state(rng, offsets, is_first, tokens):
         stats[w] += marginals[t]
         stats[W] += marginals[t]
     return start, trans, stats, marginals, internal, boundary
+
+
+def _pass(tokens, offsets, is_first, order, start, trans, stats, marginals, internal, boundary):
+    """One CVI-3 pass of the unit update over ``order``, with the finite HMM's symmetric priors."""
+    emissions = (CATEGORICAL, np.array([[BETA]]), np.zeros((0, K)), tokens, np.empty((tokens.shape[0], 0)))
+    state = subchain_state(emissions, np.full(K, ALPHA), K * ALPHA, offsets, is_first, start, trans, stats, marginals,
+                           internal, boundary, *no_occupancy(K), 0, 0, subchain_workspace(offsets, K))
+    return subchain_pass(state, order)
 
 
 @pytest.mark.parametrize("target", [1, 2])
@@ -54,9 +62,7 @@ def test_one_subchain_update_matches_enumeration_with_the_thesis_counts(target):
                                  right_counts, marginals[end].astype(float), ALPHA)
     exp_marginals, exp_pairs, exp_left, exp_right, _ = expected
 
-    sweeps.cvi3_sweep(CATEGORICAL, np.array([[BETA]]), np.full(K, ALPHA), K * ALPHA, np.zeros((0, K)), tokens,
-                      np.empty((7, 0)), offsets, is_first, np.array([target]), start, trans, stats,
-                      marginals, internal, boundary, *sweeps.no_occupancy(), 0, 0)
+    _pass(tokens, offsets, is_first, np.array([target]), start, trans, stats, marginals, internal, boundary)
     np.testing.assert_allclose(marginals[begin:end], exp_marginals, atol=1e-6)
     np.testing.assert_allclose(internal[target], exp_pairs, atol=1e-6)
     np.testing.assert_allclose(boundary[target], exp_left, atol=1e-6)
@@ -70,10 +76,8 @@ def test_global_counts_stay_the_sum_of_the_local_statistics():
     is_first = np.array([True, False, False, True, False, False])
     start, trans, stats, marginals, internal, boundary = _random_local_state(rng, offsets, is_first, tokens)
     for _ in range(3):
-        objective, bad = sweeps.cvi3_sweep(
-            CATEGORICAL, np.array([[BETA]]), np.full(K, ALPHA), K * ALPHA, np.zeros((0, K)), tokens,
-            np.empty((23, 0)), offsets, is_first, np.arange(6), start, trans, stats, marginals, internal,
-            boundary, *sweeps.no_occupancy(), 0, 0)
+        objective, bad = _pass(tokens, offsets, is_first, np.arange(6), start, trans, stats, marginals, internal,
+                               boundary)
         assert bad == -1 and np.isfinite(objective)
     np.testing.assert_allclose(trans, internal.sum(axis=0, dtype=float) + boundary.sum(axis=0, dtype=float),
                                atol=1e-9)

@@ -6,10 +6,12 @@ import pytest
 
 from brute import chain_posterior
 from cvbayes.chains import occupancy
-from cvbayes.families.ops import CATEGORICAL
-from cvbayes.inference import hdp, sweeps
+from cvbayes.core.rules import MEAN
+from cvbayes.models import hdp
 from cvbayes.models.hdp_hmm import HDPHMM
-from cvbayes.models.hmm import _Data
+from cvbayes.models.hmm_kernels import subchain_pass, subchain_state, subchain_workspace, unit_totals
+from cvbayes.models.hmm_structures import ChainData, Minibatches, Units
+from cvbayes.schedules import stochastic
 from cvbayes.synthetic import sample_categorical_hmm
 
 K = 4
@@ -118,10 +120,20 @@ def _sweep_state(method):
     corpus = _as_corpus(SEQUENCES)
     model.family.prepare(corpus, K)
     model.sticks_ = hdp.Sticks(np.array([2.0, 1.5, 3.0, 1.2]), np.array([3.0, 2.5, 1.0, 2.0]), 1.5, 2.0)
-    data = _Data(model, corpus)
-    marginals, local_pairs = data.local_posteriors(model, "random", 3, keep_pairs=True)
-    start_c, trans_c = sweeps.pair_totals(data.offsets, marginals, local_pairs)
+    data = ChainData(model, corpus)
+    marginals, local_pairs = data.local_posteriors("random", 3, keep_pairs=True)
+    is_first = np.ones(data.n_chains, dtype=bool)
+    no_boundaries = np.zeros((0, K, K), dtype=np.float32)
+    start_c, trans_c = unit_totals(data.offsets, is_first, marginals, local_pairs, no_boundaries)
     return model, data, marginals, local_pairs, start_c, trans_c, data.token_stats(marginals)
+
+
+def _sequence_pass(model, data, order, marginals, local_pairs, start_c, trans_c, stats, zero, code, n_samples):
+    """CVI on eq. 5.38 over the sequences in ``order`` (the unit update, every unit a sequence)."""
+    state = subchain_state(data.emissions(), *model.transition_prior(), data.offsets, np.ones(data.n_chains, bool),
+                           start_c, trans_c, stats, marginals, local_pairs, np.zeros((0, K, K), np.float32), zero,
+                           code, n_samples, 0, subchain_workspace(data.offsets, K))
+    return subchain_pass(state, order)
 
 
 def _as_corpus(sequences):
@@ -149,10 +161,9 @@ def test_one_hdp_sequence_update_matches_enumeration(method):
     phi = (other_emit + 0.5) / (other_emit.sum(axis=1, keepdims=True) + W * 0.5)     # eq. 5.39
     log_z, want_marg, want_pairs = chain_posterior(theta_start, theta, phi[:, SEQUENCES[seq]].T)
 
-    zero, code = model._occupancy_products(data)
-    objective, bad = sweeps.cvi2_sweep(CATEGORICAL, data.prior, prior_row, sigma, data.mask, data.index,
-                                       data.features, data.offsets, np.array([seq]), start_c, trans_c, stats,
-                                       marginals, local_pairs, zero, code, 10, 0)
+    zero, code = model._occupancy_products()
+    objective, bad = _sequence_pass(model, data, np.array([seq]), marginals, local_pairs, start_c, trans_c, stats,
+                                    zero, code, 10)
     assert bad == -1
     assert objective == pytest.approx(log_z, rel=1e-9)
     np.testing.assert_allclose(marginals[begin:end], want_marg, atol=1e-6)
@@ -185,10 +196,8 @@ def _enumerated_pairs(start, trans, lik):
 def test_emission_occupancy_is_the_product_over_each_words_tokens():
     model, data, marginals, local_pairs, start_c, trans_c, stats = _sweep_state("heuristic")
     model.learn_emission_prior = True
-    zero, code = model._occupancy_products(data)
-    prior_row, sigma = model.transition_prior()
-    sweeps.cvi2_sweep(CATEGORICAL, data.prior, prior_row, sigma, data.mask, data.index, data.features,
-                      data.offsets, np.arange(3), start_c, trans_c, stats, marginals, local_pairs, zero, code, 0, 0)
+    zero, code = model._occupancy_products()
+    _sequence_pass(model, data, np.arange(3), marginals, local_pairs, start_c, trans_c, stats, zero, code, 0)
     tokens = np.concatenate(SEQUENCES)
     for w in range(W):
         expected = np.prod(1.0 - marginals[tokens == w].astype(float), axis=0)
@@ -228,7 +237,7 @@ def test_cvi_finds_the_four_states_of_theta_pos():
     effective = [record["effective_states"] for record in model.hyper_history_]
     assert effective[0] == 10 and effective[-1] == 4
     # the sticks are ordered by the states' expected tokens (footnote 4)
-    tokens = model.family.state_totals(model._counts[2])[model.sticks_.order]
+    tokens = model.family.state_totals(model.counts_.emissions)[model.sticks_.order]
     assert np.all(np.diff(tokens) <= 1e-6 * tokens.sum())
     history = model.hyper_history_
     assert all(r["objective_after"] >= r["objective_before"] - 1e-9 * abs(r["objective_before"]) for r in history)
@@ -267,7 +276,6 @@ def test_scvi_emission_products_are_the_product_over_each_words_tokens():
     log-zero after one step is log prod_t (1 - q(z_t = k)) over every word's tokens, the
     marginals enumerated under the tables of eq. 5.38-5.39 with an asymmetric beta tau.
     Words 1 and 4 never occur, so the minibatch's compact rows are not the word ids."""
-    from cvbayes.inference.stochastic import StochasticLearner
     model = HDPHMM(K, gamma=1.5, sigma=2.0, beta=0.5, learn_emission_prior=True)
     sequences = [np.array([0, 2, 5, 2]), np.array([5, 5, 3]), np.array([2, 0]), np.array([3, 3, 0])]
     corpus = _as_corpus(sequences)
@@ -277,23 +285,22 @@ def test_scvi_emission_products_are_the_product_over_each_words_tokens():
     model.family.set_prior(0.5, tau)
     model.sticks_ = hdp.Sticks(np.array([2.0, 1.5, 3.0, 1.2]), np.array([3.0, 2.5, 1.0, 2.0]), 1.5, 2.0)
     model.top_weights_ = None
-    learner = StochasticLearner(model, corpus, "predictive", 10, 0.6, 1.0, None, 0, False,
-                                model._stochastic_occupancy())
-    learner.random_globals(np.random.default_rng(5))
+    learner = Minibatches(model, corpus, MEAN, Units(corpus.offsets), 0, False, model._stochastic_occupancy())
+    blocks = learner.start(*learner.random_counts(np.random.default_rng(5)))
     prior_row, sigma = model.transition_prior()
-    theta_start = (learner.start_counts + prior_row) / (learner.start_counts.sum() + sigma)
-    theta = (learner.trans_counts + prior_row) / (learner.trans_counts.sum(axis=1, keepdims=True) + sigma)
-    counts = learner.stats.values()
+    start_counts, trans_counts, counts = learner.current()
+    theta_start = (start_counts + prior_row) / (start_counts.sum() + sigma)
+    theta = (trans_counts + prior_row) / (trans_counts.sum(axis=1, keepdims=True) + sigma)
     phi = (counts[:-1].T + 0.5 * tau) / (counts[-1][:, None] + 0.5)
     expected = np.ones((n_words, K))
     for sequence in sequences:
         marginals = chain_posterior(theta_start, theta, phi[:, sequence].T)[1]
         for t, w in enumerate(sequence):
             expected[w] *= 1.0 - marginals[t]
-    learner.update(np.random.default_rng(0))
-    assert learner.rho == 1.0
+    # one step of the whole corpus with rho_0 = 1: the running block becomes the minibatch's value
+    assert stochastic(learner, blocks, 1, 10, 0.6, 1.0, np.random.default_rng(0), lambda *record: None) == 1
     assert n_words == 6 and np.all(expected[[1, 4]] == 1.0) and np.all(expected[[0, 2, 3, 5]] < 1.0)
-    np.testing.assert_allclose(np.exp(learner.log_zero_emissions.values()), expected, rtol=1e-9)
+    np.testing.assert_allclose(np.exp(blocks["zero_emissions"].values()), expected, rtol=1e-9)
 
 
 def test_scvi_learns_the_emission_prior_after_every_pass():

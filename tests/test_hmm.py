@@ -7,7 +7,8 @@ import pytest
 import cvbayes
 from cvbayes.data import Corpus
 from cvbayes.metrics import many_to_one
-from cvbayes.models.hmm import ALGORITHMS, ZeroProbabilityError
+from cvbayes import ZeroProbabilityError
+from cvbayes.models.hmm import ALGORITHMS
 from cvbayes.synthetic import random_hmm, sample_categorical_hmm, sample_gaussian_hmm
 
 N_ITER = {"em": 200, "vb": 200, "cvi1": 200, "cvi2": 100, "cvi3": 100, "cgs": 300, "svi": 30, "scvi": 30}

@@ -1,28 +1,14 @@
 """Inside-outside over latent annotations (Matsuzaki et al. 2005) against enumeration of every annotation."""
-import itertools
-
 import numba
 import numpy as np
 import pytest
+from brute_latent import annotated_nodes, enumerate_annotations, random_tree
 
 from cvbayes.data.trees import Tree
-from cvbayes.trees.latent import (AnnotatedTables, add_posteriors, latent_inside_outside,
-                                  normalise_rows, parent_totals, posterior_offsets, row_sizes,
-                                  split_grammar, tree_inside_outside, zero_annotated_tables)
+from cvbayes.trees.latent import (AnnotatedTables, RowLayout, add_posteriors, add_row_totals,
+                                  latent_inside_outside, normalise_rows, parent_totals, posterior_offsets,
+                                  row_sizes, split_grammar, tree_inside_outside, zero_annotated_tables)
 from cvbayes.trees.treebank import ROOT, extract_grammar, prepare_treebank, tree_nodes
-
-
-def random_tree(rng, n_words, depth=0):
-    """A random Penn tree over n_words words: flat, unary and branching phrases mixed."""
-    if n_words == 1 and (depth > 0 and rng.random() < 0.6):
-        return Tree(str(rng.choice(["D", "N", "V"])), [str(rng.choice(["a", "b", "c"]))])
-    if n_words == 1:
-        return Tree(str(rng.choice(["NP", "VP"])), [random_tree(rng, 1, depth + 1)])
-    n_children = int(rng.integers(2, min(n_words, 3) + 1))
-    cuts = np.sort(rng.choice(np.arange(1, n_words), size=n_children - 1, replace=False))
-    sizes = np.diff(np.concatenate([[0], cuts, [n_words]]))
-    label = str(rng.choice(["S", "NP", "VP"]))
-    return Tree(label, [random_tree(rng, int(size), depth + 1) for size in sizes])
 
 
 def random_weights(rng, grammar, n_sub, zeros=False):
@@ -35,58 +21,6 @@ def random_weights(rng, grammar, n_sub, zeros=False):
         for table in tables:
             table[rng.random(table.shape) < 0.3] = 0.0
     return tables
-
-
-def annotated_nodes(tree):
-    """Pre-order list of [node, child indices] of a binarised tree (iterative: binarised trees are deep)."""
-    nodes = []
-    stack = [(tree, None)]
-    while stack:
-        node, parent = stack.pop()
-        if parent is not None:
-            nodes[parent][1].append(len(nodes))
-        nodes.append([node, []])
-        if not isinstance(node.children[0], str):
-            stack.extend((child, len(nodes) - 1) for child in reversed(node.children))
-    return nodes
-
-
-def enumerate_annotations(tree, grammar, weights):
-    """log Z and expected counts of one tree by summing over every annotation (root subtype 0)."""
-    n_sub = weights.n_subtypes
-    symbol, word = grammar.symbol_index, grammar.word_index
-    binary = {tuple(map(int, row)): r for r, row in enumerate(grammar.binary_rules)}
-    unary = {tuple(map(int, row)): r for r, row in enumerate(grammar.unary_rules)}
-    lexical = {tuple(map(int, row)): r for r, row in enumerate(grammar.lexical_rules)}
-    nodes = annotated_nodes(tree)
-    counts = zero_annotated_tables(grammar, n_sub)
-    total = 0.0
-    for rest in itertools.product(range(n_sub), repeat=len(nodes) - 1):
-        subtypes = (0,) + rest
-        weight = 1.0
-        hits = []
-        for index, (node, children) in enumerate(nodes):
-            a = subtypes[index]
-            if not children:
-                r = lexical[symbol[node.label], word[node.children[0]]]
-                hits.append((counts.lexical, (r, a)))
-                weight *= weights.lexical[r, a]
-            elif len(children) == 1:
-                r = unary[symbol[node.label], symbol[node.children[0].label]]
-                cell = (r, a, subtypes[children[0]])
-                hits.append((counts.unary, cell))
-                weight *= weights.unary[cell]
-            else:
-                r = binary[tuple(symbol[child.label] for child in (node, *node.children))]
-                cell = (r, a, subtypes[children[0]], subtypes[children[1]])
-                hits.append((counts.binary, cell))
-                weight *= weights.binary[cell]
-        total += weight
-        for table, cell in hits:
-            table[cell] += weight
-    if total == 0.0:
-        return -np.inf, counts
-    return np.log(total), AnnotatedTables(*(table / total for table in counts))
 
 
 @pytest.mark.parametrize("n_sub,n_words", [(1, 5), (2, 3), (2, 5), (3, 3)])
@@ -205,6 +139,27 @@ def test_stored_posteriors_add_up_to_the_counts_and_leave_a_tree_out():
     others = tree_nodes([tree for t, tree in enumerate(prepared.trees) if t != 2], grammar)
     for a, b in zip(left_out, latent_inside_outside(others, weights).counts):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_row_totals_move_with_the_stored_posteriors():
+    rng = np.random.default_rng(12)
+    prepared = prepare_treebank([random_tree(rng, int(n)) for n in rng.integers(1, 7, size=5)], min_count=1)
+    nodes, grammar = prepared.nodes, prepared.grammar
+    offsets = posterior_offsets(nodes, 3)
+    store = np.zeros(offsets[-1], dtype=np.float32)
+    counts = latent_inside_outside(nodes, random_weights(rng, grammar, 3), store=store).counts
+    totals = parent_totals(grammar, counts)
+    parents = [np.ascontiguousarray(rules[:, 0]) for rules in
+               (grammar.binary_rules, grammar.unary_rules, grammar.lexical_rules)]
+    add_posteriors(nodes.tree_offsets, nodes.kind, nodes.rule, 3, store, offsets, -1.0, *counts)
+    add_row_totals(nodes.tree_offsets, nodes.kind, nodes.rule, 3, store, offsets, -1.0, *parents, totals)
+    np.testing.assert_allclose(totals, parent_totals(grammar, counts), rtol=1e-12, atol=1e-12)
+    # the flat layout's rows are the same rows
+    layout = RowLayout(grammar, 3)
+    np.testing.assert_allclose(np.bincount(layout.cell_row, layout.flatten(counts), minlength=layout.n_rows),
+                               totals.ravel(), rtol=1e-12, atol=1e-12)
+    assert np.array_equal(np.bincount(layout.cell_row, minlength=layout.n_rows), layout.row_width)
+    assert all(np.array_equal(a, b) for a, b in zip(layout.tables(layout.flatten(counts)), counts))
 
 
 def test_single_tree_kernel_matches_driver_and_fills_its_block():

@@ -7,10 +7,12 @@ import pytest
 from scipy.special import digamma
 
 from cvbayes import HMM
+from cvbayes.core.rules import MEAN, VB
+from cvbayes.core.statistics import DecayingCounts
 from cvbayes.data import Corpus
 from cvbayes.families import Gaussian
-from cvbayes.inference.stochastic import (DecayingCounts, StochasticLearner, Units, stationary_distribution,
-                                          step_size)
+from cvbayes.models.hmm_structures import Minibatches, Units, stationary_distribution
+from cvbayes.schedules import step_size
 
 K, W, ALPHA, BETA = 2, 4, 0.3, 0.2
 
@@ -61,19 +63,18 @@ def _learner(tokens, offsets, rule, subchain_length, buffer=0, vanilla=False, se
     corpus = Corpus(np.asarray(tokens, dtype=np.int32), np.asarray(offsets))
     model = HMM(K, ALPHA, BETA)
     model.family.prepare(corpus, K)
-    learner = StochasticLearner(model, corpus, rule, batch_size=1000, kappa=0.0, tau0=1.0,
-                                subchain_length=subchain_length, buffer=buffer, vanilla=vanilla)
+    learner = Minibatches(model, corpus, rule, Units(corpus.offsets, subchain_length), buffer, vanilla)
     rng = np.random.default_rng(seed)
-    learner.set_globals(rng.gamma(1.0, 2.0, K), rng.gamma(1.0, 2.0, (K, K)),
-                        np.vstack([g := rng.gamma(1.0, 2.0, (W, K)), g.sum(axis=0)]))
+    learner.start(rng.gamma(1.0, 2.0, K), rng.gamma(1.0, 2.0, (K, K)),
+                  np.vstack([g := rng.gamma(1.0, 2.0, (W, K)), g.sum(axis=0)]))
     if learner.beliefs.shape[0]:
         learner.beliefs[:] = rng.dirichlet(np.ones(K), size=learner.beliefs.shape[:2])
     return learner
 
 
 def _tables(learner, rule):
-    start_counts, trans_counts, stats = learner.counts()
-    if rule == "vb":
+    start_counts, trans_counts, stats = learner.current()
+    if rule == VB:
         start = np.exp(digamma(start_counts + ALPHA) - digamma(start_counts.sum() + K * ALPHA))
         theta = np.exp(digamma(trans_counts + ALPHA) - digamma(trans_counts.sum(1, keepdims=True) + K * ALPHA))
         phi = np.exp(digamma(stats[:W] + BETA) - digamma(stats[W] + W * BETA))
@@ -88,7 +89,7 @@ def _expected_minibatch(learner, tokens, rule, length, buffer, guarded):
     """Counts of all units of one sequence, by enumeration."""
     start, theta, phi = _tables(learner, rule)
     stationary = stationary_distribution(theta / theta.sum(axis=1, keepdims=True))
-    trans_counts = learner.trans_counts
+    trans_counts = learner.current()[1]
     n = len(tokens)
     exp_start = np.zeros(K)
     exp_pairs = np.zeros((K, K))
@@ -116,19 +117,19 @@ def _expected_minibatch(learner, tokens, rule, length, buffer, guarded):
 
 
 @pytest.mark.parametrize("rule,length,buffer,vanilla", [
-    ("predictive", 3, 0, False),   # SCVI-3: guarded subchains
-    ("predictive", 3, 0, True),    # vanilla SCVI-3: stationary starts
-    ("vb", 3, 2, False),           # SVI with Foti et al.'s buffer
-    ("vb", 3, 0, True),            # vanilla SVI
-    ("predictive", 2, 0, False),
+    (MEAN, 3, 0, False),   # SCVI-3: guarded subchains
+    (MEAN, 3, 0, True),    # vanilla SCVI-3: stationary starts
+    (VB, 3, 2, False),     # SVI with Foti et al.'s buffer
+    (VB, 3, 0, True),      # vanilla SVI
+    (MEAN, 2, 0, False),
 ])
 def test_minibatch_counts_match_enumeration(rule, length, buffer, vanilla):
     tokens = [0, 3, 1, 1, 2, 0, 3, 2, 1, 0]
     learner = _learner(tokens, [0, 10], rule, length, buffer, vanilla)
     expected = _expected_minibatch(learner, tokens, rule, length, buffer if not vanilla else 0,
-                                   guarded=rule == "predictive" and not vanilla)
+                                   guarded=rule == MEAN and not vanilla)
     ids = np.arange(learner.units.n_units)
-    start, pairs, stats, rows, *_ = learner.minibatch(ids)
+    start, pairs, stats, rows, *_ = learner.expectations(ids)
     full_stats = np.zeros((W + 1, K))
     full_stats[rows] = stats
     np.testing.assert_allclose(start, expected[0], atol=1e-10)
@@ -138,11 +139,11 @@ def test_minibatch_counts_match_enumeration(rule, length, buffer, vanilla):
 
 def test_scvi3_passes_boundary_beliefs_to_the_neighbours():
     tokens = [0, 3, 1, 1, 2, 0, 3, 2, 1, 0]
-    learner = _learner(tokens, [0, 10], "predictive", 3)
-    start, theta, phi = _tables(learner, "predictive")
+    learner = _learner(tokens, [0, 10], MEAN, 3)
+    start, theta, phi = _tables(learner, MEAN)
     marginals, *_ = _enumerate_unit(start, theta, phi[tokens[0:3]], None,
-                                    (learner.beliefs[1, 0].astype(float), learner.trans_counts))
-    learner.minibatch(np.array([0]))
+                                    (learner.beliefs[1, 0].astype(float), learner.current()[1]))
+    learner.expectations(np.array([0]))
     np.testing.assert_allclose(learner.beliefs[0], marginals[[0, -1]], atol=1e-6)
 
 
@@ -168,7 +169,7 @@ def test_svi_with_unit_steps_on_the_full_batch_is_one_vb_iteration():
             "emissionprob": rng.dirichlet(np.ones(12), size=3)}
     vb = HMM(3, 0.3, 0.2).fit(sequences, algorithm="vb", n_iter=1, init=init)
     svi = HMM(3, 0.3, 0.2).fit(sequences, algorithm="svi", n_iter=1, init=init, batch_size=40, kappa=0.0)
-    for ours, theirs in zip(svi._counts, vb._counts):
+    for ours, theirs in zip(svi.counts_, vb.counts_):
         np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
     assert svi.steps_ == 1
 
@@ -212,9 +213,8 @@ def test_exponential_initialisation_has_the_thesis_means():
     corpus = Corpus(tokens, np.arange(0, 20_001, 20))
     model = HMM(40, 0.1, 0.1)
     model.family.prepare(corpus, 40)
-    learner = StochasticLearner(model, corpus, "predictive", 10, 0.5, 1.0, None, 0, False)
-    learner.random_globals(rng)
-    start, trans, stats = learner.counts()
+    learner = Minibatches(model, corpus, MEAN, Units(corpus.offsets), 0, False)
+    start, trans, stats = learner.random_counts(rng)
     # 1,600 and 2,000 draws: the means are within a few per cent
     assert trans.mean() == pytest.approx((20_000 - 1_000) / 40 ** 2, rel=0.1)
     assert stats[:50].mean() == pytest.approx(20_000 / (40 * 50), rel=0.1)

@@ -6,10 +6,22 @@ import pytest
 
 import cvbayes
 from brute import chain_posterior, collapsed_log_joint, corpus_expectations
+from cvbayes.core import rules
+from cvbayes.core.sampling import seed_numba
 from cvbayes.data import Corpus
-from cvbayes.families.ops import CATEGORICAL
-from cvbayes.inference import rules, sweeps
-from cvbayes.models.hmm import _Data
+from cvbayes.families.ops import state_stats
+from cvbayes.models.hmm_kernels import (factorised_transitions, gibbs_pass, hard_transitions, no_occupancy,
+                                        subchain_pass, subchain_state, subchain_workspace, token_pass, token_state,
+                                        token_workspace, unit_totals)
+from cvbayes.models.hmm_structures import ChainData
+
+
+def mode(counts, prior):
+    return rules.dirichlet_table(rules.MAP, counts, prior)
+
+
+def mean(counts, prior):
+    return rules.dirichlet_table(rules.MEAN, counts, prior)
 
 SEQUENCES = [np.array([0, 2, 1, 2]), np.array([1, 1]), np.array([2, 0, 0]), np.array([3])]
 K, W = 3, 4
@@ -27,9 +39,9 @@ def test_one_em_step_matches_enumeration(alpha, beta):
     model = cvbayes.HMM(K, alpha=alpha, beta=beta).fit(SEQUENCES, algorithm="em", n_iter=1, init=init)
     start_c, trans_c, emit_c, log_lik = corpus_expectations(init["startprob"], init["transmat"],
                                                              init["emissionprob"], SEQUENCES)
-    np.testing.assert_allclose(model.startprob_, rules.dirichlet_mode(start_c, alpha))
-    np.testing.assert_allclose(model.transmat_, rules.dirichlet_mode(trans_c, alpha))
-    np.testing.assert_allclose(model.emissionprob_, rules.dirichlet_mode(emit_c, beta))
+    np.testing.assert_allclose(model.startprob_, mode(start_c, alpha))
+    np.testing.assert_allclose(model.transmat_, mode(trans_c, alpha))
+    np.testing.assert_allclose(model.emissionprob_, mode(emit_c, beta))
     log_prior = sum(max(a - 1, 0) * np.log(p).sum() for a, p in
                     [(alpha, init["startprob"]), (alpha, init["transmat"]), (beta, init["emissionprob"])])
     assert model.history_[0].objective == pytest.approx(log_lik + log_prior)
@@ -44,12 +56,12 @@ def test_one_vb_step_matches_enumeration():
     # the init dict gives the first counts; one VB iteration then runs on exp E[log theta] (eq. 3.21-3.22)
     start_c, trans_c, emit_c, _ = corpus_expectations(init["startprob"], init["transmat"],
                                                        init["emissionprob"], SEQUENCES)
-    tilde = [rules.dirichlet_geometric_mean(c, a) for c, a in
+    tilde = [rules.dirichlet_table(rules.VB, c, a) for c, a in
              [(start_c, alpha), (trans_c, alpha), (emit_c, beta)]]
     start2, trans2, emit2, log_lik = corpus_expectations(*tilde, SEQUENCES)
-    np.testing.assert_allclose(model.startprob_, rules.dirichlet_mean(start2, alpha))
-    np.testing.assert_allclose(model.transmat_, rules.dirichlet_mean(trans2, alpha))
-    np.testing.assert_allclose(model.emissionprob_, rules.dirichlet_mean(emit2, beta))
+    np.testing.assert_allclose(model.startprob_, mean(start2, alpha))
+    np.testing.assert_allclose(model.transmat_, mean(trans2, alpha))
+    np.testing.assert_allclose(model.emissionprob_, mean(emit2, beta))
     kl = (rules.dirichlet_kl(start_c, alpha) + rules.dirichlet_kl(trans_c, alpha)
           + rules.dirichlet_kl(emit_c, beta))
     assert model.history_[0].objective == pytest.approx(log_lik - kl)
@@ -75,20 +87,30 @@ def test_vb_elbo_is_a_lower_bound_on_the_exact_evidence():
 
 
 def start_state(sequences, seed=0):
-    """Random local posteriors of a tiny corpus, laid out for the sweeps."""
+    """Random local posteriors of a tiny corpus, laid out for the kernels."""
     corpus = Corpus.from_sequences(sequences)
     model = cvbayes.HMM(K, alpha=0.4, beta=0.3)
     model.family.prepare(corpus, K)
-    data = _Data(model, corpus)
-    marginals, local_pairs = data.local_posteriors(model, "random", seed, keep_pairs=True)
+    data = ChainData(model, corpus)
+    marginals, local_pairs = data.local_posteriors("random", seed, keep_pairs=True)
     return model, data, marginals, local_pairs
+
+
+def sequence_state(model, data, marginals, local_pairs, prior_row, prior_total, zero, occupancy, n_samples=0):
+    """CVI-2's unit state: every unit a whole sequence, with the global counts of the local statistics."""
+    is_first = np.ones(data.n_chains, dtype=bool)
+    no_boundaries = np.zeros((0, model.n_states, model.n_states), dtype=np.float32)
+    start_c, trans_c = unit_totals(data.offsets, is_first, marginals, local_pairs, no_boundaries)
+    return subchain_state(data.emissions(), prior_row, prior_total, data.offsets, is_first, start_c, trans_c,
+                          data.token_stats(marginals), marginals, local_pairs, no_boundaries, zero, occupancy,
+                          n_samples, 0, subchain_workspace(data.offsets, model.n_states))
 
 
 def test_one_cvi2_sequence_update_matches_enumeration():
     model, data, marginals, local_pairs = start_state(SEQUENCES)
     alpha, beta = model.alpha, model.beta
-    start_c, trans_c = sweeps.pair_totals(data.offsets, marginals, local_pairs)
-    stats = data.token_stats(marginals)
+    state = sequence_state(model, data, marginals, local_pairs, np.full(K, alpha), K * alpha, *no_occupancy(K))
+    start_c, trans_c, stats = state[5], state[6], state[7]
     # everyone else's expected counts, then the surrogate parameters of eq. 3.49-3.50
     seq = 0
     begin, end = data.offsets[seq], data.offsets[seq + 1]
@@ -98,14 +120,12 @@ def test_one_cvi2_sequence_update_matches_enumeration():
     other_emit = stats[:-1].T.copy()
     for t, w in enumerate(SEQUENCES[seq]):
         other_emit[:, w] -= own[t]
-    theta_start = rules.dirichlet_mean(other_start, alpha)
-    theta = rules.dirichlet_mean(other_trans, alpha)
-    phi = rules.dirichlet_mean(other_emit, beta)
+    theta_start = mean(other_start, alpha)
+    theta = mean(other_trans, alpha)
+    phi = mean(other_emit, beta)
     log_z, want_marg, want_pairs = chain_posterior(theta_start, theta, phi[:, SEQUENCES[seq]].T)
 
-    objective, bad = sweeps.cvi2_sweep(CATEGORICAL, data.prior, np.full(K, alpha), K * alpha, data.mask,
-                                       data.index, data.features, data.offsets, np.array([seq]), start_c,
-                                       trans_c, stats, marginals, local_pairs, *sweeps.no_occupancy(), 0, 0)
+    objective, bad = subchain_pass(state, np.array([seq]))
     assert bad == -1
     assert objective == pytest.approx(log_z, rel=1e-9)
     np.testing.assert_allclose(marginals[begin:end], want_marg, atol=1e-6)
@@ -121,7 +141,6 @@ def brute_cvi1_sweep(sequences, q, alpha, beta, n_states, n_symbols):
     This is the definition the technique of eq. 3.35-3.39 must reproduce.
     """
     flat = np.concatenate(sequences)
-    seq_of = np.concatenate([[i] * len(x) for i, x in enumerate(sequences)])
     first = np.concatenate([[True] + [False] * (len(x) - 1) for x in sequences])
     last = np.concatenate([[False] * (len(x) - 1) + [True] for x in sequences])
     n = len(flat)
@@ -167,17 +186,17 @@ def test_cvi1_sweep_matches_enumerated_expectations():
     corpus = Corpus.from_sequences(sequences)
     model = cvbayes.HMM(2, alpha=0.6, beta=0.4)
     model.family.prepare(corpus, 2)
-    data = _Data(model, corpus)
-    marginals, _ = data.local_posteriors(model, "random", 11, keep_pairs=False)
+    data = ChainData(model, corpus)
+    marginals, _ = data.local_posteriors("random", 11, keep_pairs=False)
     want = brute_cvi1_sweep(sequences, marginals.astype(float), 0.6, 0.4, 2, 2)
-    start_c, trans_c = sweeps.factorised_transitions(data.offsets, marginals)
-    stats = data.token_stats(marginals)
-    _, bad = sweeps.cvi1_sweep(CATEGORICAL, data.prior, 0.6, data.mask, data.index, data.features,
-                               data.offsets, start_c, trans_c, trans_c.sum(1), stats, marginals)
+    start_c, trans_c = factorised_transitions(data.offsets, marginals)
+    state = token_state(data.emissions(), 0.6, data.offsets, data.sequence_of(), start_c, trans_c, trans_c.sum(1),
+                        data.token_stats(marginals), marginals, token_workspace(2))
+    _, bad = token_pass(state, np.arange(corpus.n_tokens))
     assert bad == -1
     np.testing.assert_allclose(marginals, want, atol=1e-6)
     # bookkeeping: the running global counts equal those recomputed from scratch
-    fresh_start, fresh_trans = sweeps.factorised_transitions(data.offsets, marginals)
+    fresh_start, fresh_trans = factorised_transitions(data.offsets, marginals)
     np.testing.assert_allclose(start_c, fresh_start, atol=1e-9)
     np.testing.assert_allclose(trans_c, fresh_trans, atol=1e-9)
 
@@ -190,22 +209,26 @@ def test_cgs_matches_exact_collapsed_posterior():
     corpus = Corpus.from_sequences(sequences)
     model = cvbayes.HMM(n_states, alpha=alpha, beta=beta)
     model.family.prepare(corpus, n_states)
-    data = _Data(model, corpus)
+    data = ChainData(model, corpus)
     states = data.random_states(0)
-    sweeps.seed_numba(0)
-    counts = sweeps.state_counts(data.code, data.index, data.features, data.offsets, states,
-                                 n_states, data.n_stats)
+    seed_numba(0)
+
+    def counts():
+        return (*hard_transitions(data.offsets, states, n_states),
+                state_stats(model.family.code, data.index, data.features, states, n_states, data.n_stats))
+
+    running = counts()
+    state = token_state(data.emissions(), alpha, data.offsets, data.sequence_of(), *running, states,
+                        token_workspace(n_states))
     n_sweeps = 40_000
     visits = np.zeros(len(exact))
     codes = n_states ** np.arange(len(states))[::-1]
+    order = np.arange(len(states))
     for _ in range(n_sweeps):
-        sweeps.cgs_sweep(data.code, data.prior, alpha, data.mask, data.index, data.features,
-                         data.offsets, states, *counts, 1.0)
+        assert gibbs_pass(state, order, 1.0) == -1
         visits[int(states @ codes)] += 1
     total_variation = 0.5 * np.abs(visits / n_sweeps - exact).sum()
     assert total_variation < 0.02
     # the running counts still describe the current sample
-    fresh = sweeps.state_counts(data.code, data.index, data.features, data.offsets, states,
-                                n_states, data.n_stats)
-    for running, recomputed in zip(counts, fresh):
-        np.testing.assert_allclose(running, recomputed)
+    for value, recomputed in zip(running, counts()):
+        np.testing.assert_allclose(value, recomputed)

@@ -18,9 +18,8 @@ Conventions
 import numpy as np
 from numba import njit
 
-# Reassociation lets LLVM vectorise the K-long reductions; no NaN/Inf
-# assumptions are made, so a zero-probability sequence still shows up as -inf.
-FAST = {"reassoc", "contract", "arcp", "nsz"}
+from ..core.special import FAST
+
 
 
 @njit(cache=True, fastmath=FAST)

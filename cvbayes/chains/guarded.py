@@ -27,48 +27,52 @@ follow from the chain's own end marginals (eq. 3.82):
 """
 from numba import njit
 
-from .forward_backward import FAST
+from ..core.rules import mean_cell
+from ..core.special import FAST
 
 
 @njit(cache=True, fastmath=FAST)
 def guard_start(left_belief, counts, prior_row, out):
     """Start vector of a guarded subchain: the message into z_1 (eq. 3.77, 3.79).
 
-    out[k] ∝ sum_j q(z0 = j) C[j, k] + a_k, normalised to sum to one so that
-    the chain's log normaliser is a predictive log-probability.
+    out[k] = MEAN of the expected row sum_j q(z0 = j) C[j, k] under the prior a_k,
+    normalised over k so that the chain's log normaliser is a predictive
+    log-probability.
     """
     n_states = out.shape[0]
-    total = 0.0
     for k in range(n_states):
-        out[k] = prior_row[k]
+        out[k] = 0.0
     for j in range(n_states):
         q = left_belief[j]
         if q == 0.0:
             continue
         for k in range(n_states):
             out[k] += q * max(counts[j, k], 0.0)
+    row_count = 0.0
     for k in range(n_states):
-        total += out[k]
+        row_count += out[k]
+    row_prior = prior_row.sum()
     for k in range(n_states):
-        out[k] /= total
+        out[k] = mean_cell(out[k], prior_row[k], row_count, row_prior)
 
 
 @njit(cache=True, fastmath=FAST)
 def guard_end(counts, right_belief, prior_row, prior_total, out):
     """End vector of a guarded subchain: the message into z_T (eq. 3.78, 3.80).
 
-    out[j] = (sum_k C[j, k] q(z_{T+1} = k) + sum_k a_k / K) / (C[j, .] + A).
+    out[j] = (sum_k C[j, k] q(z_{T+1} = k) + sum_k a_k / K) / (C[j, .] + A): the
+    MEAN of the expected count under the average prior a_k.
     """
     n_states = out.shape[0]
     per_row = prior_row.sum() / n_states
     for j in range(n_states):
-        num = per_row
-        den = prior_total
+        expected = 0.0
+        row_count = 0.0
         for k in range(n_states):
             c = max(counts[j, k], 0.0)
-            num += c * right_belief[k]
-            den += c
-        out[j] = num / den
+            expected += c * right_belief[k]
+            row_count += c
+        out[j] = mean_cell(expected, per_row, row_count, prior_total)
 
 
 @njit(cache=True, fastmath=FAST)

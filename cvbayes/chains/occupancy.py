@@ -27,6 +27,9 @@ field coinciding there (one variable a factor).
 import numpy as np
 from numba import njit
 
+from ..core.sampling import draw
+from ..core.special import FAST
+
 METHODS = ("exact", "mean_field", "sampling", "heuristic")
 # codes of METHODS inside numba kernels
 EXACT, MEAN_FIELD, SAMPLING, HEURISTIC = range(4)
@@ -115,9 +118,9 @@ def _sampled_zero_and_exits(first, conditionals, n_samples, seed):
     exit_seen_in = np.full(n_states, -1, dtype=np.int64)
     with_exit = np.zeros(n_states)
     for s in range(n_samples):
-        z = _draw(first)
+        z = draw(first, n_states, 1.0)
         for t in range(1, n_steps):
-            nxt = _draw(conditionals[t - 1, z])
+            nxt = draw(conditionals[t - 1, z], n_states, 1.0)
             if seen_in[z, nxt] != s:
                 seen_in[z, nxt] = s
                 with_pair[z, nxt] += 1.0
@@ -126,17 +129,6 @@ def _sampled_zero_and_exits(first, conditionals, n_samples, seed):
                 with_exit[z] += 1.0
             z = nxt
     return 1.0 - with_pair / n_samples, 1.0 - with_exit / n_samples
-
-
-@njit(cache=True)
-def _draw(probs):
-    u = np.random.random() * probs.sum()
-    acc = 0.0
-    for k in range(probs.shape[0]):
-        acc += probs[k]
-        if u < acc and probs[k] > 0.0:
-            return k
-    return probs.shape[0] - 1
 
 
 @njit(cache=True)
@@ -203,6 +195,66 @@ def chain_zero(method, first, conditionals, n_samples, seed):
     if method == MEAN_FIELD:
         return mean_field_zero(marginals), exits
     return heuristic_zero(first, conditionals), exits
+
+
+@njit(cache=True, fastmath=FAST)
+def multiply_no_transition(method, n_samples, seed, fwd, bwd, gamma, trans, n_steps, starts, exits_at_end,
+                           index, begin, zero):
+    """Multiply one chain's q(C = 0) into the running products prod_i q(C^i = 0) (eq. 5.46).
+
+    The chain is the one `forward_backward.chain_marginals` just ran on ``trans``
+    (its ``fwd``, ``bwd`` and ``gamma``).  ``zero`` = (start (K,), pairs (K, K),
+    exits (K,), emissions (W, K) or (0, K)): q(C_0k = 0) = 1 - q(z_1 = k) when
+    the chain ``starts`` a sequence (eq. 5.51); q(C_jk = 0) by ``method`` (the
+    heuristic of eq. 5.67 straight from the forward-backward messages, the
+    others from the chain's conditionals); q(C_j. = 0) for the states the chain
+    leaves, its last state too when ``exits_at_end`` (a subchain with a right
+    neighbour, whose boundary pair the heuristic covers); and, when ``zero``
+    has emission rows (categorical emissions, learning beta tau of §5.5.3),
+    q(C_kw = 0) = prod_t (1 - q(z_t = k)) over the tokens of word w =
+    index[begin + t], the emission counterpart of eq. 5.67.
+    """
+    zero_start, zero_pairs, zero_exits, zero_emissions = zero
+    n_states = gamma.shape[1]
+    if starts:
+        for k in range(n_states):
+            zero_start[k] *= 1.0 - gamma[0, k]
+    if method == HEURISTIC:
+        for t in range(1, n_steps):
+            for j in range(n_states):
+                a = fwd[t - 1, j]
+                if a == 0.0:
+                    continue
+                row = zero_pairs[j]
+                for k in range(n_states):
+                    row[k] *= 1.0 - a * trans[j, k] * bwd[t, k]
+        for t in range(n_steps - 1):
+            for j in range(n_states):
+                zero_exits[j] *= 1.0 - gamma[t, j]
+    elif n_steps > 1:
+        conditionals = np.empty((n_steps - 1, n_states, n_states))
+        for t in range(1, n_steps):
+            for j in range(n_states):
+                total = 0.0
+                for k in range(n_states):
+                    v = trans[j, k] * bwd[t, k]
+                    conditionals[t - 1, j, k] = v
+                    total += v
+                inv = 1.0 / total if total > 0.0 else 0.0
+                for k in range(n_states):
+                    conditionals[t - 1, j, k] *= inv
+        pairs, exits = chain_zero(method, gamma[0].copy(), conditionals, n_samples, seed)
+        for j in range(n_states):
+            zero_exits[j] *= exits[j]
+            for k in range(n_states):
+                zero_pairs[j, k] *= pairs[j, k]
+    if exits_at_end:
+        for j in range(n_states):
+            zero_exits[j] *= 1.0 - gamma[n_steps - 1, j]
+    for t in range(n_steps if zero_emissions.shape[0] > 0 else 0):
+        row = zero_emissions[index[begin + t]]
+        for k in range(n_states):
+            row[k] *= 1.0 - gamma[t, k]
 
 
 def _chain_arrays(first, conditionals):

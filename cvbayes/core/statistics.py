@@ -15,22 +15,18 @@ from numba import njit
 def move(target, values, sign):
     """target += sign * values, elementwise over blocks of the same shape (a unit's start row or its
     K x K transition counts in or out of the global ones)."""
-    flat_target = target.reshape(-1)
-    flat_values = values.reshape(-1)
-    for i in range(flat_target.shape[0]):
-        flat_target[i] += sign * flat_values[i]
+    # .flat, not reshape: reshaping costs about 80 ns a call, as much as moving a 15-bucket block
+    for i in range(target.size):
+        target.flat[i] += sign * values.flat[i]
 
 
 @njit(cache=True)
 def store(source, local, target):
     """local = source (rounded to local's precision), then target += the stored values: a unit's new
     statistics kept and added to the global block."""
-    flat_source = source.reshape(-1)
-    flat_local = local.reshape(-1)
-    flat_target = target.reshape(-1)
-    for i in range(flat_source.shape[0]):
-        flat_local[i] = flat_source[i]
-        flat_target[i] += flat_local[i]
+    for i in range(source.size):
+        local.flat[i] = source.flat[i]
+        target.flat[i] += local.flat[i]
 
 
 @njit(cache=True)

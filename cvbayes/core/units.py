@@ -34,3 +34,7 @@ def first_bad(bad_per_chunk):
         if bad >= 0 and (first < 0 or bad < first):
             first = bad
     return first
+
+
+class ZeroProbabilityError(ValueError):
+    """A unit (sequence, sentence, tree) that the model gives probability zero; the message names it."""

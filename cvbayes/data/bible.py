@@ -46,9 +46,9 @@ the BSB is public domain. Nothing of them is committed here; tests use small mad
 ``sword-text-sparv`` install the SWORD modules ``engKJV2006eb`` (King James Version, 1769
 text) and ``spaRV1909eb`` under ``/usr/share/sword``; both follow the KJV versification
 (31,102 verses) and tag words with Strong's numbers (``<w lemma="strong:H7225">``).
-`fetch_bible` installs them with apt-get when missing, reads them with ``pysword`` (the
-optional dependency group ``cvbayes[bible]``; reading takes about 100 s a module) and
-caches each as ``<cache>/bible/MODULE.txt``: one verse a line, ``BBCCCVVV<TAB>tokens``
+`fetch_bible` asks for them when missing (giving the apt-get command to run as root),
+reads them with ``pysword`` (the optional dependency group ``cvbayes[bible]``; reading
+takes about 100 s a module) and caches each as ``<cache>/bible/MODULE.txt``: one verse a line, ``BBCCCVVV<TAB>tokens``
 with tokens ``form`` or ``form|H7225`` (several numbers joined by ``+``), books numbered
 1 (Genesis) to 66 (Revelation); ``#`` lines are comments.
 
@@ -82,8 +82,6 @@ import html
 import json
 import os
 import re
-import shutil
-import subprocess
 import sys
 import tarfile
 from collections import Counter
@@ -592,24 +590,15 @@ def _cache_file(folder: Path, module: str) -> Path:
     return folder / f"{module}.txt"
 
 
-def _install_sword(sword_path: Path, progress: bool) -> None:
+def _check_sword(sword_path: Path) -> None:
+    """Raise with the command that installs the SWORD modules when any is missing (it needs root, so
+    the package never runs it itself)."""
     missing = [m for m in BIBLE_MODULES.values() if not (sword_path / "mods.d" / f"{m}.conf").is_file()]
-    if not missing:
-        return
-    by_hand = f"apt-get install -y {' '.join(SWORD_PACKAGES)}"
-    apt = shutil.which("apt-get")
-    if apt is None:
+    if missing:
         raise RuntimeError(
-            f"the SWORD modules {', '.join(missing)} are not in {sword_path}, and apt-get is not on PATH; "
-            f"install the Debian packages {' and '.join(SWORD_PACKAGES)} (as root: `{by_hand}`)"
-        )
-    if progress:
-        print(f"installing {' '.join(SWORD_PACKAGES)} with apt-get ...", file=sys.stderr)
-    result = subprocess.run([apt, "install", "-y", *SWORD_PACKAGES], capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        raise RuntimeError(
-            f"`{by_hand}` failed (it needs root, and maybe `apt-get update` first); run it yourself, "
-            f"then `cvbayes data fetch bible` again:\n{result.stderr.strip()[-2000:]}"
+            f"the SWORD modules {', '.join(missing)} are not in {sword_path}; install the Debian packages "
+            f"{' and '.join(SWORD_PACKAGES)} (as root: `apt-get install -y {' '.join(SWORD_PACKAGES)}`, "
+            "after `apt-get update` if apt does not know them), then run `cvbayes data fetch bible` again"
         )
 
 
@@ -649,10 +638,11 @@ def fetch_bible(
     progress: bool = True,
     sword_path: str | os.PathLike[str] = SWORD_PATH,
 ) -> Path:
-    """Install the KJV and RV1909 SWORD modules if needed, read them, and cache them as text.
+    """Read the KJV and RV1909 SWORD modules and cache them as text.
 
-    Runs ``apt-get install -y sword-text-kjv sword-text-sparv`` when the modules are not
-    in `sword_path` (needs root), reads ``engKJV2006eb`` and ``spaRV1909eb`` with
+    The modules come from the Debian packages ``sword-text-kjv`` and ``sword-text-sparv``
+    (``apt-get install -y sword-text-kjv sword-text-sparv``, as root); when they are not in
+    `sword_path` this raises with that command.  Reads ``engKJV2006eb`` and ``spaRV1909eb`` with
     ``pysword`` (install it with ``pip install 'cvbayes[bible]'`` or ``pip install
     pysword==0.2.8``) and writes ``<cache>/bible/engKJV2006eb.txt`` and
     ``spaRV1909eb.txt`` (format in the module docstring). Takes about 100 s a module;
@@ -666,14 +656,14 @@ def fetch_bible(
     Raises
     ------
     RuntimeError
-        If apt-get is missing or fails, or pysword is not installed.
+        If the SWORD modules are not installed (the message gives the command), or pysword is not.
     """
     folder = _bible_folder(cache)
     paths = {module: _cache_file(folder, module) for module in BIBLE_MODULES.values()}
     if all(path.is_file() for path in paths.values()):
         return folder
     sword_path = Path(sword_path)
-    _install_sword(sword_path, progress)
+    _check_sword(sword_path)
     try:
         from pysword.modules import SwordModules
     except ImportError:
@@ -774,7 +764,7 @@ def load_bible(
     if not all(path.is_file() for path in paths):
         raise FileNotFoundError(
             f"the KJV / RV1909 text is not cached in {folder}; run `cvbayes data fetch bible` "
-            "(needs apt-get for the SWORD modules and `pip install 'cvbayes[bible]'`)"
+            "(needs the SWORD modules from apt and `pip install 'cvbayes[bible]'`)"
         )
     if max_verses is not None and max_verses < 1:
         raise ValueError(f"max_verses must be positive, got {max_verses}")

@@ -14,7 +14,12 @@ ROOT.  ``max_length`` then keeps the sentences of at most that many words,
 counted after removal (10 for the classic WSJ10 setting).  Sentences left
 without words are dropped.  Gold trees are not checked to be trees or
 projective (UD has non-projective trees); HEAD values are checked to be word
-numbers of their sentence.
+numbers of their sentence.  A file to be parsed may have no heads (``_``):
+``gold=False`` does not read the HEAD column (punctuation is then dropped
+without re-attaching anything, and ``heads`` is None).
+
+`UPOS_TAGS` is the fixed inventory of the 17 universal tags (in UD's order),
+for a tag set that does not depend on which tags one file happens to hold.
 """
 
 from __future__ import annotations
@@ -31,9 +36,17 @@ from .errors import CorpusFormatError
 from .readers import _CONLLU_COLUMNS, _RAW_COLUMNS, _conllu_sentences, _encode, _read_lines
 from .vocabulary import Vocabulary
 
-__all__ = ["DependencyCorpus", "read_dependencies"]
+__all__ = ["UPOS_TAGS", "DependencyCorpus", "read_dependencies", "upos_tagset"]
 
 PathLike = str | os.PathLike[str]
+
+UPOS_TAGS = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN",
+             "PUNCT", "SCONJ", "SYM", "VERB", "X")
+
+
+def upos_tagset(remove_punctuation: bool = False) -> Vocabulary:
+    """The 17 universal tags as a tag set (without ``PUNCT`` when punctuation is removed)."""
+    return Vocabulary([t for t in UPOS_TAGS if not (remove_punctuation and t == "PUNCT")], unknown=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,8 +59,9 @@ class DependencyCorpus:
         Tag ids into `tagset`.
     offsets : numpy.ndarray of int64, shape (I + 1,)
         Sentence i is ``tags[offsets[i]:offsets[i + 1]]``.
-    heads : numpy.ndarray of int32, shape (N,)
-        Gold heads, 1-based among the sentence's kept words, 0 = root.
+    heads : numpy.ndarray of int32, shape (N,), or None
+        Gold heads, 1-based among the sentence's kept words, 0 = root (None
+        when read with ``gold=False``).
     tagset : Vocabulary
         The tags (no ``<unk>``).
     word_ids : numpy.ndarray of int32, shape (N,)
@@ -65,7 +79,7 @@ class DependencyCorpus:
 
     tags: np.ndarray
     offsets: np.ndarray
-    heads: np.ndarray
+    heads: np.ndarray | None
     tagset: Vocabulary
     word_ids: np.ndarray
     sentence_ids: np.ndarray
@@ -147,6 +161,30 @@ def _sentence_heads(
     return heads
 
 
+def _kept_heads(
+    all_heads: np.ndarray,
+    keep: np.ndarray,
+    kept: np.ndarray,
+    new_id: np.ndarray,
+    words: list[tuple[str, str | None, str | None, int]],
+    path: PathLike,
+) -> np.ndarray:
+    """Each kept word's head among the kept words: its gold head, or the nearest kept ancestor."""
+    sentence_heads = np.empty(kept.size, dtype=np.int32)
+    for k, position in enumerate(kept):
+        head = all_heads[position]
+        steps = 0
+        while head != 0 and not keep[head - 1]:
+            head = all_heads[head - 1]
+            steps += 1
+            if steps > len(words):
+                raise CorpusFormatError(
+                    "the HEAD column has a cycle through removed words", path, words[position][3]
+                )
+        sentence_heads[k] = new_id[head]
+    return sentence_heads
+
+
 def read_dependencies(
     path: PathLike,
     tag: str = "upos",
@@ -155,6 +193,7 @@ def read_dependencies(
     remove_punctuation: bool = False,
     max_length: int | None = None,
     encoding: str = "utf-8",
+    gold: bool = True,
 ) -> DependencyCorpus:
     """Read tag sequences and gold heads from a CoNLL-U file (module notes).
 
@@ -172,6 +211,9 @@ def read_dependencies(
     max_length : int, optional
         Keep only the sentences of at most this many words after removal.
     encoding : str, default "utf-8"
+    gold : bool, default True
+        Read the HEAD column as gold heads; False for a file to be parsed,
+        whose HEAD column may hold anything (``_``).
 
     Returns
     -------
@@ -217,7 +259,7 @@ def read_dependencies(
         if not words:
             continue
         index += 1
-        all_heads = _sentence_heads(words, path)
+        all_heads = _sentence_heads(words, path) if gold else None
         keep = np.ones(len(words), dtype=bool)
         if remove_punctuation:
             keep = np.array([upos != "PUNCT" for _, upos, _, _ in words])
@@ -226,18 +268,8 @@ def read_dependencies(
             continue
         new_id = np.zeros(len(words) + 1, dtype=np.int64)
         new_id[kept + 1] = np.arange(1, kept.size + 1)
-        sentence_heads = np.empty(kept.size, dtype=np.int32)
-        for k, position in enumerate(kept):
-            head = all_heads[position]
-            steps = 0
-            while head != 0 and not keep[head - 1]:
-                head = all_heads[head - 1]
-                steps += 1
-                if steps > len(words):
-                    raise CorpusFormatError(
-                        "the HEAD column has a cycle through removed words", path, words[position][3]
-                    )
-            sentence_heads[k] = new_id[head]
+        if gold:
+            heads.append(_kept_heads(all_heads, keep, kept, new_id, words, path))
         for position in kept:
             _, _, value, number = words[position]
             # conllu reads "_" as None in XPOS but keeps it in UPOS.
@@ -245,7 +277,6 @@ def read_dependencies(
                 raise CorpusFormatError(f"word has no {tag.upper()} tag", path, number)
             tags.append(value)
             token_lines.append(number)
-        heads.append(sentence_heads)
         word_ids.append(kept + 1)
         offsets.append(len(tags))
         sentence_ids.append(index)
@@ -259,7 +290,7 @@ def read_dependencies(
     return DependencyCorpus(
         tags=ids,
         offsets=np.array(offsets, dtype=np.int64),
-        heads=np.concatenate(heads),
+        heads=np.concatenate(heads) if gold else None,
         tagset=tagset,
         word_ids=np.concatenate(word_ids).astype(np.int32),
         sentence_ids=np.array(sentence_ids, dtype=np.int64),

@@ -21,7 +21,6 @@ from .errors import CorpusFormatError
 
 __all__ = [
     "Tree",
-    "derivation_to_tree",
     "format_tree",
     "parse_trees",
     "read_trees",
@@ -252,54 +251,6 @@ def unbinarize(tree: Tree) -> Tree:
         else:
             children.append(child)
     return Tree(tree.label, children)
-
-
-def derivation_to_tree(grammar, applications, words, *, binarized: bool = False) -> Tree:
-    """The `Tree` of a kernel derivation (Viterbi or sampled).
-
-    Parameters
-    ----------
-    grammar : CompiledGrammar
-    applications : Derivation or int array (n, 5)
-        Rule applications in preorder (`cvbayes.trees.inside_outside`).
-    words : sequence of str or of ids
-        The sentence; ids are decoded with ``grammar.vocabulary``.
-    binarized : bool, default False
-        Keep the internal ``@`` symbols (the kernel's binary tree) instead of
-        returning the user's n-ary tree.
-    """
-    # imported here, not at the top: cvbayes.trees itself imports cvbayes.data
-    from ..trees.grammar import BINARY, LEXICAL, SPAN, UNARY
-
-    rows = np.asarray(getattr(applications, "applications", applications))
-    array = np.asarray(words)
-    words = grammar.vocabulary.decode(array) if array.dtype.kind in "iu" else [str(w) for w in words]
-    kernel = grammar.kernel
-    symbols = grammar.symbols
-    position = 0
-
-    def build() -> Tree:
-        nonlocal position
-        if position >= len(rows):
-            raise ValueError("the derivation ends before its tree is complete")
-        kind, index, begin, split, end = (int(v) for v in rows[position])
-        position += 1
-        if kind == BINARY:
-            left = build()
-            right = build()
-            return Tree(symbols[kernel.binary_parent[index]], [left, right])
-        if kind == UNARY:
-            return Tree(symbols[kernel.unary_parent[index]], [build()])
-        if kind == LEXICAL:
-            return Tree(symbols[kernel.lexical_parent[index]], [words[begin]])
-        if kind == SPAN:
-            return Tree(symbols[kernel.span_parent[index]], words[begin:end])
-        raise ValueError(f"unknown rule application kind {kind}")
-
-    tree = build()
-    if position != len(rows):
-        raise ValueError(f"the derivation has {len(rows) - position} rows after its tree")
-    return tree if binarized else unbinarize(tree)
 
 
 def tree_rule_ids(grammar, tree: Tree) -> np.ndarray:

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..data import Corpus, Vocabulary, load_brown, load_ptb
 from ..data.texts import _texts_folder
-from ..inference import hdp as hdp_updates
+from ..models import hdp as hdp_updates
 from ..models.hdp_hmm import HDPHMM
 from ..models.hmm import HMM
 from .occupancy import DEFAULT_METHODS, approximation_errors
@@ -89,58 +89,6 @@ PTB_NOTE = ("Data: Mikolov's PTB language-modelling split of the WSJ text (lower
             "train; every model is scored on all of PTB test.")
 
 
-# ---------------------------------------------------------------------------
-# the model with the thesis's first pass
-
-
-class ThesisHDPHMM(HDPHMM):
-    """HDPHMM whose first batch-CVI pass uses the priors the thesis starts from.
-
-    first_alpha : per-state pseudo-count of every transition row in the first
-        pass (total K first_alpha); None keeps sigma G[pi] of the prior sticks.
-        §5.4.4 initialises G[pi_k] = 1/K (first_alpha = sigma / K); §5.5.3 adds
-        the finite HMM's 0.1 "for the first iteration for fair comparisons".
-    first_word_prior, word_prior : per-word emission pseudo-counts of the first
-        pass and after it, set as Dir(beta tau) with tau uniform and beta =
-        W x the per-word value; None leaves HDPHMM's own emission prior.  With
-        ``learn_emission_prior`` beta and tau are then learned from there.
-    """
-
-    def __init__(self, *args, first_alpha=None, first_word_prior=None, word_prior=None, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.first_alpha = first_alpha
-        self.first_word_prior = first_word_prior
-        self.word_prior = word_prior
-        self._passes = None
-
-    def transition_prior(self):
-        if self._passes == 0 and self.first_alpha is not None:
-            return np.full(self.n_states, float(self.first_alpha)), self.n_states * float(self.first_alpha)
-        return super().transition_prior()
-
-    def _set_word_prior(self, data, per_word):
-        if per_word is None:
-            return
-        n_words = self.family.n_symbols
-        self.family.set_prior(per_word * n_words, np.full(n_words, 1.0 / n_words))
-        data.prior = self.family.prior_array()
-
-    def _fit_cvi(self, data, n_iter, seed, init, anneal, progress):
-        self._passes = 0
-        first = self.first_word_prior if self.first_word_prior is not None else self.word_prior
-        self._set_word_prior(data, first)
-        try:
-            super()._fit_cvi(data, n_iter, seed, init, anneal, progress)
-        finally:
-            self._passes = None
-
-    def _after_sweep(self, data, zero, statistics, n_sequences):
-        if self._passes == 0 and self.first_word_prior is not None:
-            self._set_word_prior(data, self.word_prior)
-        self._passes = (self._passes or 0) + 1
-        super()._after_sweep(data, zero, statistics, n_sequences)
-
-
 def word_prior(model):
     """The per-word emission pseudo-counts the fitted model uses: (mean, min, max)."""
     prior = model.family.prior_array()
@@ -150,7 +98,7 @@ def word_prior(model):
 
 def effective_states(model):
     """The fewest states covering 99 % of the training tokens (thesis footnote 4), any HMM."""
-    return int(hdp_updates.effective_states(model.family.state_totals(model._counts[2])))
+    return int(hdp_updates.effective_states(model.family.state_totals(model.counts_.emissions)))
 
 
 # ---------------------------------------------------------------------------
@@ -284,8 +232,9 @@ def _evaluated(iteration, n_iter, every):
 def occupancy_run(corpus, n_states, seed, n_iter, every, methods=METHODS, keep_heatmaps=False):
     """One CVI run of the HDP-HMM (gamma, sigma fixed) with the eq. 5.68 errors of every method along it."""
     n_words = len(corpus.vocabulary)
-    model = ThesisHDPHMM(n_states, gamma=ALICE_GAMMA, sigma=ALICE_SIGMA, beta=1.0, learn_concentrations=False,
-                         first_alpha=ALICE_SIGMA / n_states, word_prior=1.0 / n_words)
+    # §5.4.4 starts from G[pi_k] = 1/K; beta = 1/W a symbol (eq. 5.39)
+    model = HDPHMM(n_states, gamma=ALICE_GAMMA, sigma=ALICE_SIGMA, beta=1.0 / n_words, learn_concentrations=False,
+                   first_alpha=ALICE_SIGMA / n_states)
     evaluations, heatmaps = [], {}
     started = time.perf_counter()
 
@@ -595,9 +544,10 @@ def batch_run(kind, train, test, n_states, seed, n_iter, every, burn_in):
         algorithm = "cvi2"
     else:
         beta = PTB_BETA if kind == "hdp" else FINITE_PRIOR * n_words
-        model = ThesisHDPHMM(n_states, gamma=PTB_GAMMA, sigma=PTB_SIGMA, beta=beta, learn_concentrations=True,
-                             learn_emission_prior=True, burn_in=burn_in, first_alpha=FINITE_PRIOR,
-                             first_word_prior=FINITE_PRIOR, word_prior=beta / n_words)
+        # Dir(beta tau), tau uniform: beta / W a word; the first pass with the finite HMM's 0.1 (§5.5.3)
+        model = HDPHMM(n_states, gamma=PTB_GAMMA, sigma=PTB_SIGMA, beta=beta, learn_concentrations=True,
+                       learn_emission_prior=True, burn_in=burn_in, first_alpha=FINITE_PRIOR,
+                       first_word_prior=FINITE_PRIOR)
         algorithm = "cvi"
     curve = []
 

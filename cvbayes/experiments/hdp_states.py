@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..data import Corpus
-from ..inference.beam import beam_sample
+from ..models.beam import beam_sample
 from ..models.hdp_hmm import HDPHMM
 from ..synthetic import sample_categorical_hmm
 

@@ -39,7 +39,7 @@ from tqdm.auto import tqdm  # noqa: E402
 
 from ..data import Corpus, load_tidigits  # noqa: E402
 from ..families.gaussian import Gaussian  # noqa: E402
-from ..inference.hdp import effective_states, gem_mean  # noqa: E402
+from ..models.hdp import effective_states, gem_mean  # noqa: E402
 from ..models.hdp_hmm import HDPHMM  # noqa: E402
 from ..models.hmm import HMM  # noqa: E402
 from .results import plain_json  # noqa: E402

@@ -1,8 +1,8 @@
 """Categorical emissions with a symmetric Dirichlet(beta) prior (eq. 3.3-3.4)."""
 import numpy as np
-from scipy.special import digamma
 
-from ..inference import rules
+from ..core import rules
+from ..core.sampling import log_dirichlet_draws
 from .ops import CATEGORICAL
 
 
@@ -93,7 +93,7 @@ class Categorical:
 
     def map_params(self, stats):
         """EM's M-step for the emissions (eq. 3.19 with pseudo-counts)."""
-        return {"emissionprob": rules.dirichlet_mode(self._counts(stats), self.beta)}
+        return {"emissionprob": rules.dirichlet_table(rules.MAP, self._counts(stats), self.beta)}
 
     def table_from_params(self, params, corpus):
         """(W, K) emission table for the kernels, with zero log offsets."""
@@ -103,26 +103,24 @@ class Categorical:
         return np.ascontiguousarray(probs.T), np.zeros(self.n_symbols)
 
     def table(self, stats, rule, corpus):
-        """(W, K) emission table under ``rule``: "vb" (exp E[log phi], eq. 3.22) or
-        "predictive" (the posterior mean, which is the posterior predictive,
-        eq. 3.50 and 3.109)."""
+        """(W, K) emission table under ``rule``: VB (exp E[log phi], eq. 3.22) or MEAN (the
+        posterior mean, which is the posterior predictive, eq. 3.50 and 3.109)."""
         return self.compact_table(stats, rule, None)
 
     def compact_table(self, stats, rule, features, rows=None):
         """The table rows of the words whose statistics are ``stats[:-1]``; the last
         row holds the totals E[C_{.,k}] over the whole vocabulary.  ``rows``: the
-        statistics rows ``stats`` holds (`minibatch_layout`), None for all of them."""
+        statistics rows ``stats`` holds (`minibatch_layout`), None for all of them.
+        VB's rows are scaled by their peak, whose log comes back as the row's offset
+        (exp(psi(beta)) underflows for beta near 1e-6); MEAN's offsets are zero."""
         pseudo, pseudo_total = self._pseudo_counts(rows)
-        counts = np.maximum(stats[:-1], 0.0) + pseudo
-        totals = np.maximum(stats[-1], 0.0) + pseudo_total
-        if rule == "vb":
-            # exp(psi(beta + tiny)) underflows for alpha, beta near 1e-6: scale each row by its peak
-            log_table = digamma(counts) - digamma(totals)
-            peak = log_table.max(axis=1)
-            return np.exp(log_table - peak[:, None]), peak
-        return counts / totals, np.zeros(counts.shape[0])
+        if rule == rules.MEAN:
+            return rules.mean_table(stats[:-1], pseudo, stats[-1], pseudo_total), np.zeros(stats.shape[0] - 1)
+        log_table = rules.log_dirichlet_table(rule, stats[:-1], pseudo, stats[-1], pseudo_total)
+        peak = log_table.max(axis=1)
+        return np.exp(log_table - peak[:, None]), peak
 
-    # -- stochastic inference (inference/stochastic.py) ------------------------
+    # -- stochastic inference (models/hmm_structures.py) ------------------------
     def minibatch_layout(self, corpus, positions):
         """Kernel inputs for the tokens at ``positions``: ids into the compact
         rows, (n, 0) features, and the statistics rows they touch (their words,
@@ -140,13 +138,36 @@ class Categorical:
         return rules.dirichlet_kl(self._counts(stats), self.beta)
 
     def log_prior(self, params):
-        return rules.dirichlet_log_prior_terms(params["emissionprob"], self.beta)
+        return rules.dirichlet_log_prior(params["emissionprob"], self.beta)
 
     def fitted(self, stats, rule):
-        if rule == "map":
+        if rule == rules.MAP:
             return {"emissionprob_": self.map_params(stats)["emissionprob"]}
         pseudo, pseudo_total = self._pseudo_counts()
-        return {"emissionprob_": rules.dirichlet_mean(self._counts(stats), np.ravel(pseudo), pseudo_total)}
+        return {"emissionprob_": rules.dirichlet_table(rules.MEAN, self._counts(stats), np.ravel(pseudo),
+                                                       pseudo_total)}
+
+    def log_marginal(self, stats):
+        """log p(x | z) with the emission rows integrated out (eq. 3.24), under Dir(beta) or Dir(beta tau).
+
+        Words a state never emits add nothing, so the symmetric prior sums over the stored counts only.
+        """
+        if self.tau is not None:
+            return rules.dirichlet_log_marginal(self._counts(stats), self.beta * self.tau)
+        words, states = np.nonzero(stats[:-1])
+        return rules.slot_log_marginal(stats[words, states], states, self.state_totals(stats), self.beta,
+                                       self.n_symbols)
+
+    # -- the samplers' draws (models/beam.py) --------------------------------------
+    def draw_parameters(self, rng, stats):
+        """log phi of every state drawn from its Dirichlet posterior Dir(C_k + beta) (the prior where
+        a state has no counts)."""
+        pseudo, _ = self._pseudo_counts()
+        return {"log_emissionprob": log_dirichlet_draws(rng, self._counts(stats) + np.ravel(pseudo))}
+
+    def log_table(self, params, corpus):
+        """(W, K) log phi: token t reads row ``index(corpus)[t]``."""
+        return np.ascontiguousarray(params["log_emissionprob"].T)
 
     def state_totals(self, stats):
         """E[C_.k]: the expected tokens of every state."""

@@ -8,9 +8,8 @@ freedom, location mu_n and squared scale b_n (kappa_n + 1) / (a_n kappa_n).
 import numpy as np
 from scipy.special import digamma, gammaln
 
-from .ops import GAUSSIAN
-
-LOG_2PI = np.log(2.0 * np.pi)
+from ..core.rules import MAP, VB
+from .ops import GAUSSIAN, LOG_2PI, gaussian_log_density, normal_gamma_posteriors
 
 
 class Gaussian:
@@ -82,15 +81,7 @@ class Gaussian:
     # -- posterior hyperparameters ------------------------------------------
     def posterior(self, stats):
         """(kappa_n, mu_n, a_n, b_n), each (K, D), from the (1 + 2D, K) statistics."""
-        d = self.n_dims
-        n = np.maximum(stats[0], 0.0)[:, None]
-        s1 = stats[1:1 + d].T
-        s2 = stats[1 + d:].T
-        kappa = self.kappa + n
-        mu = (self.kappa * self.mean + s1) / kappa
-        a = self.shape + 0.5 * n
-        b = self.rate + 0.5 * np.maximum(s2 + self.kappa * self.mean ** 2 - kappa * mu ** 2, 0.0)
-        return kappa, mu, a, b
+        return normal_gamma_posteriors(np.ascontiguousarray(stats, dtype=float), self.prior_array())
 
     def map_params(self, stats):
         """EM's M-step: the joint mode of the Normal-Gamma posterior.
@@ -107,13 +98,13 @@ class Gaussian:
         var = np.asarray(params["covars"], dtype=float)
         if mu.shape != var.shape or mu.ndim != 2 or mu.shape[1] != self.n_dims:
             raise ValueError(f"means and covars must both have shape (K, {self.n_dims})")
-        x = self.features(corpus)
-        log_table = -0.5 * (np.log(var)[None] + LOG_2PI + (x[:, None, :] - mu[None]) ** 2 / var[None]).sum(axis=2)
-        return self._as_table(log_table)
+        return self._as_table(gaussian_log_density(self.features(corpus), np.ascontiguousarray(mu),
+                                                   np.ascontiguousarray(1.0 / var)))
 
     def table(self, stats, rule, corpus):
-        """Per-token table under ``rule``: "vb" (exp E[log N(x | mu, tau)]) or
-        "predictive" (the Student-t posterior predictive, eq. 3.96)."""
+        """Per-token table under ``rule``: VB (exp E[log N(x | mu, tau)]) or MEAN
+        (the Student-t posterior predictive, eq. 3.96): the rules of `cvbayes.core.rules`
+        applied to the Normal-Gamma posterior."""
         return self.compact_table(stats, rule, self.features(corpus))
 
     def compact_table(self, stats, rule, features, rows=None):
@@ -121,7 +112,7 @@ class Gaussian:
         statistics rows, are all of them here)."""
         kappa, mu, a, b = self.posterior(stats)
         diff2 = (features[:, None, :] - mu[None]) ** 2
-        if rule == "vb":
+        if rule == VB:
             log_table = (0.5 * (digamma(a) - np.log(b) - LOG_2PI) - 0.5 * (a / b) * diff2 - 0.5 / kappa)
         else:
             nu = 2.0 * a
@@ -130,7 +121,7 @@ class Gaussian:
                          - 0.5 * (nu + 1) * np.log1p(diff2 / (nu * scale2)))
         return self._as_table(log_table.sum(axis=2))
 
-    # -- stochastic inference (inference/stochastic.py) ------------------------
+    # -- stochastic inference (models/hmm_structures.py) ------------------------
     def minibatch_layout(self, corpus, positions):
         """Kernel inputs for the tokens at ``positions``: one table row per token."""
         features = np.ascontiguousarray(corpus.observations[positions], dtype=float)
@@ -166,12 +157,35 @@ class Gaussian:
         return float((0.5 * np.log(tau) - 0.5 * self.kappa * tau * (mu - self.mean) ** 2
                       + (self.shape - 1.0) * np.log(tau) - self.rate * tau).sum())
 
+    def log_marginal(self, stats):
+        """log p(x | z) with every state's mean and precision integrated out (eq. 3.24's
+        counterpart for the Normal-Gamma prior)."""
+        kappa, mu, a, b = self.posterior(stats)
+        n = np.maximum(stats[0], 0.0)[:, None]
+        return float((gammaln(a) - gammaln(self.shape) + self.shape * np.log(self.rate) - a * np.log(b)
+                      + 0.5 * (np.log(self.kappa) - np.log(kappa)) - 0.5 * n * LOG_2PI).sum())
+
+    # -- the samplers' draws (models/beam.py) --------------------------------------
+    def draw_parameters(self, rng, stats):
+        """(means, precisions) of every state drawn from the Normal-Gamma posterior of ``stats``
+        (the prior where a state has no statistics): tau ~ Gamma(a_n, rate b_n),
+        mu | tau ~ N(mu_n, 1 / (kappa_n tau))."""
+        kappa, mu, a, b = self.posterior(stats)
+        precisions = rng.standard_gamma(a) / b
+        means = mu + rng.standard_normal(mu.shape) / np.sqrt(kappa * precisions)
+        return {"means": means, "precisions": precisions}
+
+    def log_table(self, params, corpus):
+        """(N, K) log-likelihood of every token under every state's drawn parameters."""
+        return gaussian_log_density(self.features(corpus), np.ascontiguousarray(params["means"]),
+                                    np.ascontiguousarray(params["precisions"]))
+
     def state_totals(self, stats):
         """E[C_.k]: the expected tokens of every state."""
         return np.maximum(stats[0], 0.0)
 
     def fitted(self, stats, rule):
-        if rule == "map":
+        if rule == MAP:
             params = self.map_params(stats)
             return {"means_": params["means"], "covars_": params["covars"]}
         kappa, mu, a, b = self.posterior(stats)

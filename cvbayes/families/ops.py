@@ -15,17 +15,21 @@ categorical data and the token position for continuous data) plus
 ``features`` (N, D) float64 (an (N, 0) array for categorical data).
 
 The collapsed algorithms need the posterior predictive of one observation
-given everyone else's statistics (eq. 3.96): the Dirichlet-categorical ratio of
-eq. 3.50, or a Student-t for the Gaussian.  New families add a code here and a
-branch in the three dispatch functions below.
+given everyone else's statistics (eq. 3.96): the Dirichlet rule MEAN of
+`cvbayes.core.rules` for categorical rows (eq. 3.50), a Student-t for the
+Gaussian.  New families add a code here and a branch in the dispatch
+functions below.
 """
 import math
 
 import numpy as np
 from numba import njit
 
+from ..core.rules import mean_cell
+
 CATEGORICAL = 0
 GAUSSIAN = 1
+LOG_2PI = math.log(2.0 * math.pi)
 
 
 @njit(cache=True)
@@ -50,25 +54,72 @@ def add_token_stats(family, stats, index, features, t, weights, sign):
                 stats[1 + n_dims + d, k] += sign * weights[k] * xx
 
 
-@njit(cache=True)
-def _student_t_constants(stats, prior, k, d, n_dims, out):
-    """Student-t predictive of state k, dimension d (Normal-Gamma posterior).
+@njit(cache=True, inline="always")
+def add_token_state(family, stats, index, features, t, z, sign):
+    """stats += sign * s(x_t) in state z alone: `add_token_stats` of a hard assignment (the samplers'
+    moves), inlined into the samplers' per-token loops."""
+    if family == CATEGORICAL:
+        stats[index[t], z] += sign
+        stats[stats.shape[0] - 1, z] += sign
+    else:
+        n_dims = features.shape[1]
+        stats[0, z] += sign
+        for d in range(n_dims):
+            x = features[t, d]
+            stats[1 + d, z] += sign * x
+            stats[1 + n_dims + d, z] += sign * x * x
 
-    Writes (location, log normaliser, 1 / (nu * scale^2), (nu + 1) / 2) to out.
-    """
+
+@njit(cache=True)
+def token_stats(family, index, features, marginals, n_stats):
+    """Family statistics sum_t q(z_t) s(x_t) from stored marginals (N, K)."""
+    stats = np.zeros((n_stats, marginals.shape[1]))
+    for t in range(marginals.shape[0]):
+        add_token_stats(family, stats, index, features, t, marginals[t], 1.0)
+    return stats
+
+
+@njit(cache=True)
+def state_stats(family, index, features, states, n_states, n_stats):
+    """Family statistics of a hard assignment: sum_t s(x_t) [z_t = k] (the samplers' counts)."""
+    stats = np.zeros((n_stats, n_states))
+    for t in range(states.shape[0]):
+        add_token_state(family, stats, index, features, t, states[t], 1.0)
+    return stats
+
+
+@njit(cache=True)
+def normal_gamma_posterior(stats, prior, k, d, n_dims):
+    """(kappa_n, mu_n, a_n, b_n) of state k, dimension d: the Normal-Gamma posterior from the prior
+    rows (mu0, kappa0, a0, b0) of `Gaussian.prior_array` and the statistics (eq. 3.83-3.86)."""
     mu0 = prior[0, d]
     kappa0 = prior[1, d]
-    a0 = prior[2, d]
-    b0 = prior[3, d]
     n = max(stats[0, k], 0.0)
-    s1 = stats[1 + d, k]
-    s2 = stats[1 + n_dims + d, k]
     kappa = kappa0 + n
-    mean = (kappa0 * mu0 + s1) / kappa
-    a = a0 + 0.5 * n
+    mean = (kappa0 * mu0 + stats[1 + d, k]) / kappa
     # b_n = b0 + (sum x^2 + kappa0 mu0^2 - kappa_n mu_n^2) / 2, floored at b0 for
     # the rounding of near-empty states
-    b = b0 + 0.5 * max(s2 + kappa0 * mu0 * mu0 - kappa * mean * mean, 0.0)
+    b = prior[3, d] + 0.5 * max(stats[1 + n_dims + d, k] + kappa0 * mu0 * mu0 - kappa * mean * mean, 0.0)
+    return kappa, mean, prior[2, d] + 0.5 * n, b
+
+
+@njit(cache=True)
+def normal_gamma_posteriors(stats, prior):
+    """`normal_gamma_posterior` of every state and dimension: four (K, D) arrays."""
+    n_dims = prior.shape[1]
+    n_states = stats.shape[1]
+    out = np.empty((4, n_states, n_dims))
+    for k in range(n_states):
+        for d in range(n_dims):
+            out[0, k, d], out[1, k, d], out[2, k, d], out[3, k, d] = normal_gamma_posterior(stats, prior, k, d, n_dims)
+    return out[0], out[1], out[2], out[3]
+
+
+@njit(cache=True)
+def _student_t_constants(stats, prior, k, d, n_dims, out):
+    """Student-t predictive of state k, dimension d (eq. 3.96): writes (location,
+    log normaliser, 1 / (nu * scale^2), (nu + 1) / 2) to out."""
+    kappa, mean, a, b = normal_gamma_posterior(stats, prior, k, d, n_dims)
     nu = 2.0 * a
     scale2 = b * (kappa + 1.0) / (a * kappa)
     out[0] = mean
@@ -82,33 +133,32 @@ def _student_t_constants(stats, prior, k, d, n_dims, out):
 def predictive_rows(family, stats, prior, index, features, begin, end, mask, lik):
     """Posterior-predictive emission rows for tokens begin..end (eq. 3.50, 3.96).
 
-    ``stats`` must already exclude the tokens' own contribution.  Rows are
-    max-normalised into ``lik``; returns their summed log scale (-inf when some
-    token has no admissible state).
+    ``stats`` must already exclude the tokens' own contribution.  ``prior`` is the
+    family's `prior_array`: [[beta]] (symmetric), or beta tau_w for w < W then the
+    total beta (the HDP-HMM's emission prior, §5.5.3).  Rows are max-normalised
+    into ``lik``; returns their summed log scale (-inf when some token has no
+    admissible state).
     """
     n_states = stats.shape[1]
     use_mask = mask.shape[0] > 0
     log_scale = 0.0
     if family == CATEGORICAL:
         totals = stats.shape[0] - 1
-        # a (1, 1) prior is the symmetric beta; a (W + 1, 1) one holds beta tau_w
-        # and its total beta (the HDP-HMM's emission prior, thesis §5.5.3)
         asymmetric = prior.shape[0] > 1
-        beta = prior[0, 0]
-        w_beta = prior[totals, 0] if asymmetric else totals * beta
+        pseudo = prior[0, 0]
+        row_prior = prior[totals, 0] if asymmetric else totals * pseudo
         for t in range(begin, end):
             w = index[t]
             row = lik[t - begin]
-            peak = 0.0
             if asymmetric:
-                beta = prior[w, 0]
+                pseudo = prior[w, 0]
+            peak = 0.0
             for k in range(n_states):
-                v = (max(stats[w, k], 0.0) + beta) / (max(stats[totals, k], 0.0) + w_beta)
+                v = mean_cell(stats[w, k], pseudo, stats[totals, k], row_prior)
                 if use_mask:
                     v *= mask[w, k]
                 row[k] = v
-                if v > peak:
-                    peak = v
+                peak = max(peak, v)
             if peak <= 0.0:
                 return -np.inf
             inv = 1.0 / peak
@@ -140,34 +190,20 @@ def predictive_rows(family, stats, prior, index, features, begin, end, mask, lik
 
 
 @njit(cache=True)
-def log_marginal_likelihood(family, stats, prior):
-    """log p(x | z) with the emission parameters integrated out (eq. 3.24)."""
-    n_states = stats.shape[1]
-    total = 0.0
-    if family == CATEGORICAL:
-        n_words = stats.shape[0] - 1
-        beta = prior[0, 0]
-        for k in range(n_states):
-            total += math.lgamma(n_words * beta) - math.lgamma(n_words * beta + stats[n_words, k])
-            for w in range(n_words):
-                c = stats[w, k]
-                if c != 0.0:
-                    total += math.lgamma(beta + c) - math.lgamma(beta)
-        return total
-    n_dims = (stats.shape[0] - 1) // 2
+def gaussian_log_density(features, means, precisions):
+    """(N, K) log N(x_t | mu_k, 1 / tau_k) of diagonal Gaussians, without an (N, K, D) temporary."""
+    n_tokens, n_dims = features.shape
+    n_states = means.shape[0]
+    const = np.zeros(n_states)
     for k in range(n_states):
-        n = stats[0, k]
         for d in range(n_dims):
-            mu0 = prior[0, d]
-            kappa0 = prior[1, d]
-            a0 = prior[2, d]
-            b0 = prior[3, d]
-            s1 = stats[1 + d, k]
-            s2 = stats[1 + n_dims + d, k]
-            kappa = kappa0 + n
-            mean = (kappa0 * mu0 + s1) / kappa
-            a = a0 + 0.5 * n
-            b = b0 + 0.5 * max(s2 + kappa0 * mu0 * mu0 - kappa * mean * mean, 0.0)
-            total += (math.lgamma(a) - math.lgamma(a0) + a0 * math.log(b0) - a * math.log(b)
-                      + 0.5 * (math.log(kappa0) - math.log(kappa)) - 0.5 * n * math.log(2.0 * math.pi))
-    return total
+            const[k] += 0.5 * (math.log(precisions[k, d]) - LOG_2PI)
+    out = np.empty((n_tokens, n_states))
+    for t in range(n_tokens):
+        for k in range(n_states):
+            acc = const[k]
+            for d in range(n_dims):
+                diff = features[t, d] - means[k, d]
+                acc -= 0.5 * precisions[k, d] * diff * diff
+            out[t, k] = acc
+    return out

@@ -4,19 +4,29 @@ The transitions of every state j (and of the start state, restaurant 0) are
 DP(sigma, pi) draws around a top-level stick pi ~ GEM(gamma) (eq. 5.1-5.9).
 With the direct-assignment truncation at level K (§5.3), CVI is the finite
 HMM's CVI-2 (or CVI-3 on one long sequence) with the symmetric alpha replaced
-by sigma G[pi_k] (eq. 5.37-5.39), plus, after every pass, the HDP updates of
-inference/hdp.py: table counts (eq. 5.35) from the occupancies q(C_jk > 0) of
-§5.4, the sticks (eq. 5.25-5.26), gamma (eq. 5.17) and sigma (eq. 5.20).
+by sigma G[pi_k] (eq. 5.37-5.39).  The HDP plugs into the finite HMM's
+schedules through their hooks: the q(C = 0) blocks the updates fill
+(§5.4), and after every pass (batch CVI) or minibatch step (SCVI) the HDP
+updates of models/hdp.py: table counts (eq. 5.35), the sticks (eq. 5.25-5.26),
+gamma (eq. 5.17) and sigma (eq. 5.20), or their gradient steps (eq. 5.40).
 """
 import numpy as np
 
 from ..chains.forward_backward import chain_buffers, chain_marginals, fill_rows_from_table
 from ..chains.occupancy import METHODS, method_code
-from ..inference import hdp, sweeps
+from ..core.rules import MEAN, VB
 from ..data import as_corpus
-from .hmm import HMM, _Data
+from ..schedules import leave_one_out, stochastic
+from . import hdp
+from .hmm import HMM, SEQUENCE, Algorithm
+from .hmm_kernels import NO_OCCUPANCY
+from .hmm_structures import ChainData
 
-ALGORITHMS = ("cvi", "scvi", "svi-p")
+ALGORITHMS = {
+    "cvi": Algorithm(leave_one_out, SEQUENCE, MEAN),   # CVI-2 on eq. 5.38 (CVI-3 on subchains)
+    "scvi": Algorithm(stochastic, SEQUENCE, MEAN),     # SCVI-2 / SCVI-3 with eq. 5.40's steps
+    "svi-p": Algorithm(stochastic, SEQUENCE, VB),      # Johnson and Willsky 2014
+}
 
 OBJECTIVES = {
     "cvi": "sum over sequences (or subchains) of log Z under the surrogate parameters of eq. 5.38-5.39: "
@@ -63,6 +73,13 @@ class HDPHMM(HMM):
         the thesis does, from the global emission counts and the running
         prod_t (1 - q(z_t = k)) over every word's tokens (eq. 5.46); svi-p
         does not learn them.
+    first_alpha, first_word_prior : float, optional
+        Batch CVI only: the transition pseudo-count of every state (instead of
+        sigma G[pi_k]) and the emission pseudo-count of every word in the
+        first pass; from the second pass on the model's own priors hold.  The
+        thesis starts §5.4.4 from G[pi_k] = 1/K (``first_alpha`` = sigma / K)
+        and §5.5.3 from the finite HMM's 0.1 "for the first iteration for fair
+        comparisons".
 
     Attributes (after fit)
     ----------------------
@@ -81,7 +98,8 @@ class HDPHMM(HMM):
     OBJECTIVES = OBJECTIVES
 
     def __init__(self, n_states, gamma=1.0, sigma=1.0, beta=1.0, emission="categorical", occupancy="heuristic",
-                 n_samples=1000, learn_concentrations=True, learn_emission_prior=False, burn_in=100):
+                 n_samples=1000, learn_concentrations=True, learn_emission_prior=False, burn_in=100,
+                 first_alpha=None, first_word_prior=None):
         if not gamma > 0 or not sigma > 0:
             raise ValueError("gamma and sigma must be positive")
         if occupancy not in METHODS:
@@ -97,11 +115,18 @@ class HDPHMM(HMM):
         self.learn_concentrations = bool(learn_concentrations)
         self.learn_emission_prior = bool(learn_emission_prior)
         self.burn_in = int(burn_in)
+        if first_word_prior is not None and not self.family.discrete:
+            raise ValueError("first_word_prior needs categorical emissions")
+        self.first_alpha = None if first_alpha is None else float(first_alpha)
+        self.first_word_prior = None if first_word_prior is None else float(first_word_prior)
+        self._first_pass = False
 
     # ------------------------------------------------------------ priors
     def transition_prior(self):
         """(sigma G[pi_k] (K,), sigma): the surrogate's prior of eq. 5.38; for svi-p,
         sigma beta_k with the point-estimated top level beta."""
+        if self._first_pass and self.first_alpha is not None:
+            return np.full(self.n_states, self.first_alpha), self.n_states * self.first_alpha
         if getattr(self, "top_weights_", None) is not None:
             return self.sigma * self.top_weights_, self.sigma
         sticks = getattr(self, "sticks_", None) or hdp.Sticks.prior(self.n_states, self.gamma, self.sigma)
@@ -121,101 +146,104 @@ class HDPHMM(HMM):
         self.sticks_ = hdp.Sticks.prior(self.n_states, self.gamma, self.sigma)
         self.top_weights_ = hdp.gem_mean(self.n_states, self.gamma) if algorithm == "svi-p" else None
         self.hyper_history_ = []
-        if self.family.discrete:
-            self.family.set_prior(self.beta)
-            if self.learn_emission_prior:
-                corpus = as_corpus(X, lengths)
-                X, lengths = corpus, None
-                self.family.prepare(corpus, self.n_states)
-                self.family.set_prior(self.beta, np.full(self.family.n_symbols, 1.0 / self.family.n_symbols))
-        super().fit(X, lengths, algorithm=algorithm, n_iter=n_iter, seed=seed, **options)
+        if algorithm == "svi-p" and self.learn_emission_prior:
+            raise ValueError("learn_emission_prior is supported by batch CVI and SCVI, not svi-p")
+        if self.family.discrete and (self.learn_emission_prior or self.first_word_prior is not None):
+            corpus = as_corpus(X, lengths)
+            X, lengths = corpus, None
+            self.family.prepare(corpus, self.n_states)
+        self._first_pass = algorithm == "cvi"
+        self._set_emission_prior(self.first_word_prior if self._first_pass else None)
+        try:
+            super().fit(X, lengths, algorithm=algorithm, n_iter=n_iter, seed=seed, **options)
+        finally:
+            self._first_pass = False
         self.gamma_ = self.sticks_.gamma
         self.sigma_ = self.sticks_.sigma
         return self
 
-    # ---------------------------------------------------- batch CVI (§5.3)
-    def _fit_cvi(self, data, n_iter, seed, init, anneal, progress):
-        """Batch CVI: the CVI-2 (or CVI-3) sweep on eq. 5.38, then the HDP updates."""
-        if self._schedule["subchain_length"] is None:
-            self._fit_cvi2(data, n_iter, seed, init, anneal, progress)
+    def _set_emission_prior(self, per_word=None):
+        """Dir(beta), or Dir(beta tau) with tau uniform when the emission prior is learned; with
+        ``per_word``, that pseudo-count on every word instead (the first pass)."""
+        if not self.family.discrete:
+            return
+        n_words = self.family.n_symbols
+        if per_word is not None:
+            self.family.set_prior(per_word * n_words, np.full(n_words, 1.0 / n_words))
+        elif self.learn_emission_prior:
+            self.family.set_prior(self.beta, np.full(n_words, 1.0 / n_words))
         else:
-            self._fit_cvi3(data, n_iter, seed, init, anneal, progress)
-        self.objective_name_ = OBJECTIVES["cvi"]
+            self.family.set_prior(self.beta)
 
-    def _occupancy_products(self, data):
+    # ------------------------------------------ hooks of the schedules (§5.3)
+    def _occupancy_products(self):
         k = self.n_states
         n_words = self.family.n_symbols if self.learn_emission_prior else 0
-        zero = (np.ones(k), np.ones((k, k)), np.ones(k), np.ones((n_words, k if n_words else 0)))
-        return zero, method_code(self.occupancy)
+        return (np.ones(k), np.ones((k, k)), np.ones(k), np.ones((n_words, k))), method_code(self.occupancy)
 
     def _occupancy_sampling(self, seed, iteration):
         return self.n_samples, (seed + 1) * 1_000_003 + iteration * 7919
 
-    def _after_sweep(self, data, zero, statistics, n_sequences):
-        """Sticks ordered by expected tokens (footnote 4), then the batch HDP updates."""
-        tokens = statistics.marginals.sum(axis=0, dtype=np.float64)
+    def _after_collapsed_pass(self, iteration):
+        """Batch CVI after every pass: the sticks ordered by expected tokens (footnote 4), then
+        the table counts (eq. 5.35) and the sticks, gamma and sigma (eq. 5.25-5.26, 5.17, 5.20),
+        and past ``burn_in`` beta tau (§5.5.3)."""
+        if self._first_pass:
+            self._first_pass = False
+            if self.first_word_prior is not None:
+                self._set_emission_prior()
+        start_counts, trans_counts, stats = self._collapsed["counts"]
+        zero_start, zero_pairs, zero_exits, zero_emissions = self._collapsed["zero"]
+        tokens = self._collapsed["marginals"].sum(axis=0, dtype=np.float64)
         self.sticks_.reorder(np.argsort(-tokens, kind="stable"))
-        zero_start, zero_pairs, zero_exits, zero_emissions = zero
-        occupancy = hdp.transition_occupancy(statistics.start, statistics.trans, zero_start, zero_pairs,
-                                             zero_exits, n_sequences)
+        occupancy = hdp.transition_occupancy(start_counts, trans_counts, zero_start, zero_pairs, zero_exits,
+                                             self._collapsed["n_sequences"])
         before = hdp.hyper_objective(self.sticks_, occupancy)
-        learn = self.learn_concentrations and len(self.hyper_history_) >= self.burn_in
-        hdp.batch_update(self.sticks_, occupancy, learn)
+        learn = len(self.hyper_history_) >= self.burn_in
+        hdp.batch_update(self.sticks_, occupancy, self.learn_concentrations and learn)
         record = {"gamma": self.sticks_.gamma, "sigma": self.sticks_.sigma, "objective_before": before,
                   "objective_after": hdp.hyper_objective(self.sticks_, occupancy)}
-        if self.learn_emission_prior and len(self.hyper_history_) >= self.burn_in:
-            emissions = hdp.emission_occupancy(statistics.stats[:-1].T, zero_emissions)
-            beta, tau = hdp.update_emission_prior(self.family.beta, self.family.tau, emissions)
-            self.family.set_prior(beta, tau)
-            data.prior = self.family.prior_array()
-            record["beta"] = beta
+        if self.learn_emission_prior and learn:
+            record["beta"] = self._update_emission_prior(stats, zero_emissions)
         record["effective_states"] = hdp.effective_states(tokens)
         self.hyper_history_.append(record)
 
-    # ------------------------------------------------------ stochastic CVI
-    def _fit_scvi(self, data, n_iter, seed, init, anneal, progress):
-        """SCVI (§5.3 "Stochastic CVI"): the finite SCVI with sigma G[pi_k] as the
-        transition prior, and after every minibatch one step of eq. 5.40; with
-        ``learn_emission_prior`` beta tau after every pass (§5.5.3)."""
-        self._n_sequences = data.corpus.n_sequences
-        self._fit_stochastic(data, n_iter, seed, init, "predictive", progress)
-
-    def _fit_svi_p(self, data, n_iter, seed, init, anneal, progress):
-        """svi-p: SVI (eq. 3.20-3.22 on minibatches) with Dir(sigma beta) transition rows."""
-        if self.learn_emission_prior:
-            raise ValueError("learn_emission_prior is supported by batch CVI and SCVI, not svi-p")
-        self._fit_stochastic(data, n_iter, seed, init, "vb", progress)
+    def _update_emission_prior(self, stats, zero_emissions):
+        """beta tau from the emission restaurants (§5.5.3); the next tables read the family's prior."""
+        emissions = hdp.emission_occupancy(stats[:-1].T, zero_emissions)
+        beta, tau = hdp.update_emission_prior(self.family.beta, self.family.tau, emissions)
+        self.family.set_prior(beta, tau)
+        return beta
 
     def _stochastic_occupancy(self):
         if self.top_weights_ is not None:
-            return sweeps.NO_OCCUPANCY, 0, False
+            return NO_OCCUPANCY, 0, False
         return method_code(self.occupancy), self.n_samples, self.learn_emission_prior
 
-    def _after_step(self, learner):
+    def _after_stochastic_step(self, structure, rho):
+        """SCVI: one step of eq. 5.40 from the running counts and log q(C = 0); svi-p: the point
+        estimate of the top level moves rho of the way to its optimum."""
+        start_counts, trans_counts = structure.counts["start"].values(), structure.counts["trans"].values()
         if self.top_weights_ is not None:
-            counts = np.vstack([learner.start_counts[None], learner.trans_counts])
+            counts = np.vstack([start_counts[None], trans_counts])
             best = hdp.point_stick(self.top_weights_, np.maximum(counts, 0.0), self.sigma, self.gamma)
-            self.top_weights_ = (1.0 - learner.rho) * self.top_weights_ + learner.rho * best
+            self.top_weights_ = (1.0 - rho) * self.top_weights_ + rho * best
             return
-        zero = [np.exp(log_zero) for log_zero in learner.log_zero]
-        occupancy = hdp.transition_occupancy(learner.start_counts, learner.trans_counts, *zero, self._n_sequences)
-        hdp.stochastic_update(self.sticks_, occupancy, learner.rho, self.learn_concentrations)
+        zero = [np.exp(structure.counts[name].values()) for name in ("zero_start", "zero_pairs", "zero_exits")]
+        occupancy = hdp.transition_occupancy(start_counts, trans_counts, *zero, structure.corpus.n_sequences)
+        hdp.stochastic_update(self.sticks_, occupancy, rho, self.learn_concentrations)
 
-    def _after_pass(self, learner):
+    def _after_stochastic_pass(self, structure):
         """SCVI's batch update of beta tau after every pass (§5.5.3): the emission
         restaurants from the global counts and exp of the running log
-        prod_t (1 - q(z_t = k)) (eq. 5.46).  The learner builds every
-        minibatch's tables from ``self.family``, so they take the new prior.  Appends
-        the pass's record to ``hyper_history_``."""
+        prod_t (1 - q(z_t = k)) (eq. 5.46).  The next minibatch's tables read
+        the family's prior.  Appends the pass's record to ``hyper_history_``."""
         if self.top_weights_ is not None:
             return
-        counts = learner.stats.values()
+        counts = structure.counts["stats"].values()
         record = {"gamma": self.sticks_.gamma, "sigma": self.sticks_.sigma}
         if self.learn_emission_prior:
-            emissions = hdp.emission_occupancy(counts[:-1].T, np.exp(learner.log_zero_emissions.values()))
-            beta, tau = hdp.update_emission_prior(self.family.beta, self.family.tau, emissions)
-            self.family.set_prior(beta, tau)
-            record["beta"] = beta
+            record["beta"] = self._update_emission_prior(counts, np.exp(structure.counts["zero_emissions"].values()))
         record["effective_states"] = hdp.effective_states(self.family.state_totals(counts))
         self.hyper_history_.append(record)
 
@@ -225,8 +253,8 @@ class HDPHMM(HMM):
         (q(z_1) (K,), q(z_t | z_{t-1}) (T-1, K, K)) under the fitted surrogate
         parameters; the input of the §5.4 comparisons (chains/occupancy.py)."""
         corpus = self._prepare_input(X, lengths)
-        start, trans, table, offset = self._tables(self._fitted_params(), corpus)
-        data = _Data(self, corpus)
+        start, trans, table, offset = self.tables_from_params(self._fitted_params(), corpus)
+        data = ChainData(self, corpus)
         longest = int(np.diff(data.offsets).max(initial=1))
         lik, fwd, bwd, gamma = chain_buffers(longest, self.n_states)
         chains = []
@@ -241,9 +269,9 @@ class HDPHMM(HMM):
         return chains
 
     # ------------------------------------------------------------- fitted
-    def _set_fitted(self, start_counts, trans_counts, stats, rule):
-        super()._set_fitted(start_counts, trans_counts, stats, rule)
-        self.n_effective_states_ = hdp.effective_states(self.family.state_totals(stats))
+    def _set_fitted(self, counts, rule):
+        super()._set_fitted(counts, rule)
+        self.n_effective_states_ = hdp.effective_states(self.family.state_totals(self.counts_.emissions))
 
     def _saved_extras(self):
         meta = {"gamma": self.gamma, "sigma": self.sigma, "occupancy": self.occupancy, "n_samples": self.n_samples,

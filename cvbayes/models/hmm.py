@@ -1,26 +1,52 @@
-"""Finite Bayesian HMM with Dirichlet priors (thesis eq. 3.1-3.4) and five learners.
+"""Finite Bayesian HMM with Dirichlet priors (thesis eq. 3.1-3.4) and its eight learners.
 
-``HMM.fit(X, algorithm=...)`` runs EM, VB, CVI-1, CVI-2, CVI-3, collapsed Gibbs
-sampling, or the stochastic SVI and SCVI.  They share the forward-backward
-kernel and differ only in the parameter rule (inference/rules.py) and the
-update schedule (inference/sweeps.py, inference/stochastic.py), as thesis
-§3.3-3.7 and DESIGN.md describe.
+``HMM.fit(X, algorithm=...)`` runs EM, VB, CVI-1, CVI-2, CVI-3, collapsed Gibbs sampling, or the
+stochastic SVI and SCVI.  They share the forward-backward kernel (`cvbayes.chains`) and differ only
+in the parameter rule (`cvbayes.core.rules`) and the update schedule (`cvbayes.schedules`), as
+thesis §3.3-3.7 and DESIGN.md describe; `ALGORITHMS` says which is which.  The HMM's part of each
+schedule, its numba bindings, is in models/hmm_kernels.py, the structures the schedules drive in
+models/hmm_structures.py.
 """
-import json
-import time
-import zipfile
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
-from tqdm.auto import tqdm
 
-from ..data import Corpus, Vocabulary, as_corpus
+from ..core import rules
+from ..core.rules import MAP, MEAN, VB
+from ..core.sampling import seed_numba
+from ..chains.batch import MPD, VITERBI, batch_decode, batch_log_evidence
+from ..data import Vocabulary, as_corpus
 from ..families import family_from_config, make_family
-from ..families.ops import log_marginal_likelihood
-from ..inference import rules, sweeps
-from ..inference.stochastic import StochasticLearner, Units
+from ..families.ops import state_stats
+from ..schedules import IterationRecord, Progress, batch, gibbs, leave_one_out, passes, stochastic
+from .hmm_kernels import (NO_OCCUPANCY, factorised_transitions, no_occupancy, gibbs_pass, hard_transitions, independent_boundaries,
+                          subchain_pass, subchain_state, subchain_workspace, token_pass, token_state, token_workspace,
+                          unit_totals)
+from .files import read_model, write_model
+from .hmm_structures import BatchChains, ChainData, Minibatches, Units
 
-ALGORITHMS = ("em", "vb", "cvi1", "cvi2", "cvi3", "cgs", "svi", "scvi")
+
+class Algorithm(NamedTuple):
+    """How an ``algorithm=`` name runs: the schedule of `cvbayes.schedules` that refreshes the
+    statistics, the unit it updates, and the rule of `cvbayes.core.rules` its tables follow."""
+
+    schedule: object
+    unit: str
+    rule: str
+
+
+TOKEN, SEQUENCE, SUBCHAIN = "token", "sequence", "subchain"
+
+ALGORITHMS = {
+    "em": Algorithm(batch, SEQUENCE, MAP),               # Baum-Welch, eq. 3.13-3.19
+    "vb": Algorithm(batch, SEQUENCE, VB),                # eq. 3.20-3.22
+    "cvi1": Algorithm(leave_one_out, TOKEN, MEAN),       # eq. 3.28-3.39
+    "cvi2": Algorithm(leave_one_out, SEQUENCE, MEAN),    # eq. 3.44-3.50
+    "cvi3": Algorithm(leave_one_out, SUBCHAIN, MEAN),    # eq. 3.56-3.82
+    "cgs": Algorithm(gibbs, TOKEN, MEAN),                # eq. 3.25
+    "svi": Algorithm(stochastic, SEQUENCE, VB),          # Hoffman et al. 2013; Foti et al. 2014 on subchains
+    "scvi": Algorithm(stochastic, SEQUENCE, MEAN),       # eq. 3.98-3.104; SCVI-3 on subchains
+}
 # the five the tagging comparisons of thesis §3.8.1-3.8.2 run by default
 TAGGING_ALGORITHMS = ("em", "vb", "cvi1", "cvi2", "cgs")
 
@@ -47,27 +73,14 @@ ANNEAL_START = 2.0
 ANNEAL_END = 0.08
 
 
-@dataclass(frozen=True)
-class CollapsedStatistics:
-    """The global counts and the marginals a CVI-2/CVI-3 run keeps, for the hooks."""
+class Counts(NamedTuple):
+    """The expected counts of a fitted posterior: the start row (K,), the transitions (K, K), and
+    the emission family's statistics (S, K) (families/ops.py: for categorical emissions rows w < W
+    hold E[C_kw] and row W the state totals)."""
 
     start: np.ndarray
     trans: np.ndarray
-    stats: np.ndarray
-    marginals: np.ndarray
-
-
-@dataclass(frozen=True)
-class IterationRecord:
-    """One entry of ``HMM.history_``: the objective after an iteration and its wall time."""
-
-    iteration: int
-    objective: float
-    seconds: float
-
-
-class ZeroProbabilityError(ValueError):
-    """A sequence that no state path can explain."""
+    emissions: np.ndarray
 
 
 class HMM:
@@ -97,6 +110,8 @@ class HMM:
         for EM, the posterior mean (eq. 3.109) otherwise.
     emissionprob_ : (K, W) emission matrix (categorical), or ``means_`` and
         ``covars_`` (K, D) (Gaussian).
+    counts_ : `Counts`, the expected counts the estimates come from (exact for the
+        collapsed and stochastic algorithms; the last E-step's for EM and VB).
     history_ : list of IterationRecord; ``objective_name_`` says what the
         objective is for the algorithm that ran.
     """
@@ -125,7 +140,6 @@ class HMM:
             self.tag_dictionary = np.ascontiguousarray((mask != 0).astype(float))
         self.history_ = []
 
-    # ------------------------------------------------------------------ fit
     def fit(self, X, lengths=None, algorithm="cvi2", n_iter=50, seed=0, init="random",
             anneal=True, progress=False, callback=None, batch_size=100, kappa=0.5, tau0=1.0,
             subchain_length=None, buffer=10, vanilla=False, callback_every=None):
@@ -188,24 +202,25 @@ class HMM:
             raise ValueError(f"tag_dictionary has {self.tag_dictionary.shape[0]} rows; "
                              f"the vocabulary has {self.family.n_symbols} symbols")
         if isinstance(init, dict):
-            self._check_init(init)
+            self.check_params(init)
         elif init != "random":
             raise ValueError("init must be 'random' or a dict of parameters")
-        self._schedule = self._check_schedule(algorithm, corpus, batch_size, kappa, tau0,
-                                              subchain_length, buffer, vanilla, callback_every)
+        options = self._check_options(algorithm, corpus, batch_size, kappa, tau0, subchain_length, buffer,
+                                      vanilla, callback_every)
         self.algorithm_ = algorithm
         self.objective_name_ = self.OBJECTIVES[algorithm]
         self.history_ = []
         self.vocabulary_ = corpus.vocabulary
         self.tagset_ = corpus.tagset
         self._callback = callback
-        data = _Data(self, corpus)
-        learner = getattr(self, "_fit_" + algorithm.replace("-", "_"))
-        learner(data, int(n_iter), int(seed), init, anneal, progress)
+        how = self.ALGORITHMS[algorithm]
+        run = {batch: self._run_batch, leave_one_out: self._run_leave_one_out, gibbs: self._run_gibbs,
+               stochastic: self._run_stochastic}[how.schedule]
+        run(ChainData(self, corpus), how, int(n_iter), int(seed), init, progress, anneal=anneal, **options)
         return self
 
-    def _check_schedule(self, algorithm, corpus, batch_size, kappa, tau0, subchain_length, buffer,
-                        vanilla, callback_every):
+    def _check_options(self, algorithm, corpus, batch_size, kappa, tau0, subchain_length, buffer, vanilla,
+                       callback_every):
         """Validate the stochastic and subchain options; fill in the subchain default."""
         for name, value in (("batch_size", batch_size), ("buffer", buffer)):
             if int(value) != value or value < (1 if name == "batch_size" else 0):
@@ -220,260 +235,211 @@ class HMM:
         if callback_every is not None and (int(callback_every) != callback_every or callback_every < 1):
             raise ValueError(f"callback_every must be a positive integer, got {callback_every}")
         if subchain_length is None and algorithm in self.DEFAULT_SUBCHAIN and (
-                algorithm == "cvi3" or corpus.n_sequences == 1):
+                self.ALGORITHMS[algorithm].unit == SUBCHAIN or corpus.n_sequences == 1):
             subchain_length = self.DEFAULT_SUBCHAIN[algorithm]
         return {"batch_size": int(batch_size), "kappa": float(kappa), "tau0": float(tau0),
                 "subchain_length": None if subchain_length is None else int(subchain_length),
                 "buffer": int(buffer), "vanilla": bool(vanilla), "callback_every": callback_every}
 
-    def _record(self, iteration, objective, started, bar, counts, rule):
-        """Log an iteration; hand the current estimates to the user's callback."""
-        self.history_.append(IterationRecord(iteration, float(objective), time.perf_counter() - started))
-        bar.set_postfix(objective=f"{objective:.6g}")
-        bar.update()
-        self._call_back(iteration, counts, rule, sum(record.seconds for record in self.history_))
-
-    def _call_back(self, step, counts, rule, train_seconds):
-        if self._callback is not None:
-            self.train_seconds_ = train_seconds
-            self._set_fitted(*counts, rule)
-            self._callback(self, step)
-
-    def _iterations(self, n_iter, progress):
-        return tqdm(total=n_iter, desc=self.algorithm_, disable=not progress, leave=False)
-
+    # ------------------------------------------------------- the estimates
     def transition_prior(self):
         """(a (K,), A): the pseudo-counts a_k of every start and transition row and
         the total A of their denominators (eq. 3.49: a_k = alpha, A = K alpha)."""
         return np.full(self.n_states, self.alpha), self.n_states * self.alpha
 
-    # The Dirichlet rows of the start state and the transitions; total=None
-    # normalises over the K states
-    def _transition_tables(self, start_counts, trans_counts, rule, total=None):
-        prior = (self.transition_prior()[0],) if total is None else (self.transition_prior()[0], total)
-        return rule(start_counts[None], *prior)[0], rule(trans_counts, *prior)
+    def transition_tables(self, start_counts, trans_counts, rule, total=None):
+        """The start row and transition matrix of ``rule`` (core.rules) from counts; ``total``
+        replaces the prior total sum_k a_k of the denominators (the HDP's sigma)."""
+        prior_row = self.transition_prior()[0]
+        return (rules.dirichlet_table(rule, start_counts[None], prior_row, total)[0],
+                rules.dirichlet_table(rule, trans_counts, prior_row, total))
 
-    def _set_fitted(self, start_counts, trans_counts, stats, rule):
-        """Store the counts and the point estimates of the fitted model."""
-        self._counts = (start_counts, trans_counts, stats)
-        self._point_rule = "map" if rule == "map" else "predictive"
-        fn = rules.dirichlet_mode if rule == "map" else rules.dirichlet_mean
-        self.startprob_, self.transmat_ = self._transition_tables(start_counts, trans_counts, fn)
-        for name, value in self.family.fitted(stats, rule).items():
+    def _set_fitted(self, counts, rule):
+        """Store the counts and the point estimates of the fitted model: MAP for EM, the
+        posterior mean (eq. 3.109) otherwise."""
+        self.counts_ = Counts(*counts)
+        self._point_rule = MAP if rule == MAP else MEAN
+        self.startprob_, self.transmat_ = self.transition_tables(self.counts_.start, self.counts_.trans,
+                                                                 self._point_rule)
+        for name, value in self.family.fitted(self.counts_.emissions, self._point_rule).items():
             setattr(self, name, value)
 
-    def _fit_em(self, data, n_iter, seed, init, anneal, progress):
-        """Baum-Welch, MAP with the Dirichlet pseudo-counts (eq. 3.13-3.19)."""
+    def _progress(self, progress, total, unit="it"):
+        """The fit's `Progress`, whose history is ``history_``."""
+        bar = Progress(total, self.algorithm_, progress, unit=unit)
+        self.history_ = bar.history
+        return bar
+
+    def _call_back(self, step, counts, train_seconds, rule=MEAN):
+        """Hand the estimates of ``counts`` to the user's callback (its time is not training time)."""
+        if self._callback is not None:
+            self.train_seconds_ = train_seconds
+            self._set_fitted(counts, rule)
+            self._callback(self, step)
+
+    def _recorder(self, bar, counts_now):
+        """record(iteration, objective, seconds) for `schedules.passes`: the history entry, then the
+        user's callback with the estimates of ``counts_now()``."""
+        def record(iteration, objective, seconds):
+            bar.record(iteration, objective, seconds)
+            self._call_back(iteration, counts_now(), bar.train_seconds)
+        return record
+
+    # ------------------------------------------------------ the schedules
+    def _run_batch(self, data, how, n_iter, seed, init, progress, **options):
+        """EM (rule MAP) and VB (rule VB) on `schedules.batch` (eq. 3.13-3.22)."""
+        structure = BatchChains(self, data)
+        statistics = tables = None
         if isinstance(init, dict):
-            params = self._params_from_dict(init)
+            tables = structure.from_params(self.check_params(init))
+            if how.rule != MAP:  # VB's first tables come from the counts under the given parameters
+                statistics, tables = structure.expectations(tables)[0], None
         else:
-            params = self._map_params(*data.random_counts(seed))
-        with self._iterations(n_iter, progress) as bar:
-            for it in range(n_iter):
-                started = time.perf_counter()
-                table = self.family.table_from_params(params, data.corpus)
-                counts, log_evidence = data.expectations(params["startprob"], params["transmat"], table)
-                log_prior = (rules.dirichlet_log_prior_terms(params["startprob"], self.alpha)
-                             + rules.dirichlet_log_prior_terms(params["transmat"], self.alpha)
-                             + self.family.log_prior(params))
-                params = self._map_params(*counts)
-                self._record(it, log_evidence + log_prior, started, bar, counts, "map")
-        self._set_fitted(*counts, "map")
+            statistics = data.random_counts(seed)
+        with self._progress(progress, n_iter) as bar:
+            def record(iteration, objective, counts, seconds):
+                bar.record(iteration, objective, seconds)
+                self._call_back(iteration, counts, bar.train_seconds, how.rule)
 
-    def _map_params(self, start_counts, trans_counts, stats):
-        startprob, transmat = self._transition_tables(start_counts, trans_counts, rules.dirichlet_mode)
-        return {"startprob": startprob, "transmat": transmat, **self.family.map_params(stats)}
+            statistics = batch(structure, how.rule, n_iter, record, statistics, tables)
+        self._set_fitted(statistics, how.rule)
 
-    def _fit_vb(self, data, n_iter, seed, init, anneal, progress):
-        """Mean-field VB (eq. 3.20-3.22); the objective is the ELBO (eq. 3.11)."""
-        if isinstance(init, dict):
-            params = self._params_from_dict(init)
-            table = self.family.table_from_params(params, data.corpus)
-            counts, _ = data.expectations(params["startprob"], params["transmat"], table)
+    def _run_leave_one_out(self, data, how, n_iter, seed, init, progress, subchain_length, **options):
+        """CVI on `schedules.leave_one_out`: over tokens (CVI-1), sequences (CVI-2) or subchains
+        (CVI-3), on MEAN tables of every other unit's counts."""
+        if how.unit == TOKEN:
+            sweep, counts_now = self._token_sweep(data, init, seed)
         else:
-            counts = data.random_counts(seed)
-        with self._iterations(n_iter, progress) as bar:
-            for it in range(n_iter):
-                started = time.perf_counter()
-                start_counts, trans_counts, stats = counts
-                startprob, transmat = self._transition_tables(start_counts, trans_counts,
-                                                              rules.dirichlet_geometric_mean)
-                table = self.family.table(stats, "vb", data.corpus)
-                kl = (rules.dirichlet_kl(start_counts, self.alpha) + rules.dirichlet_kl(trans_counts, self.alpha)
-                      + self.family.kl(stats))
-                counts, log_evidence = data.expectations(startprob, transmat, table)
-                self._record(it, log_evidence - kl, started, bar, counts, "predictive")
-        self._set_fitted(*counts, "predictive")
+            sweep, counts_now = self._subchain_sweep(data, init, seed, subchain_length)
+        with self._progress(progress, n_iter) as bar:
+            passes(sweep, n_iter, self._recorder(bar, counts_now), after_pass=self._after_collapsed_pass)
+        self._set_fitted(counts_now(), MEAN)
 
-    def _fit_cvi2(self, data, n_iter, seed, init, anneal, progress):
-        """CVI algorithm 2: sequence-level structured mean field (eq. 3.44-3.50)."""
-        marginals, local_pairs = data.local_posteriors(self, init, seed, keep_pairs=True)
-        start_counts, trans_counts = sweeps.pair_totals(data.offsets, marginals, local_pairs)
+    def _subchain_sweep(self, data, init, seed, subchain_length):
+        """CVI-2 and CVI-3: the units are the sequences, or the subchains of ``subchain_length``
+        tokens each one is cut into, every subchain guarded by its neighbours (eq. 3.56-3.82)."""
+        offsets, is_first = Units(data.offsets, subchain_length).layout()
+        units = ChainData(self, data.corpus, offsets)
+        # each unit starts as its own chain (footnote 5), independent of its neighbours
+        marginals, internal = units.local_posteriors(init, seed, keep_pairs=True)
+        boundary = np.zeros((0 if is_first.all() else internal.shape[0], *internal.shape[1:]), dtype=np.float32)
+        independent_boundaries(offsets, is_first, marginals, boundary)
+        start_counts, trans_counts = unit_totals(offsets, is_first, marginals, internal, boundary)
         stats = data.token_stats(marginals)
-        order = np.arange(data.corpus.n_sequences, dtype=np.int64)
-        statistics = CollapsedStatistics(start_counts, trans_counts, stats, marginals)
-        with self._iterations(n_iter, progress) as bar:
-            for it in range(n_iter):
-                started = time.perf_counter()
-                zero, occupancy = self._occupancy_products(data)
-                objective, bad = sweeps.cvi2_sweep(
-                    data.code, data.prior, *self.transition_prior(), data.mask, data.index, data.features,
-                    data.offsets, order, start_counts, trans_counts, stats, marginals, local_pairs,
-                    zero, occupancy, *self._occupancy_sampling(seed, it))
-                data.raise_if_bad(bad)
-                self._after_sweep(data, zero, statistics, data.corpus.n_sequences)
-                self._record(it, objective, started, bar, (start_counts, trans_counts, stats), "predictive")
-        self._set_fitted(start_counts, trans_counts, stats, "predictive")
-        self.local_memory_bytes_ = marginals.nbytes + local_pairs.nbytes
+        order = np.arange(units.n_chains, dtype=np.int64)
+        work = subchain_workspace(offsets, self.n_states)
+        self.local_memory_bytes_ = marginals.nbytes + internal.nbytes + boundary.nbytes
+        # what the after-pass hook sees: the marginals, the global counts and the pass's q(C = 0) products
+        self._collapsed = {"marginals": marginals, "n_sequences": data.n_chains}
 
-    # Hooks of the collapsed sweeps; the HDP-HMM fills them (models/hdp_hmm.py)
-    def _occupancy_products(self, data):
-        """The q(C = 0) products a sweep fills, and the method code: none here."""
-        return sweeps.no_occupancy()
+        def sweep(iteration):
+            zero, occupancy = self._occupancy_products()
+            state = subchain_state(units.emissions(), *self.transition_prior(), offsets, is_first, start_counts,
+                                   trans_counts, stats, marginals, internal, boundary, zero, occupancy,
+                                   *self._occupancy_sampling(seed, iteration), work)
+            objective, bad = subchain_pass(state, order)
+            units.raise_if_bad(bad, "sequence" if subchain_length is None else "subchain")
+            self._collapsed.update(counts=(start_counts, trans_counts, stats), zero=zero)
+            return objective
+
+        return sweep, lambda: (start_counts, trans_counts, stats)
+
+    def _token_sweep(self, data, init, seed):
+        """CVI-1: token-level mean field (eq. 3.28-3.39)."""
+        marginals, _ = data.local_posteriors(init, seed, keep_pairs=False)
+        sequence_of = data.sequence_of()
+        start_counts, trans_counts = factorised_transitions(data.offsets, marginals)
+        stats = data.token_stats(marginals)
+        state = token_state(data.emissions(), self.alpha, data.offsets, sequence_of, start_counts, trans_counts,
+                            trans_counts.sum(axis=1), stats, marginals, token_workspace(self.n_states))
+        order = np.arange(data.corpus.n_tokens, dtype=np.int64)
+
+        def sweep(iteration):
+            objective, bad = token_pass(state, order)
+            data.raise_if_bad(sequence_of[bad] if bad >= 0 else -1)
+            return objective
+
+        return sweep, lambda: (start_counts, trans_counts, stats)
+
+    def _run_gibbs(self, data, how, n_iter, seed, init, progress, anneal=True, **options):
+        """Collapsed Gibbs sampling (eq. 3.25) on `schedules.gibbs`, annealed from temperature 2.0
+        down to 0.08 geometrically over the iterations (Goldwater and Griffiths 2007) when ``anneal``."""
+        if isinstance(init, dict):
+            states = self._decode_corpus(data.corpus, "mpd", params=self.check_params(init))
+        else:
+            states = data.random_states(seed)
+        seed_numba(seed)
+        sequence_of = data.sequence_of()
+        start_counts, trans_counts, trans_rows = hard_transitions(data.offsets, states, self.n_states)
+        stats = state_stats(self.family.code, data.index, data.features, states, self.n_states, data.n_stats)
+        state = token_state(data.emissions(), self.alpha, data.offsets, sequence_of, start_counts, trans_counts,
+                            trans_rows, stats, states, token_workspace(self.n_states))
+        order = np.arange(data.corpus.n_tokens, dtype=np.int64)
+        temperatures = np.geomspace(ANNEAL_START, ANNEAL_END, n_iter) if anneal and n_iter > 1 else np.ones(n_iter)
+
+        def sweep(iteration):
+            bad = gibbs_pass(state, order, 1.0 / temperatures[iteration])
+            data.raise_if_bad(sequence_of[bad] if bad >= 0 else -1)
+            return (rules.dirichlet_log_marginal(start_counts[None], self.alpha)
+                    + rules.dirichlet_log_marginal(trans_counts, self.alpha) + self.family.log_marginal(stats))
+
+        with self._progress(progress, n_iter) as bar:
+            passes(sweep, n_iter, self._recorder(bar, lambda: (start_counts, trans_counts, stats)))
+        self.states_ = states
+        self._set_fitted((start_counts, trans_counts, stats), MEAN)
+
+    def _run_stochastic(self, data, how, n_iter, seed, init, progress, batch_size, kappa, tau0, subchain_length,
+                        buffer, vanilla, callback_every, **options):
+        """SVI (rule VB) and SCVI (rule MEAN) on `schedules.stochastic` (eq. 3.98-3.104)."""
+        structure = Minibatches(self, data.corpus, how.rule, Units(data.offsets, subchain_length), buffer, vanilla,
+                                self._stochastic_occupancy())
+        rng = np.random.default_rng(seed)
+        if isinstance(init, dict):
+            given = BatchChains(self, data)
+            counts = given.expectations(given.from_params(self.check_params(init)))[0]
+        else:
+            counts = structure.random_counts(rng)
+        blocks = structure.start(*counts)
+        steps_per_pass = -(-structure.n_units // batch_size)
+        with self._progress(progress, n_iter * steps_per_pass, unit="batch") as bar:
+            def record(iteration, objective, seconds):
+                bar.record(iteration, objective, seconds, advance=False)
+                if callback_every is None:
+                    self._call_back(iteration, structure.current(), bar.train_seconds)
+
+            def after_step(rho):
+                self._after_stochastic_step(structure, rho)
+                bar.advance()
+
+            self.steps_ = stochastic(
+                structure, blocks, n_iter, batch_size, kappa, tau0, rng, record, after_step=after_step,
+                after_pass=lambda: self._after_stochastic_pass(structure),
+                callback=lambda step, seconds: self._call_back(step, structure.current(), seconds),
+                callback_every=callback_every)
+        self._set_fitted(structure.current(), MEAN)
+        self.global_memory_bytes_ = sum(blocks[name].nbytes for name in ("start", "trans", "stats"))
+
+    # Hooks of the schedules; the HDP-HMM fills them (models/hdp_hmm.py)
+    def _occupancy_products(self):
+        """The q(C = 0) products a collapsed pass fills, and the method code: none here."""
+        return no_occupancy(self.n_states)
 
     def _occupancy_sampling(self, seed, iteration):
         """(n_samples, seed) of the sampling method of q(C = 0)."""
         return 0, 0
 
-    def _after_sweep(self, data, zero, statistics, n_sequences):
-        """Work between passes of CVI-2/CVI-3: none for the finite HMM."""
+    def _after_collapsed_pass(self, iteration):
+        """Work after every pass of CVI (``self._collapsed`` holds its statistics): none here."""
 
     def _stochastic_occupancy(self):
         """(method code, samples, emissions) of q(C = 0) a stochastic learner tracks: none here."""
-        return sweeps.NO_OCCUPANCY, 0, False
+        return NO_OCCUPANCY, 0, False
 
-    def _after_step(self, learner):
+    def _after_stochastic_step(self, structure, rho):
         """Work after every minibatch step of SVI/SCVI: none for the finite HMM."""
 
-    def _after_pass(self, learner):
+    def _after_stochastic_pass(self, structure):
         """Work after every pass of SVI/SCVI over the data: none for the finite HMM."""
-
-    def _fit_cvi1(self, data, n_iter, seed, init, anneal, progress):
-        """CVI algorithm 1: token-level mean field (eq. 3.28-3.39)."""
-        marginals, _ = data.local_posteriors(self, init, seed, keep_pairs=False)
-        start_counts, trans_counts = sweeps.factorised_transitions(data.offsets, marginals)
-        trans_rows = trans_counts.sum(axis=1)
-        stats = data.token_stats(marginals)
-        with self._iterations(n_iter, progress) as bar:
-            for it in range(n_iter):
-                started = time.perf_counter()
-                objective, bad = sweeps.cvi1_sweep(
-                    data.code, data.prior, self.alpha, data.mask, data.index, data.features,
-                    data.offsets, start_counts, trans_counts, trans_rows, stats, marginals)
-                data.raise_if_bad(bad)
-                self._record(it, objective, started, bar, (start_counts, trans_counts, stats), "predictive")
-        self._set_fitted(start_counts, trans_counts, stats, "predictive")
-
-    def _fit_cvi3(self, data, n_iter, seed, init, anneal, progress):
-        """CVI algorithm 3: subchains of long sequences with guarded message passing (eq. 3.56-3.82)."""
-        units = Units(data.offsets, self._schedule["subchain_length"])
-        begin, end, seq_begin, _ = units.ranges(np.arange(units.n_units))
-        offsets = np.append(begin, data.corpus.n_tokens).astype(np.int64)
-        is_first = begin == seq_begin
-        # each subchain starts as its own chain (footnote 5), independent of its neighbours
-        pieces = _Data(self, Corpus(data.corpus.observations, offsets))
-        marginals, internal_pairs = pieces.local_posteriors(self, init, seed, keep_pairs=True)
-        _, trans_counts = sweeps.pair_totals(offsets, marginals, internal_pairs)
-        start_counts = _sequence_starts(data.offsets, marginals)
-        boundary_pairs = np.zeros_like(internal_pairs)
-        trans_counts += sweeps.independent_boundaries(offsets, is_first, marginals, boundary_pairs)
-        stats = data.token_stats(marginals)
-        order = np.arange(units.n_units, dtype=np.int64)
-        statistics = CollapsedStatistics(start_counts, trans_counts, stats, marginals)
-        with self._iterations(n_iter, progress) as bar:
-            for it in range(n_iter):
-                started = time.perf_counter()
-                zero, occupancy = self._occupancy_products(data)
-                objective, bad = sweeps.cvi3_sweep(
-                    data.code, data.prior, *self.transition_prior(), data.mask, data.index, data.features, offsets,
-                    is_first, order, start_counts, trans_counts, stats, marginals, internal_pairs,
-                    boundary_pairs, zero, occupancy, *self._occupancy_sampling(seed, it))
-                pieces.raise_if_bad(bad)
-                self._after_sweep(data, zero, statistics, data.corpus.n_sequences)
-                self._record(it, objective, started, bar, (start_counts, trans_counts, stats), "predictive")
-        self._set_fitted(start_counts, trans_counts, stats, "predictive")
-        self.local_memory_bytes_ = marginals.nbytes + internal_pairs.nbytes + boundary_pairs.nbytes
-
-    def _fit_svi(self, data, n_iter, seed, init, anneal, progress):
-        """Stochastic VB (Hoffman et al. 2013; Foti et al. 2014 on subchains)."""
-        self._fit_stochastic(data, n_iter, seed, init, "vb", progress)
-
-    def _fit_scvi(self, data, n_iter, seed, init, anneal, progress):
-        """Stochastic CVI: SCVI-2 on sequences, SCVI-3 on subchains (eq. 3.98-3.104)."""
-        self._fit_stochastic(data, n_iter, seed, init, "predictive", progress)
-
-    def _fit_stochastic(self, data, n_iter, seed, init, rule, progress):
-        schedule = self._schedule
-        learner = StochasticLearner(self, data.corpus, rule, schedule["batch_size"], schedule["kappa"],
-                                    schedule["tau0"], schedule["subchain_length"], schedule["buffer"],
-                                    schedule["vanilla"], self._stochastic_occupancy())
-        rng = np.random.default_rng(seed)
-        if isinstance(init, dict):
-            params = self._params_from_dict(init)
-            table = self.family.table_from_params(params, data.corpus)
-            counts, _ = data.expectations(params["startprob"], params["transmat"], table)
-            learner.set_globals(*counts)
-        else:
-            learner.random_globals(rng)
-        steps_per_pass = -(-learner.units.n_units // schedule["batch_size"])
-        every = schedule["callback_every"]
-        trained = 0.0
-        with tqdm(total=n_iter * steps_per_pass, desc=self.algorithm_, unit="batch",
-                  disable=not progress, leave=False) as bar:
-            for it in range(n_iter):
-                log_z = 0.0
-                n_tokens = 0
-                seconds = 0.0
-                for _ in range(steps_per_pass):
-                    started = time.perf_counter()
-                    batch_log_z, batch_tokens = learner.update(rng)
-                    self._after_step(learner)
-                    seconds += time.perf_counter() - started
-                    log_z += batch_log_z
-                    n_tokens += batch_tokens
-                    bar.update()
-                    if every is not None and learner.step % every == 0:
-                        self._call_back(learner.step, learner.counts(), "predictive", trained + seconds)
-                started = time.perf_counter()
-                self._after_pass(learner)
-                seconds += time.perf_counter() - started
-                trained += seconds
-                objective = log_z / max(n_tokens, 1)
-                self.history_.append(IterationRecord(it, objective, seconds))
-                bar.set_postfix(objective=f"{objective:.6g}")
-                if every is None:
-                    self._call_back(it, learner.counts(), "predictive", trained)
-        self._set_fitted(*learner.counts(), "predictive")
-        self.steps_ = learner.step
-        self.global_memory_bytes_ = (learner.start_counts.nbytes + learner.trans_counts.nbytes
-                                     + learner.stats.stored.nbytes)
-
-    def _fit_cgs(self, data, n_iter, seed, init, anneal, progress):
-        """Collapsed Gibbs sampling (eq. 3.25), optionally annealed."""
-        if isinstance(init, dict):
-            states = self._decode_corpus(data.corpus, "mpd", params=self._params_from_dict(init))
-        else:
-            states = data.random_states(seed)
-        sweeps.seed_numba(seed)
-        start_counts, trans_counts, trans_rows, stats = sweeps.state_counts(
-            data.code, data.index, data.features, data.offsets, states, self.n_states, data.n_stats)
-        if anneal and n_iter > 1:
-            temperatures = np.geomspace(ANNEAL_START, ANNEAL_END, n_iter)
-        else:
-            temperatures = np.ones(n_iter)
-        with self._iterations(n_iter, progress) as bar:
-            for it in range(n_iter):
-                started = time.perf_counter()
-                bad = sweeps.cgs_sweep(data.code, data.prior, self.alpha, data.mask, data.index,
-                                       data.features, data.offsets, states, start_counts, trans_counts,
-                                       trans_rows, stats, temperatures[it])
-                data.raise_if_bad(bad)
-                objective = (rules.dirichlet_log_marginal(start_counts[None], self.alpha)
-                             + rules.dirichlet_log_marginal(trans_counts, self.alpha)
-                             + log_marginal_likelihood(data.code, stats, data.prior))
-                self._record(it, objective, started, bar, (start_counts, trans_counts, stats), "predictive")
-        self.states_ = states
-        self._set_fitted(start_counts, trans_counts, stats, "predictive")
 
     # ------------------------------------------------------------ save/load
     def save(self, path):
@@ -483,9 +449,9 @@ class HMM:
         posterior, plus the priors, the tag dictionary, the vocabulary and
         tag set of the training corpus, and the training history.
         """
-        if not hasattr(self, "_counts"):
+        if not hasattr(self, "counts_"):
             raise RuntimeError("this HMM is not fitted yet; call fit() first")
-        start_counts, trans_counts, stats = self._counts
+        start_counts, trans_counts, stats = self.counts_
         meta = {
             "format": SAVE_FORMAT,
             "model": self.MODEL_NAME,
@@ -494,7 +460,7 @@ class HMM:
             "beta": self.beta,
             "family": self.family.config(),
             "algorithm": self.algorithm_,
-            "point_rule": self._point_rule,
+            "point_rule": "map" if self._point_rule == MAP else "predictive",
             "history": [[r.iteration, r.objective, r.seconds] for r in self.history_],
             "vocabulary": None if self.vocabulary_ is None else self.vocabulary_.to_json(),
             "tagset": None if self.tagset_ is None else self.tagset_.to_json(),
@@ -505,20 +471,12 @@ class HMM:
         arrays.update(extra_arrays)
         if self.tag_dictionary is not None:
             arrays["tag_dictionary"] = self.tag_dictionary
-        with open(path, "wb") as handle:
-            np.savez_compressed(handle, meta=np.array(json.dumps(meta)), **arrays)
+        write_model(path, meta, arrays)
 
     @classmethod
     def load(cls, path):
         """Read a model written by `save`; ``HMM.load`` also reads an `HDPHMM`'s file."""
-        try:
-            with np.load(path, allow_pickle=False) as archive:
-                meta = json.loads(str(archive["meta"]))
-                arrays = {name: archive[name] for name in archive.files if name != "meta"}
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
-            raise ValueError(f"{path}: not a cvbayes model file ({error})") from None
-        if meta.get("format") != SAVE_FORMAT:
-            raise ValueError(f"{path}: not a cvbayes model file (format {meta.get('format')!r})")
+        meta, arrays = read_model(path, SAVE_FORMAT)
         # HMM.load reads any subclass's file (the command line loads either model)
         name = meta.get("model", "hmm")
         matching = [c for c in (cls, *cls.__subclasses__()) if c.MODEL_NAME == name]
@@ -532,8 +490,8 @@ class HMM:
         model.history_ = [IterationRecord(int(i), o, t) for i, o, t in meta["history"]]
         model.vocabulary_ = None if meta["vocabulary"] is None else Vocabulary.from_json(meta["vocabulary"])
         model.tagset_ = None if meta["tagset"] is None else Vocabulary.from_json(meta["tagset"])
-        rule = "map" if meta["point_rule"] == "map" else "predictive"
-        model._set_fitted(arrays["start_counts"], arrays["trans_counts"], arrays["stats"], rule)
+        rule = MAP if meta["point_rule"] == "map" else MEAN
+        model._set_fitted((arrays["start_counts"], arrays["trans_counts"], arrays["stats"]), rule)
         return model
 
     def _saved_extras(self):
@@ -546,13 +504,12 @@ class HMM:
                    tag_dictionary=arrays.get("tag_dictionary"))
 
     # ----------------------------------------------------------- parameters
-    def _check_init(self, init):
+    def check_params(self, init):
+        """Validate a dict of parameters (``init``); returns it with float start and transition rows."""
         needed = {"startprob", "transmat"} | ({"emissionprob"} if self.family.discrete else {"means", "covars"})
         missing = needed - set(init)
         if missing:
             raise ValueError(f"init dict is missing {', '.join(sorted(missing))}")
-
-    def _params_from_dict(self, init):
         k = self.n_states
         startprob = np.asarray(init["startprob"], dtype=float)
         transmat = np.asarray(init["transmat"], dtype=float)
@@ -564,18 +521,19 @@ class HMM:
         return {**init, "startprob": startprob, "transmat": transmat}
 
     def _fitted_params(self):
-        if not hasattr(self, "_counts"):
+        if not hasattr(self, "counts_"):
             raise RuntimeError("this HMM is not fitted yet; call fit() first")
-        start_counts, trans_counts, stats = self._counts
-        if self._point_rule == "map":
-            return self._map_params(start_counts, trans_counts, stats)
-        startprob, transmat = self._transition_tables(start_counts, trans_counts, rules.dirichlet_mean)
+        start_counts, trans_counts, stats = self.counts_
+        startprob, transmat = self.transition_tables(start_counts, trans_counts, self._point_rule)
+        if self._point_rule == MAP:
+            return {"startprob": startprob, "transmat": transmat, **self.family.map_params(stats)}
         return {"startprob": startprob, "transmat": transmat, "stats": stats}
 
-    def _tables(self, params, corpus):
-        """(start, trans, emission table, log offsets) for the kernels."""
+    def tables_from_params(self, params, corpus):
+        """(start, trans, emission table, its row log offsets) for the kernels: given parameters,
+        or (with "stats") the posterior mean of the fitted counts."""
         if "stats" in params:
-            table, offset = self.family.table(params["stats"], "predictive", corpus)
+            table, offset = self.family.table(params["stats"], MEAN, corpus)
         else:
             table, offset = self.family.table_from_params(params, corpus)
         return params["startprob"], params["transmat"], table, offset
@@ -583,19 +541,19 @@ class HMM:
     # ------------------------------------------------------ decode and score
     def _prepare_input(self, X, lengths):
         corpus = as_corpus(X, lengths)
-        if not hasattr(self, "_counts"):
+        if not hasattr(self, "counts_"):
             raise RuntimeError("this HMM is not fitted yet; call fit() first")
         self.family.check(corpus)
         return corpus
 
     def _decode_corpus(self, corpus, method, params=None, keep_posteriors=False):
-        data = _Data(self, corpus)
-        start, trans, table, offset = self._tables(params or self._fitted_params(), corpus)
+        data = ChainData(self, corpus)
+        start, trans, table, offset = self.tables_from_params(params or self._fitted_params(), corpus)
         states = np.zeros(corpus.n_tokens, dtype=np.int32)
         posteriors = np.zeros((corpus.n_tokens if keep_posteriors else 0, self.n_states))
-        code = {"mpd": sweeps.MPD, "viterbi": sweeps.VITERBI}[method]
-        bad = sweeps.batch_decode(start, trans, table, offset, data.mask, data.index, data.offsets,
-                                  data.chunks, code, states, posteriors)
+        code = {"mpd": MPD, "viterbi": VITERBI}[method]
+        bad = batch_decode(start, trans, table, offset, data.mask, data.index, data.offsets,
+                           data.chunks, code, states, posteriors)
         data.raise_if_bad(bad)
         return (states, posteriors) if keep_posteriors else states
 
@@ -620,10 +578,9 @@ class HMM:
     def score_sequences(self, X, lengths=None):
         """log p(x^i) of every sequence under the fitted predictive parameters (eq. 3.108-3.109)."""
         corpus = self._prepare_input(X, lengths)
-        data = _Data(self, corpus)
-        start, trans, table, offset = self._tables(self._fitted_params(), corpus)
-        return sweeps.batch_log_evidence(start, trans, table, offset, data.mask, data.index,
-                                         data.offsets, data.chunks)
+        data = ChainData(self, corpus)
+        start, trans, table, offset = self.tables_from_params(self._fitted_params(), corpus)
+        return batch_log_evidence(start, trans, table, offset, data.mask, data.index, data.offsets, data.chunks)
 
     def score(self, X, lengths=None):
         """Total predictive log-likelihood of held-out sequences (numerator of eq. 3.108).
@@ -637,90 +594,6 @@ class HMM:
         """Per-word predictive log-likelihood, eq. 3.108."""
         corpus = as_corpus(X, lengths)
         return self.score(corpus) / max(corpus.n_tokens, 1)
-
-
-class _Data:
-    """A corpus laid out for the kernels: family index/features, mask, chunks."""
-
-    def __init__(self, model, corpus):
-        family = model.family
-        self.model = model
-        self.corpus = corpus
-        self.code = family.code
-        self.prior = family.prior_array()
-        self.n_stats = family.n_stats()
-        self.index = np.ascontiguousarray(family.index(corpus), dtype=np.int32)
-        self.features = family.features(corpus)
-        self.offsets = np.ascontiguousarray(corpus.offsets, dtype=np.int64)
-        mask = model.tag_dictionary
-        self.mask = mask if mask is not None else np.zeros((0, model.n_states))
-        self.chunks = sweeps.equal_token_chunks(self.offsets)
-
-    def raise_if_bad(self, bad):
-        if bad < 0:
-            return
-        begin, end = self.offsets[bad], self.offsets[bad + 1]
-        why = ("the tag dictionary admits no state for one of its tokens"
-               if self.mask.shape[0] else "its emission probabilities are all zero")
-        raise ZeroProbabilityError(
-            f"sequence {bad} (tokens {begin}..{end - 1}) has zero probability under every "
-            f"state path: {why}")
-
-    def expectations(self, startprob, transmat, table_and_offset):
-        """E-step: expected counts and sum_i log Z_i under one parameter table."""
-        table, offset = table_and_offset
-        start_counts, trans_counts, stats, log_evidence, bad = sweeps.batch_expectations(
-            self.code, startprob, transmat, table, offset, self.mask, self.index, self.features,
-            self.offsets, self.chunks, self.n_stats)
-        self.raise_if_bad(bad)
-        return (start_counts, trans_counts, stats), log_evidence
-
-    def token_stats(self, marginals):
-        return sweeps.token_stats(self.code, self.index, self.features, marginals, self.n_stats)
-
-    def _random_chain(self, seed, keep_pairs):
-        k = self.model.n_states
-        marginals = np.zeros((self.corpus.n_tokens, k), dtype=np.float32)
-        local_pairs = np.zeros((self.corpus.n_sequences if keep_pairs else 0, k, k), dtype=np.float32)
-        start_counts, trans_counts = sweeps.random_chain_posteriors(
-            seed, self.offsets, k, self.mask, self.index, self.chunks, marginals, local_pairs)
-        return marginals, local_pairs, start_counts, trans_counts
-
-    def random_counts(self, seed):
-        """Expected counts of the random local posteriors (thesis footnote 5)."""
-        marginals, _, start_counts, trans_counts = self._random_chain(seed, keep_pairs=False)
-        return start_counts, trans_counts, self.token_stats(marginals)
-
-    def local_posteriors(self, model, init, seed, keep_pairs):
-        """Starting local statistics of the collapsed algorithms (float32)."""
-        if not isinstance(init, dict):
-            marginals, local_pairs, _, _ = self._random_chain(seed, keep_pairs)
-            return marginals, local_pairs
-        k = model.n_states
-        marginals = np.zeros((self.corpus.n_tokens, k), dtype=np.float32)
-        local_pairs = np.zeros((self.corpus.n_sequences if keep_pairs else 0, k, k), dtype=np.float32)
-        start, trans, table, offset = model._tables(model._params_from_dict(init), self.corpus)
-        bad = sweeps.batch_local_posteriors(start, trans, table, offset, self.mask, self.index,
-                                            self.offsets, self.chunks, marginals, local_pairs)
-        self.raise_if_bad(bad)
-        return marginals, local_pairs
-
-    def random_states(self, seed):
-        """Uniform random states, within the tag dictionary when there is one (CGS start)."""
-        rng = np.random.default_rng(seed)
-        k = self.model.n_states
-        if not self.mask.shape[0]:
-            return rng.integers(0, k, size=self.corpus.n_tokens).astype(np.int32)
-        allowed = self.mask[self.index]
-        cumulative = np.cumsum(allowed, axis=1)
-        draws = rng.random(self.corpus.n_tokens) * cumulative[:, -1]
-        return (cumulative <= draws[:, None]).sum(axis=1).astype(np.int32)
-
-
-def _sequence_starts(offsets, marginals):
-    """Start counts: the summed marginals of every sequence's first token."""
-    firsts = offsets[:-1][offsets[1:] > offsets[:-1]]
-    return marginals[firsts].sum(axis=0, dtype=np.float64)
 
 
 def _like_input(X, corpus, values):

@@ -13,7 +13,10 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+# inlined into the model's entry point: called as a function, it receives the unit's dispatcher as a
+# value, whose address numba embeds unless LLVM happens to inline the call, and the entry point then
+# cannot be cached (numba 0.68, any update with a loop of dynamic length)
+@njit(cache=True, inline="always")
 def leave_one_out(update_unit, state, order):
     """One pass of ``update_unit`` over the units in ``order``.
 

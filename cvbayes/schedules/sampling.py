@@ -8,7 +8,10 @@ it returns False when the site has no value of positive probability.
 from numba import njit
 
 
-@njit(cache=True)
+# inlined into the model's entry point: called as a function, it receives the unit's dispatcher as a
+# value, whose address numba embeds unless LLVM happens to inline the call, and the entry point then
+# cannot be cached (numba 0.68, any update with a loop of dynamic length)
+@njit(cache=True, inline="always")
 def gibbs(resample_site, state, order, power):
     """One sweep of ``resample_site`` over the sites in ``order``; returns the first site that could
     not be drawn, or -1."""

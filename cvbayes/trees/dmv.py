@@ -85,7 +85,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from ..chains.forward_backward import FAST
+from ..core.special import FAST
+from ..core.rules import mean_cell
 from ..core.sampling import pick, uniform, unit_generator
 from ..core.units import equal_token_chunks, first_bad, max_length
 
@@ -106,7 +107,10 @@ LI = 5
 N_ITEMS = 6
 
 
-@njit(cache=True)
+# not cached: numba 0.68 fails ("'descr' is NULL") when Python calls a cached function that returns
+# arrays after the function was loaded from the cache as another cached kernel's callee; its callers
+# are cached with its code inside them, so only direct calls from Python compile it (a fraction of a second)
+@njit
 def dmv_buffers(longest):
     """Work arrays for sentences of up to ``longest`` words.
 
@@ -145,6 +149,62 @@ def sentence_weights(tags, begin, n, log_root, log_stop, log_attach, w_root, w_s
                 w_attach[p, q] = log_attach[t, RIGHT, tags[begin + q]]
             else:
                 w_attach[p, q] = -np.inf
+
+
+@njit(cache=True)
+def mean_sentence_weights(tags, begin, n, alpha, root_counts, root_total, stop_counts, attach_counts,
+                          attach_totals, w_root, w_stop, w_attach):
+    """CVI's position-level log weights of one sentence, from counts that leave it out (thesis eq. 4.24).
+
+    Every cell the sentence can use gets log theta_bar = log (E[C^{\\i}] + alpha) / (E[C^{\\i}_.] + K alpha),
+    by `cvbayes.core.rules.mean_cell`, with K the row's width (V for the root and attach rows, 2 for
+    a stop row).  Only the sentence's own cells are computed: O(n^2), never O(V^2).
+
+    Parameters
+    ----------
+    tags : (N,) int type ids; the sentence is ``tags[begin:begin + n]``.
+    alpha : float, the symmetric Dirichlet pseudo-count of every row.
+    root_counts (V,), stop_counts (V, 2, 2, 2), attach_counts (V, 2, V) :
+        expected counts of every other sentence.
+    root_total : (1,) the root row's total; attach_totals : (V, 2) each attach
+        row's total (kept by `add_row_totals`, so a row is never summed here).
+    w_root, w_stop, w_attach : outputs, position-level weights (module notes).
+    """
+    n_types = root_counts.shape[0]
+    for p in range(n):
+        t = tags[begin + p]
+        w_root[p] = math.log(mean_cell(root_counts[t], alpha, root_total[0], n_types * alpha))
+        for d in range(2):
+            for v in range(2):
+                row = max(stop_counts[t, d, v, STOP], 0.0) + max(stop_counts[t, d, v, CONTINUE], 0.0)
+                for o in range(2):
+                    w_stop[p, d, v, o] = math.log(mean_cell(stop_counts[t, d, v, o], alpha, row, 2.0 * alpha))
+        for q in range(n):
+            if q == p:
+                w_attach[p, q] = -np.inf
+                continue
+            side = LEFT if q < p else RIGHT
+            w_attach[p, q] = math.log(mean_cell(attach_counts[t, side, tags[begin + q]], alpha,
+                                                attach_totals[t, side], n_types * alpha))
+
+
+@njit(cache=True)
+def add_row_totals(tags, begin, n, head_marginals, weight, root_total, attach_totals):
+    """Add ``weight`` x one sentence's share of the root row's and the attach rows' totals.
+
+    The totals of what `add_posterior_counts` adds with the same arguments (the stop rows have two
+    cells and need no kept total), so CVI can keep them in step at O(n^2) a sentence.
+
+    Parameters
+    ----------
+    head_marginals : (>= n, >= n + 1), as `add_posterior_counts`.
+    root_total : (1,) and attach_totals : (V, 2) accumulators.
+    """
+    for m in range(n):
+        root_total[0] += weight * head_marginals[m, 0]
+        for h in range(n):
+            if h != m:
+                attach_totals[tags[begin + h], LEFT if m < h else RIGHT] += weight * head_marginals[m, h + 1]
 
 
 @njit(cache=True, fastmath=FAST)

@@ -25,10 +25,19 @@ its two cells with one factor exp(s_ij + s_jk - s_ik) (a scalar a split, no
 log-sum-exp per entry).  The outside chart is stored as
 alpha(A, i, k) exp(s_ik) / Z, so that ``outside0 * inside`` is directly the
 posterior expected number of A-nodes over the span and no outside scales are
-needed.  So log Z is exact for any sentence length and any rule weights that
-are positive floats (1e-5 priors, exp-digamma weights of VB): the range across
-cells is unbounded, and within one cell entries below 1e-308 of the cell's
-largest are flushed to zero (their posterior mass is below that share too).
+needed.  The range across cells is unbounded, so log Z is exact for any
+sentence length and any positive rule weights (1e-5 priors, exp-digamma weights
+of VB, MLE tables with rules of weight 1e-200).  A cell is first filled against
+a quick reference (its terminals' largest weight and its splits' scale
+products, rule weights ignored); when only rules of tiny weight can build it,
+that reference lies far above the cell, and a cell whose peak falls below
+``RESCALE_BELOW`` (1e-200) is filled again in log space against its exact
+largest contribution (`_cell_in_logs`).  Splits of such a cell have factors
+beyond exp(``LARGEST_GAP``), so the outside pass and the sampler form their
+terms in logs too.  What remains: within one cell, entries below 1e-308 of the
+cell's largest are flushed to zero; their posterior mass is not bounded by that
+share when the symbol with the large entry has no parent that can use it (a
+grammar needs rule weights near 1e-300 for that to happen).
 
 Layouts of the binary step (why two)
 ------------------------------------
@@ -51,7 +60,7 @@ Viterbi and sampling return a tree as rule applications in preorder, one row
 j), ``UNARY`` (kernel unary rule; j unused), ``LEXICAL`` (lexical entry;
 k = i + 1), ``SPAN`` (``<any>`` family; j = the substring id).
 `derivation_rule_ids` maps them to global rule ids (deterministic pieces of
-binarised rules dropped); `cvbayes.data.trees.derivation_to_tree` to a `Tree`.
+binarised rules dropped); `cvbayes.trees.grammar.derivation_to_tree` to a `Tree`.
 """
 from __future__ import annotations
 
@@ -61,7 +70,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import get_num_threads, njit, prange
 
-from ..chains.forward_backward import FAST
+from ..core.special import FAST
 from .grammar import BINARY, LEXICAL, SPAN, UNARY, CompiledGrammar, SentenceBatch
 
 __all__ = [
@@ -110,7 +119,7 @@ class RuleTables(NamedTuple):
     unary_closure: np.ndarray
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _rule_weight(rule_weights, rule):
     """Weight of a kernel rule: its global rule's, or 1 for a deterministic piece (-1)."""
     return 1.0 if rule < 0 else rule_weights[rule]
@@ -187,7 +196,7 @@ def chart_buffers(kernel, longest):
     return inside, inside0, outside, outside0, log_scale, work
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _span_weight(kernel, rule_weights, family, substring):
     """Weight of <any> family `family` rewriting to substring id `substring` (0 if outside the family)."""
     if substring < 0 or substring >= kernel.span_count[family]:
@@ -195,7 +204,7 @@ def _span_weight(kernel, rule_weights, family, substring):
     return rule_weights[kernel.span_base[family] + substring]
 
 
-@njit(cache=True, fastmath=FAST)
+@njit(cache=True, inline="always", fastmath=FAST)
 def _terminal_reference(kernel, rule_weights, tokens, span_ids, i, k):
     """Largest log weight of the lexical (k = i + 1) and span rules over span (i, k)."""
     n_tokens = tokens.shape[0]
@@ -217,7 +226,7 @@ def _terminal_reference(kernel, rule_weights, tokens, span_ids, i, k):
     return best
 
 
-@njit(cache=True, fastmath=FAST)
+@njit(cache=True, inline="always", fastmath=FAST)
 def _add_terminals(kernel, rule_weights, tokens, span_ids, i, k, reference, cell0):
     """cell0[A] += weight(A -> x_i or A -> x_i..x_{k-1}) exp(-reference)."""
     n_tokens = tokens.shape[0]
@@ -258,9 +267,179 @@ def _split_pairs(inside, log_scale, i, k, reference, n, pair):
                 pair[row + c] += lb * right[c]
 
 
+@njit(cache=True, inline="always", fastmath=FAST)
+def _fill_cell(kernel, tables, tokens, span_ids, inside, inside0, log_scale, pair, i, k, reference):
+    """inside0[i, k] (terminals and binary rules over the splits) and inside[i, k] (its unary
+    closure), every contribution scaled by exp(-reference).
+
+    Returns (peak, possible): the cell's largest entry, and whether some binary rule has two children
+    of positive inside (so that a zero peak may be underflow rather than an impossible cell).
+    """
+    n = kernel.n_symbols
+    cell0 = inside0[i, k]
+    cell = inside[i, k]
+    for a in range(n):
+        cell0[a] = 0.0
+    _add_terminals(kernel, tables.rule_weights, tokens, span_ids, i, k, reference, cell0)
+    possible = False
+    if k > i + 1:
+        if kernel.dense:
+            _split_pairs(inside, log_scale, i, k, reference, n, pair)
+            weights = tables.dense_binary
+            for a in range(n):
+                row = weights[a]
+                total = 0.0
+                for x in range(n * n):
+                    total += row[x] * pair[x]
+                cell0[a] += total
+            for j in range(i + 1, k):
+                if log_scale[i, j] + log_scale[j, k] > -np.inf:
+                    possible = True
+        else:
+            weights = tables.binary_weights
+            for j in range(i + 1, k):
+                shift = log_scale[i, j] + log_scale[j, k]
+                if shift == -np.inf:
+                    continue
+                factor = math.exp(shift - reference)
+                left = inside[i, j]
+                right = inside[j, k]
+                for b in range(kernel.binary_parent.shape[0]):
+                    lv = left[kernel.binary_left[b]]
+                    rv = right[kernel.binary_right[b]]
+                    if lv > 0.0 and rv > 0.0 and weights[b] > 0.0:
+                        possible = True
+                        cell0[kernel.binary_parent[b]] += factor * weights[b] * lv * rv
+    if kernel.unary_parent.shape[0] > 0:
+        closure = tables.unary_closure
+        for a in range(n):
+            row = closure[a]
+            total = 0.0
+            for b in range(n):
+                total += row[b] * cell0[b]
+            cell[a] = total
+    peak = 0.0
+    for a in range(n):
+        peak = max(peak, cell[a])
+    return peak, possible
+
+
+@njit(cache=True, inline="always")
+def _log_product(left, right):
+    """log(left * right) without forming the product (both may be 1e-200); -inf if either is 0."""
+    if left > 0.0 and right > 0.0:
+        return math.log(left) + math.log(right)
+    return -np.inf
+
+
+@njit(cache=True, fastmath=FAST)
+def _binary_terms(kernel, tables, inside, log_scale, i, k, log_pair, reference, cell0):
+    """Every binary term of cell (i, k) in logs (dense: log W[A, x] + log_pair[x]; sparse: the
+    split's scales, the rule's weight and its children's inside values); returns their maximum and,
+    with a non-empty `cell0`, adds exp(term - reference) to cell0[parent]."""
+    best = -np.inf
+    accumulate = cell0.shape[0] > 0
+    if kernel.dense:
+        n = kernel.n_symbols
+        weights = tables.dense_binary
+        for a in range(n):
+            for x in range(n * n):
+                if weights[a, x] > 0.0 and log_pair[x] > -np.inf:
+                    term = math.log(weights[a, x]) + log_pair[x]
+                    best = max(best, term)
+                    if accumulate:
+                        cell0[a] += math.exp(term - reference)
+        return best
+    weights = tables.binary_weights
+    for j in range(i + 1, k):
+        shift = log_scale[i, j] + log_scale[j, k]
+        if shift == -np.inf:
+            continue
+        for b in range(kernel.binary_parent.shape[0]):
+            v = _log_product(inside[i, j, kernel.binary_left[b]], inside[j, k, kernel.binary_right[b]])
+            if v > -np.inf and weights[b] > 0.0:
+                term = shift + math.log(weights[b]) + v
+                best = max(best, term)
+                if accumulate:
+                    cell0[kernel.binary_parent[b]] += math.exp(term - reference)
+    return best
+
+
+@njit(cache=True, fastmath=FAST)
+def _cell_in_logs(kernel, tables, tokens, span_ids, inside, inside0, log_scale, i, k, log_pair):
+    """Cell (i, k) against the exact largest single contribution, every term formed in log space.
+
+    The quick reference of `sentence_inside` is the largest product of the children's scales, which
+    ignores the rule weights; when only rules of tiny weight, or children far below their cells'
+    peaks, can combine, it sits far above the cell and the cell underflows.  Here each term is
+    exp(log w + s_ij + log inside[i,j,B] + s_jk + log inside[j,k,C] - reference), none above one and
+    the largest exactly one.  O(splits * B) logs and exps (dense: O(splits * N^2 + N^3)): the slow
+    path, taken only for such cells.  Returns (peak, reference).
+    """
+    n = kernel.n_symbols
+    rule_weights = tables.rule_weights
+    reference = _terminal_reference(kernel, rule_weights, tokens, span_ids, i, k)
+    if kernel.dense:
+        # log_pair[B*N + C] = log sum_j exp(s_ij + s_jk) inside[i,j,B] inside[j,k,C], by its own maximum
+        for x in range(n * n):
+            log_pair[x] = -np.inf
+        for j in range(i + 1, k):
+            shift = log_scale[i, j] + log_scale[j, k]
+            if shift == -np.inf:
+                continue
+            for b in range(n):
+                for c in range(n):
+                    v = _log_product(inside[i, j, b], inside[j, k, c])
+                    log_pair[b * n + c] = max(log_pair[b * n + c], shift + v)
+        work = np.zeros(n * n)
+        for j in range(i + 1, k):
+            shift = log_scale[i, j] + log_scale[j, k]
+            if shift == -np.inf:
+                continue
+            for b in range(n):
+                for c in range(n):
+                    v = _log_product(inside[i, j, b], inside[j, k, c])
+                    if v > -np.inf:
+                        work[b * n + c] += math.exp(shift + v - log_pair[b * n + c])
+        for x in range(n * n):
+            if work[x] > 0.0:
+                log_pair[x] += math.log(work[x])
+    no_cell = inside0[0, 0, :0]
+    reference = max(reference, _binary_terms(kernel, tables, inside, log_scale, i, k, log_pair, 0.0, no_cell))
+    cell0 = inside0[i, k]
+    cell = inside[i, k]
+    for a in range(n):
+        cell0[a] = 0.0
+    if reference == -np.inf:
+        return 0.0, reference
+    _add_terminals(kernel, rule_weights, tokens, span_ids, i, k, reference, cell0)
+    _binary_terms(kernel, tables, inside, log_scale, i, k, log_pair, reference, cell0)
+    peak = 0.0
+    if kernel.unary_parent.shape[0] > 0:
+        closure = tables.unary_closure
+        for a in range(n):
+            total = 0.0
+            for b in range(n):
+                total += closure[a, b] * cell0[b]
+            cell[a] = total
+    for a in range(n):
+        peak = max(peak, cell[a])
+    return peak, reference
+
+
+# A cell whose peak lands below this share of its quick reference is recomputed with the exact one.
+RESCALE_BELOW = 1e-200
+
+
 @njit(cache=True, fastmath=FAST)
 def sentence_inside(kernel, tables, tokens, span_ids, inside, inside0, log_scale, pair):
     """Inside pass over one sentence in scaled space (the P_IN of eq. 4.8-4.9).
+
+    Each cell is first filled against a quick reference (the largest of its terminal weights and of
+    its splits' scale products); when that leaves a cell that can be derived with a peak below
+    ``RESCALE_BELOW`` (rules of tiny weight, down to subnormal ones, as MLE and VB tables with small
+    priors have), the cell
+    is filled again in log space against the exact largest contribution (`_cell_in_logs`).
 
     Parameters
     ----------
@@ -281,70 +460,35 @@ def sentence_inside(kernel, tables, tokens, span_ids, inside, inside0, log_scale
     n_tokens = tokens.shape[0]
     if n_tokens == 0:
         return -np.inf
-    rule_weights = tables.rule_weights
     has_unary = kernel.unary_parent.shape[0] > 0
-    dense = kernel.dense
-    n_binary = kernel.binary_parent.shape[0]
     for width in range(1, n_tokens + 1):
         for i in range(n_tokens - width + 1):
             k = i + width
             cell0 = inside0[i, k]
             cell = inside[i, k]
-            for a in range(n):
-                cell0[a] = 0.0
-            reference = _terminal_reference(kernel, rule_weights, tokens, span_ids, i, k)
+            terminal = _terminal_reference(kernel, tables.rule_weights, tokens, span_ids, i, k)
+            reference = terminal
             for j in range(i + 1, k):
                 reference = max(reference, log_scale[i, j] + log_scale[j, k])
-            if reference == -np.inf:
-                log_scale[i, k] = -np.inf
-                if has_unary:
-                    for a in range(n):
-                        cell[a] = 0.0
-                continue
-            _add_terminals(kernel, rule_weights, tokens, span_ids, i, k, reference, cell0)
-            if width > 1:
-                if dense:
-                    _split_pairs(inside, log_scale, i, k, reference, n, pair)
-                    weights = tables.dense_binary
-                    for a in range(n):
-                        row = weights[a]
-                        total = 0.0
-                        for x in range(n * n):
-                            total += row[x] * pair[x]
-                        cell0[a] += total
-                else:
-                    weights = tables.binary_weights
-                    for j in range(i + 1, k):
-                        shift = log_scale[i, j] + log_scale[j, k]
-                        if shift == -np.inf:
-                            continue
-                        factor = math.exp(shift - reference)
-                        left = inside[i, j]
-                        right = inside[j, k]
-                        for b in range(n_binary):
-                            v = left[kernel.binary_left[b]] * right[kernel.binary_right[b]]
-                            if v != 0.0:
-                                cell0[kernel.binary_parent[b]] += factor * weights[b] * v
-            if has_unary:
-                closure = tables.unary_closure
-                for a in range(n):
-                    row = closure[a]
-                    total = 0.0
-                    for b in range(n):
-                        total += row[b] * cell0[b]
-                    cell[a] = total
             peak = 0.0
-            for a in range(n):
-                peak = max(peak, cell[a])
+            if reference > -np.inf:
+                peak, possible = _fill_cell(kernel, tables, tokens, span_ids, inside, inside0, log_scale, pair,
+                                            i, k, reference)
+                # below this the peak may be subnormal, and x / peak (x * (1 / peak) under fastmath) overflow
+                if peak < RESCALE_BELOW and (possible or terminal > -np.inf):
+                    peak, reference = _cell_in_logs(kernel, tables, tokens, span_ids, inside, inside0, log_scale,
+                                                    i, k, pair)
             if not peak > 0.0:
                 log_scale[i, k] = -np.inf
+                for a in range(n):
+                    cell0[a] = 0.0
+                    cell[a] = 0.0
                 continue
-            inv = 1.0 / peak
             for a in range(n):
-                cell[a] *= inv
+                cell[a] /= peak
             if has_unary:
                 for a in range(n):
-                    cell0[a] *= inv
+                    cell0[a] /= peak
             log_scale[i, k] = reference + math.log(peak)
     root = inside[0, n_tokens, kernel.start]
     if not root > 0.0 or log_scale[0, n_tokens] == -np.inf:
@@ -352,7 +496,7 @@ def sentence_inside(kernel, tables, tokens, span_ids, inside, inside0, log_scale
     return math.log(root) + log_scale[0, n_tokens]
 
 
-@njit(cache=True, fastmath=FAST)
+@njit(cache=True, inline="always", fastmath=FAST)
 def _add_terminal_counts(kernel, rule_weights, tokens, span_ids, i, k, scale, bottom, counts):
     """Expected counts of the lexical and span rules over (i, k) (eq. 4.9)."""
     n_tokens = tokens.shape[0]
@@ -372,6 +516,58 @@ def _add_terminal_counts(kernel, rule_weights, tokens, span_ids, i, k, scale, bo
             if w > 0.0:
                 counts[kernel.span_base[p] + substring] += bottom[kernel.span_parent[p]] * math.exp(
                     math.log(w) - scale)
+
+
+# Largest log factor exp(s_ij + s_jk - s_ik) a split is multiplied by in scaled space: a cell filled
+# against the quick reference has its peak above RESCALE_BELOW, so its splits stay below this; only
+# the cells of `_cell_in_logs` exceed it, and their splits are summed in logs.
+LARGEST_GAP = -math.log(RESCALE_BELOW)
+
+
+@njit(cache=True, inline="always")
+def _term_in_logs(gap, weight, left, right):
+    """exp(gap) * weight * left * right, formed in logs (exp(gap) alone may overflow)."""
+    if weight > 0.0 and left > 0.0 and right > 0.0:
+        return math.exp(gap + math.log(weight) + math.log(left) + math.log(right))
+    return 0.0
+
+
+@njit(cache=True)
+def _outside_split_in_logs(kernel, tables, bottom, left, right, out_left, out_right, gap, counts):
+    """One split's outside messages and expected binary counts with every term in logs, for a parent
+    cell far below its children (see LARGEST_GAP); dense counts go to `counts` directly."""
+    n = kernel.n_symbols
+    if kernel.dense:
+        weights = tables.dense_binary
+        for a in range(n):
+            if bottom[a] <= 0.0:
+                continue
+            top = gap + math.log(bottom[a])
+            for x in range(n * n):
+                w = weights[a, x]
+                if w <= 0.0:
+                    continue
+                b = x // n
+                c = x % n
+                out_left[b] += _term_in_logs(top, w, 1.0, right[c])
+                out_right[c] += _term_in_logs(top, w, left[b], 1.0)
+                rule = kernel.binary_rule[kernel.dense_index[a, x]]
+                if rule >= 0:
+                    counts[rule] += _term_in_logs(top, w, left[b], right[c])
+        return
+    weights = tables.binary_weights
+    for b in range(kernel.binary_parent.shape[0]):
+        t = bottom[kernel.binary_parent[b]]
+        if t <= 0.0 or weights[b] <= 0.0:
+            continue
+        top = gap + math.log(t) + math.log(weights[b])
+        lv = left[kernel.binary_left[b]]
+        rv = right[kernel.binary_right[b]]
+        out_left[kernel.binary_left[b]] += _term_in_logs(top, 1.0, 1.0, rv)
+        out_right[kernel.binary_right[b]] += _term_in_logs(top, 1.0, lv, 1.0)
+        rule = kernel.binary_rule[b]
+        if rule >= 0:
+            counts[rule] += _term_in_logs(top, 1.0, lv, rv)
 
 
 @njit(cache=True, fastmath=FAST)
@@ -473,6 +669,10 @@ def sentence_inside_outside(kernel, tables, tokens, span_ids, buffers, counts, b
                     shift = log_scale[i, j] + log_scale[j, k]
                     if shift == -np.inf:
                         continue
+                    if shift - scale > LARGEST_GAP:
+                        _outside_split_in_logs(kernel, tables, bottom, inside[i, j], inside[j, k], outside[i, j],
+                                               outside[j, k], shift - scale, counts)
+                        continue
                     factor = math.exp(shift - scale)
                     left = inside[i, j]
                     right = inside[j, k]
@@ -502,6 +702,10 @@ def sentence_inside_outside(kernel, tables, tokens, span_ids, buffers, counts, b
                 for j in range(i + 1, k):
                     shift = log_scale[i, j] + log_scale[j, k]
                     if shift == -np.inf:
+                        continue
+                    if shift - scale > LARGEST_GAP:
+                        _outside_split_in_logs(kernel, tables, bottom, inside[i, j], inside[j, k], outside[i, j],
+                                               outside[j, k], shift - scale, counts)
                         continue
                     factor = math.exp(shift - scale)
                     left = inside[i, j]
@@ -1050,7 +1254,9 @@ def sentence_sample(kernel, tables, tokens, span_ids, buffers, seed, out):
             shift = log_scale[i, j] + log_scale[j, k]
             if shift == -np.inf:
                 continue
-            factor = math.exp(shift - scale)
+            # a split far above its parent (a cell of `_cell_in_logs`): each option's weight in logs
+            in_logs = shift - scale > LARGEST_GAP
+            factor = 1.0 if in_logs else math.exp(shift - scale)
             left = inside[i, j]
             right = inside[j, k]
             if dense:
@@ -1060,7 +1266,10 @@ def sentence_sample(kernel, tables, tokens, span_ids, buffers, seed, out):
                     if lb == 0.0:
                         continue
                     for c in range(n):
-                        w = row[b * n + c] * lb * right[c]
+                        if in_logs:
+                            w = _term_in_logs(shift - scale, row[b * n + c], left[b], right[c])
+                        else:
+                            w = row[b * n + c] * lb * right[c]
                         if w <= 0.0:
                             continue
                         kind = BINARY
@@ -1078,7 +1287,12 @@ def sentence_sample(kernel, tables, tokens, span_ids, buffers, seed, out):
                 for b in range(n_binary):
                     if kernel.binary_parent[b] != symbol:
                         continue
-                    w = tables.binary_weights[b] * left[kernel.binary_left[b]] * right[kernel.binary_right[b]] * factor
+                    if in_logs:
+                        w = _term_in_logs(shift - scale, tables.binary_weights[b], left[kernel.binary_left[b]],
+                                          right[kernel.binary_right[b]])
+                    else:
+                        w = (tables.binary_weights[b] * left[kernel.binary_left[b]] * right[kernel.binary_right[b]]
+                             * factor)
                     if w <= 0.0:
                         continue
                     kind = BINARY

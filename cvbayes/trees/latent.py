@@ -28,6 +28,14 @@ annotated parent A[a]: the union over the rules r of A of
 annotated rules (the |R_A| of eq. 4.12 and 4.24), and its total is
 ``parent_totals(grammar, counts)[A, a]`` (the C_{A->.} of eq. 4.10-4.11).
 
+As sparse Dirichlet rows
+------------------------
+`RowLayout` lays every annotated rule end to end (binary, then unary, then
+lexical, each table in C order) with the row ``A * H + a`` of its parent
+A[a]; the rows then have different widths, and the tables of EM, VB and CVI
+come from the slot functions of `cvbayes.core.rules` with one width a row
+(`normalise_rows` is the rule MAP with no pseudo-count, eq. 4.10).
+
 Subtype 0 of the root
 ---------------------
 The top node of every tree has its subtype fixed at 0, so Z = inside[root, 0].
@@ -53,6 +61,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
+from ..core.special import FAST
+from ..core.rules import MAP, slot_table
 from ..core.statistics import move
 from ..core.units import equal_token_chunks, max_length
 from .grammar import BINARY, LEXICAL, UNARY
@@ -61,7 +71,10 @@ from .treebank import TreebankGrammar, TreeNodes
 __all__ = [
     "AnnotatedTables",
     "LatentPass",
+    "RowLayout",
     "add_posteriors",
+    "add_row_totals",
+    "binary_inside",
     "latent_inside_outside",
     "normalise_rows",
     "parent_totals",
@@ -69,6 +82,7 @@ __all__ = [
     "row_sizes",
     "split_grammar",
     "tree_inside_outside",
+    "treebank_weights",
     "zero_annotated_tables",
 ]
 
@@ -133,26 +147,91 @@ def row_sizes(grammar: TreebankGrammar, n_subtypes: int) -> np.ndarray:
     ).astype(np.int64)
 
 
+class RowLayout:
+    """Annotated rules laid end to end as sparse Dirichlet rows of different widths.
+
+    Cell order is ``binary.ravel()``, ``unary.ravel()``, ``lexical.ravel()``;
+    the row of a cell is ``A * H + a`` for its parent A[a], the order of
+    ``parent_totals(...).ravel()``. This is the slot layout of
+    `cvbayes.core.rules` (``slot_table``, ``slot_kl``, ``slot_log_prior``)
+    with ``row_width[A * H + a] = row_sizes(grammar, H)[A]``: the |R_A| of
+    eq. 4.12 and 4.24 over annotated rules.
+
+    Parameters
+    ----------
+    grammar : TreebankGrammar
+    n_subtypes : int
+
+    Attributes
+    ----------
+    cell_row : ndarray, shape (n_cells,), int64
+    row_width : ndarray, shape (n_symbols * H,), int64
+    """
+
+    def __init__(self, grammar: TreebankGrammar, n_subtypes: int):
+        h = int(n_subtypes)
+        self.grammar = grammar
+        self.n_subtypes = h
+        self._shapes = tuple(table.shape for table in zero_annotated_tables(grammar, h))
+        subtype = np.arange(h)
+        rows = []
+        for rules, shape in zip(
+            (grammar.binary_rules, grammar.unary_rules, grammar.lexical_rules), self._shapes
+        ):
+            row = rules[:, 0].astype(np.int64)[:, None] * h + subtype[None, :]
+            rows.append(np.broadcast_to(row.reshape(row.shape + (1,) * (len(shape) - 2)), shape).ravel())
+        self.cell_row = np.concatenate(rows)
+        self.row_width = np.repeat(row_sizes(grammar, h), h)
+
+    @property
+    def n_rows(self) -> int:
+        return self.row_width.shape[0]
+
+    def flatten(self, tables: AnnotatedTables) -> np.ndarray:
+        """The cells of `tables` in layout order, shape (n_cells,)."""
+        return np.concatenate([np.asarray(table, dtype=np.float64).ravel() for table in tables])
+
+    def tables(self, cells: np.ndarray) -> AnnotatedTables:
+        """`AnnotatedTables` over the cells of a flat array (copies, C-contiguous)."""
+        out = []
+        start = 0
+        for shape in self._shapes:
+            size = int(np.prod(shape))
+            out.append(np.ascontiguousarray(cells[start:start + size]).reshape(shape))
+            start += size
+        return AnnotatedTables(*out)
+
+    def row_totals(self, tables: AnnotatedTables) -> np.ndarray:
+        """C_{A[a] -> .} in row order, shape (n_rows,)."""
+        return parent_totals(self.grammar, tables).ravel()
+
+    def table(self, rule: str, counts: AnnotatedTables, alpha: float) -> AnnotatedTables:
+        """The table of a `cvbayes.core.rules` rule from annotated counts under a symmetric Dir(alpha)
+        on every row A[a] (eq. 4.10, 4.12, 4.24 over annotated rules)."""
+        return self.tables(
+            slot_table(rule, self.flatten(counts), self.cell_row, self.row_totals(counts), alpha, self.row_width)
+        )
+
+
 def normalise_rows(grammar: TreebankGrammar, tables: AnnotatedTables) -> AnnotatedTables:
     """Divide every row A[a] by its total (eq. 4.10 over annotated rules).
 
-    A row with a zero total becomes uniform over its |R_{A[a]}| rules, as
-    `cvbayes.inference.rules.dirichlet_mode` does for an empty row.
+    The rule MAP of `cvbayes.core.rules` with no pseudo-count (alpha = 1): a
+    row with a zero total becomes uniform over its |R_{A[a]}| rules.
     """
-    totals = parent_totals(grammar, tables)
-    sizes = row_sizes(grammar, tables.n_subtypes)
-    empty = totals <= 0.0
-    inverse = np.where(empty, 0.0, 1.0 / np.where(empty, 1.0, totals))
-    uniform = np.where(empty, 1.0 / np.maximum(sizes, 1)[:, None], 0.0)
+    return RowLayout(grammar, tables.n_subtypes).table(MAP, tables, 1.0)
 
-    def scaled(table, parents):
-        shape = (len(parents), tables.n_subtypes) + (1,) * (table.ndim - 2)
-        return table * inverse[parents].reshape(shape) + uniform[parents].reshape(shape)
 
-    return AnnotatedTables(
-        scaled(tables.binary, grammar.binary_rules[:, 0]),
-        scaled(tables.unary, grammar.unary_rules[:, 0]),
-        scaled(tables.lexical, grammar.lexical_rules[:, 0]),
+def treebank_weights(grammar: TreebankGrammar) -> AnnotatedTables:
+    """The unsplit treebank grammar (H = 1): p(A -> beta) = C_{A->beta} / C_{A->.}, the relative
+    frequencies of eq. 4.10 with observed trees (the coarse grammar of coarse-to-fine parsing)."""
+    return normalise_rows(
+        grammar,
+        AnnotatedTables(
+            grammar.binary_counts[:, None, None, None].astype(float),
+            grammar.unary_counts[:, None, None].astype(float),
+            grammar.lexical_counts[:, None].astype(float),
+        ),
     )
 
 
@@ -191,12 +270,7 @@ def split_grammar(
     if not 0.0 <= noise < 1.0:
         raise ValueError(f"noise must be in [0, 1), got {noise}")
     h = int(n_subtypes)
-    unsplit = AnnotatedTables(
-        grammar.binary_counts[:, None, None, None].astype(float),
-        grammar.unary_counts[:, None, None].astype(float),
-        grammar.lexical_counts[:, None].astype(float),
-    )
-    probs = normalise_rows(grammar, unsplit)
+    probs = treebank_weights(grammar)
     shapes = ((h, h, h), (h, h), (h,))
     shares = (h * h, h, 1)
     tables = []
@@ -223,6 +297,26 @@ def posterior_offsets(nodes: TreeNodes, n_subtypes: int) -> np.ndarray:
     offsets = np.zeros(len(nodes.kind) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
     return offsets
+
+
+@njit(cache=True, fastmath=FAST)
+def binary_inside(weights, r, inside, left, right, factor, out, at):
+    """out[at, a] += factor · sum_{b,c} w(A_a -> B_b C_c) inside[left, b] inside[right, c] for binary
+    rule r: one binary step of the inside pass (eq. 4.8 over annotations), shared by the observed trees
+    here and the parser's chart (`cvbayes.trees.latent_parse`).  Rows of 2-D arrays are passed by
+    index, not as views, whose reference counting would cost more than the step at small H."""
+    n_sub = out.shape[1]
+    for a in range(n_sub):
+        total = 0.0
+        for b in range(n_sub):
+            left_b = inside[left, b]
+            if left_b == 0.0:
+                continue
+            row = 0.0
+            for c in range(n_sub):
+                row += weights[r, a, b, c] * inside[right, c]
+            total += left_b * row
+        out[at, a] += factor * total
 
 
 @njit(cache=True)
@@ -299,19 +393,8 @@ def tree_inside_outside(
                     total += unary_weights[r, a, b] * inside[child, b]
                 inside[i, a] = total
         else:
-            left = node_left[n] - first
-            right = node_right[n] - first
-            for a in range(n_sub):
-                total = 0.0
-                for b in range(n_sub):
-                    left_b = inside[left, b]
-                    if left_b == 0.0:
-                        continue
-                    row = 0.0
-                    for c in range(n_sub):
-                        row += binary_weights[r, a, b, c] * inside[right, c]
-                    total += left_b * row
-                inside[i, a] = total
+            inside[i, :] = 0.0
+            binary_inside(binary_weights, r, inside, node_left[n] - first, node_right[n] - first, 1.0, inside, i)
         peak = 0.0
         for a in range(n_sub):
             if inside[i, a] > peak:
@@ -547,3 +630,51 @@ def add_posteriors(
             move(unary_counts[r], block, sign)
         else:
             move(binary_counts[r], block, sign)
+
+
+@njit(cache=True)
+def add_row_totals(
+    tree_offsets,
+    node_kind,
+    node_rule,
+    tree,
+    store,
+    store_offsets,
+    sign,
+    binary_parent,
+    unary_parent,
+    lexical_parent,
+    totals,
+):
+    """Add ``sign`` times one tree's stored posteriors to the row totals C_{A[a] -> .}.
+
+    The companion of `add_posteriors`: CVI keeps every row's total in step
+    with its counts, so the MEAN table of a rule (eq. 4.24) costs O(1)
+    instead of a sum over the row.
+
+    Parameters
+    ----------
+    tree_offsets, node_kind, node_rule, tree, store, store_offsets, sign
+        As for `add_posteriors`.
+    binary_parent, unary_parent, lexical_parent : ndarray of int32
+        The parent symbol of every rule of each kind (column 0 of the
+        grammar's rule arrays).
+    totals : ndarray, shape (n_symbols, H)
+        Updated in place.
+    """
+    n_sub = totals.shape[1]
+    for n in range(tree_offsets[tree], tree_offsets[tree + 1]):
+        r = node_rule[n]
+        kind = node_kind[n]
+        at = store_offsets[n]
+        if kind == LEXICAL:
+            parent, block = lexical_parent[r], 1
+        elif kind == UNARY:
+            parent, block = unary_parent[r], n_sub
+        else:
+            parent, block = binary_parent[r], n_sub * n_sub
+        for a in range(n_sub):
+            total = 0.0
+            for x in range(at + a * block, at + (a + 1) * block):
+                total += store[x]
+            totals[parent, a] += sign * total

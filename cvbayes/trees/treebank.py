@@ -510,19 +510,21 @@ def tree_nodes(trees: Sequence[Tree], grammar: TreebankGrammar) -> TreeNodes:
     return _nodes_of(_tree_occurrences(trees, grammar.symbols[0]), grammar)
 
 
-def encode_words(words: Sequence[str], grammar: TreebankGrammar) -> np.ndarray:
+def encode_words(words: Sequence[str], grammar: TreebankGrammar, *, as_unknown: bool = False) -> np.ndarray:
     """Word ids of a sentence for parsing: the word, else its signature, else ``UNK``, else -1.
 
     Known training words are in ``grammar.words`` as themselves; rare ones
     only through their signatures, so a word the grammar lacks is looked up
     by its `word_signature` (position 0 is sentence-initial), then by the
-    bare ``UNK`` class; -1 if the grammar has neither.
+    bare ``UNK`` class; -1 if the grammar has neither. ``as_unknown`` looks
+    every word up as if it had not been seen in training (a parser's fallback
+    when the known words' own tags admit no tree).
     """
     index = grammar.word_index
     fallback = index.get(UNKNOWN, -1)
     ids = np.empty(len(words), dtype=np.int32)
     for position, word in enumerate(words):
-        found = index.get(word)
+        found = None if as_unknown else index.get(word)
         if found is None:
             found = index.get(word_signature(word, sentence_initial=position == 0), fallback)
         ids[position] = found
@@ -542,12 +544,17 @@ class PreparedTreebank:
         Rule occurrences of `trees`, in order.
     known : frozenset of str
         The words kept as themselves.
+    horizontal, vertical, min_count
+        The settings of `prepare_treebank` that made them.
     """
 
     trees: list[Tree]
     grammar: TreebankGrammar
     nodes: TreeNodes
     known: frozenset[str]
+    horizontal: int | None = 0
+    vertical: int = 1
+    min_count: int = 2
 
 
 def prepare_treebank(
@@ -581,4 +588,5 @@ def prepare_treebank(
         raise ValueError("no trees")
     occurrences = _tree_occurrences(binarised, ROOT)
     grammar = _grammar_of(occurrences)
-    return PreparedTreebank(binarised, grammar, _nodes_of(occurrences, grammar), known)
+    return PreparedTreebank(binarised, grammar, _nodes_of(occurrences, grammar), known, horizontal, vertical,
+                            min_count)

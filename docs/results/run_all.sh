@@ -45,3 +45,14 @@ nice -n 10 cvbayes experiment dp-hmm-tidigits --states 60 --iterations 300 --bur
 nice -n 10 cvbayes experiment align-nt --develop
 nice -n 10 cvbayes experiment align-nt
 nice -n 10 cvbayes experiment align-bible --verse-counts 1000 4000 16000 all
+
+# Dependency grammar induction (issue 17, thesis §4.5.2, Fig. 4.1 right), after `cvbayes data fetch ewt`,
+# `htb` and `pud`: the DMV with em/vb/cvi/scvi, 5 seeds, 100 passes; 18.8 min on the shared machine.
+cvbayes experiment fig4.1-dmv
+python benchmarks/bench_dmv_learners.py
+
+# PCFGs with latent annotations (issue 18, thesis §4.5.3, Fig. 4.2), after `cvbayes data fetch ewt`: EM, VB
+# and CVI on UD EWT converted to phrase structure (NOT the PTB). The recorded run cut the protocol to fit
+# about 30 min on the shared machine (2 runs, 30 passes, a 300-sentence dev subset; see fig4_2/table.md);
+# the full protocol is `--la-subtypes 1 2 4 8 --seeds 5 --la-iterations 50 --la-dev-sentences 2001`.
+cvbayes experiment fig4.2 --la-subtypes 1 2 4 8 --la-alphas 1 0.1 0.01 0.001 --seeds 2 --la-iterations 30 --la-dev-sentences 300

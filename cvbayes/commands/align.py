@@ -1,0 +1,158 @@
+"""``cvbayes align`` and ``cvbayes evaluate-alignment``."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict
+
+from ..models.alignment.corpus import read_fast_align, read_gold_alignments, read_parallel, read_pharaoh, write_pharaoh
+from ..models.alignment.evaluate import score_alignment
+from ..models.alignment.model import (ALGORITHMS, BATCH_SIZE, DEFAULT_ITERATIONS, KAPPA, MAX_JUMP, MODELS, NULL_PROB, OBJECTIVES,
+                    TAU0, Aligner)
+from ..models.alignment.symmetrize import SYMMETRIZATIONS, symmetrize
+
+__all__ = ["add_alignment_commands"]
+
+
+def _iterations(text: str):
+    """'N' (both models) or 'N,M' (IBM1, HMM)."""
+    parts = text.split(",")
+    try:
+        numbers = [int(part) for part in parts]
+    except ValueError:
+        numbers = []
+    if len(numbers) not in (1, 2):
+        raise ValueError(f"--iterations takes N or N,M, got {text!r}")
+    return numbers[0] if len(numbers) == 1 else tuple(numbers)
+
+
+def _direction_report(aligner: Aligner, n_tokens: int) -> dict:
+    n_iterations = len(aligner.history_)
+    return {"seconds": aligner.seconds_,
+            "target_tokens_per_second": n_tokens * n_iterations / aligner.seconds_ if aligner.seconds_ else None,
+            "history": [asdict(record) for record in aligner.history_]}
+
+
+def run_align(args) -> None:
+    if args.input is not None and (args.source or args.target):
+        raise SystemExit("cvbayes align: give either -i FILE or -s SRC -t TGT, not both")
+    if args.input is None and not (args.source and args.target):
+        raise SystemExit("cvbayes align: give -s SRC and -t TGT, or -i FILE with 'source ||| target' lines")
+    method = "reverse" if args.reverse else args.symmetrization
+    n_iter = _iterations(args.iterations) if args.iterations else None
+    corpus = (read_fast_align(args.input, args.lowercase) if args.input is not None
+              else read_parallel(args.source, args.target, args.lowercase))
+    options = dict(model=args.model, algorithm=args.algorithm, n_iter=n_iter, prior=args.prior, seed=args.seed,
+                   null_prob=args.null_prob, max_jump=args.max_jump)
+    if args.algorithm in ("svi", "scvi"):
+        options.update(batch_size=args.batch_size, kappa=args.kappa, tau0=args.tau0)
+    started = time.perf_counter()
+    directions = {}
+    forward = reverse = None
+    if method != "reverse":
+        aligner = Aligner(**options).fit(corpus, progress=not args.quiet)
+        forward = aligner.links()
+        directions["forward"] = _direction_report(aligner, corpus.n_target_tokens)
+    if method != "forward":
+        aligner = Aligner(**options).fit(corpus.reversed(), progress=not args.quiet)
+        reverse = [{(i, j) for j, i in pair} for pair in aligner.links()]
+        directions["reverse"] = _direction_report(aligner, corpus.n_source_tokens)
+    if forward is None:
+        links = reverse
+    elif reverse is None:
+        links = forward
+    else:
+        links = symmetrize(forward, reverse, method)
+    seconds = time.perf_counter() - started
+    if args.output == "-":
+        write_pharaoh(links, sys.stdout)
+    else:
+        write_pharaoh(links, args.output)
+    if args.json:
+        first = DEFAULT_ITERATIONS[args.algorithm] if n_iter is None else n_iter
+        report = {"pairs": len(corpus), "source_tokens": corpus.n_source_tokens,
+                  "target_tokens": corpus.n_target_tokens, **options,
+                  "n_iter": list(first) if isinstance(first, tuple) else first,
+                  "symmetrization": method, "seconds": seconds,
+                  "tokens_per_second": (corpus.n_source_tokens + corpus.n_target_tokens) / seconds,
+                  "objective_is": OBJECTIVES[args.algorithm], "directions": directions}
+        with open(args.json, "w", encoding="utf-8") as file:
+            json.dump(report, file, indent=2)
+
+
+def run_evaluate_alignment(args) -> None:
+    predicted = read_pharaoh(args.predicted)
+    sure, possible = read_gold_alignments(args.gold)
+    if args.possible is not None:
+        extra_sure, extra_possible = read_gold_alignments(args.possible)
+        if len(extra_possible) != len(sure):
+            raise SystemExit(f"cvbayes evaluate-alignment: {args.possible} has {len(extra_possible)} lines "
+                             f"but {args.gold} has {len(sure)}")
+        possible = [p | q for p, q in zip(possible, extra_possible)]
+    if len(predicted) != len(sure):
+        raise SystemExit(f"cvbayes evaluate-alignment: {args.predicted} has {len(predicted)} lines "
+                         f"but {args.gold} has {len(sure)}")
+    scores = score_alignment(predicted, sure, possible)
+    if args.json:
+        json.dump(scores, sys.stdout, indent=2)
+        print()
+        return
+    print(f"precision {scores['precision']:.4f}\nrecall    {scores['recall']:.4f}\nAER       {scores['aer']:.4f}")
+    print(f"({scores['n_predicted']} predicted, {scores['n_sure']} sure, {scores['n_possible']} possible links)")
+
+
+def add_alignment_commands(commands) -> None:
+    """Add ``align`` and ``evaluate-alignment`` to the ``cvbayes`` subcommands."""
+    align = commands.add_parser(
+        "align", help="word-align a parallel corpus (IBM1 or HMM; EM, VB, CVI-1, CVI-2, CGS, SVI or SCVI)",
+        description="Align a sentence-aligned parallel corpus (thesis §3.8.3) and write Pharaoh 'i-j' lines "
+                    "(i source position, j target position, 0-based) to standard output. Both directions "
+                    "are trained and symmetrised unless --symmetrization is forward or reverse. IBM Model 1 "
+                    "runs first and starts the HMM, as GIZA++ does.")
+    align.add_argument("-s", "--source", help="source side: one sentence a line, tokens separated by spaces")
+    align.add_argument("-t", "--target", help="target side, line by line parallel to --source")
+    align.add_argument("-i", "--input", help="one file of 'source ||| target' lines (fast_align's format)")
+    align.add_argument("--model", choices=MODELS, default="hmm", help="alignment model (default hmm)")
+    align.add_argument("--algorithm", choices=ALGORITHMS, default="cvi1",
+                       help="training algorithm (default cvi1, as the thesis)")
+    align.add_argument("--iterations", default=None,
+                       help="N for both models or N,M for IBM1 and HMM, passes for svi and scvi (default: "
+                            + "; ".join(f"{a} {n1},{n2}" for a, (n1, n2) in DEFAULT_ITERATIONS.items()) + ")")
+    align.add_argument("--prior", type=float, default=0.1,
+                       help="Dirichlet prior on translation rows and jump buckets (default 0.1)")
+    align.add_argument("--null-prob", type=float, default=NULL_PROB,
+                       help=f"HMM: fixed probability p0 of aligning to NULL (default {NULL_PROB})")
+    align.add_argument("--max-jump", type=int, default=MAX_JUMP,
+                       help=f"HMM: jump widths are clipped to +-M (default {MAX_JUMP})")
+    align.add_argument("--batch-size", type=int, default=BATCH_SIZE,
+                       help=f"svi, scvi: sentence pairs a minibatch (default {BATCH_SIZE})")
+    align.add_argument("--kappa", type=float, default=KAPPA,
+                       help=f"svi, scvi: step size rho_m = (tau0 + m)^-kappa (default {KAPPA})")
+    align.add_argument("--tau0", type=float, default=TAU0, help=f"svi, scvi: see --kappa (default {TAU0:g})")
+    align.add_argument("--symmetrization", choices=SYMMETRIZATIONS, default="grow-diag-final-and",
+                       help="how to combine the two directions; forward (target words to source words, "
+                            "fast_align's default) or reverse train one direction only "
+                            "(default grow-diag-final-and)")
+    align.add_argument("-r", "--reverse", action="store_true",
+                       help="same as --symmetrization reverse (fast_align's -r)")
+    align.add_argument("--lowercase", action="store_true", help="lowercase both sides before aligning")
+    align.add_argument("--seed", type=int, default=0,
+                       help="random seed of the Gibbs sampler and of the minibatches (default 0)")
+    align.add_argument("-o", "--output", default="-", help="alignment file (default: standard output)")
+    align.add_argument("--json", metavar="FILE", default=None,
+                       help="write statistics to FILE: time, tokens per second, iterations, objective history")
+    align.add_argument("--quiet", action="store_true", help="no progress bars (they go to standard error)")
+    align.set_defaults(handler=run_align)
+
+    evaluate = commands.add_parser(
+        "evaluate-alignment", help="precision, recall and AER of Pharaoh alignments against gold",
+        description="Score predicted Pharaoh alignments against gold ones (Och and Ney 2003): precision "
+                    "|A∩P|/|A|, recall |A∩S|/|S|, AER 1-(|A∩S|+|A∩P|)/(|A|+|S|). Gold lines write sure links "
+                    "'i-j' and possible links 'i?j'; without possible links every gold link is sure.")
+    evaluate.add_argument("predicted", help="predicted alignments, one Pharaoh line per sentence pair")
+    evaluate.add_argument("--gold", required=True, help="gold alignments: sure 'i-j', possible 'i?j'")
+    evaluate.add_argument("--possible", default=None,
+                          help="a second gold file whose links (of either kind) are possible links")
+    evaluate.add_argument("--json", action="store_true", help="print the scores as JSON")
+    evaluate.set_defaults(handler=run_evaluate_alignment)

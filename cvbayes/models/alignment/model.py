@@ -1,0 +1,389 @@
+"""Word alignment with IBM Model 1 and the HMM aligner, trained seven ways (thesis §3.8.3).
+
+Models (both align each target word to one source position or to NULL):
+
+* IBM Model 1 (Brown et al. 1993): a_j uniform over {NULL, 0 .. I-1}, then e_j ~ t(. | f_{a_j});
+* the HMM aligner (Vogel et al. 1996) with NULL as Och and Ney (2003): a_j depends on the previous real
+  position through a bucketed jump width, NULL words take a fixed probability p0 (``null_prob``) and
+  remember the last real position (chains/alignment.py, chains/jumps.py).
+
+Dirichlet priors (``prior``, 0.1 as the thesis) sit on every translation row t(. | f) (over the V_e target
+words) and on the jump buckets.
+
+Algorithms (the thesis's shortcut from EM to CVI, DESIGN.md: one dynamic program per model; an algorithm
+is a schedule of `cvbayes.schedules` and a rule of `cvbayes.core.rules`, `ALGORITHMS`):
+
+* ``em``: batch, MAP tables (with prior <= 1 the MLE), the GIZA++ pipeline;
+* ``vb``: batch, mean-field VB (Riley and Gildea 2012; thesis eq. 3.20-3.22): the E-step runs on
+  exp(E[log t]) and exp(E[log theta]);
+* ``cvi1``: leave-one-out over target tokens (eq. 3.28-3.39); exactly CVB0 for IBM1, for the HMM see
+  `collapsed.hmm_token_update` for the approximation;
+* ``cvi2``: leave-one-out over sentence pairs (eq. 3.44-3.50);
+* ``cgs``: collapsed Gibbs sampling (eq. 3.25), a systematic scan over the target words, no annealing;
+  the links come from the conditional distributions averaged over the last half of the final model's
+  sweeps;
+* ``svi``, ``scvi``: the stochastic schedule on minibatches of sentence pairs (§3.7.2, §3.8.4) with VB's
+  and the posterior mean's tables: the translation slots, their row totals and the jump buckets decay as
+  N <- (1 - rho) N + rho (pairs / batch) E[C^B], rho = (tau0 + m)^-kappa.
+
+Every algorithm runs IBM1 first and hands its statistics to the HMM (the stochastic schedule keeps
+counting its steps across the two).  IBM1 starts from uniform alignment posteriors (the first EM
+iteration is the E-step of a uniform table); CGS starts from a uniform random alignment (``seed``), SVI
+and SCVI draw their minibatches with ``seed``, and the other algorithms do not use it.
+
+Decoding: for every target word, the candidate (source position or NULL) with the largest posterior
+marginal; a word whose best candidate is NULL gets no link.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ...chains.alignment import argmax_segments
+from ...core.rules import MAP, MEAN, VB, dirichlet_log_marginal, slot_log_marginal
+from ...core.sampling import seed_numba
+from ...core.statistics import DecayingCounts
+from ...schedules import Progress, batch, gibbs, leave_one_out, passes, stochastic
+from . import collapsed
+from . import gibbs as sampler
+from .corpus import ParallelCorpus
+from .index import AlignmentData, build_index
+from .structures import AlignmentStructure, Statistics, check_pair
+from .symmetrize import SYMMETRIZATIONS, symmetrize
+
+__all__ = ["ALGORITHMS", "DEFAULT_ITERATIONS", "MODELS", "OBJECTIVES", "Aligner", "align"]
+
+MODELS = ("ibm1", "hmm")
+
+# algorithm -> (schedule, rule, unit): the unit a collapsed update or a Gibbs draw visits, the unit a
+# minibatch samples, or (batch) the unit of the parallel E-step
+ALGORITHMS = {
+    "em": (batch, MAP, "pair"),
+    "vb": (batch, VB, "pair"),
+    "cvi1": (leave_one_out, MEAN, "token"),
+    "cvi2": (leave_one_out, MEAN, "pair"),
+    "cgs": (gibbs, MEAN, "pair"),
+    "svi": (stochastic, VB, "pair"),
+    "scvi": (stochastic, MEAN, "pair"),
+}
+
+# (IBM1, HMM) iterations (passes for svi and scvi).  EM and VB: GIZA++'s 5 + 5 (Och and Ney 2003), as the
+# thesis runs them; CVI-1: 3 + 3, the thesis's choice on validation data (§3.8.3); CVI-2 converges at
+# least as fast, so it gets the same; CGS: the 50 sweeps per model of Gal and Blunsom (2013) that the
+# thesis uses; SVI as many passes as VB and SCVI as CVI-2 (on the Greek-English Gospels, SCVI with 500
+# pairs a minibatch and kappa = 0.7 reaches CVI-2's AER in 2 + 2 passes).
+DEFAULT_ITERATIONS = {"em": (5, 5), "vb": (5, 5), "cvi1": (3, 3), "cvi2": (3, 3), "cgs": (50, 50),
+                      "svi": (5, 5), "scvi": (3, 3)}
+
+OBJECTIVES = {
+    "em": "log p(e | f, t, theta) + log p(t, theta) (the log-likelihood when prior <= 1) of the tables "
+          "the iteration's E-step ran on",
+    "vb": "evidence lower bound: sum log Z under exp(E[log .]) minus KL(q(t, theta) || p(t, theta))",
+    "cvi1": "sum over target words of the update's log normaliser (a leave-one-word-out predictive "
+            "log-likelihood)",
+    "cvi2": "sum over sentence pairs of log p(e | f) under the surrogate parameters (a leave-one-pair-out "
+            "predictive log-likelihood, eq. 3.47)",
+    "cgs": "collapsed log joint log p(e, a | f) of the sample (for the HMM with its jump buckets, eq. 3.24)",
+    "svi": "per pass, the minibatches' log p(e | f) under exp(E[log .]) of the counts before each step, "
+           "per target token",
+    "scvi": "per pass, the minibatches' log p(e | f) under the posterior-mean tables of the counts before "
+            "each step, per target token",
+}
+
+NULL_PROB = 0.2   # Och and Ney (2003) tune p0 near 0.2; fixed, not learned
+MAX_JUMP = 7      # jump widths beyond +-7 share a bucket
+BATCH_SIZE = 500  # sentence pairs a minibatch (svi, scvi)
+KAPPA = 0.7       # rho_m = (tau0 + m)^-kappa; the thesis's SCVI runs use kappa in [0.5, 1) and tau0 = 1
+TAU0 = 1.0
+
+
+def _iterations(algorithm: str, model: str, n_iter) -> tuple[tuple[str, int], ...]:
+    if n_iter is None:
+        n_ibm1, n_hmm = DEFAULT_ITERATIONS[algorithm]
+    elif isinstance(n_iter, (int, np.integer)):
+        n_ibm1 = n_hmm = int(n_iter)
+    else:
+        pair = [int(n) for n in n_iter]
+        if len(pair) != 2:
+            raise ValueError(f"n_iter takes None, an int or (ibm1_iters, hmm_iters), got {n_iter!r}")
+        n_ibm1, n_hmm = pair
+    if n_ibm1 < 0 or n_hmm < 0 or (model == "ibm1" and n_ibm1 == 0) or (model == "hmm" and n_hmm == 0):
+        raise ValueError(f"need a positive number of iterations for the final model, got {n_iter!r}")
+    return (("ibm1", n_ibm1),) if model == "ibm1" else (("ibm1", n_ibm1), ("hmm", n_hmm))
+
+
+class Aligner:
+    """Align target words to source words (fast_align's forward direction).
+
+    Parameters
+    ----------
+    model : {"hmm", "ibm1"}
+    algorithm : {"em", "vb", "cvi1", "cvi2", "cgs", "svi", "scvi"}
+    n_iter : None, int or (int, int)
+        Iterations (passes for svi and scvi) of IBM1 and of the HMM; an int sets both; None uses
+        `DEFAULT_ITERATIONS`.
+    prior : float
+        Symmetric Dirichlet concentration on every translation row and on the jump buckets (thesis
+        §3.8.3: 0.1).
+    seed : int
+        Seeds the Gibbs sampler and the minibatches of svi and scvi (the others are deterministic).
+    null_prob : float
+        p0, the HMM's fixed probability of a jump to NULL.
+    max_jump : int
+        M: jump widths are clipped to [-M, M] (2M + 1 buckets).
+    batch_size, kappa, tau0 : int, float, float
+        svi and scvi: sentence pairs a minibatch and the step size rho_m = (tau0 + m)^-kappa.
+
+    Attributes
+    ----------
+    history_ : list of cvbayes.schedules.IterationRecord
+        (iteration, objective, seconds, stage) per iteration, ``stage`` "ibm1" or "hmm"; `OBJECTIVES`
+        says what the objective is for each algorithm.
+    seconds_ : float
+        Wall time of `fit`, indexing included.
+    """
+
+    def __init__(self, model: str = "hmm", algorithm: str = "cvi1", n_iter=None, prior: float = 0.1,
+                 seed: int = 0, *, null_prob: float = NULL_PROB, max_jump: int = MAX_JUMP,
+                 batch_size: int = BATCH_SIZE, kappa: float = KAPPA, tau0: float = TAU0) -> None:
+        if model not in MODELS:
+            raise ValueError(f"unknown model {model!r}; choose from {', '.join(MODELS)}")
+        if algorithm not in ALGORITHMS:
+            raise ValueError(f"unknown algorithm {algorithm!r}; choose from {', '.join(ALGORITHMS)}")
+        if not prior > 0:
+            raise ValueError(f"prior must be positive, got {prior}")
+        if not 0.0 < null_prob < 1.0:
+            raise ValueError(f"null_prob must lie in (0, 1), got {null_prob}")
+        if max_jump < 1:
+            raise ValueError(f"max_jump must be at least 1, got {max_jump}")
+        if batch_size < 1 or not kappa >= 0 or not tau0 > 0:
+            raise ValueError(f"need batch_size >= 1, kappa >= 0 and tau0 > 0, got {batch_size}, {kappa}, {tau0}")
+        self.model = model
+        self.algorithm = algorithm
+        self.stages = _iterations(algorithm, model, n_iter)
+        self.prior = float(prior)
+        self.seed = int(seed)
+        self.null_prob = float(null_prob)
+        self.max_jump = int(max_jump)
+        self.batch_size = int(batch_size)
+        self.kappa = float(kappa)
+        self.tau0 = float(tau0)
+        self.history_ = []
+        self.seconds_ = 0.0
+
+    @property
+    def n_buckets(self) -> int:
+        """2M + 1 jump buckets (chains/jumps.py)."""
+        return 2 * self.max_jump + 1
+
+    def fit(self, corpus: ParallelCorpus, progress: bool = False) -> Aligner:
+        """Train on a corpus; afterwards `links` gives its alignment."""
+        started = time.perf_counter()
+        self._n_pairs = len(corpus)
+        data = build_index(corpus)
+        self._data = data
+        schedule, rule, unit = ALGORITHMS[self.algorithm]
+        fits = {batch: self._fit_batch, leave_one_out: self._fit_collapsed, gibbs: self._fit_gibbs,
+                stochastic: self._fit_stochastic}
+        with Progress(sum(n for _, n in self.stages), f"{self.model} {self.algorithm}", progress) as bar:
+            if data.n_pairs == 0:
+                self._cells = np.zeros(0, dtype=np.float32)
+            else:
+                self._cells = fits[schedule](data, rule, unit, bar)
+        self.history_ = bar.history
+        self.seconds_ = time.perf_counter() - started
+        return self
+
+    # -- the parts every schedule shares ----------------------------------------------------------------
+
+    def _structure(self, data, model, cells, rule=None, counts=None):
+        return AlignmentStructure(data, model, self.prior, self.null_prob, self.max_jump, cells, self.algorithm,
+                                  rule, counts)
+
+    def _check(self, data, bad, token_pair=None):
+        """Raise for the first bad unit of a pass: a pair, or a token of pair ``token_pair[bad]``."""
+        if bad >= 0:
+            check_pair(data, bad if token_pair is None else token_pair[bad], self.algorithm)
+
+    def _record(self, bar, model):
+        """The ``record`` of `passes` and `stochastic` for one model's stage."""
+        return lambda iteration, objective, seconds: bar.record(iteration, objective, seconds, stage=model)
+
+    # -- EM and VB ---------------------------------------------------------------------------------------
+
+    def _fit_batch(self, data, rule, unit, bar):
+        """EM or VB: E-steps in parallel on fixed tables, then the tables from the counts; the HMM starts
+        from IBM1's translation counts and no jump counts."""
+        cells = np.empty(data.cell_slot.shape[0], dtype=np.float32)
+        statistics = Statistics(np.zeros(data.n_slots), np.zeros(data.n_rows), np.zeros(self.n_buckets))
+        for model, n_iter in self.stages:
+            def record(iteration, objective, _, seconds, model=model):
+                bar.record(iteration, objective, seconds, stage=model)
+
+            statistics = batch(self._structure(data, model, cells), rule, n_iter, record,
+                               statistics._replace(jumps=np.zeros(self.n_buckets)))
+        return cells
+
+    # -- CVI-1 and CVI-2 ---------------------------------------------------------------------------------
+
+    def _fit_collapsed(self, data, rule, unit, bar):
+        """CVI-1 or CVI-2 from uniform IBM1 posteriors; local statistics in float32."""
+        n_src = np.diff(data.src_offsets)
+        cells = np.repeat((1.0 / (n_src + 1)).astype(np.float32), (n_src + 1) * np.diff(data.tgt_offsets))
+        counts = data.slot_totals(cells)
+        totals = data.row_totals(counts)
+        token_pair = data.layout()[3] if unit == "token" else None
+        order = np.arange(data.n_target_tokens if unit == "token" else data.n_pairs)
+        for model, n_iter in self.stages:
+            if model == "ibm1":
+                state = collapsed.ibm1_state(data, self.prior, counts, totals, cells)
+                one_pass = collapsed.ibm1_token_pass if unit == "token" else collapsed.ibm1_pair_pass
+            elif unit == "pair":
+                state = collapsed.hmm_pair_state(data, self.prior, self.null_prob, self.max_jump, counts, totals,
+                                                 cells, np.zeros(self.n_buckets),
+                                                 np.zeros((data.n_pairs, self.n_buckets), dtype=np.float32))
+                one_pass = collapsed.hmm_pair_pass
+            else:
+                offsets = collapsed.state_offsets(data)
+                states = np.empty(offsets[-1], dtype=np.float32)
+                into = np.empty((data.n_target_tokens, self.n_buckets), dtype=np.float32)
+                counts[:] = 0.0
+                totals[:] = 0.0
+                jump_counts = collapsed.hmm_cvi1_init(self.max_jump, data.src_offsets, data.tgt_offsets,
+                                                      data.cell_offsets, offsets, data.cell_slot, data.slot_row,
+                                                      cells, states, into, counts, totals)
+                state = collapsed.hmm_token_state(data, self.prior, self.null_prob, self.max_jump, counts, totals,
+                                                  offsets, states, jump_counts, into)
+                one_pass = collapsed.hmm_token_pass
+
+            def sweep(iteration, state=state, one_pass=one_pass):
+                objective, bad = one_pass(state, order)
+                self._check(data, bad, token_pair)
+                return objective
+
+            passes(sweep, n_iter, self._record(bar, model))
+            if model == "hmm" and unit == "token":
+                collapsed.collapse_state_posteriors(data.src_offsets, data.tgt_offsets, data.cell_offsets, offsets,
+                                                    states, cells)
+        return cells
+
+    # -- collapsed Gibbs sampling ------------------------------------------------------------------------
+
+    def _fit_gibbs(self, data, rule, unit, bar):
+        """CGS: IBM1 sweeps from a uniform random alignment, then HMM sweeps from IBM1's last sample."""
+        n_src = np.diff(data.src_offsets)
+        n_tgt = np.diff(data.tgt_offsets)
+        rng = np.random.default_rng(self.seed)
+        seed_numba(int(rng.integers(2**31)))
+        align = rng.integers(0, np.repeat(n_src, n_tgt) + 1).astype(np.int32)
+        rb = np.empty(data.cell_slot.shape[0], dtype=np.float32)
+        sampler.sample_cells(data.cell_offsets, data.src_offsets, data.tgt_offsets, align, rb)
+        counts = data.slot_totals(rb)
+        totals = data.row_totals(counts)
+        rb[:] = 0.0
+        accumulate = np.zeros(1, dtype=np.bool_)
+        order = np.arange(data.n_pairs)
+        uniform_alignment = float((n_tgt * np.log(n_src + 1.0)).sum())
+        kept = []
+        for stage, (model, n_iter) in enumerate(self.stages):
+            final = stage == len(self.stages) - 1
+            if model == "hmm":
+                bucket = np.empty(data.n_target_tokens, dtype=np.int32)
+                jump_counts = np.zeros(self.n_buckets)
+                sampler.hmm_cgs_init(self.max_jump, data.src_offsets, data.tgt_offsets, align, bucket, jump_counts)
+                state = sampler.hmm_gibbs_state(data, self.prior, self.null_prob, self.max_jump, counts, totals,
+                                                align, rb, accumulate, jump_counts, bucket)
+            else:
+                state = sampler.ibm1_gibbs_state(data, self.prior, counts, totals, align, rb, accumulate)
+
+            def sweep(iteration, model=model, state=state, final=final, n_iter=n_iter):
+                accumulate[0] = final and iteration >= n_iter // 2
+                kept.append(accumulate[0])
+                if model == "ibm1":
+                    self._check(data, sampler.ibm1_gibbs_pass(state, order, 1.0))
+                    alignment = -uniform_alignment
+                else:
+                    self._check(data, sampler.hmm_gibbs_pass(state, order, 1.0))
+                    alignment = (dirichlet_log_marginal(jump_counts, self.prior)
+                                 + sampler.hmm_alignment_log_prob(self.null_prob, self.max_jump, data.src_offsets,
+                                                                  data.tgt_offsets, align, bucket))
+                return slot_log_marginal(counts, data.slot_row, totals, self.prior, data.n_target_types) + alignment
+
+            passes(sweep, n_iter, self._record(bar, model))
+        return rb / np.float32(sum(kept))
+
+    # -- SVI and SCVI ------------------------------------------------------------------------------------
+
+    def _fit_stochastic(self, data, rule, unit, bar):
+        """SVI or SCVI from zero counts; the HMM continues IBM1's counts and step count, with its jump
+        buckets from zero.  The links come from one E-step on the final tables."""
+        counts = {"translation": DecayingCounts(np.zeros(data.n_slots)), "rows": DecayingCounts(np.zeros(data.n_rows))}
+        rng = np.random.default_rng(self.seed)
+        cells = np.empty(data.cell_slot.shape[0], dtype=np.float32)
+        steps = 0
+        for model, n_iter in self.stages:
+            if model == "hmm":
+                counts["jumps"] = DecayingCounts(np.zeros(self.n_buckets))
+            structure = self._structure(data, model, cells, rule, counts)
+            steps += stochastic(structure, counts, n_iter, self.batch_size, self.kappa, self.tau0 + steps, rng,
+                                self._record(bar, model))
+        structure.expectations(structure.tables(structure.statistics(), rule))
+        return cells
+
+    # -- results -----------------------------------------------------------------------------------------
+
+    def links(self) -> list[set[tuple[int, int]]]:
+        """The fitted corpus's alignment: per pair, the set of (source_i, target_j) links.
+
+        Each target word links to its highest-posterior source position; words whose best candidate is
+        NULL, and pairs with an empty side, get none.
+        """
+        if not hasattr(self, "_data"):
+            raise RuntimeError("call fit() first")
+        data = self._data
+        best = _best_candidates(data, self._cells)
+        n_tgt = np.diff(data.tgt_offsets)
+        n_src = np.repeat(np.diff(data.src_offsets), n_tgt)
+        target_j = np.arange(data.n_target_tokens) - np.repeat(data.tgt_offsets[:-1], n_tgt)
+        pair = np.repeat(data.pairs, n_tgt)
+        real = best < n_src
+        out: list[set[tuple[int, int]]] = [set() for _ in range(self._n_pairs)]
+        for p, i, j in zip(pair[real].tolist(), best[real].tolist(), target_j[real].tolist()):
+            out[p].add((i, j))
+        return out
+
+
+def _best_candidates(data: AlignmentData, cells: np.ndarray) -> np.ndarray:
+    """Per target token, the argmax over its I + 1 cells (I = NULL; ties to the lower position)."""
+    n_cand = np.repeat(np.diff(data.src_offsets) + 1, np.diff(data.tgt_offsets))
+    return argmax_segments(cells, n_cand)
+
+
+def align(corpus: ParallelCorpus, model: str = "hmm", algorithm: str = "cvi1", n_iter=None, prior: float = 0.1,
+          seed: int = 0, symmetrization: str = "grow-diag-final-and", progress: bool = False,
+          **options) -> list[set[tuple[int, int]]]:
+    """Align both directions and symmetrise (Och and Ney 2003; Koehn et al. 2003).
+
+    Trains an `Aligner` on ``corpus`` (target words to source words) and one on ``corpus.reversed()``,
+    then combines them with `symmetrize`.  With ``symmetrization="forward"`` or ``"reverse"`` only that
+    direction is trained.  ``options`` go to `Aligner` (``null_prob``, ``max_jump``, ``batch_size``,
+    ``kappa``, ``tau0``).
+
+    Returns
+    -------
+    list of set of (source_i, target_j)
+    """
+    if symmetrization not in SYMMETRIZATIONS:
+        raise ValueError(f"unknown symmetrization {symmetrization!r}; choose from {', '.join(SYMMETRIZATIONS)}")
+    forward = reverse = None
+    if symmetrization != "reverse":
+        forward = Aligner(model, algorithm, n_iter, prior, seed, **options).fit(corpus, progress).links()
+    if symmetrization != "forward":
+        backward = Aligner(model, algorithm, n_iter, prior, seed, **options).fit(corpus.reversed(), progress).links()
+        reverse = [{(i, j) for j, i in pair} for pair in backward]
+    if symmetrization == "forward":
+        return forward
+    if symmetrization == "reverse":
+        return reverse
+    return symmetrize(forward, reverse, symmetrization)

@@ -1,0 +1,336 @@
+"""The HDP part of collapsed VI for HDP-HMMs (thesis §5.3, eq. 5.10-5.40).
+
+Given the expected transition counts E[C_jk] of the restaurants j = 0..K (row 0
+is the start state) and the occupancies q(C_jk > 0), q(C_j. > 0) of §5.4, this
+module computes
+
+* the expected table counts E[s_jk] by the split at zero and the Taylor step
+  (eq. 5.29-5.35);
+* the top-level stick posteriors Beta(u_k, v_k) (eq. 5.25-5.26) and the
+  geometric expectations G[pi_k] that the surrogate transitions use (eq. 5.28,
+  5.38);
+* the concentrations gamma (eq. 5.17) and sigma (eq. 5.20), in closed form or
+  as gradient steps (eq. 5.16, 5.19, 5.23-5.24, 5.40);
+* the part of L^CVI these updates maximise, `hyper_objective`, so that tests
+  can check they never lower it.
+
+The same formulas serve the emission prior beta * tau of §5.5.3 (each state's
+emission row ~ Dir(beta tau)): tables of word w in state k, E[t_kw], follow
+eq. 5.35 with sigma G[pi_k] replaced by beta tau_w, beta follows eq. 5.20, and
+tau is the posterior mean of a flat Dirichlet given the tables (the
+point-estimate treatment of the top level in Teh et al. 2008).
+
+Under q(s | z) optimal (eq. 5.28), the s-terms of L^CVI collapse to
+E_z[log Gamma(x + C) - log Gamma(x)] with x = sigma G[pi_k]; splitting at
+C = 0 and taking C = E_+[C] on the rest (eq. 5.34) gives
+
+    F = sum_j q(C_j. > 0) [log Gamma(sigma) - log Gamma(sigma + E_+[C_j.])]
+      + sum_jk q(C_jk > 0) [log Gamma(x_k + E_+[C_jk]) - log Gamma(x_k)]
+      + E[log p(pi~ | gamma)] - E[log q(pi~)]                     (eq. 5.15, 5.22)
+
+whose derivatives are exactly eq. 5.16, 5.19 (with 5.35-5.36) and 5.23-5.24.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import digamma, gammaln, polygamma
+
+from ..core import rules
+
+# sigma's fixed point (eq. 5.20) is Minka's; it converges in a few dozen steps
+SIGMA_STEPS = 50
+SIGMA_TOLERANCE = 1e-10
+
+
+@dataclass
+class Occupancy:
+    """What the hyperparameter updates need from the hidden sequences.
+
+    counts : (R, K) E[C_jk] of restaurants j (transitions: R = K + 1, row 0
+        the start state; emissions: R = K states by columns w, see `emission_occupancy`)
+    occupied : (R, K) q(C_jk > 0)
+    totals : (R,) E[C_j.]
+    occupied_rows : (R,) q(C_j. > 0)
+    """
+
+    counts: np.ndarray
+    occupied: np.ndarray
+    totals: np.ndarray
+    occupied_rows: np.ndarray
+
+
+def transition_occupancy(start_counts, trans_counts, zero_start, zero_pairs, zero_exits, n_sequences):
+    """The restaurants 0..K of the transitions: the start state (always entered by
+    every sequence, so q(C_0. > 0) = 1) and the K states (eq. 5.46)."""
+    counts = np.vstack([start_counts[None], trans_counts])
+    occupied = 1.0 - np.vstack([zero_start[None], zero_pairs])
+    occupied_rows = np.concatenate([[1.0 if n_sequences > 0 else 0.0], 1.0 - zero_exits])
+    return Occupancy(np.maximum(counts, 0.0), np.clip(occupied, 0.0, 1.0), np.maximum(counts.sum(axis=1), 0.0),
+                     np.clip(occupied_rows, 0.0, 1.0))
+
+
+def positive_mean(counts, occupied):
+    """E_+[C] = E[C] / q(C > 0) (eq. 5.34); zero where the count is surely zero."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(occupied > 0.0, counts / np.where(occupied > 0.0, occupied, 1.0), 0.0)
+
+
+def _log_gamma_gain(x, counts, occupied):
+    """q(C > 0) (log Gamma(x + E_+[C]) - log Gamma(x)): E[log Gamma(x + C) - log Gamma(x)]
+    split at zero with the Taylor step on C > 0 (eq. 5.30-5.35, integrated)."""
+    gain = gammaln(x + positive_mean(counts, occupied)) - gammaln(x)
+    return occupied * gain
+
+
+def expected_tables(x, counts, occupied):
+    """E[s] = x q(C > 0) (psi(x + E_+[C]) - psi(x)) (eq. 5.29, 5.35), elementwise."""
+    return x * occupied * (digamma(x + positive_mean(counts, occupied)) - digamma(x))
+
+
+def digamma_gap(sigma, totals, occupied_rows):
+    """sum_j E[psi(sigma + C_j.)] - psi(sigma) ~ sum_j q(C_j. > 0) (psi(sigma + E_+[C_j.]) - psi(sigma))
+    (eq. 5.36)."""
+    return float((occupied_rows * (digamma(sigma + positive_mean(totals, occupied_rows))
+                                   - digamma(sigma))).sum())
+
+
+@dataclass
+class Sticks:
+    """q(pi~_k) = Beta(u_k, v_k), k = 1..K, and the concentrations gamma, sigma.
+
+    Stick k serves state ``order[k]``: footnote 4 orders the sticks by the
+    states' expected counts, which `reorder` does without relabelling any data.
+    """
+
+    u: np.ndarray
+    v: np.ndarray
+    gamma: float
+    sigma: float
+    order: np.ndarray = None
+
+    def __post_init__(self):
+        if self.order is None:
+            self.order = np.arange(self.u.shape[0])
+
+    @classmethod
+    def prior(cls, n_states, gamma, sigma):
+        """The sticks at their prior Beta(1, gamma)."""
+        return cls(np.ones(n_states), np.full(n_states, float(gamma)), float(gamma), float(sigma))
+
+    def reorder(self, order):
+        """Give stick k to state order[k]; every state keeps its own Beta(u, v)."""
+        position = np.empty_like(self.order)
+        position[self.order] = np.arange(self.order.shape[0])
+        self.u = self.u[position[order]]
+        self.v = self.v[position[order]]
+        self.order = np.asarray(order)
+
+    def by_stick(self, per_state):
+        """A per-state vector (or the columns of a matrix) in stick order."""
+        return per_state[..., self.order]
+
+    def log_weights(self):
+        """log G[pi_k] = E[log pi~_k] + sum_{l<k} E[log(1 - pi~_l)] (text after eq. 5.28)."""
+        both = digamma(self.u + self.v)
+        stay = digamma(self.v) - both
+        return digamma(self.u) - both + np.concatenate([[0.0], np.cumsum(stay)[:-1]])
+
+    def state_weights(self):
+        """G[pi] of every state (stick order undone)."""
+        weights = np.empty(self.u.shape[0])
+        weights[self.order] = np.exp(self.log_weights())
+        return weights
+
+    def prior_row(self):
+        """sigma G[pi_k]: the per-state transition prior of eq. 5.38."""
+        return self.sigma * self.state_weights()
+
+
+def update_sticks(sticks, tables):
+    """u_k = 1 + E[s_.k], v_k = gamma + E[s_.>k] (eq. 5.25-5.26); ``tables`` (R, K) by state."""
+    per_state = sticks.by_stick(tables.sum(axis=0))
+    beyond = np.concatenate([np.cumsum(per_state[::-1])[::-1][1:], [0.0]])
+    sticks.u = 1.0 + per_state
+    sticks.v = sticks.gamma + beyond
+
+
+def update_gamma(sticks):
+    """gamma = K / sum_k (psi(u_k + v_k) - psi(v_k)) (eq. 5.17)."""
+    sticks.gamma = float(sticks.u.shape[0] / (digamma(sticks.u + sticks.v) - digamma(sticks.v)).sum())
+
+
+def fixed_point_concentration(value, weights, occupancy):
+    """Eq. 5.20's fixed point for a concentration c whose per-column priors are
+    c * weights: c = sum E[s] / (sum_j E[psi(c + C_j.)] - psi(c)), iterated
+    (Minka's update; each step raises `hyper_objective`)."""
+    for _ in range(SIGMA_STEPS):
+        tables = expected_tables(value * weights, occupancy.counts, occupancy.occupied).sum()
+        gap = digamma_gap(value, occupancy.totals, occupancy.occupied_rows)
+        if not (gap > 0.0 and tables > 0.0):
+            return value
+        new = tables / gap
+        if abs(new - value) <= SIGMA_TOLERANCE * value:
+            return float(new)
+        value = float(new)
+    return value
+
+
+def update_sigma(sticks, occupancy):
+    """sigma by eq. 5.20, E[s] following sigma (eq. 5.35)."""
+    sticks.sigma = fixed_point_concentration(sticks.sigma, sticks.state_weights(), occupancy)
+
+
+def hyper_objective(sticks, occupancy):
+    """The terms of L^CVI in gamma, sigma, u, v with q(s | z) optimal (module notes;
+    eq. 5.15, 5.18, 5.21-5.22 with the split-at-zero approximation)."""
+    u, v, gamma, sigma = sticks.u, sticks.v, sticks.gamma, sticks.sigma
+    x = sticks.prior_row()
+    restaurants = (occupancy.occupied_rows * (gammaln(sigma) - gammaln(
+        sigma + positive_mean(occupancy.totals, occupancy.occupied_rows)))).sum()
+    tables = _log_gamma_gain(x, occupancy.counts, occupancy.occupied).sum()
+    both = digamma(u + v)
+    e_log, e_log_rest = digamma(u) - both, digamma(v) - both
+    n_states = u.shape[0]
+    log_prior = n_states * (gammaln(1.0 + gamma) - gammaln(gamma)) + (gamma - 1.0) * e_log_rest.sum()
+    entropy = -(gammaln(u + v) - gammaln(u) - gammaln(v) + (u - 1.0) * e_log + (v - 1.0) * e_log_rest).sum()
+    return float(restaurants + tables + log_prior + entropy)
+
+
+def gradients(sticks, occupancy):
+    """dL/dgamma, dL/dsigma, dL/du, dL/dv (eq. 5.16, 5.19, 5.23-5.24), u and v in stick order."""
+    u, v, gamma, sigma = sticks.u, sticks.v, sticks.gamma, sticks.sigma
+    tables = expected_tables(sticks.prior_row(), occupancy.counts, occupancy.occupied)
+    per_state = sticks.by_stick(tables.sum(axis=0))
+    from_k = np.cumsum(per_state[::-1])[::-1]
+    trigamma_both = polygamma(1, u + v)
+    d_gamma = u.shape[0] / gamma + (digamma(v) - digamma(u + v)).sum()
+    d_sigma = -digamma_gap(sigma, occupancy.totals, occupancy.occupied_rows) + per_state.sum() / sigma
+    d_u = trigamma_both * (u + v - from_k - gamma - 1.0) - polygamma(1, u) * (u - per_state - 1.0)
+    d_v = trigamma_both * (u + v - from_k - gamma - 1.0) - polygamma(1, v) * (v - (from_k - per_state) - gamma)
+    return float(d_gamma), float(d_sigma), d_u, d_v
+
+
+def batch_update(sticks, occupancy, learn_concentrations=True):
+    """The batch CVI updates after a pass (§5.3): sticks (eq. 5.25-5.26) at the
+    tables of the current sigma G[pi], then gamma (eq. 5.17) and sigma (eq. 5.20).
+    Each is a coordinate step on `hyper_objective`."""
+    update_sticks(sticks, expected_tables(sticks.prior_row(), occupancy.counts, occupancy.occupied))
+    if learn_concentrations:
+        update_gamma(sticks)
+        update_sigma(sticks, occupancy)
+
+
+def stochastic_update(sticks, occupancy, rho, learn_concentrations=True):
+    """One step of eq. 5.40 for gamma, sigma, u_k, v_k.
+
+    The raw gradients of eq. 5.16-5.24 scale with the corpus, so the step is
+    taken in the natural (Fisher) metric of each parameter: for the Beta sticks
+    the natural gradient of eq. 5.23-5.24 is (target - current), and for gamma
+    and sigma the step is scaled to move rho of the way to the zero of their
+    own gradient.  The direction is the gradient's, so small steps ascend.
+    """
+    tables = expected_tables(sticks.prior_row(), occupancy.counts, occupancy.occupied)
+    target = Sticks(sticks.u, sticks.v, sticks.gamma, sticks.sigma, sticks.order)
+    update_sticks(target, tables)
+    sticks.u = (1.0 - rho) * sticks.u + rho * target.u
+    sticks.v = (1.0 - rho) * sticks.v + rho * target.v
+    if learn_concentrations:
+        target.u, target.v = sticks.u, sticks.v
+        update_gamma(target)
+        sigma_star = fixed_point_concentration(sticks.sigma, sticks.state_weights(), occupancy)
+        sticks.gamma = (1.0 - rho) * sticks.gamma + rho * target.gamma
+        sticks.sigma = (1.0 - rho) * sticks.sigma + rho * sigma_star
+
+
+def gem_mean(n_states, gamma):
+    """E[pi_k] under GEM(gamma), k = 1..K: (1 / (1 + gamma)) (gamma / (1 + gamma))^(k-1)."""
+    return (1.0 / (1.0 + gamma)) * (gamma / (1.0 + gamma)) ** np.arange(n_states)
+
+
+def point_stick(weights, counts, sigma, gamma):
+    """The top-level weights beta maximising E_q[log p(theta | sigma beta)] + log GEM(beta)
+    given Dirichlet q(theta_j) = Dir(C_j + sigma beta) (svi-p, Johnson and Willsky 2014).
+
+    ``weights`` (K,) is the current beta, whose remainder 1 - sum beta belongs to
+    the unrepresented states; ``counts`` (R, K) the expected transition counts.
+    Optimised over the stick fractions v_k (beta_k = v_k prod_{l<k} (1 - v_l),
+    v_k ~ Beta(1, gamma)) in logit space by L-BFGS with the analytic gradient.
+    """
+    # E_q[log theta_jk] and E_q[log theta_j,rest], VB's log cells (eq. 3.21)
+    row_counts = counts.sum(axis=1, keepdims=True)
+    e_log = rules.log_dirichlet_table(rules.VB, counts, sigma * weights, row_counts, sigma)
+    e_log_rest = rules.log_dirichlet_table(rules.VB, 0.0, sigma * max(1.0 - weights.sum(), 1e-12),
+                                           row_counts[:, 0], sigma)
+
+    def negative(logits):
+        v = 1.0 / (1.0 + np.exp(-logits))
+        stay = np.cumprod(1.0 - v)
+        beta = v * np.concatenate([[1.0], stay[:-1]])
+        rest = stay[-1]
+        value = ((sigma * beta * e_log).sum() + (sigma * rest * e_log_rest).sum()
+                 - counts.shape[0] * (gammaln(sigma * beta).sum() + gammaln(sigma * rest))
+                 + (gamma - 1.0) * np.log1p(-v).sum())
+        g_beta = sigma * (e_log.sum(axis=0) - counts.shape[0] * digamma(sigma * beta))
+        g_rest = sigma * (e_log_rest.sum() - counts.shape[0] * digamma(sigma * rest))
+        # d beta_k / d v_m: beta_m / v_m at k = m, -beta_k / (1 - v_m) for k > m; rest likewise
+        later = np.concatenate([np.cumsum((g_beta * beta)[::-1])[::-1][1:], [0.0]])
+        g_v = g_beta * beta / v - (later + g_rest * rest + (gamma - 1.0)) / (1.0 - v)
+        return -value, -g_v * v * (1.0 - v)
+
+    stay = np.concatenate([[1.0], 1.0 - np.cumsum(weights)[:-1]])
+    v = np.clip(weights / np.maximum(stay, 1e-12), 1e-9, 1.0 - 1e-9)
+    result = minimize(negative, np.log(v) - np.log1p(-v), jac=True, method="L-BFGS-B",
+                      options={"maxiter": 50})
+    v = 1.0 / (1.0 + np.exp(-result.x))
+    return v * np.concatenate([[1.0], np.cumprod(1.0 - v)[:-1]])
+
+
+def emission_occupancy(stats_counts, zero_emissions):
+    """The emission restaurants (one per state k, dishes the words w): E[C_kw]
+    (K, W), q(C_kw > 0) from prod_t (1 - q(z_t = k)) over word w's tokens, and
+    the state totals with q(C_k. > 0) = 1 - prod_w q(C_kw = 0)."""
+    occupied = np.clip(1.0 - zero_emissions.T, 0.0, 1.0)
+    counts = np.maximum(stats_counts, 0.0)
+    occupied_rows = 1.0 - np.prod(zero_emissions, axis=0)
+    return Occupancy(counts, occupied, counts.sum(axis=1), np.clip(occupied_rows, 0.0, 1.0))
+
+
+def update_emission_prior(beta, tau, occupancy):
+    """beta tau of §5.5.3: tau_w = (E[t_.w] + 1) / (sum_w E[t_.w] + W) (the posterior mean
+    under a flat Dirichlet) with E[t_kw] by eq. 5.35, then beta by eq. 5.20."""
+    tables = expected_tables(beta * tau, occupancy.counts, occupancy.occupied).sum(axis=0)
+    tau = (tables + 1.0) / (tables.sum() + tables.shape[0])
+    return fixed_point_concentration(beta, tau, occupancy), tau
+
+
+def effective_states(state_counts, coverage=0.99):
+    """The fewest states that together cover ``coverage`` of the tokens.
+
+    Thesis §5.5.1, footnote 4: the states are ranked by occupancy and the
+    number of effective states is the smallest n such that the n largest
+    counts hold at least ``coverage`` of the total.
+
+    Parameters
+    ----------
+    state_counts : array-like of shape (K,)
+        Tokens (or expected tokens) per state; non-negative.
+    coverage : float in (0, 1]
+
+    Returns
+    -------
+    int
+        0 when there are no tokens.
+    """
+    counts = np.asarray(state_counts, dtype=float).ravel()
+    if not 0.0 < coverage <= 1.0:
+        raise ValueError(f"coverage must lie in (0, 1], got {coverage}")
+    if counts.size and (not np.all(np.isfinite(counts)) or counts.min() < 0):
+        raise ValueError("state counts must be finite and non-negative")
+    total = counts.sum()
+    if total <= 0:
+        return 0
+    ranked = np.cumsum(np.sort(counts)[::-1])
+    # relative slack so that e.g. 99 of 100 tokens count as 99 %
+    needed = coverage * total * (1.0 - 1e-12)
+    return int(min(np.searchsorted(ranked, needed, side="left") + 1, np.count_nonzero(counts)))

@@ -1,0 +1,349 @@
+"""The HMM's structures: a corpus laid out for the kernels, and the objects the schedules drive.
+
+* `ChainData`: the corpus as the kernels read it (emissions, offsets, thread chunks), its E-step
+  and the collapsed algorithms' starting local statistics (thesis footnote 5);
+* `BatchChains`: the structure of `cvbayes.schedules.batch` (EM, VB);
+* `Units`: whole sequences, or the subchains they are cut into (CVI-3, SVI, SCVI);
+* `Minibatches`: the structure of `cvbayes.schedules.stochastic` (SVI, SCVI), with SCVI-3's
+  boundary beliefs and, for the HDP-HMM, the running log q(C = 0) blocks.
+"""
+from typing import NamedTuple
+
+import numpy as np
+
+from ..core import rules
+from ..core.statistics import DecayingCounts
+from ..core.units import ZeroProbabilityError, equal_token_chunks
+from ..chains.batch import batch_local_posteriors, random_chain_posteriors
+from ..families.ops import token_stats
+from ..schedules import Minibatch
+from .hmm_kernels import GUARDED, NO_OCCUPANCY, START_ROW, STATIONARY, batch_expectations, chain_expectations
+
+
+class ChainData:
+    """A corpus laid out for the kernels: the family's index and features, the tag dictionary, the
+    chains' offsets (sequences, or subchains with ``offsets``) and one chunk of chains a thread."""
+
+    def __init__(self, model, corpus, offsets=None):
+        family = model.family
+        self.model = model
+        self.corpus = corpus
+        self.n_stats = family.n_stats()
+        self.index = np.ascontiguousarray(family.index(corpus), dtype=np.int32)
+        self.features = family.features(corpus)
+        self.offsets = np.ascontiguousarray(corpus.offsets if offsets is None else offsets, dtype=np.int64)
+        mask = model.tag_dictionary
+        self.mask = mask if mask is not None else np.zeros((0, model.n_states))
+        self.chunks = equal_token_chunks(self.offsets)
+
+    @property
+    def n_chains(self):
+        return self.offsets.shape[0] - 1
+
+    def sequence_of(self):
+        """The chain of every token (int64), for the token updates."""
+        return np.repeat(np.arange(self.n_chains, dtype=np.int64), np.diff(self.offsets))
+
+    def emissions(self):
+        """The kernels' view of the emissions under the family's current prior (models/hmm_kernels.py)."""
+        family = self.model.family
+        return family.code, family.prior_array(), self.mask, self.index, self.features
+
+    def raise_if_bad(self, bad, what="sequence"):
+        if bad < 0:
+            return
+        begin, end = self.offsets[bad], self.offsets[bad + 1]
+        why = ("the tag dictionary admits no state for one of its tokens"
+               if self.mask.shape[0] else "its emission probabilities are all zero")
+        raise ZeroProbabilityError(
+            f"{what} {bad} (tokens {begin}..{end - 1}) has zero probability under every "
+            f"state path: {why}")
+
+    def expectations(self, startprob, transmat, table, table_log_offset):
+        """E-step: expected counts and sum_i log Z_i under one parameter table."""
+        start_counts, trans_counts, stats, log_evidence, bad = batch_expectations(
+            self.emissions(), startprob, transmat, table, table_log_offset, self.offsets, self.chunks, self.n_stats)
+        self.raise_if_bad(bad)
+        return (start_counts, trans_counts, stats), log_evidence
+
+    def token_stats(self, marginals):
+        return token_stats(self.model.family.code, self.index, self.features, marginals, self.n_stats)
+
+    def _random_chain(self, seed, keep_pairs):
+        k = self.model.n_states
+        marginals = np.zeros((self.corpus.n_tokens, k), dtype=np.float32)
+        local_pairs = np.zeros((self.n_chains if keep_pairs else 0, k, k), dtype=np.float32)
+        start_counts, trans_counts = random_chain_posteriors(
+            seed, self.offsets, k, self.mask, self.index, self.chunks, marginals, local_pairs)
+        return marginals, local_pairs, start_counts, trans_counts
+
+    def random_counts(self, seed):
+        """Expected counts of the random local posteriors (thesis footnote 5)."""
+        marginals, _, start_counts, trans_counts = self._random_chain(seed, keep_pairs=False)
+        return start_counts, trans_counts, self.token_stats(marginals)
+
+    def local_posteriors(self, init, seed, keep_pairs):
+        """Starting local statistics of the collapsed algorithms (float32): every chain's marginals
+        and, with ``keep_pairs``, its expected transitions; random (footnote 5), or under the
+        parameters of an ``init`` dict."""
+        if not isinstance(init, dict):
+            marginals, local_pairs, _, _ = self._random_chain(seed, keep_pairs)
+            return marginals, local_pairs
+        k = self.model.n_states
+        marginals = np.zeros((self.corpus.n_tokens, k), dtype=np.float32)
+        local_pairs = np.zeros((self.n_chains if keep_pairs else 0, k, k), dtype=np.float32)
+        start, trans, table, offset = self.model.tables_from_params(self.model.check_params(init), self.corpus)
+        bad = batch_local_posteriors(start, trans, table, offset, self.mask, self.index, self.offsets,
+                                     self.chunks, marginals, local_pairs)
+        self.raise_if_bad(bad)
+        return marginals, local_pairs
+
+    def random_states(self, seed):
+        """Uniform random states, within the tag dictionary when there is one (CGS start)."""
+        rng = np.random.default_rng(seed)
+        k = self.model.n_states
+        if not self.mask.shape[0]:
+            return rng.integers(0, k, size=self.corpus.n_tokens).astype(np.int32)
+        allowed = self.mask[self.index]
+        cumulative = np.cumsum(allowed, axis=1)
+        draws = rng.random(self.corpus.n_tokens) * cumulative[:, -1]
+        return (cumulative <= draws[:, None]).sum(axis=1).astype(np.int32)
+
+
+class Tables(NamedTuple):
+    """One E-step's tables: start row, transitions, the emission table with its row log offsets,
+    and (MAP) the parameters they came from, for the prior term of EM's objective."""
+
+    start: np.ndarray
+    trans: np.ndarray
+    emission: np.ndarray
+    emission_log_offset: np.ndarray
+    params: dict = None
+
+
+class BatchChains:
+    """The HMM as `cvbayes.schedules.batch` sees it: tables of a rule, the E-step over every
+    sequence, and the objective's penalty (eq. 3.11-3.22)."""
+
+    def __init__(self, model, data):
+        self.model = model
+        self.data = data
+
+    def tables(self, statistics, rule):
+        start_counts, trans_counts, stats = statistics
+        startprob, transmat = self.model.transition_tables(start_counts, trans_counts, rule)
+        if rule == rules.MAP:
+            return self.from_params({"startprob": startprob, "transmat": transmat,
+                                     **self.model.family.map_params(stats)})
+        return Tables(startprob, transmat, *self.model.family.table(stats, rule, self.data.corpus))
+
+    def from_params(self, params):
+        """The tables of given parameters (EM's M-step, an ``init`` dict)."""
+        return Tables(*self.model.tables_from_params(params, self.data.corpus), params)
+
+    def expectations(self, tables):
+        return self.data.expectations(tables.start, tables.trans, tables.emission, tables.emission_log_offset)
+
+    def penalty(self, rule, statistics, tables):
+        """log p(theta) of the tables for MAP; -KL(q(theta) || p(theta)) of the counts for VB."""
+        alpha, family = self.model.alpha, self.model.family
+        if rule == rules.MAP:
+            return (rules.dirichlet_log_prior(tables.start, alpha) + rules.dirichlet_log_prior(tables.trans, alpha)
+                    + family.log_prior(tables.params))
+        start_counts, trans_counts, stats = statistics
+        return -(rules.dirichlet_kl(start_counts, alpha) + rules.dirichlet_kl(trans_counts, alpha) + family.kl(stats))
+
+
+class Units:
+    """Whole sequences, or the subchains of ``length`` tokens each sequence is cut into.
+
+    Subchains of one sequence are numbered consecutively, so unit u's neighbours are u - 1 and
+    u + 1 when they belong to the same sequence.
+    """
+
+    def __init__(self, offsets, length=None):
+        self.offsets = offsets
+        self.length = length
+        if length is None:
+            self.n_units = offsets.shape[0] - 1
+            return
+        lengths = np.diff(offsets)
+        pieces = np.maximum(-(-lengths // length), 1)
+        self.first_unit = np.concatenate([[0], np.cumsum(pieces)])
+        self.n_units = int(self.first_unit[-1])
+        self.sequence = np.repeat(np.arange(lengths.shape[0]), pieces)
+
+    def ranges(self, ids):
+        """(begin, end, sequence begin, sequence end) of the units ``ids``."""
+        if self.length is None:
+            begin = np.asarray(self.offsets[ids], dtype=np.int64)
+            end = np.asarray(self.offsets[ids + 1], dtype=np.int64)
+            return begin, end, begin, end
+        seq = self.sequence[ids]
+        seq_begin = np.asarray(self.offsets[seq], dtype=np.int64)
+        seq_end = np.asarray(self.offsets[seq + 1], dtype=np.int64)
+        begin = seq_begin + (ids - self.first_unit[seq]) * self.length
+        end = np.minimum(begin + self.length, seq_end)
+        return begin, end, seq_begin, seq_end
+
+    def layout(self):
+        """(offsets, is_first): every unit's tokens laid end to end, and whether it starts a sequence."""
+        begin, _, seq_begin, _ = self.ranges(np.arange(self.n_units))
+        return np.append(begin, self.offsets[-1]).astype(np.int64), begin == seq_begin
+
+
+def stationary_distribution(trans):
+    """pi with pi T = pi, for a row-stochastic T (the vanilla subchains' start)."""
+    n_states = trans.shape[0]
+    system = trans.T - np.eye(n_states)
+    system[-1] = 1.0
+    rhs = np.zeros(n_states)
+    rhs[-1] = 1.0
+    try:
+        pi = np.linalg.solve(system, rhs)
+    except np.linalg.LinAlgError:
+        pi = np.full(n_states, 1.0 / n_states)
+    pi = np.maximum(pi, 0.0)
+    return pi / pi.sum()
+
+
+def gather_ranges(begins, ends):
+    """Token positions of the ranges [begins[u], ends[u]) laid end to end, and their offsets."""
+    offsets = np.zeros(begins.shape[0] + 1, dtype=np.int64)
+    np.cumsum(ends - begins, out=offsets[1:])
+    positions = np.arange(offsets[-1], dtype=np.int64) + np.repeat(begins - offsets[:-1], ends - begins)
+    return positions, offsets
+
+
+class Minibatches:
+    """The HMM as `cvbayes.schedules.stochastic` sees it (SVI, SCVI; thesis §3.7.2, §3.8.4).
+
+    ``counts`` is the schedule's dict of `DecayingCounts`: "start", "trans" and "stats", and with
+    ``occupancy`` (the HDP-HMM's SCVI) the running log prod_i q(C^i = 0) of eq. 5.46, "zero_start",
+    "zero_pairs", "zero_exits" and (learning beta tau, §5.5.3) "zero_emissions", decayed and
+    refreshed like the counts with the minibatch's value scaled to the corpus: an unbiased estimate
+    of the sum over units of log q(C^unit = 0).
+
+    Parameters
+    ----------
+    model : the HMM (its family, priors and tag dictionary)
+    corpus : the training Corpus (may be memory-mapped)
+    rule : core.rules.VB (SVI) or MEAN (SCVI)
+    units : `Units`
+    buffer : SVI on subchains: observations padded on each side (Foti et al. 2014)
+    vanilla : start subchains from the stationary distribution, with no guards (SCVI-3) and no buffer
+    occupancy : (method code, samples, emissions) of q(C = 0), or NO_OCCUPANCY for the finite HMM
+    """
+
+    def __init__(self, model, corpus, rule, units, buffer, vanilla, occupancy=(NO_OCCUPANCY, 0, False)):
+        self.model = model
+        self.corpus = corpus
+        self.rule = rule
+        self.units = units
+        self.n_units = units.n_units
+        subchains = units.length is not None
+        self.buffer = 0 if (vanilla or not subchains or rule != rules.VB) else buffer
+        self.guarded = rule == rules.MEAN and subchains and not vanilla
+        self.n_tokens = corpus.n_tokens
+        self.n_transitions = corpus.n_tokens - int(np.count_nonzero(np.diff(np.asarray(corpus.offsets))))
+        k = model.n_states
+        # SCVI-3's boundary beliefs: q(first state), q(last state) of every subchain
+        self.beliefs = np.full((self.n_units if self.guarded else 0, 2, k), 1.0 / k, dtype=np.float32)
+        self.occupancy, self.n_samples, self.zero_emissions = occupancy
+        self.counts = None
+        self.step = 0
+
+    def random_counts(self, rng):
+        """Exponential draws of eq. 3.106-3.107, scaled like random-state tallies."""
+        k = self.model.n_states
+        start = rng.exponential(self.units.offsets.shape[0] / k, size=k)
+        trans = rng.exponential(max(self.n_transitions, 1) / k ** 2, size=(k, k))
+        return start, trans, self.model.family.random_stats(rng, self.corpus, k)
+
+    def start(self, start_counts, trans_counts, stats):
+        """The schedule's global blocks, starting from these counts."""
+        k = self.model.n_states
+        self.counts = {"start": DecayingCounts(start_counts), "trans": DecayingCounts(trans_counts),
+                       "stats": DecayingCounts(stats)}
+        if self.occupancy != NO_OCCUPANCY:
+            self.counts.update(zero_start=DecayingCounts(np.zeros(k)), zero_pairs=DecayingCounts(np.zeros((k, k))),
+                               zero_exits=DecayingCounts(np.zeros(k)))
+            if self.zero_emissions:
+                self.counts["zero_emissions"] = DecayingCounts(np.zeros((self.model.family.n_symbols, k)))
+        return self.counts
+
+    def current(self):
+        """(start, transitions, emission statistics) of the global counts now."""
+        return tuple(self.counts[name].values() for name in ("start", "trans", "stats"))
+
+    def expectations(self, ids):
+        """Forward-backward on the units ``ids`` under tables of the current counts: (start, pairs,
+        stats, statistics rows, log Z, own tokens, own transitions, chain tokens, q(C = 0) products)."""
+        model, family = self.model, self.model.family
+        k = model.n_states
+        begin, end, seq_begin, seq_end = self.units.ranges(ids)
+        chain_begin = np.maximum(seq_begin, begin - self.buffer)
+        chain_end = np.minimum(seq_end, end + self.buffer)
+        positions, chain_offsets = gather_ranges(chain_begin, chain_end)
+        own_begin = chain_offsets[:-1] + (begin - chain_begin)
+        own_end = own_begin + (end - begin)
+        index, features, rows = family.minibatch_layout(self.corpus, positions)
+        table, offset = family.compact_table(self.counts["stats"].rows(rows), self.rule, features, rows)
+        mask = model.tag_dictionary[rows[:-1]] if model.tag_dictionary is not None else np.zeros((0, k))
+        trans_counts = self.counts["trans"].values()
+        trans_prior, trans_prior_total = model.transition_prior()
+        start_row, trans = model.transition_tables(self.counts["start"].values(), trans_counts, self.rule,
+                                                   total=trans_prior_total)
+        start_kind = np.where(chain_begin == seq_begin, START_ROW,
+                              GUARDED if self.guarded else STATIONARY).astype(np.int64)
+        right_guarded = self.guarded & (end < seq_end)
+        left_beliefs = np.zeros((ids.shape[0], k))
+        right_beliefs = np.zeros((ids.shape[0], k))
+        if self.guarded:
+            has_left = start_kind == GUARDED
+            left_beliefs[has_left] = self.beliefs[ids[has_left] - 1, 1]
+            right_beliefs[right_guarded] = self.beliefs[ids[right_guarded] + 1, 0]
+        stationary = (stationary_distribution(trans / trans.sum(axis=1, keepdims=True))
+                      if np.any(start_kind == STATIONARY) else start_row)
+        edges = np.empty((ids.shape[0], 2, k))
+        n_emission_rows = rows.shape[0] - 1 if self.zero_emissions else 0  # the minibatch's words
+        emissions = (family.code, family.prior_array(), mask, index, features)
+        start, pairs, stats, log_z, bad, zero = chain_expectations(
+            emissions, start_row, stationary, trans, trans_counts, trans_prior, trans_prior_total, table, offset,
+            chain_offsets, own_begin, own_end, start_kind, right_guarded, left_beliefs, right_beliefs,
+            rows.shape[0], equal_token_chunks(chain_offsets), edges, self.occupancy, self.n_samples, self.step,
+            n_emission_rows)
+        if bad >= 0:
+            raise ZeroProbabilityError(f"tokens {begin[bad]}..{end[bad] - 1} (unit {int(ids[bad])}) have zero "
+                                       "probability under every state path")
+        if self.guarded:
+            self.beliefs[ids] = edges
+        n_pairs = int((own_end - own_begin - 1).sum() + np.count_nonzero(own_begin > chain_offsets[:-1])
+                      + np.count_nonzero(start_kind == GUARDED))
+        return (start, pairs, stats, rows, log_z, int((end - begin).sum()), n_pairs, int(chain_offsets[-1]), zero)
+
+    def minibatch(self, ids):
+        """One step's updates of every global block (eq. 3.103-3.104): the minibatch's statistics
+        and q(C = 0) logs, each with its scale from the minibatch to the corpus."""
+        start, pairs, stats, rows, log_z, n_tokens, n_pairs, n_chain_tokens, zero = self.expectations(ids)
+        self.step += 1
+        unit_scale = self.n_units / ids.shape[0]
+        if self.units.length is None:
+            # eq. 3.103-3.104: every statistic scaled by I / |B|
+            pair_scale = stats_scale = unit_scale
+        else:
+            # subchains differ in length and in the transitions they own
+            pair_scale = self.n_transitions / max(n_pairs, 1)
+            stats_scale = self.n_tokens / max(n_tokens, 1)
+        updates = [("start", slice(None), start, unit_scale), ("trans", slice(None), pairs, pair_scale),
+                   ("stats", rows, stats, stats_scale)]
+        if self.occupancy != NO_OCCUPANCY:
+            tiny = np.finfo(float).tiny
+            log_zero = [np.log(np.maximum(values, tiny)) for values in zero]
+            updates += [("zero_start", slice(None), log_zero[0], unit_scale),
+                        ("zero_pairs", slice(None), log_zero[1], pair_scale),
+                        ("zero_exits", slice(None), log_zero[2], pair_scale)]
+            if self.zero_emissions:
+                # the rows of the minibatch's words (rows[-1] is the totals row of the statistics)
+                updates.append(("zero_emissions", rows[:-1], log_zero[3], stats_scale))
+        return Minibatch(updates, log_z, n_chain_tokens)

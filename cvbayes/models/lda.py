@@ -1,0 +1,767 @@
+"""Latent Dirichlet allocation (Blei, Ng and Jordan 2003) as one more model on the engine.
+
+Document d has topic proportions theta_d ~ Dir(alpha), topic k a word distribution beta_k ~ Dir(eta),
+and each token a topic z ~ theta_d and a word w ~ beta_z.  As for the HMM (thesis §3.3-3.7), every
+learner is a schedule of `cvbayes.schedules` paired with a rule of `cvbayes.core.rules`; LDA supplies
+only its structure (a document's bag of words) and the numba kernels of `lda_kernels`:
+
+=============  ===============================  =====  ==========================================
+algorithm      schedule (unit)                  rule   paper
+=============  ===============================  =====  ==========================================
+``vb``         batch (document)                 VB     Blei et al. 2003 (mean-field VB)
+``online-vb``  stochastic (minibatch of docs)   VB     Hoffman, Blei and Bach 2010
+``cvb0``       leave-one-out (token)            MEAN   Asuncion, Welling, Smyth and Teh 2009
+``cvb``        leave-one-out (token)            MEAN   Teh, Newman and Welling 2006 (2nd order)
+``scvb0``      stochastic (minibatch of docs)   MEAN   Foulds, Boyles, DuBois, Smyth, Welling 2013
+``cgs``        gibbs (token, by document)       MEAN   Griffiths and Steyvers 2004
+=============  ===============================  =====  ==========================================
+
+* ``vb``: the batch schedule's E-step is the per-document fixed point for gamma (in parallel over
+  documents), from a fresh start every pass, each document keeping the better of the new gamma and
+  the last pass's by its ELBO, so the ELBO never decreases; its tables are VB's exp(E[log beta]); its
+  penalty -KL(q(beta) || p(beta)).
+* ``online-vb``: the stochastic schedule with the same E-step on a minibatch and the VB table of the
+  global counts N (lambda = eta + N); a step is lambda <- (1 - rho) lambda + rho (eta + D/|B| E[C^B]).
+* ``cvb0``: the leave-one-out schedule over the entries (document, word) of the document-term matrix.
+  The c tokens of an entry share one q(z); each leaves out its own q(z) only (exactly the token-level
+  update of Asuncion et al.), and the c copies move together.  ``frozen_counts=True`` is the named
+  parallel approximation: documents in parallel with the topic-word counts frozen for a pass.
+* ``cvb``: as ``cvb0``, with Teh et al.'s Gaussian correction from the variances of the counts.
+* ``scvb0``: the stochastic schedule with rule MEAN.  Foulds et al.'s two levels map onto it as
+  follows: the per-token document updates (N_theta moved by the document's own Robbins-Monro steps,
+  after ``burn_in`` passes over the document) are the minibatch kernel's local work, run in parallel
+  over the minibatch's documents like any model's minibatch E-step; the per-minibatch topic-word update
+  N_phi <- (1 - rho) N_phi + rho (C/|M|) sum_M gamma is the schedule's own step, with C/|M| the corpus's
+  tokens over the minibatch's as the scale.  Only N_phi and N_z are kept: O(KW) whatever the corpus.
+* ``cgs``: the Gibbs schedule over documents, each token of a document redrawn in turn (a call per
+  document, not per token, is cheaper); every draw by `core.sampling.draw`.  From K = 40 topics on it
+  draws with SparseLDA's three buckets (Yao, Mimno and McCallum 2009), where that measured faster
+  (``sparse_gibbs``).
+
+``learn_alpha=True`` learns an asymmetric alpha by Minka's fixed point (Minka 2000, eq. 55; Wallach 2008)
+from the documents' (expected) topic counts after every pass, for the algorithms that keep them (vb,
+cvb0, cvb, cgs), as the thesis learns beta tau (§5.5.3).
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse
+
+from ..core import rules
+from ..core.rules import MEAN, VB
+from ..core.sampling import seed_numba
+from ..core.statistics import DecayingCounts
+from ..core.units import equal_token_chunks
+from ..data.corpus import Corpus
+from ..data.documents import document_term_matrix
+from ..data.vocabulary import Vocabulary
+from ..metrics.topics import document_completion, document_topics, top_words
+from ..schedules import IterationRecord, Minibatch, Progress, batch, passes, stochastic
+from . import lda_kernels as kernels
+from .files import read_model, write_model
+
+SAVE_FORMAT = "cvbayes-lda-1"
+# cgs draws with SparseLDA's buckets from this many topics on: per sweep on the news articles they took
+# 1.4x the dense draw's CPU time at K = 20, 0.92x at K = 50 and 0.60x at K = 100 (after 30 sweeps)
+SPARSE_GIBBS_FROM = 40
+_TINY = np.finfo(float).tiny
+
+
+class Algorithm(NamedTuple):
+    """One row of `ALGORITHMS`: the schedule, the rule, the unit a step updates, the paper, the default
+    passes and (stochastic ones) the default step sizes (kappa, tau0)."""
+
+    schedule: str
+    rule: str
+    unit: str
+    paper: str
+    default_iterations: int
+    default_steps: tuple = (None, None)
+
+
+ALGORITHMS = {
+    "vb": Algorithm("batch", VB, "document", "Blei, Ng and Jordan 2003", 100),
+    "online-vb": Algorithm("stochastic", VB, "minibatch of documents", "Hoffman, Blei and Bach 2010", 20, (0.7, 10.0)),
+    "cvb0": Algorithm("leave-one-out", MEAN, "token", "Asuncion, Welling, Smyth and Teh 2009", 100),
+    "cvb": Algorithm("leave-one-out", MEAN, "token", "Teh, Newman and Welling 2006", 100),
+    "scvb0": Algorithm("stochastic", MEAN, "minibatch of documents", "Foulds et al. 2013", 20, (0.5, 1.0)),
+    "cgs": Algorithm("gibbs", MEAN, "token (a document a call)", "Griffiths and Steyvers 2004", 1000),
+}
+
+OBJECTIVES = {
+    "vb": "evidence lower bound (Blei et al. 2003, eq. 15)",
+    "online-vb": "per-token ELBO of the pass's minibatch documents under the current topics (no topic KL)",
+    "cvb0": "sum over tokens of log of the update's normaliser: a leave-one-token-out predictive",
+    "cvb": "sum over tokens of log of the update's normaliser (second order)",
+    "scvb0": "per-token log normaliser of the pass's minibatch tokens",
+    "cgs": "log p(w, z | alpha, eta) of the current sample (Griffiths and Steyvers 2004, eq. 2-3)",
+}
+
+
+# -- documents ------------------------------------------------------------------------------------
+
+
+class Documents:
+    """A document-term matrix as the kernels' CSR arrays.
+
+    Attributes: ``doc_start`` (D + 1,) int64, ``entry_word`` (nnz,) int32, ``entry_count`` (nnz,)
+    float64 (whole numbers), ``entry_doc`` (nnz,) int32, ``doc_length`` (D,) float64, ``n_words`` W.
+    """
+
+    def __init__(self, matrix):
+        matrix = scipy.sparse.csr_matrix(matrix)
+        matrix.sum_duplicates()
+        matrix.eliminate_zeros()
+        data = np.asarray(matrix.data, dtype=np.float64)
+        if data.size and (data.min() < 0 or not np.all(np.isfinite(data)) or np.any(data != np.round(data))):
+            raise ValueError("a document-term matrix must hold non-negative whole counts")
+        self.matrix = matrix
+        self.doc_start = np.ascontiguousarray(matrix.indptr, dtype=np.int64)
+        self.entry_word = np.ascontiguousarray(matrix.indices, dtype=np.int32)
+        self.entry_count = np.ascontiguousarray(data)
+        self.n_documents, self.n_words = matrix.shape
+        self.entry_doc = np.repeat(np.arange(self.n_documents, dtype=np.int32), np.diff(self.doc_start))
+        self.doc_length = np.asarray(matrix.sum(axis=1), dtype=np.float64).ravel()
+        self.n_tokens = int(self.entry_count.sum())
+        self.chunks = equal_token_chunks(self.doc_start)
+
+    @classmethod
+    def from_input(cls, X, n_words=None):
+        """From a Corpus of documents, a scipy.sparse or dense (D, W) count matrix."""
+        if isinstance(X, Documents):
+            return X
+        if isinstance(X, Corpus):
+            X = document_term_matrix(X, n_words)
+        elif not scipy.sparse.issparse(X):
+            X = np.asarray(X)
+            if X.ndim != 2:
+                raise ValueError(f"X must be a (documents, words) count matrix or a Corpus, got shape {X.shape}")
+        documents = cls(X)
+        if n_words is not None and documents.n_words != n_words:
+            raise ValueError(f"X has {documents.n_words} words (columns); the model has {n_words}")
+        return documents
+
+    def gather(self, ids):
+        """The documents ``ids`` (repeats allowed) as their own CSR arrays, their words renumbered:
+        (rows, doc_start, local_word, entry_count) with ``rows`` the global ids of the local words."""
+        starts, stops = self.doc_start[ids], self.doc_start[ids + 1]
+        lengths = stops - starts
+        doc_start = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        entries = np.repeat(starts - doc_start[:-1], lengths) + np.arange(doc_start[-1])
+        rows, local_word = np.unique(self.entry_word[entries], return_inverse=True)
+        return rows, doc_start, local_word.astype(np.int32), self.entry_count[entries]
+
+    def tokens(self):
+        """Every token's word and document, document by document: (token_word, token_doc) int32."""
+        counts = self.entry_count.astype(np.int64)
+        return np.repeat(self.entry_word, counts), np.repeat(self.entry_doc, counts)
+
+
+# -- hyperparameters ------------------------------------------------------------------------------
+
+
+def minka_alpha(doc_topic, doc_length, alpha, n_steps=50, tol=1e-7):
+    """Minka's fixed point for an asymmetric Dirichlet from per-document topic counts (Minka 2000,
+    eq. 55; Wallach 2008, §2.3): alpha_k <- alpha_k sum_d [psi(n_dk + alpha_k) - psi(alpha_k)]
+    / sum_d [psi(n_d + alpha_.) - psi(alpha_.)].  Each step raises the Dirichlet-multinomial evidence
+    `core.rules.dirichlet_log_marginal(doc_topic, alpha)`."""
+    alpha = np.asarray(alpha, dtype=float).copy()
+    doc_topic = np.maximum(doc_topic, 0.0)
+    for _ in range(n_steps):
+        total = alpha.sum()
+        # psi(n + a) - psi(a): VB's log cell of a count n in a row with nothing else (core.rules)
+        denominator = rules.log_dirichlet_table(VB, doc_length, total, 0.0, total).sum()
+        if not denominator > 0.0:
+            break
+        gain = rules.log_dirichlet_table(VB, doc_topic, alpha, 0.0, alpha).sum(axis=0)
+        new = np.maximum(alpha * gain / denominator, 1e-10)
+        change = np.max(np.abs(new - alpha) / alpha)
+        alpha = new
+        if change < tol:
+            break
+    return alpha
+
+
+# -- structures the schedules run -----------------------------------------------------------------
+
+
+class BatchVB:
+    """LDA's structure for `schedules.batch` with rule VB.
+
+    Each pass runs every document's fixed point from Blei et al.'s fresh start gamma = alpha + N_d / K
+    (as scikit-learn and Hoffman et al. do; a start from the last pass's gamma sticks near it and ends
+    in worse optima) and keeps, document by document, the better of that and the last pass's gamma by
+    the document's ELBO under the new topics: so the ELBO never decreases (module notes).
+    """
+
+    def __init__(self, documents, n_topics, alpha, eta, max_doc_iter, doc_tol, learn_alpha=False):
+        self.documents = documents
+        self.alpha = alpha
+        self.eta = eta
+        self.max_doc_iter = max_doc_iter
+        self.doc_tol = doc_tol
+        self.learn_alpha = learn_alpha
+        self.n_topics = n_topics
+        self.gamma = self.fresh_gamma()
+
+    def fresh_gamma(self):
+        return self.alpha + self.documents.doc_length[:, None] / self.n_topics
+
+    def tables(self, statistics, rule):
+        """exp(E[log beta]) (W, K): VB's rule down each topic's column of word counts."""
+        log_table = rules.log_dirichlet_table(rule, statistics, self.eta, statistics.sum(axis=0),
+                                              statistics.shape[0] * self.eta)
+        return np.maximum(np.exp(log_table), _TINY)
+
+    def _estep(self, table, gamma, max_iter):
+        """(expected topic-word counts, each document's ELBO) with gamma run ``max_iter`` fixed-point steps
+        in place (0: the statistics of the gamma given)."""
+        docs = self.documents
+        sstats = np.zeros((docs.chunks.shape[0] - 1, docs.n_words, self.n_topics))
+        bound = np.empty(docs.n_documents)
+        kernels.vb_estep(docs.doc_start, docs.entry_word, docs.entry_count, table, self.alpha, gamma, max_iter,
+                         self.doc_tol, docs.chunks, sstats, bound, np.empty(docs.n_documents, dtype=np.int64))
+        return sstats, bound
+
+    def expectations(self, table):
+        docs = self.documents
+        gamma = self.fresh_gamma()
+        sstats, bound = self._estep(table, gamma, self.max_doc_iter)
+        if self.gamma is not None:
+            _, last_bound = self._estep(table, self.gamma, 0)
+            keep_last = last_bound > bound
+            if keep_last.any():
+                gamma[keep_last] = self.gamma[keep_last]
+                sstats, bound = self._estep(table, gamma, 0)
+        self.gamma = gamma
+        if self.learn_alpha:
+            counts = self.gamma - self.alpha
+            self.alpha[:] = minka_alpha(counts, docs.doc_length, self.alpha)
+            self.gamma = self.alpha + counts
+        return sstats.sum(axis=0), bound.sum()
+
+    def penalty(self, rule, statistics, tables):
+        return -rules.dirichlet_kl(statistics.T, self.eta)
+
+
+class StochasticLDA:
+    """LDA's structure for `schedules.stochastic`: online VB (rule VB) or SCVB0 (rule MEAN).
+
+    ``counts`` holds the global blocks "topic_word" (W, K) and "topic" (K,) as DecayingCounts.
+    ``corpus_documents`` and ``corpus_tokens`` give the scale from a minibatch to the corpus.
+    """
+
+    def __init__(self, documents, rule, n_topics, alpha, eta, counts, corpus_documents, corpus_tokens,
+                 max_doc_iter=100, doc_tol=1e-3, burn_in=1, local_kappa=0.9, local_tau0=10.0):
+        self.documents = documents
+        self.rule = rule
+        self.n_topics = n_topics
+        self.alpha = alpha
+        self.eta = eta
+        self.counts = counts
+        self.corpus_documents = corpus_documents
+        self.corpus_tokens = corpus_tokens
+        self.max_doc_iter = max_doc_iter
+        self.doc_tol = doc_tol
+        self.burn_in = burn_in
+        self.local_kappa = local_kappa
+        self.local_tau0 = local_tau0
+        self.log_keep = np.zeros(1)
+        self.n_units = documents.n_documents
+
+    def minibatch(self, ids):
+        rows, doc_start, local_word, entry_count = self.documents.gather(ids)
+        topic_word = self.counts["topic_word"]
+        log_table = rules.log_dirichlet_table(self.rule, topic_word.rows(rows), self.eta,
+                                              self.counts["topic"].values(), topic_word.stored.shape[0] * self.eta)
+        table = np.maximum(np.exp(log_table), _TINY)
+        chunks = equal_token_chunks(doc_start)
+        sstats = np.zeros((chunks.shape[0] - 1, rows.shape[0], self.n_topics))
+        log_z = np.empty(ids.shape[0])
+        n_tokens = int(entry_count.sum())
+        if self.rule == VB:
+            cumulative = np.concatenate([[0.0], np.cumsum(entry_count)])
+            lengths = cumulative[doc_start[1:]] - cumulative[doc_start[:-1]]
+            gamma = self.alpha + lengths[:, None] / self.n_topics
+            kernels.vb_estep(doc_start, local_word, entry_count, table, self.alpha, gamma, self.max_doc_iter,
+                             self.doc_tol, chunks, sstats, log_z, np.empty(ids.shape[0], dtype=np.int64))
+            total_log_z = log_z.sum()
+            scale = self.corpus_documents / ids.shape[0]
+        else:
+            longest = int(np.max(np.diff(np.concatenate([[0.0], np.cumsum(entry_count)])[doc_start]), initial=0))
+            if self.log_keep.shape[0] <= (self.burn_in + 1) * longest:
+                self.log_keep = kernels.local_log_keep(2 * (self.burn_in + 1) * longest, self.local_kappa,
+                                                       self.local_tau0)
+            kernels.scvb0_minibatch(doc_start, local_word, entry_count, table, self.alpha, self.burn_in,
+                                    self.log_keep, chunks, sstats, log_z)
+            total_log_z = log_z.sum()
+            scale = self.corpus_tokens / max(n_tokens, 1)
+        values = sstats.sum(axis=0)
+        return Minibatch([("topic_word", rows, values, scale), ("topic", slice(None), values.sum(axis=0), scale)],
+                         float(total_log_z), n_tokens)
+
+
+class CollapsedLDA:
+    """LDA's state for `schedules.leave_one_out` (CVB0, CVB) or the frozen-count parallel pass."""
+
+    def __init__(self, documents, n_topics, alpha, eta, rng, second_order=False, frozen_counts=False):
+        self.documents = documents
+        self.second_order = second_order
+        self.frozen_counts = frozen_counts
+        docs = documents
+        # random local posteriors, the same for every collapsed algorithm given a seed (thesis footnote 5)
+        self.gamma = rng.random((docs.entry_word.shape[0], n_topics))
+        self.gamma /= self.gamma.sum(axis=1, keepdims=True)
+        self.doc_topic, self.word_topic = self._totals(variance=False)
+        self.topic = self.word_topic.sum(axis=0)
+        self.alpha = alpha
+        self.eta = eta
+        eta_total = docs.n_words * eta
+        self.order = np.arange(docs.entry_word.shape[0], dtype=np.int64)
+        self.state = (docs.entry_doc, docs.entry_word, docs.entry_count, docs.doc_length, self.gamma, self.doc_topic,
+                      self.word_topic, self.topic, self.alpha, float(eta), float(eta_total), np.empty(n_topics))
+        if second_order:
+            doc_var, word_var = self._totals(variance=True)
+            self.state += (doc_var, word_var, word_var.sum(axis=0))
+
+    def _totals(self, variance):
+        """The document-topic and word-topic sums of the entries' c q(z) (or c q(z) (1 - q(z)))."""
+        docs = self.documents
+        doc_out = np.zeros((docs.n_documents, self.gamma.shape[1]))
+        word_out = np.zeros((docs.n_words, self.gamma.shape[1]))
+        kernels.entry_totals(docs.entry_doc, docs.entry_word, docs.entry_count, self.gamma, variance, doc_out,
+                             word_out)
+        return doc_out, word_out
+
+    def sweep(self, iteration):
+        docs = self.documents
+        if self.frozen_counts:
+            new_word_topic = np.zeros((docs.chunks.shape[0] - 1,) + self.word_topic.shape)
+            objective, bad = kernels.cvb0_frozen_pass(
+                docs.doc_start, docs.entry_word, docs.entry_count, docs.doc_length, self.gamma, self.doc_topic,
+                self.word_topic, self.topic, self.alpha, float(self.eta), float(docs.n_words * self.eta),
+                docs.chunks, new_word_topic)
+            self.word_topic[:] = new_word_topic.sum(axis=0)
+            self.topic[:] = self.word_topic.sum(axis=0)
+        elif self.second_order:
+            objective, bad = kernels.cvb_pass(self.state, self.order)
+        else:
+            objective, bad = kernels.cvb0_pass(self.state, self.order)
+        if bad >= 0:
+            raise ValueError(f"the tokens of document {docs.entry_doc[bad]} have no topic of positive probability")
+        return objective
+
+    def doc_counts(self):
+        return self.doc_topic
+
+
+class GibbsLDA:
+    """LDA's state for `schedules.gibbs`: one topic a token, integer counts; the schedule's sites are
+    documents, whose tokens `lda_kernels.gibbs_document` redraws one at a time."""
+
+    def __init__(self, documents, n_topics, alpha, eta, rng, sparse=False):
+        self.documents = documents
+        self.sparse = sparse
+        token_word, token_doc = documents.tokens()
+        self.assignment = rng.integers(0, n_topics, size=token_word.shape[0]).astype(np.int32)
+        self.doc_topic = np.zeros((documents.n_documents, n_topics), dtype=np.int32)
+        self.word_topic = np.zeros((documents.n_words, n_topics), dtype=np.int32)
+        np.add.at(self.doc_topic, (token_doc, self.assignment), 1)
+        np.add.at(self.word_topic, (token_word, self.assignment), 1)
+        self.topic = self.word_topic.sum(axis=0).astype(np.int32)
+        self.alpha = alpha
+        self.eta = eta
+        self.order = np.arange(documents.n_documents, dtype=np.int64)
+        token_start = np.concatenate([[0], np.cumsum(documents.doc_length)]).astype(np.int64)
+        eta_total = float(documents.n_words * eta)
+        normaliser = np.array([kernels.topic_normaliser(float(count), eta_total) for count in self.topic])
+        self.state = (token_word, token_start, self.assignment, self.doc_topic, self.word_topic, self.topic, normaliser,
+                      self.alpha, float(eta), eta_total, np.empty(n_topics))
+        if sparse:
+            self.state += self._topic_lists(token_word)
+
+    def _topic_lists(self, token_word):
+        """SparseLDA's lists of each word's nonzero topics (room for min(K, frequency) a word), and the
+        scratch of `lda_kernels.gibbs_document_sparse`."""
+        n_words, n_topics = self.word_topic.shape
+        room = np.minimum(np.bincount(token_word, minlength=n_words), n_topics)
+        start = np.concatenate([[0], np.cumsum(room)]).astype(np.int64)
+        topics = np.empty(start[-1], dtype=np.int32)
+        length = np.zeros(n_words, dtype=np.int32)
+        position = np.empty((n_words, n_topics), dtype=np.int32)
+        kernels.build_topic_lists(self.word_topic, start, topics, length, position)
+        return (topics, start, length, position, np.empty(n_topics), np.empty(3), np.empty(n_topics, dtype=np.int32),
+                np.array([0, n_topics], dtype=np.int64), np.zeros(1, dtype=np.int32),
+                np.empty((1, n_topics), dtype=np.int32))
+
+    def sweep(self, iteration, power=1.0):
+        sweep = kernels.gibbs_pass_sparse if self.sparse else kernels.gibbs_pass
+        bad = sweep(self.state, self.order, power)
+        if bad >= 0:
+            raise ValueError(f"document {bad} has a token with no topic of positive probability")
+        return self.log_joint()
+
+    def log_joint(self):
+        """log p(w, z | alpha, eta): the Dirichlet-multinomial of the document-topic and topic-word
+        counts (Griffiths and Steyvers 2004, eq. 2-3)."""
+        return (rules.dirichlet_log_marginal(self.doc_topic, self.alpha)
+                + rules.dirichlet_log_marginal(self.word_topic.T, self.eta))
+
+    def doc_counts(self):
+        return self.doc_topic
+
+
+# -- the estimator --------------------------------------------------------------------------------
+
+
+class LDA:
+    """Latent Dirichlet allocation in scikit-learn's shape, learnt by any algorithm of `ALGORITHMS`.
+
+    Parameters
+    ----------
+    n_topics : int
+        Number of topics K.
+    alpha : float or array (K,), default 0.1
+        Dirichlet prior on each document's topic proportions (scikit-learn's ``doc_topic_prior``).
+    eta : float, default 0.01
+        Symmetric Dirichlet prior on each topic's words (scikit-learn's ``topic_word_prior``).
+    algorithm : str, default "cvb0"
+        One of `ALGORITHMS`; ``fit`` may override it.
+    n_iter : int, optional
+        Passes over the data (Gibbs sweeps for cgs); the algorithm's default when None.
+    seed : int, default 0
+    batch_size : int, default 128
+        Documents a minibatch (online-vb, scvb0).
+    kappa, tau0 : float, optional
+        Step sizes rho_t = (tau0 + t)^-kappa of the stochastic algorithms; by default scikit-learn's
+        ``learning_decay`` 0.7 and ``learning_offset`` 10 for online-vb, and the thesis's SCVI values
+        0.5 and 1 (§3.8.4) for scvb0.
+    total_samples : int, default 1e6
+        The documents of the stream that ``partial_fit`` sees in minibatches (scikit-learn's).
+    max_doc_iter, doc_tol : int and float, default 100 and 1e-3
+        VB's per-document fixed point: at most ``max_doc_iter`` steps, until the mean change of gamma is
+        below ``doc_tol`` (scikit-learn's ``max_doc_update_iter`` and ``mean_change_tol``).
+    burn_in : int, default 1
+        SCVB0's passes over a document before its statistics are collected.
+    local_kappa, local_tau0 : float, default 0.9 and 10.0
+        SCVB0's per-document step sizes (Foulds et al. 2013).
+    frozen_counts : bool, default False
+        cvb0 only: documents in parallel with the topic-word counts frozen for each pass (an
+        approximation, named so).
+    learn_alpha : bool, default False
+        Learn an asymmetric alpha by Minka's fixed point after every pass (vb, cvb0, cvb, cgs).
+    sparse_gibbs : bool, optional
+        cgs: draw with SparseLDA's buckets (`lda_kernels.gibbs_document_sparse`) instead of over all K
+        topics; by default from K = SPARSE_GIBBS_FROM topics on, where it measured faster.
+
+    Attributes
+    ----------
+    components_ : (K, W) topic-word pseudo-counts eta + E[N_kw] (for VB, scikit-learn's lambda)
+    alpha_ : (K,) the document-topic prior (learnt with ``learn_alpha``)
+    history_ : list of `schedules.IterationRecord` (objective of `OBJECTIVES`, seconds a pass)
+    n_iter_, n_batch_iter_ : passes run, and stochastic steps run
+    doc_topic_ : (D, K) the training documents' topic proportions (not for online-vb and scvb0)
+    vocabulary_ : the `Vocabulary` of a Corpus fitted, else None
+    """
+
+    def __init__(self, n_topics=10, alpha=0.1, eta=0.01, algorithm="cvb0", n_iter=None, seed=0, batch_size=128,
+                 kappa=None, tau0=None, total_samples=1_000_000, max_doc_iter=100, doc_tol=1e-3, burn_in=1,
+                 local_kappa=0.9, local_tau0=10.0, frozen_counts=False, learn_alpha=False, sparse_gibbs=None):
+        self.n_topics = n_topics
+        self.alpha = alpha
+        self.eta = eta
+        self.algorithm = algorithm
+        self.n_iter = n_iter
+        self.seed = seed
+        self.batch_size = batch_size
+        self.kappa = kappa
+        self.tau0 = tau0
+        self.total_samples = total_samples
+        self.max_doc_iter = max_doc_iter
+        self.doc_tol = doc_tol
+        self.burn_in = burn_in
+        self.local_kappa = local_kappa
+        self.local_tau0 = local_tau0
+        self.frozen_counts = frozen_counts
+        self.learn_alpha = learn_alpha
+        self.sparse_gibbs = sparse_gibbs
+
+    # scikit-learn's parameter protocol, without depending on it
+    @classmethod
+    def _param_names(cls):
+        return [name for name in inspect.signature(cls.__init__).parameters if name != "self"]
+
+    def get_params(self, deep=True):
+        """The constructor's parameters, as scikit-learn's ``get_params``."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params):
+        """Set constructor parameters, as scikit-learn's ``set_params``; returns self."""
+        names = self._param_names()
+        for name, value in params.items():
+            if name not in names:
+                raise ValueError(f"invalid parameter {name!r} for LDA; valid ones: {', '.join(names)}")
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self):
+        changed = [f"{name}={value!r}" for name, value in self.get_params().items()
+                   if value != inspect.signature(type(self).__init__).parameters[name].default]
+        return f"LDA({', '.join(changed)})"
+
+    # -- fitting -----------------------------------------------------------------------------------
+
+    def _check(self, algorithm):
+        if algorithm not in ALGORITHMS:
+            raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
+        if int(self.n_topics) != self.n_topics or self.n_topics < 1:
+            raise ValueError(f"n_topics must be a positive integer, got {self.n_topics}")
+        if not self.eta > 0:
+            raise ValueError(f"eta must be positive, got {self.eta}")
+        alpha = np.broadcast_to(np.asarray(self.alpha, dtype=float), (self.n_topics,)).copy()
+        if np.any(alpha <= 0):
+            raise ValueError("alpha must be positive")
+        if self.learn_alpha and ALGORITHMS[algorithm].schedule == "stochastic":
+            raise ValueError(f"learn_alpha needs the documents' topic counts, which {algorithm} does not keep")
+        if self.frozen_counts and algorithm != "cvb0":
+            raise ValueError("frozen_counts applies to cvb0 only")
+        return alpha
+
+    def fit(self, X, y=None, *, algorithm=None, n_iter=None, seed=None, progress=False, callback=None):
+        """Learn the topics of X.
+
+        Parameters
+        ----------
+        X : scipy.sparse (D, W) count matrix (scikit-learn's layout), a dense one, or a `Corpus` of
+            documents (`cvbayes.data.documents`)
+        y : ignored (scikit-learn's signature)
+        algorithm, n_iter, seed : override the constructor's
+        progress : show a progress bar
+        callback : ``callback(model, iteration)`` after every pass, outside the timed region;
+            ``model.components_`` then holds the current topics
+
+        Returns
+        -------
+        self
+        """
+        algorithm = algorithm or self.algorithm
+        alpha = self._check(algorithm)
+        seed = self.seed if seed is None else seed
+        spec = ALGORITHMS[algorithm]
+        n_iter = n_iter or self.n_iter or spec.default_iterations
+        self.vocabulary_ = X.vocabulary if isinstance(X, Corpus) else None
+        documents = Documents.from_input(X)
+        self.fitted_algorithm_ = algorithm
+        self.alpha_ = alpha
+        self.n_batch_iter_ = 0
+        self.doc_topic_ = None
+        rng = np.random.default_rng(seed)
+        run = _RUNNERS[spec.schedule]
+        with Progress(n_iter, f"LDA {algorithm}", progress,
+                      None if callback is None else lambda iteration: callback(self, iteration)) as bar:
+            run(self, documents, algorithm, spec.rule, n_iter, rng, seed, bar)
+            self.history_ = bar.history
+        self.n_iter_ = n_iter
+        return self
+
+    def partial_fit(self, X, y=None):
+        """One stochastic step on the minibatch X (online-vb, or scvb0 if that is the algorithm).
+
+        The step size continues rho_t = (tau0 + t)^-kappa over calls; ``total_samples`` is the size of the
+        whole stream of documents.
+        """
+        stochastic_algorithms = [name for name, spec in ALGORITHMS.items() if spec.schedule == "stochastic"]
+        algorithm = self.algorithm if self.algorithm in stochastic_algorithms else "online-vb"
+        if not hasattr(self, "_partial_counts"):
+            documents = Documents.from_input(X)
+            self.alpha_ = self._check(algorithm)
+            self.vocabulary_ = X.vocabulary if isinstance(X, Corpus) else None
+            self._partial_counts = _initial_counts(np.random.default_rng(self.seed), documents.n_words,
+                                                   self.n_topics)
+            self.n_batch_iter_ = 0
+            self.history_ = []
+            self.fitted_algorithm_ = algorithm
+            self.doc_topic_ = None
+        documents = Documents.from_input(X, self._partial_counts["topic_word"].stored.shape[0])
+        mean_length = documents.n_tokens / max(documents.n_documents, 1)
+        structure = self._stochastic_structure(documents, ALGORITHMS[algorithm].rule, self._partial_counts,
+                                               self.total_samples, self.total_samples * mean_length)
+        with Progress(1, "", False) as bar:
+            kappa, tau0 = self._step_sizes(algorithm)
+            stochastic(structure, self._partial_counts, 1, documents.n_documents, kappa, tau0 + self.n_batch_iter_,
+                       np.random.default_rng(self.seed), bar.record)
+            self.history_ += [dataclasses.replace(record, iteration=len(self.history_)) for record in bar.history]
+        self.n_batch_iter_ += 1
+        self.n_iter_ = self.n_batch_iter_
+        self.components_ = self.eta + self._partial_counts["topic_word"].values().T
+        return self
+
+    def _step_sizes(self, algorithm):
+        """(kappa, tau0): the constructor's, or the algorithm's defaults."""
+        default_kappa, default_tau0 = ALGORITHMS[algorithm].default_steps
+        return (default_kappa if self.kappa is None else self.kappa,
+                default_tau0 if self.tau0 is None else self.tau0)
+
+    def _stochastic_structure(self, documents, rule, counts, corpus_documents, corpus_tokens):
+        return StochasticLDA(documents, rule, self.n_topics, self.alpha_, self.eta, counts, corpus_documents,
+                             corpus_tokens, self.max_doc_iter, self.doc_tol, self.burn_in, self.local_kappa,
+                             self.local_tau0)
+
+    # -- using a fitted model --------------------------------------------------------------------------
+
+    def _fitted(self):
+        if not hasattr(self, "components_"):
+            raise ValueError("this LDA is not fitted yet; call fit first")
+
+    def _matrix(self, X):
+        self._fitted()
+        return Documents.from_input(X, self.components_.shape[1]).matrix
+
+    def transform(self, X):
+        """Topic proportions (D, K) of the documents X, folded in on the fitted topics
+        (`cvbayes.metrics.topics.document_topics`)."""
+        return document_topics(self.components_, self._matrix(X), self.alpha_)
+
+    def fit_transform(self, X, y=None, **fit_params):
+        """``fit`` then the training documents' topic proportions."""
+        self.fit(X, **fit_params)
+        return self.doc_topic_ if self.doc_topic_ is not None else self.transform(X)
+
+    def score(self, X, y=None):
+        """Held-out document-completion log-likelihood of X (`cvbayes.metrics.topics.document_completion`:
+        fold in on each document's first half, score its second half; a count matrix's tokens are cut
+        into halves at random with seed 0, whatever the model's seed).  Not scikit-learn's bound."""
+        self._fitted()
+        documents = X if isinstance(X, Corpus) else self._matrix(X)
+        return document_completion(self.components_, documents, self.alpha_).log_likelihood
+
+    def perplexity(self, X):
+        """exp(-score / tokens scored): the held-out document-completion perplexity of X."""
+        self._fitted()
+        documents = X if isinstance(X, Corpus) else self._matrix(X)
+        return document_completion(self.components_, documents, self.alpha_).perplexity
+
+    @property
+    def topic_word_(self):
+        """Each topic's word distribution (K, W): the posterior mean, MEAN of the components' counts."""
+        self._fitted()
+        return rules.dirichlet_table(MEAN, self.components_ - self.eta, self.eta)
+
+    def top_words(self, n=10):
+        """Each topic's ``n`` most probable words: lists of words with a vocabulary, else of ids."""
+        ids = top_words(self.components_, n)
+        if self.vocabulary_ is None:
+            return ids.tolist()
+        return [self.vocabulary_.decode(row) for row in ids]
+
+    # -- files ----------------------------------------------------------------------------------------
+
+    def save(self, path):
+        """Write the fitted model to an ``.npz`` file without pickles; `LDA.load` reads it back."""
+        self._fitted()
+        meta = {
+            "format": SAVE_FORMAT,
+            "params": {name: (value.tolist() if isinstance(value, np.ndarray) else value)
+                       for name, value in self.get_params().items()},
+            "algorithm": self.fitted_algorithm_,
+            "n_iter": int(getattr(self, "n_iter_", 0)),
+            "n_batch_iter": int(getattr(self, "n_batch_iter_", 0)),
+            "history": [dataclasses.astuple(record) for record in getattr(self, "history_", [])],
+            "vocabulary": None if self.vocabulary_ is None else self.vocabulary_.to_json(),
+        }
+        arrays = {"components": self.components_, "alpha": self.alpha_}
+        write_model(path, meta, arrays)
+
+    @classmethod
+    def load(cls, path):
+        """Read a model written by `save`."""
+        meta, arrays = read_model(path, SAVE_FORMAT)
+        components, alpha = arrays["components"], arrays["alpha"]
+        model = cls(**meta["params"])
+        model.components_ = components
+        model.alpha_ = alpha
+        model.fitted_algorithm_ = meta["algorithm"]
+        model.n_iter_ = meta["n_iter"]
+        model.n_batch_iter_ = meta["n_batch_iter"]
+        model.history_ = [IterationRecord(*record) for record in meta["history"]]
+        model.vocabulary_ = None if meta["vocabulary"] is None else Vocabulary.from_json(meta["vocabulary"])
+        model.doc_topic_ = None
+        return model
+
+
+# -- one runner a schedule ----------------------------------------------------------------------------
+
+
+def _initial_counts(rng, n_words, n_topics):
+    """Global topic-word counts to start VB and the stochastic learners from: Gamma(100, 1/100) draws
+    (Hoffman et al. 2010's start for lambda - eta), as DecayingCounts blocks."""
+    topic_word = rng.gamma(100.0, 0.01, size=(n_words, n_topics))
+    return {"topic_word": DecayingCounts(topic_word), "topic": DecayingCounts(topic_word.sum(axis=0))}
+
+
+def _record(model, bar, components):
+    """The schedules' record, with ``components()`` exposed as ``model.components_`` for the callback."""
+
+    def record(iteration, objective, seconds):
+        if bar.callback is not None:
+            model.components_ = components()
+        bar.record(iteration, objective, seconds)
+
+    return record
+
+
+def _run_batch(model, documents, algorithm, rule, n_iter, rng, seed, bar):
+    structure = BatchVB(documents, model.n_topics, model.alpha_, model.eta, model.max_doc_iter, model.doc_tol,
+                        model.learn_alpha)
+    current = {"statistics": _initial_counts(rng, documents.n_words, model.n_topics)["topic_word"].values()}
+    record = _record(model, bar, lambda: model.eta + current["statistics"].T)
+
+    def batch_record(iteration, objective, statistics, seconds):
+        current["statistics"] = statistics
+        record(iteration, objective, seconds)
+
+    statistics = batch(structure, rule, n_iter, batch_record, statistics=current["statistics"])
+    model.components_ = model.eta + statistics.T
+    model.doc_topic_ = structure.gamma / structure.gamma.sum(axis=1, keepdims=True)
+
+
+def _run_stochastic(model, documents, algorithm, rule, n_iter, rng, seed, bar):
+    counts = _initial_counts(rng, documents.n_words, model.n_topics)
+    structure = model._stochastic_structure(documents, rule, counts, documents.n_documents, documents.n_tokens)
+    record = _record(model, bar, lambda: model.eta + counts["topic_word"].values().T)
+    kappa, tau0 = model._step_sizes(algorithm)
+    model.n_batch_iter_ = stochastic(structure, counts, n_iter, model.batch_size, kappa, tau0, rng, record)
+    model.components_ = model.eta + counts["topic_word"].values().T
+
+
+def _run_collapsed(model, documents, algorithm, rule, n_iter, rng, seed, bar):
+    state = CollapsedLDA(documents, model.n_topics, model.alpha_, model.eta, rng, second_order=algorithm == "cvb",
+                         frozen_counts=model.frozen_counts)
+    _run_passes(model, documents, state, n_iter, bar)
+
+
+def _run_gibbs(model, documents, algorithm, rule, n_iter, rng, seed, bar):
+    seed_numba(seed)
+    sparse = model.n_topics >= SPARSE_GIBBS_FROM if model.sparse_gibbs is None else model.sparse_gibbs
+    state = GibbsLDA(documents, model.n_topics, model.alpha_, model.eta, rng, sparse=sparse)
+    model.assignments_ = state.assignment
+    _run_passes(model, documents, state, n_iter, bar)
+
+
+def _run_passes(model, documents, state, n_iter, bar):
+    """The pass loop of the collapsed learners and the sampler, with Minka's alpha after each pass."""
+    def update_alpha(iteration):
+        state.alpha[:] = minka_alpha(state.doc_counts(), documents.doc_length, state.alpha)
+
+    record = _record(model, bar, lambda: model.eta + state.word_topic.T)
+    passes(state.sweep, n_iter, record, update_alpha if model.learn_alpha else None)
+    model.components_ = model.eta + state.word_topic.T.astype(np.float64)
+    model.doc_topic_ = rules.dirichlet_table(MEAN, state.doc_counts(), model.alpha_)
+
+
+_RUNNERS = {"batch": _run_batch, "stochastic": _run_stochastic, "leave-one-out": _run_collapsed,
+            "gibbs": _run_gibbs}

@@ -1,0 +1,757 @@
+"""Bayesian PCFGs with Dirichlet priors on the rule rows (thesis eq. 4.1-4.2) and five learners.
+
+``PCFG.fit(X, algorithm=...)`` runs EM, VB, CVI, SCVI or the collapsed Metropolis-Hastings sampler of
+Johnson, Griffiths and Goldwater (2007).  They share the inside-outside kernels of `cvbayes.trees` and
+differ only in the parameter rule (`cvbayes.core.rules`) and the schedule (`cvbayes.schedules`):
+`ALGORITHMS` says which is which.  The PCFG's numba bindings to the schedules are in
+models/pcfg_kernels.py.
+
+Rules are numbered globally and grouped by parent (`cvbayes.trees.grammar.CompiledGrammar`), so a
+(R,) array is a table or a count vector, and each nonterminal's rules are one Dirichlet row of |R_A|
+outcomes with the symmetric prior alpha (eq. 4.2).  Rows of different widths go through core.rules'
+sparse-row functions (``slot_*``), one call per width.
+"""
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from typing import NamedTuple
+
+import numpy as np
+
+from ..core import rules
+from ..core.rules import MAP, MEAN, VB
+from ..core.sampling import seed_numba
+from ..core.statistics import DecayingCounts
+from ..core.units import ZeroProbabilityError
+from ..data import Vocabulary
+from ..data.corpus import Corpus
+from ..schedules import IterationRecord, Minibatch, Progress, batch, gibbs, leave_one_out, passes, stochastic
+from ..trees.grammar import (UNARY, CompiledGrammar, derivation_to_tree, Grammar, SentenceBatch, compile_grammar, format_grammar,
+                             full_cnf_grammar, parse_grammar, read_grammar)
+from ..trees.inside_outside import (batch_log_z, chart_buffers, cubic_chunks, expected_counts, make_tables,
+                                    viterbi_batch)
+from .pcfg_kernels import (cvi_pass, local_expected_counts, mh_pass, sentence_cells, shared_rules,
+                           start_trees)
+
+
+class Algorithm(NamedTuple):
+    """How an ``algorithm=`` name runs: the schedule of `cvbayes.schedules` and the rule of
+    `cvbayes.core.rules` its tables follow; the unit is always a sentence (its tree)."""
+
+    schedule: object
+    rule: str
+
+
+ALGORITHMS = {
+    "em": Algorithm(batch, MAP),              # inside-outside, eq. 4.5-4.11 (the MLE when alpha <= 1)
+    "vb": Algorithm(batch, VB),               # Kurihara and Sato 2006, eq. 4.12
+    "cvi": Algorithm(leave_one_out, MEAN),    # eq. 4.17-4.24, a sentence's expected counts left out
+    "scvi": Algorithm(stochastic, MEAN),      # Robbins-Monro on minibatches of sentences (thesis §3.7.2)
+    "mh": Algorithm(gibbs, MEAN),             # Johnson, Griffiths and Goldwater 2007, eq. 4.13-4.16
+}
+
+OBJECTIVES = {
+    "em": "log p(x | theta) + log p(theta) up to a constant (the log-likelihood when alpha <= 1)",
+    "vb": "evidence lower bound L^VI (eq. 4.3)",
+    "cvi": "sum over sentences of log Z under the surrogate weights (eq. 4.24): a leave-one-sentence-out "
+           "predictive log-likelihood",
+    "scvi": "per-token log Z of the pass's minibatches under the MEAN weights of the global counts",
+    "mh": "log p(x, z | alpha) of the current trees (eq. 4.13)",
+}
+
+SAVE_FORMAT = "cvbayes-pcfg-1"
+
+
+# ------------------------------------------------------------------ rows
+class RuleRows:
+    """The Dirichlet rows of a compiled grammar (eq. 4.2), grouped by width for core.rules.
+
+    Every rule of a row is a stored slot, so ``slot_table`` and the other ``slot_*`` functions of
+    `cvbayes.core.rules` apply to a group of rows of one width |R_A| as they are.
+    """
+
+    def __init__(self, grammar: CompiledGrammar, alpha: float):
+        self.grammar = grammar
+        self.alpha = float(alpha)
+        sizes = grammar.row_sizes
+        self.groups = []
+        for width in np.unique(sizes):
+            group_rows = np.flatnonzero(sizes == width)
+            slots = np.concatenate([np.arange(grammar.row_offsets[a], grammar.row_offsets[a + 1])
+                                    for a in group_rows])
+            local_rows = np.repeat(np.arange(group_rows.shape[0]), width)
+            self.groups.append((group_rows, slots, local_rows, int(width)))
+        self.row_prior = sizes * self.alpha   # |R_A| alpha, the denominators' prior totals
+
+    def totals(self, counts):
+        """C_{A -> .} of every row (eq. 4.11)."""
+        return np.add.reduceat(np.asarray(counts, dtype=float), self.grammar.row_offsets[:-1])
+
+    def table(self, rule, counts):
+        """The (R,) table of ``rule`` (MAP eq. 4.10, VB eq. 4.12, MEAN eq. 4.16/4.24) from counts."""
+        counts = np.asarray(counts, dtype=float)
+        totals = self.totals(counts)
+        out = np.empty(counts.shape[0])
+        for group_rows, slots, local_rows, width in self.groups:
+            out[slots] = rules.slot_table(rule, counts[slots], local_rows, totals[group_rows], self.alpha, width)
+        return out
+
+    def _sum(self, function, values, counts):
+        totals = self.totals(counts)
+        return sum(function(values[slots], local_rows, totals[group_rows], self.alpha, width)
+                   for group_rows, slots, local_rows, width in self.groups)
+
+    def kl(self, counts):
+        """sum_A KL(Dir(C_A + alpha) || Dir(alpha)): VB's penalty (eq. 4.3)."""
+        counts = np.maximum(np.asarray(counts, dtype=float), 0.0)
+        return self._sum(rules.slot_kl, counts, counts)
+
+    def log_prior(self, table, counts):
+        """sum (alpha - 1)+ log theta: the prior term EM's MAP objective adds."""
+        return self._sum(rules.slot_log_prior, np.asarray(table, dtype=float), counts)
+
+    def log_marginal(self, counts):
+        """log p(x, z | alpha) of hard counts, the Dirichlet-multinomial of eq. 4.13."""
+        counts = np.asarray(counts, dtype=float)
+        return self._sum(rules.slot_log_marginal, counts, counts)
+
+
+def random_table(grammar: CompiledGrammar, rng) -> np.ndarray:
+    """A random starting table: every rule weight U(0, 1], each row normalised.  The deterministic
+    learners start from it (EM, VB, SCVI from its expected counts, CVI from each sentence's own), so
+    that a seed gives all of them the same start and breaks the symmetry of the nonterminals."""
+    return grammar.normalize(1.0 - rng.random(grammar.n_rules))
+
+
+def has_unary_cycle(grammar: CompiledGrammar) -> bool:
+    """Whether the unary rules of the (binarised) grammar chain a symbol back to itself."""
+    kernel = grammar.kernel
+    children = [[] for _ in range(kernel.n_symbols)]
+    for parent, child in zip(kernel.unary_parent, kernel.unary_child):
+        children[parent].append(child)
+    state = np.zeros(kernel.n_symbols, dtype=np.int8)   # 0 new, 1 on the path, 2 done
+
+    def reaches_path(symbol):
+        state[symbol] = 1
+        for child in children[symbol]:
+            if state[child] == 1 or (state[child] == 0 and reaches_path(child)):
+                return True
+        state[symbol] = 2
+        return False
+
+    return any(state[s] == 0 and reaches_path(s) for s in range(kernel.n_symbols))
+
+
+def uniform_tree_table(grammar: CompiledGrammar) -> np.ndarray:
+    """Weights 1 a rule, under which every tree of a sentence is equally likely.  With a unary cycle
+    a sentence has infinitely many trees: then unary rules weigh 1 / (N + 1), so that the chains sum
+    (and trees with fewer unary rules are likelier).  MH starts from one tree a sentence drawn from it,
+    as collapsed Gibbs for HMMs starts from uniform random states; a tree drawn from `random_table` is
+    almost always the one with the fewest rules, since each rule costs a factor ~1 / |R_A| (with
+    ``<any>`` rows, the one-stem analysis of every word)."""
+    weights = np.ones(grammar.n_rules)
+    if has_unary_cycle(grammar):
+        weights[grammar.rule_kind == UNARY] = 1.0 / (grammar.kernel.n_symbols + 1)
+    return weights
+
+
+# ------------------------------------------------------------------ the corpus
+class TreeCorpus:
+    """Sentences laid out for the tree kernels: the `SentenceBatch`, its thread chunks, and (for the
+    collapsed algorithms) every sentence's cells (models/pcfg_kernels.py)."""
+
+    def __init__(self, grammar: CompiledGrammar, sentences):
+        self.grammar = grammar
+        self.sentences = sentences
+        self.batch = grammar.prepare(sentences)
+        self.chunks = cubic_chunks(self.batch.offsets)
+        self.lengths = np.diff(self.batch.offsets)
+        self._cells = None
+
+    @property
+    def n_sentences(self):
+        return len(self.sentences)
+
+    @property
+    def n_tokens(self):
+        return int(self.lengths.sum())
+
+    def cells(self):
+        """(cell_offsets, cell_rules) of every sentence, computed once."""
+        if self._cells is None:
+            b = self.batch
+            self._cells = sentence_cells(self.grammar.kernel, b.tokens, b.offsets, b.span_ids, b.span_offsets,
+                                         self.grammar.n_rules)
+        return self._cells
+
+    def kernel_sentences(self):
+        """The ``sentences`` tuple of the kernels' states."""
+        b = self.batch
+        return (self.grammar.kernel, b.tokens, b.offsets, b.span_ids, b.span_offsets, *self.cells())
+
+    def raise_if_bad(self, log_z):
+        """ZeroProbabilityError naming the first sentence whose log Z is -inf."""
+        bad = np.flatnonzero(np.asarray(log_z) == -np.inf)
+        if bad.size:
+            self.raise_bad(int(bad[0]))
+
+    def raise_bad(self, i):
+        if i < 0:
+            return
+        words = " ".join(map(str, self.sentences[i]))
+        raise ZeroProbabilityError(f"sentence {i} ({words!r}) has no tree under the grammar")
+
+    def subset(self, ids) -> SentenceBatch:
+        """The sentences ``ids`` (repeats allowed) as one batch."""
+        b = self.batch
+        lengths = self.lengths[ids]
+        offsets = np.zeros(ids.shape[0] + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        tokens = np.concatenate([b.tokens[b.offsets[i]:b.offsets[i + 1]] for i in ids])
+        if b.span_ids.shape[0]:
+            span_offsets = np.zeros(ids.shape[0] + 1, dtype=np.int64)
+            np.cumsum((lengths + 1) ** 2, out=span_offsets[1:])
+            span_ids = np.concatenate([b.span_ids[b.span_offsets[i]:b.span_offsets[i + 1]] for i in ids])
+        else:
+            span_offsets, span_ids = np.zeros(ids.shape[0] + 1, dtype=np.int64), b.span_ids
+        return SentenceBatch(tokens, offsets, span_ids, span_offsets)
+
+
+# ------------------------------------------------------------------ schedule structures
+class BatchTrees:
+    """The PCFG as `cvbayes.schedules.batch` sees it (EM, VB): tables of a rule, the E-step over every
+    sentence (eq. 4.8-4.9), and the objective's penalty."""
+
+    def __init__(self, rows: RuleRows, data: TreeCorpus):
+        self.rows = rows
+        self.data = data
+
+    def tables(self, statistics, rule):
+        table = self.rows.table(rule, statistics)
+        return table, make_tables(self.data.grammar, table)
+
+    def expectations(self, tables):
+        counts, log_z = expected_counts(self.data.grammar, tables[1], self.data.batch, self.data.chunks)
+        self.data.raise_if_bad(log_z)
+        return counts, float(log_z.sum())
+
+    def penalty(self, rule, statistics, tables):
+        """log p(theta) of the table for MAP; -KL(q(theta) || p(theta)) of the counts for VB."""
+        if rule == MAP:
+            return self.rows.log_prior(tables[0], statistics)
+        return -self.rows.kl(statistics)
+
+
+class TreeMinibatches:
+    """The PCFG as `cvbayes.schedules.stochastic` sees it (SCVI): one global block "rules" (R,)
+    moved towards each minibatch's expected counts scaled by I / |B| (eq. 3.103-3.104 carried to
+    trees), the minibatch parsed under the MEAN table of the current counts (eq. 3.99)."""
+
+    def __init__(self, rows: RuleRows, data: TreeCorpus, counts):
+        self.rows = rows
+        self.data = data
+        self.n_units = data.n_sentences
+        self.counts = {"rules": DecayingCounts(counts)}
+
+    def current(self):
+        return self.counts["rules"].values()
+
+    def minibatch(self, ids):
+        grammar = self.data.grammar
+        tables = make_tables(grammar, self.rows.table(MEAN, self.current()))
+        sub = self.data.subset(ids)
+        counts, log_z = expected_counts(grammar, tables, sub)
+        if np.any(log_z == -np.inf):
+            self.data.raise_bad(int(ids[np.flatnonzero(log_z == -np.inf)[0]]))
+        return Minibatch([("rules", slice(None), counts, self.n_units / ids.shape[0])], float(log_z.sum()),
+                         int(sub.offsets[-1]))
+
+
+class CollapsedTrees:
+    """CVI's state (eq. 4.17-4.24): every sentence's expected rule counts at its cells (float32) and
+    the global counts they sum to; `sweep` is one `schedules.leave_one_out` pass."""
+
+    def __init__(self, rows: RuleRows, data: TreeCorpus, start_table):
+        grammar = data.grammar
+        kernel_sentences = data.kernel_sentences()
+        cell_offsets, cell_rules = kernel_sentences[5], kernel_sentences[6]
+        b = data.batch
+        self.local = np.zeros(cell_rules.shape[0], dtype=np.float32)
+        log_z = local_expected_counts(grammar.kernel, make_tables(grammar, start_table), b.tokens, b.offsets,
+                                      b.span_ids, b.span_offsets, cell_offsets, cell_rules, data.chunks,
+                                      grammar.n_rules, self.local)
+        data.raise_if_bad(log_z)
+        self.counts = np.bincount(cell_rules, weights=self.local.astype(np.float64), minlength=grammar.n_rules)
+        self.row_totals = rows.totals(self.counts)
+        self.data = data
+        n = grammar.kernel.n_symbols
+        outer = np.zeros((n, n * n)) if grammar.kernel.dense else np.zeros((0, 0))
+        kernel_rows = (self.counts, self.row_totals, grammar.rule_parent, rows.alpha, rows.row_prior,
+                       shared_rules(grammar.kernel), np.zeros(grammar.n_rules))
+        self.state = (kernel_sentences, kernel_rows, self.local, np.zeros(grammar.n_rules), outer,
+                      chart_buffers(grammar.kernel, int(max(data.lengths.max(), 1))), np.zeros((0, 0, 0)))
+        self.order = np.arange(data.n_sentences, dtype=np.int64)
+        self.memory_bytes = self.local.nbytes + cell_rules.nbytes + cell_offsets.nbytes
+
+    def sweep(self, iteration):
+        objective, bad = cvi_pass(self.state, self.order)
+        self.data.raise_bad(bad)
+        return objective
+
+
+class TreeSampler:
+    """The MH sampler's state (eq. 4.13-4.16): the current tree of every sentence as global rule ids in
+    preorder (a leftmost derivation: the ids identify the tree), the counts of all of them, and the
+    tally of accepted proposals; `sweep` is one `schedules.gibbs` pass."""
+
+    def __init__(self, rows: RuleRows, data: TreeCorpus, start_table):
+        grammar = data.grammar
+        kernel = grammar.kernel
+        has_unary = kernel.unary_parent.shape[0] > 0
+        nodes = np.maximum(2 * data.lengths - 1, 1)
+        # a tree without unary rules has at most 2T - 1 rules; unary chains are simple paths
+        room = nodes * (kernel.n_symbols + 1) if has_unary else nodes
+        self.tree_offsets = np.zeros(data.n_sentences + 1, dtype=np.int64)
+        np.cumsum(room, out=self.tree_offsets[1:])
+        self.tree_rules = np.zeros(self.tree_offsets[-1], dtype=np.int64)
+        self.tree_sizes = np.zeros(data.n_sentences, dtype=np.int64)
+        longest = int(max(data.lengths.max(), 1))
+        proposal_rows = max(2 * longest - 1, 1) * (kernel.n_symbols + 1) * (8 if has_unary else 1)
+        self.proposal = np.empty((proposal_rows, 5), dtype=np.int64)
+        self.buffers = chart_buffers(kernel, longest)
+        self.counts = np.zeros(grammar.n_rules)
+        kernel_sentences = data.kernel_sentences()
+        bad = start_trees(kernel_sentences, make_tables(grammar, start_table), self.tree_offsets, self.tree_rules,
+                          self.tree_sizes, self.proposal, self.buffers, self.counts)
+        data.raise_bad(bad)
+        self.row_totals = rows.totals(self.counts)
+        self.tally = np.zeros(3, dtype=np.int64)      # accepted, proposed, moved (accepted and new)
+        kernel_rows = (self.counts, self.row_totals, grammar.rule_parent, rows.alpha, rows.row_prior,
+                       shared_rules(kernel), np.zeros(grammar.n_rules))
+        self.state = (kernel_sentences, kernel_rows, self.tree_offsets, self.tree_rules, self.tree_sizes,
+                      self.proposal, self.buffers, self.tally)
+        self.data = data
+        self.order = np.arange(data.n_sentences, dtype=np.int64)
+
+    def sweep(self, power=1.0):
+        """One MH pass; returns the pass's acceptance rate."""
+        before = self.tally.copy()
+        bad = mh_pass(self.state, self.order, float(power))
+        self.data.raise_bad(bad)
+        accepted, proposed, _ = self.tally - before
+        return accepted / max(proposed, 1)
+
+    def trees(self):
+        """The current tree of every sentence: a tuple of global rule ids in preorder."""
+        return [tuple(self.tree_rules[begin:begin + size])
+                for begin, size in zip(self.tree_offsets[:-1], self.tree_sizes)]
+
+
+# ------------------------------------------------------------------ the model
+class _Run(NamedTuple):
+    """One restart's result."""
+
+    counts: np.ndarray
+    point_rule: str
+    history: list
+    extras: dict
+
+
+class PCFG:
+    """Probabilistic context-free grammar with symmetric Dirichlet priors on its rule rows (eq. 4.1-4.2).
+
+    Parameters
+    ----------
+    n_nonterminals : int, optional
+        Grammar induction: every rule A -> B C over this many nonterminals and every A -> w over the
+        training vocabulary (thesis §4.2); nonterminal "0" is the start symbol.
+    grammar : Grammar, str or os.PathLike, optional
+        A hand-written grammar: a `Grammar`, grammar text (it contains ``->``) or a file in the format
+        of `cvbayes.trees.parse_grammar` (``<any>`` for "any substring of the input").  Rule weights
+        written in it are ignored by learning.  Give exactly one of `n_nonterminals` and `grammar`.
+    alpha : float
+        The symmetric Dirichlet concentration of every row.
+    max_substring : int, optional
+        Longest substring an ``<any>`` rule without its own ``<any:m>`` may rewrite to.
+
+    Attributes
+    ----------
+    grammar_ : CompiledGrammar
+        The grammar learnt: rule ``r`` is ``grammar_.describe(r)``.
+    counts_ : (R,) expected (or, for mh, sampled) rule counts of the fit.
+    rule_probs_ : (R,) rule probabilities: MAP (eq. 4.10) for em, the posterior mean
+        (C_r + alpha) / (C_A. + |R_A| alpha) otherwise.
+    history_ : list of IterationRecord; ``objective_name_`` says what the objective is.
+    acceptance_rates_ : (n_iter,) mh only: the share of proposals accepted in every pass;
+        ``acceptance_rate_`` over the whole fit; ``move_rate_`` the share of proposals accepted and
+        different from the current tree (a proposal equal to it is always accepted).
+    local_memory_bytes_ : cvi only: the float32 local statistics and their cell ids.
+    restart_objectives_ : the final objective of every restart (``n_init``).
+    """
+
+    ALGORITHMS = ALGORITHMS
+    OBJECTIVES = OBJECTIVES
+
+    def __init__(self, n_nonterminals=None, grammar=None, alpha=0.1, max_substring=None):
+        if (n_nonterminals is None) == (grammar is None):
+            raise ValueError("give exactly one of n_nonterminals and grammar")
+        if n_nonterminals is not None and (int(n_nonterminals) != n_nonterminals or n_nonterminals < 1):
+            raise ValueError(f"n_nonterminals must be a positive integer, got {n_nonterminals}")
+        if not alpha > 0:
+            raise ValueError(f"alpha must be positive, got {alpha}")
+        if max_substring is not None and (int(max_substring) != max_substring or max_substring < 1):
+            raise ValueError(f"max_substring must be a positive integer, got {max_substring}")
+        self.n_nonterminals = None if n_nonterminals is None else int(n_nonterminals)
+        self.grammar = None if grammar is None else _as_grammar(grammar)
+        self.alpha = float(alpha)
+        self.max_substring = None if max_substring is None else int(max_substring)
+        self.history_ = []
+
+    # ------------------------------------------------------------- grammar
+    def compile(self, X, terminals_from=None) -> CompiledGrammar:
+        """The compiled grammar `fit` would learn on X: its rule ids are those of ``counts_``.
+
+        Terminals are the hand grammar's quoted ones, then the tokens of X and of `terminals_from` in
+        order of first appearance (id 0 is ``<unk>``); the ``<any>`` rules' terminals are the distinct
+        substrings of X and `terminals_from`.
+        """
+        sentences = _as_sentences(X) + (_as_sentences(terminals_from, "terminals_from") if terminals_from else [])
+        if self.grammar is not None:
+            return compile_grammar(self.grammar, sentences, max_substring=self.max_substring)
+        vocabulary = Vocabulary(list(dict.fromkeys(w for s in sentences for w in s if w != "<unk>")))
+        return full_cnf_grammar(self.n_nonterminals, vocabulary)
+
+    # ------------------------------------------------------------- fitting
+    def fit(self, X, algorithm="cvi", n_iter=50, seed=0, n_init=1, init="random", terminals_from=None,
+            batch_size=100, kappa=0.5, tau0=1.0, anneal=False, progress=False, callback=None):
+        """Learn the rule probabilities from sentences.
+
+        Parameters
+        ----------
+        X : list of token lists (str), or a Corpus with a vocabulary
+        algorithm : {"em", "vb", "cvi", "scvi", "mh"}
+            See `ALGORITHMS`.
+        n_iter : int
+            Passes over the data (scvi: n_sentences / batch_size minibatch steps each).
+        seed : int
+            Seeds the random start and, for mh and scvi, the draws; restart r uses seed + r.  em, vb,
+            cvi and scvi start from the expected counts under `random_table`; mh from one tree a
+            sentence drawn uniformly (`uniform_tree_table`).
+        n_init : int
+            Restarts; the one with the best final objective is kept.
+        init : "random" or array (R,)
+            A rule table to start from instead (rule ids of `compile`): its expected counts, or for mh
+            one tree a sentence drawn from it.
+        terminals_from : list of token lists, optional
+            More sentences whose tokens and substrings become terminals (with no counts), so that
+            `score` and `parse` can handle them: Johnson et al. (2007) and thesis §4.5.1 take the
+            ``<any>`` terminals from the whole corpus, held-out words included.
+        batch_size, kappa, tau0 : scvi only
+            Sentences a minibatch (drawn with replacement) and step sizes rho_m = (tau0 + m)^-kappa.
+        anneal : bool
+            mh only: temperature from 2.0 down to 1.0 geometrically over the iterations (the
+            proposals and the target raised to 1 / temperature).  Off by default, as in the thesis's
+            Fig. 4.1 (footnote 2).
+        progress : bool
+            Show a progress bar.
+        callback : callable, optional
+            ``callback(model, iteration)`` after every iteration with the fitted attributes set to the
+            current estimates (so `score` and `parse` work inside it); its time is not in ``history_``,
+            ``model.train_seconds_`` holds the training time so far.
+        """
+        if algorithm not in self.ALGORITHMS:
+            raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(self.ALGORITHMS)}")
+        for name, value in (("n_iter", n_iter), ("n_init", n_init), ("batch_size", batch_size)):
+            if int(value) != value or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value}")
+        if not 0.0 <= kappa <= 1.0:
+            raise ValueError(f"kappa must lie in [0, 1], got {kappa}")
+        if not tau0 >= 1.0:
+            raise ValueError(f"tau0 must be at least 1 so that every step size is at most 1, got {tau0}")
+        sentences = _as_sentences(X)
+        grammar = self.compile(sentences, terminals_from)
+        if isinstance(init, str):
+            if init != "random":
+                raise ValueError("init must be 'random' or an array of rule weights")
+        else:
+            init = _check_table(grammar, init)
+        self.grammar_ = grammar
+        self._rows = RuleRows(grammar, self.alpha)
+        self.algorithm_ = algorithm
+        self.objective_name_ = self.OBJECTIVES[algorithm]
+        self._callback = callback
+        data = TreeCorpus(grammar, sentences)
+        how = self.ALGORITHMS[algorithm]
+        best = None
+        self.restart_objectives_ = []
+        for restart in range(int(n_init)):
+            start_seed = int(seed) + restart
+            if not isinstance(init, str):
+                start = init
+            elif how.schedule is gibbs:
+                start = uniform_tree_table(grammar)       # the draws differ by the seed (numba's generator)
+            else:
+                start = random_table(grammar, np.random.default_rng(start_seed))
+            run = self._run(how, data, start, int(n_iter), start_seed, progress, batch_size=int(batch_size),
+                            kappa=float(kappa), tau0=float(tau0), anneal=bool(anneal))
+            objective = run.history[-1].objective
+            self.restart_objectives_.append(objective)
+            if best is None or objective > best.history[-1].objective:
+                best = run
+        self.history_ = best.history
+        for name, value in best.extras.items():
+            setattr(self, name, value)
+        self._set_fitted(best.counts, best.point_rule)
+        return self
+
+    def _run(self, how, data, start, n_iter, seed, progress, **options):
+        runner = {batch: self._run_batch, leave_one_out: self._run_leave_one_out, gibbs: self._run_gibbs,
+                  stochastic: self._run_stochastic}[how.schedule]
+        return runner(how, data, start, n_iter, seed, progress, **options)
+
+    def _set_fitted(self, counts, point_rule):
+        """Store the counts and the point estimate: MAP for em, the posterior mean otherwise."""
+        self.counts_ = np.asarray(counts, dtype=float)
+        self._point_rule = point_rule
+        self.rule_probs_ = self._rows.table(point_rule, self.counts_)
+        self._tables = make_tables(self.grammar_, self.rule_probs_)
+
+    def _progress(self, progress, total, unit="it"):
+        return Progress(total, self.algorithm_, progress, unit=unit)
+
+    def _call_back(self, iteration, counts, train_seconds, point_rule=MEAN):
+        if self._callback is not None:
+            self.train_seconds_ = train_seconds
+            self._set_fitted(counts, point_rule)
+            self._callback(self, iteration)
+
+    def _run_batch(self, how, data, start, n_iter, seed, progress, **options):
+        """EM (rule MAP) and VB (rule VB) on `schedules.batch` (eq. 4.5-4.12), from the expected
+        counts under the start table."""
+        structure = BatchTrees(self._rows, data)
+        statistics = structure.expectations((start, make_tables(data.grammar, start)))[0]
+        point_rule = MAP if how.rule == MAP else MEAN
+        with self._progress(progress, n_iter) as bar:
+            def record(iteration, objective, counts, seconds):
+                bar.record(iteration, objective, seconds)
+                self._call_back(iteration, counts, bar.train_seconds, point_rule)
+
+            statistics = batch(structure, how.rule, n_iter, record, statistics)
+        return _Run(statistics, point_rule, bar.history, {})
+
+    def _run_leave_one_out(self, how, data, start, n_iter, seed, progress, **options):
+        """CVI on `schedules.leave_one_out` (eq. 4.24), each sentence starting from its expected counts
+        under the start table."""
+        collapsed = CollapsedTrees(self._rows, data, start)
+        with self._progress(progress, n_iter) as bar:
+            def record(iteration, objective, seconds):
+                bar.record(iteration, objective, seconds)
+                self._call_back(iteration, collapsed.counts, bar.train_seconds)
+
+            passes(collapsed.sweep, n_iter, record)
+        return _Run(collapsed.counts.copy(), MEAN, bar.history, {"local_memory_bytes_": collapsed.memory_bytes})
+
+    def _run_gibbs(self, how, data, start, n_iter, seed, progress, anneal=False, **options):
+        """The MH sampler on `schedules.gibbs` (eq. 4.13-4.16), each sentence starting from a tree drawn
+        from the start table (by default uniformly among its trees)."""
+        seed_numba(seed)
+        sampler = TreeSampler(self._rows, data, start)
+        temperatures = np.geomspace(2.0, 1.0, n_iter) if anneal and n_iter > 1 else np.ones(n_iter)
+        rates = []
+
+        def sweep(iteration):
+            rates.append(sampler.sweep(1.0 / temperatures[iteration]))
+            return self._rows.log_marginal(sampler.counts)
+
+        with self._progress(progress, n_iter) as bar:
+            def record(iteration, objective, seconds):
+                bar.record(iteration, objective, seconds)
+                self.acceptance_rates_ = np.array(rates)
+                self._call_back(iteration, sampler.counts, bar.train_seconds)
+
+            passes(sweep, n_iter, record)
+        tally = sampler.tally
+        return _Run(sampler.counts.copy(), MEAN, bar.history,
+                    {"acceptance_rates_": np.array(rates), "acceptance_rate_": tally[0] / max(tally[1], 1),
+                     "move_rate_": tally[2] / max(tally[1], 1)})
+
+    def _run_stochastic(self, how, data, start, n_iter, seed, progress, batch_size=100, kappa=0.5, tau0=1.0,
+                        **options):
+        """SCVI on `schedules.stochastic`: minibatches of sentences under MEAN tables of the global
+        counts, which start as the expected counts under the start table."""
+        counts = BatchTrees(self._rows, data).expectations((start, make_tables(data.grammar, start)))[0]
+        structure = TreeMinibatches(self._rows, data, counts)
+        rng = np.random.default_rng(seed)
+        steps_per_pass = -(-structure.n_units // batch_size)
+        with self._progress(progress, n_iter * steps_per_pass, unit="batch") as bar:
+            def record(iteration, objective, seconds):
+                bar.record(iteration, objective, seconds, advance=False)
+                self._call_back(iteration, structure.current(), bar.train_seconds)
+
+            steps = stochastic(structure, structure.counts, n_iter, batch_size, kappa, tau0, rng, record,
+                               after_step=lambda rho: bar.advance())
+        return _Run(structure.current(), MEAN, bar.history, {"steps_": steps})
+
+    # ------------------------------------------------------------- using it
+    def _check_fitted(self):
+        if not hasattr(self, "counts_"):
+            raise RuntimeError("this PCFG is not fitted yet; call fit() first")
+
+    def _batch(self, X):
+        self._check_fitted()
+        sentences = _as_sentences(X)
+        return sentences, self.grammar_.prepare(sentences)
+
+    def _estimate_tables(self, estimate):
+        """The kernel tables of `rule_probs_` ("fitted") or of the posterior mean of ``counts_`` ("mean")."""
+        if estimate not in ("fitted", "mean"):
+            raise ValueError(f"estimate must be 'fitted' or 'mean', got {estimate!r}")
+        if estimate == "fitted":
+            return self._tables
+        return make_tables(self.grammar_, self._rows.table(MEAN, self.counts_))
+
+    def score_sentences(self, X, estimate="fitted") -> np.ndarray:
+        """log p(x^i) of every sentence (-inf: no tree, e.g. an ``<any>`` substring never seen: pass
+        held-out sentences as ``terminals_from`` to `fit`).
+
+        ``estimate="fitted"`` scores under `rule_probs_` (the MAP estimate for em, the posterior mean
+        otherwise); ``"mean"`` under the posterior mean (C_r + alpha) / (C_A. + |R_A| alpha) of
+        ``counts_`` whatever the algorithm, which for em smooths its expected counts by alpha (an MLE
+        gives unseen rules probability zero).
+        """
+        _, prepared = self._batch(X)
+        tables = self._estimate_tables(estimate)
+        return batch_log_z(self.grammar_.kernel, tables, prepared.tokens, prepared.offsets,
+                           prepared.span_ids, prepared.span_offsets, cubic_chunks(prepared.offsets))
+
+    def score(self, X, estimate="fitted") -> float:
+        """Total held-out log-likelihood under the posterior mean (em: the MAP estimate); see
+        `score_sentences`."""
+        return float(self.score_sentences(X, estimate).sum())
+
+    def parse(self, X, estimate="fitted") -> list:
+        """The Viterbi (CKY) tree of every sentence, as `cvbayes.data.trees.Tree` (the user's n-ary
+        rules, binarisation undone); None for a sentence without a tree.
+
+        ``estimate`` as in `score_sentences`: under `rule_probs_` ("fitted") or the posterior mean of
+        ``counts_`` ("mean"; differs only for em, whose MLE gives every unseen rule probability zero and
+        so forces held-out words into analyses made of seen pieces).
+        """
+        sentences, prepared = self._batch(X)
+        derivations = viterbi_batch(self.grammar_, self._estimate_tables(estimate), prepared)
+        return [None if d is None else derivation_to_tree(self.grammar_, d, words)
+                for d, words in zip(derivations, sentences)]
+
+    # ------------------------------------------------------------- save/load
+    def save(self, path):
+        """Write the fitted model to ``path`` (a NumPy ``.npz`` archive, no pickles): the counts, the
+        prior, the grammar (text, or the number of nonterminals), its terminals and ``<any>``
+        substrings, and the training history."""
+        self._check_fitted()
+        grammar = self.grammar_
+        meta = {
+            "format": SAVE_FORMAT,
+            "alpha": self.alpha,
+            "n_nonterminals": self.n_nonterminals,
+            "grammar": None if self.grammar is None else format_grammar(self.grammar),
+            "start": None if self.grammar is None else self.grammar.start,
+            "max_substring": self.max_substring,
+            "vocabulary": grammar.vocabulary.to_json(),
+            "algorithm": self.algorithm_,
+            "point_rule": self._point_rule,
+            "history": [[r.iteration, r.objective, r.seconds] for r in self.history_],
+        }
+        arrays = {"counts": self.counts_}
+        if grammar.substrings is not None:
+            substrings = grammar.substrings.substrings
+            arrays["substring_offsets"] = np.cumsum([0] + [len(s) for s in substrings]).astype(np.int64)
+            arrays["substring_tokens"] = np.array([t for s in substrings for t in s], dtype=np.int32)
+        if hasattr(self, "acceptance_rates_"):
+            arrays["acceptance_rates"] = self.acceptance_rates_
+        with open(path, "wb") as handle:
+            np.savez_compressed(handle, meta=np.array(json.dumps(meta)), **arrays)
+
+    @classmethod
+    def load(cls, path):
+        """Read a model written by `save`."""
+        try:
+            with np.load(path, allow_pickle=False) as archive:
+                meta = json.loads(str(archive["meta"]))
+                arrays = {name: archive[name] for name in archive.files if name != "meta"}
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
+            raise ValueError(f"{path}: not a cvbayes model file ({error})") from None
+        if meta.get("format") != SAVE_FORMAT:
+            raise ValueError(f"{path}: not a cvbayes PCFG file (format {meta.get('format')!r})")
+        vocabulary = Vocabulary.from_json(meta["vocabulary"])
+        if meta["grammar"] is None:
+            model = cls(n_nonterminals=meta["n_nonterminals"], alpha=meta["alpha"])
+            grammar = full_cnf_grammar(model.n_nonterminals, vocabulary)
+        else:
+            model = cls(grammar=parse_grammar(meta["grammar"], start=meta["start"]), alpha=meta["alpha"],
+                        max_substring=meta["max_substring"])
+            substrings = None
+            if "substring_offsets" in arrays:
+                offsets, tokens = arrays["substring_offsets"], arrays["substring_tokens"]
+                substrings = [tokens[offsets[i]:offsets[i + 1]] for i in range(offsets.shape[0] - 1)]
+            # listed by length, each length in first-appearance order, the substrings index back to the same ids
+            grammar = compile_grammar(model.grammar, substrings, vocabulary=vocabulary,
+                                      max_substring=model.max_substring)
+            if substrings is not None and [tuple(map(int, s)) for s in substrings] != grammar.substrings.substrings:
+                raise ValueError(f"{path}: the stored substrings do not index back to their ids")
+        if grammar.n_rules != arrays["counts"].shape[0]:
+            raise ValueError(f"{path}: {arrays['counts'].shape[0]} counts for a grammar of {grammar.n_rules} rules")
+        model.grammar_ = grammar
+        model._rows = RuleRows(grammar, model.alpha)
+        model.algorithm_ = meta["algorithm"]
+        model.objective_name_ = OBJECTIVES[model.algorithm_]
+        model.history_ = [IterationRecord(int(i), o, t) for i, o, t in meta["history"]]
+        if "acceptance_rates" in arrays:
+            model.acceptance_rates_ = arrays["acceptance_rates"]
+        model._set_fitted(arrays["counts"], meta["point_rule"])
+        return model
+
+
+# ------------------------------------------------------------------ input checks
+def _as_grammar(grammar) -> Grammar:
+    if isinstance(grammar, Grammar):
+        return grammar
+    if isinstance(grammar, str) and ("->" in grammar or "\n" in grammar):
+        return parse_grammar(grammar)
+    if isinstance(grammar, str | os.PathLike):
+        return read_grammar(grammar)
+    raise TypeError(f"grammar must be a Grammar, grammar text or a path, got {type(grammar).__name__}")
+
+
+def _as_sentences(X, name="X") -> list:
+    """Sentences as lists of str tokens, from a list of token lists or a Corpus with a vocabulary."""
+    if isinstance(X, Corpus):
+        if X.vocabulary is None or not X.is_discrete:
+            raise ValueError(f"{name}: a Corpus needs token ids and a vocabulary")
+        return [X.vocabulary.decode(sequence) for sequence in X]
+    if isinstance(X, str) or not hasattr(X, "__len__"):
+        raise TypeError(f"{name} must be a list of token lists or a Corpus, got {type(X).__name__}")
+    sentences = []
+    for i, sentence in enumerate(X):
+        if isinstance(sentence, str):
+            raise TypeError(f"{name}: sentence {i} is a str; give each sentence as a list of tokens")
+        tokens = list(sentence)
+        if not tokens:
+            raise ValueError(f"{name}: sentence {i} is empty")
+        for j, token in enumerate(tokens):
+            if not isinstance(token, str) or not token:
+                raise TypeError(f"{name}: sentence {i}, token {j} is {token!r}; tokens must be non-empty str")
+        sentences.append(tokens)
+    if not sentences:
+        raise ValueError(f"{name} has no sentences")
+    return sentences
+
+
+def _check_table(grammar: CompiledGrammar, table) -> np.ndarray:
+    table = np.asarray(table, dtype=float)
+    if table.shape != (grammar.n_rules,):
+        raise ValueError(f"init must have one weight a rule ({grammar.n_rules}), got shape {table.shape}")
+    if not (np.all(np.isfinite(table)) and table.min() >= 0.0):
+        raise ValueError("init weights must be finite and non-negative")
+    return table
