@@ -218,3 +218,13 @@ def test_slot_rules_take_one_width_a_row():
         table = rules.slot_table(rules.MAP, counts, slot_row, totals, prior, widths)
         assert rules.slot_log_prior(table, slot_row, totals, prior, widths) == pytest.approx(
             sum(rules.dirichlet_log_prior(table[slot_row == r][None], prior) for r in range(3)), rel=1e-12)
+
+
+def test_the_experiment_names_what_it_cut_from_the_protocol():
+    from cvbayes.experiments.pcfg_la import FULL_PROTOCOL, cuts
+    full = {**FULL_PROTOCOL, "dev_sentences": 2001}
+    assert cuts(full, 2001) == []
+    small = {**full, "subtypes": (1, 2, 4), "alphas": (1.0, 0.01), "runs": 2, "iterations": 30, "dev_sentences": 300}
+    assert cuts(small, 2001) == ["H = 8 not trained (the issue asks H = 1, 2, 4, 8)", "alpha 0.1, 0.001 not tried",
+                                 "best of 2 runs, not 5", "30 passes, not 50",
+                                 "alpha and the run chosen on 300 of the 2001 dev sentences"]

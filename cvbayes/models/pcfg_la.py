@@ -14,9 +14,7 @@ float32, to leave them out, eq. 4.24).  ``parse`` runs the coarse-to-fine CKY pa
 """
 from __future__ import annotations
 
-import json
 import os
-import zipfile
 
 import numpy as np
 from numba import njit
@@ -29,6 +27,7 @@ from ..trees.grammar import LEXICAL, UNARY
 from ..trees.latent import (AnnotatedTables, RowLayout, add_posteriors, add_row_totals, latent_inside_outside,
                             parent_totals, posterior_offsets, row_sizes, split_grammar, tree_inside_outside)
 from ..trees.latent_parse import LatentParser
+from .files import read_model, write_model
 from ..trees.treebank import PreparedTreebank, TreebankGrammar, prepare_treebank
 
 __all__ = ["ALGORITHMS", "OBJECTIVES", "PCFGLA"]
@@ -361,20 +360,12 @@ class PCFGLA:
             "binary_counts": self.counts_.binary, "unary_counts": self.counts_.unary,
             "lexical_counts": self.counts_.lexical,
         }
-        with open(path, "wb") as handle:
-            np.savez_compressed(handle, meta=np.array(json.dumps(meta)), **arrays)
+        write_model(path, meta, arrays)
 
     @classmethod
     def load(cls, path):
         """Read a model written by `save`."""
-        try:
-            with np.load(path, allow_pickle=False) as archive:
-                meta = json.loads(str(archive["meta"]))
-                arrays = {name: archive[name] for name in archive.files if name != "meta"}
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
-            raise ValueError(f"{path}: not a cvbayes model file ({error})") from None
-        if meta.get("format") != SAVE_FORMAT:
-            raise ValueError(f"{path}: not a cvbayes PCFG-LA file (format {meta.get('format')!r})")
+        meta, arrays = read_model(path, SAVE_FORMAT)
         model = cls(meta["n_subtypes"], meta["alpha"], meta["horizontal"], meta["vertical"], meta["min_count"])
         model.grammar_ = TreebankGrammar(
             tuple(meta["symbols"]), tuple(meta["words"]), arrays["binary_rules"], arrays["unary_rules"],
