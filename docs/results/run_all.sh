@@ -56,3 +56,9 @@ python benchmarks/bench_dmv_learners.py
 # about 30 min on the shared machine (2 runs, 30 passes, a 300-sentence dev subset; see fig4_2/table.md);
 # the full protocol is `--la-subtypes 1 2 4 8 --seeds 5 --la-iterations 50 --la-dev-sentences 2001`.
 cvbayes experiment fig4.2 --la-subtypes 1 2 4 8 --la-alphas 1 0.1 0.01 0.001 --seeds 2 --la-iterations 30 --la-dev-sentences 300
+
+# PCFGs (issue 16, thesis §4.5.1, Fig. 4.1 left), after `cvbayes data fetch morphology`: Hebrew and
+# English morphology with em/vb/cvi (30 iterations) and mh (800 sweeps), 3 seeds, to fit 25 min of
+# wall clock on the shared 2-core machine (24 min, load average 5-7); then the planted grammar.
+cvbayes experiment fig4.1-morphology --seeds 3 --iterations 30 --cgs-iterations 800
+cvbayes experiment pcfg-planted --seeds 2 --iterations 50 --cgs-iterations 200
