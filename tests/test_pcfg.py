@@ -546,7 +546,7 @@ def test_bad_input_raises_clear_errors(tmp_path):
             PCFG(grammar=grammar).fit([["a", "b"], ["b", "a"]], algorithm=algorithm, n_iter=1)
     not_a_model = tmp_path / "x.npz"
     np.savez(not_a_model, meta=np.array('{"format": "other"}'))
-    with pytest.raises(ValueError, match="not a cvbayes PCFG file"):
+    with pytest.raises(ValueError, match="not a cvbayes model file of format cvbayes-pcfg-1"):
         PCFG.load(not_a_model)
     (tmp_path / "y.npz").write_bytes(b"junk")
     with pytest.raises(ValueError, match="not a cvbayes model file"):

@@ -13,9 +13,7 @@ sparse-row functions (``slot_*``), one call per width.
 """
 from __future__ import annotations
 
-import json
 import os
-import zipfile
 from typing import NamedTuple
 
 import numpy as np
@@ -32,6 +30,7 @@ from ..trees.grammar import (UNARY, CompiledGrammar, derivation_to_tree, Grammar
                              full_cnf_grammar, parse_grammar, read_grammar)
 from ..trees.inside_outside import (batch_log_z, chart_buffers, cubic_chunks, expected_counts, make_tables,
                                     viterbi_batch)
+from .files import read_model, write_model
 from .pcfg_kernels import (cvi_pass, local_expected_counts, mh_pass, sentence_cells, shared_rules,
                            start_trees)
 
@@ -670,20 +669,12 @@ class PCFG:
             arrays["substring_tokens"] = np.array([t for s in substrings for t in s], dtype=np.int32)
         if hasattr(self, "acceptance_rates_"):
             arrays["acceptance_rates"] = self.acceptance_rates_
-        with open(path, "wb") as handle:
-            np.savez_compressed(handle, meta=np.array(json.dumps(meta)), **arrays)
+        write_model(path, meta, arrays)
 
     @classmethod
     def load(cls, path):
         """Read a model written by `save`."""
-        try:
-            with np.load(path, allow_pickle=False) as archive:
-                meta = json.loads(str(archive["meta"]))
-                arrays = {name: archive[name] for name in archive.files if name != "meta"}
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
-            raise ValueError(f"{path}: not a cvbayes model file ({error})") from None
-        if meta.get("format") != SAVE_FORMAT:
-            raise ValueError(f"{path}: not a cvbayes PCFG file (format {meta.get('format')!r})")
+        meta, arrays = read_model(path, SAVE_FORMAT)
         vocabulary = Vocabulary.from_json(meta["vocabulary"])
         if meta["grammar"] is None:
             model = cls(n_nonterminals=meta["n_nonterminals"], alpha=meta["alpha"])
