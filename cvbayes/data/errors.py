@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["CorpusFormatError"]
+__all__ = ["CorpusFormatError", "read_text_file"]
 
 
 class CorpusFormatError(ValueError):
@@ -59,3 +59,22 @@ class CorpusFormatError(ValueError):
         # The default reduction would pass the formatted text back as the
         # message and lose `path` and `line` (e.g. across multiprocessing).
         return (type(self), (self.message, self.path, self.line))
+
+
+def read_text_file(path, encoding: str = "utf-8", error=CorpusFormatError) -> str:
+    """The whole of a text file, decoded, without a byte-order mark.
+
+    Bytes that are not ``encoding`` raise ``error`` (a `CorpusFormatError` class) naming the file and
+    the line of the first bad byte.
+    """
+    with open(path, "rb") as file:
+        data = file.read()
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as problem:
+        # everything before the first bad byte decodes, so its newlines give the line number
+        line = data.count(b"\n", 0, problem.start) + 1
+        bad = data[problem.start:problem.end]
+        raise error(f"invalid {encoding} bytes {bad!r}", path, line) from problem
+    # byte-order marks are common in files saved by Windows editors
+    return text.removeprefix("\ufeff")

@@ -16,7 +16,7 @@ import conllu
 import numpy as np
 
 from .corpus import Corpus
-from .errors import CorpusFormatError
+from .errors import CorpusFormatError, read_text_file
 from .vocabulary import Vocabulary
 
 __all__ = ["read_conllu", "read_tagged", "read_text"]
@@ -33,20 +33,9 @@ _RAW_COLUMNS = {name: (lambda fields, i: fields[i]) for name in ("feats", "head"
 
 def _read_lines(path: PathLike, encoding: str) -> list[str]:
     """Decode a whole file and split it into lines, without line terminators."""
-    with open(path, "rb") as file:
-        data = file.read()
-    if not data:
+    if os.path.getsize(path) == 0:
         raise CorpusFormatError("file is empty", path)
-    try:
-        text = data.decode(encoding)
-    except UnicodeDecodeError as error:
-        # Everything before the first bad byte decodes, so its newlines
-        # give the line number.
-        line = data[: error.start].decode(encoding).count("\n") + 1
-        bad = data[error.start : error.end]
-        raise CorpusFormatError(f"invalid {encoding} bytes {bad!r}", path, line) from error
-    # Byte-order marks are common in files saved by Windows editors.
-    text = text.removeprefix("\ufeff")
+    text = read_text_file(path, encoding)
     # Not str.splitlines(): it also breaks at form feeds, U+2028 etc., which
     # would shift the line numbers reported in errors.
     return [line.removesuffix("\r") for line in text.split("\n")]

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from .errors import CorpusFormatError
+from .errors import CorpusFormatError, read_text_file
 
 __all__ = [
     "Tree",
@@ -192,14 +192,7 @@ def parse_trees(text: str, path=None, *, strip_wrapper: bool = True) -> list[Tre
 
 def read_trees(path, *, encoding: str = "utf-8", strip_wrapper: bool = True) -> list[Tree]:
     """Read every Penn-bracketed tree of a file (see `parse_trees`)."""
-    with open(path, "rb") as file:
-        data = file.read()
-    try:
-        text = data.decode(encoding)
-    except UnicodeDecodeError as error:
-        line = data[: error.start].decode(encoding).count("\n") + 1
-        raise CorpusFormatError(f"invalid {encoding} bytes {data[error.start:error.end]!r}", path, line) from error
-    trees = parse_trees(text.removeprefix("\ufeff"), path=path, strip_wrapper=strip_wrapper)
+    trees = parse_trees(read_text_file(path, encoding), path=path, strip_wrapper=strip_wrapper)
     if not trees:
         raise CorpusFormatError("file contains no trees", path)
     return trees

@@ -60,7 +60,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..data.errors import CorpusFormatError
+from ..data.errors import CorpusFormatError, read_text_file
 from ..data.trees import Tree, unbinarize
 from ..data.vocabulary import Vocabulary
 
@@ -412,14 +412,7 @@ def _is_number(text: str) -> bool:
 
 def read_grammar(path, encoding: str = "utf-8", start: str | None = None) -> Grammar:
     """Read a grammar file in the format of `parse_grammar`."""
-    with open(path, "rb") as file:
-        data = file.read()
-    try:
-        text = data.decode(encoding)
-    except UnicodeDecodeError as error:
-        line = data[: error.start].decode(encoding).count("\n") + 1
-        raise GrammarError(f"invalid {encoding} bytes", path, line) from error
-    return parse_grammar(text.removeprefix("\ufeff"), path=path, start=start)
+    return parse_grammar(read_text_file(path, encoding, GrammarError), path=path, start=start)
 
 
 def format_grammar(grammar: Grammar, weights: Sequence[float] | None = None) -> str:
