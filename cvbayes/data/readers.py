@@ -33,9 +33,9 @@ _RAW_COLUMNS = {name: (lambda fields, i: fields[i]) for name in ("feats", "head"
 
 def _read_lines(path: PathLike, encoding: str) -> list[str]:
     """Decode a whole file and split it into lines, without line terminators."""
-    if os.path.getsize(path) == 0:
-        raise CorpusFormatError("file is empty", path)
     text = read_text_file(path, encoding)
+    if not text:
+        raise CorpusFormatError("file is empty", path)
     # Not str.splitlines(): it also breaks at form feeds, U+2028 etc., which
     # would shift the line numbers reported in errors.
     return [line.removesuffix("\r") for line in text.split("\n")]
