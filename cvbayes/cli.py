@@ -1,13 +1,14 @@
 """The ``cvbayes`` command: a thin layer over the library."""
 import argparse
 import json
+import os
 import sys
 import time
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from . import HDPHMM, HMM
+from . import HDPHMM, HMM, __version__
 from .chains.occupancy import METHODS as OCCUPANCY_METHODS
 from .commands.align import add_alignment_commands
 from .commands.dmv import add_dmv_commands
@@ -19,7 +20,8 @@ from .metrics import many_to_one
 from .models.hdp_hmm import ALGORITHMS as HDP_ALGORITHMS
 from .models.hmm import ALGORITHMS, OBJECTIVES, TAGGING_ALGORITHMS
 from .synthetic import random_hmm, sample_categorical_hmm
-from .tagging import FORMATS, fit_tagger, load_corpus, random_baseline, score_states, tag_dictionary, write_tagged
+from .tagging import (BROWN_NAMES, FORMATS, PREDICTED_TAG, fit_tagger, guess_format, load_corpus, map_to_gold,
+                      random_baseline, score_states, tag_conllu_document, tag_dictionary, write_tagged)
 
 DEMO_ITERATIONS = {"em": 200, "vb": 200, "cvi1": 200, "cvi2": 100, "cgs": 300}
 
@@ -227,12 +229,32 @@ def _decode_with(model, corpus):
 
 def run_tag(args):
     model = HMM.load(args.model)
-    corpus = load_corpus(args.corpus, args.format, args.tagset, vocabulary=model.vocabulary_)
-    _, tags = _decode_with(model, corpus)
-    if args.output == "-":
-        write_tagged(sys.stdout, corpus, tags, args.output_format)
+    fmt = args.format
+    if fmt == "auto" and args.corpus not in BROWN_NAMES:
+        fmt = guess_format(args.corpus)
+    # the file's own words are written back; the model reads them through its vocabulary
+    own = load_corpus(args.corpus, fmt, args.tagset, gold=False)
+    corpus = own if model.vocabulary_ is None else own.recoded(model.vocabulary_)
+    states, tags = _decode_with(model, corpus)
+    if args.map_to_gold:
+        tags = map_to_gold(model, states, load_corpus(args.map_to_gold, "auto", args.tagset,
+                                                      vocabulary=model.vocabulary_))
+    to_stdout = args.output == "-"
+    if args.output_format == "conllu" and fmt == "conllu":
+        data = tag_conllu_document(args.corpus, tags, args.column).encode("utf-8")
+        if to_stdout:
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+        else:
+            with open(args.output, "wb") as handle:
+                handle.write(data)
     else:
-        write_tagged(args.output, corpus, tags, args.output_format)
+        write_tagged(sys.stdout if to_stdout else args.output, own, tags, args.output_format, args.column)
+    report = {"model": args.model, "corpus": corpus.source, "output": args.output, "sentences": corpus.n_sequences,
+              "tokens": corpus.n_tokens}
+    # the summary goes to standard error when the tags took standard output (as 'parse' and 'align' do)
+    if args.json:
+        print(json.dumps(report), file=sys.stderr if to_stdout else sys.stdout)
 
 
 def run_evaluate(args):
@@ -297,7 +319,58 @@ def run_experiment(args):
     else:
         args.seeds = args.seeds or 10
         pos.EXPERIMENTS[args.name](args)
-    print(f"results written under {args.out}")
+    _emit(args, {"experiment": args.name, "results": args.out}, [f"results written under {args.out}"])
+
+
+def positive_int(text):
+    """An argparse type: an integer of at least 1, checked before any work starts."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+COMMON_HELP = {
+    "--seed": "random seed; this command has no randomness, so it has no effect (accepted on every command)",
+    "--quiet": "no progress bars; this command shows none (accepted on every command)",
+    "--json": "print the summary as machine-readable JSON (on standard error when standard output "
+              "carries the command's data)",
+}
+
+
+def _leaf_parsers(parser):
+    """Every parser under ``parser`` that runs a command (argparse keeps subparsers in a private field)."""
+    children = [action.choices for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+    if not children:
+        yield parser
+    for choices in children:
+        for child in dict.fromkeys(choices.values()):
+            yield from _leaf_parsers(child)
+
+
+def _add_missing_common(parser):
+    """Give every command --seed, --quiet and --json, with one meaning everywhere (README: "The command line")."""
+    for leaf in _leaf_parsers(parser):
+        for option, help_text in COMMON_HELP.items():
+            if option not in leaf._option_string_actions:
+                kind = {"type": int, "default": 0} if option == "--seed" else {"action": "store_true"}
+                leaf.add_argument(option, help=help_text, **kind)
+
+
+def check_writable(path):
+    """Refuse an output path that cannot be written, before any training (``-`` is standard output)."""
+    if path in (None, "-"):
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise ValueError(f"{path}: is a folder, not an output file")
+    if not os.path.isdir(folder):
+        raise ValueError(f"{path}: cannot write there, the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise ValueError(f"{path}: cannot write there, permission denied")
 
 
 def _add_common(parser, seed=True):
@@ -328,6 +401,7 @@ def build_parser():
     parser = argparse.ArgumentParser(
         prog="cvbayes",
         description="Collapsed variational inference for the models of computational linguistics.")
+    parser.add_argument("--version", action="version", version=f"cvbayes {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_alignment_commands(commands)
     add_lda_commands(commands)
@@ -394,7 +468,8 @@ def build_parser():
     fit.add_argument("--algorithm", choices=sorted(set(ALGORITHMS) | set(HDP_ALGORITHMS)), default=None,
                      help="inference algorithm: for hmm one of " + ", ".join(ALGORITHMS) + " (default cvi2); "
                           "for hdp-hmm one of " + ", ".join(HDP_ALGORITHMS) + " (default cvi)")
-    fit.add_argument("--states", type=int, default=None, help="number of states K (default: number of gold tags)")
+    fit.add_argument("--states", type=positive_int, default=None,
+                     help="number of states K, at least 1 (default: number of gold tags)")
     fit.add_argument("--gamma", type=float, default=1.0,
                      help="hdp-hmm: starting concentration of the top-level stick (default 1)")
     fit.add_argument("--sigma", type=float, default=1.0,
@@ -405,7 +480,7 @@ def build_parser():
                      help="tag dictionary from the corpus's own tags (default none: unsupervised)")
     fit.add_argument("-d", type=int, default=1, help="with --dictionary incomplete: words seen fewer than d "
                                                     "times may take any tag (default 1)")
-    fit.add_argument("--iterations", type=int, default=50, help="passes over the data (default 50)")
+    fit.add_argument("--iterations", type=positive_int, default=50, help="passes over the data (default 50)")
     fit.add_argument("--sentences", type=int, default=None, help="use only the first N sentences")
     fit.add_argument("--batch-size", type=int, default=100, help="svi/scvi: sequences or subchains per "
                                                                 "minibatch (default 100)")
@@ -423,8 +498,16 @@ def build_parser():
     tag.add_argument("model", help="model file written by 'cvbayes fit'")
     _add_corpus(tag)
     tag.add_argument("--output-format", choices=("tagged", "conllu"), default="tagged",
-                     help="word/TAG lines (default) or CoNLL-U with the tag in the UPOS column")
+                     help="word/TAG lines (default) or CoNLL-U: a CoNLL-U input is written back with only "
+                          "--column changed (comments, multiword ranges, empty nodes and every other column "
+                          "kept byte for byte); other inputs become new CoNLL-U")
+    tag.add_argument("--column", choices=("upos", "xpos", "misc"), default="upos",
+                     help=f"CoNLL-U column the tags go into (default upos; misc adds {PREDICTED_TAG}=TAG)")
+    tag.add_argument("--map-to-gold", metavar="GOLD", default=None,
+                     help="write each state's most frequent gold tag on the tagged file GOLD (many-to-one) "
+                          "instead of its number: for models trained without a tag dictionary")
     tag.add_argument("-o", "--output", default="-", help="output file (default: standard output)")
+    _add_common(tag, seed=False)
     tag.set_defaults(handler=run_tag)
 
     evaluate = commands.add_parser("evaluate", help="score a saved model on a gold-tagged corpus",
@@ -564,7 +647,8 @@ def build_parser():
         " fig4.2: PCFG-LA with em/vb/cvi at H subtypes on UD EWT trees converted to phrase structure (NOT the PTB; "
         "thesis §4.5.3; needs 'cvbayes data fetch ewt'): alpha and the best of --seeds (default 5) runs chosen on a dev "
         "subset, labelled P/R/F1/EX on test, parsing speed; writes results.json, table.md and a PNG under "
-        "--out/fig4_2 (about 30-45 min for H = 1 2 4).")
+        "--out/fig4_2 (30 min for H = 1 2 4 8 with --seeds 2 --la-iterations 30 --la-dev-sentences 300 on a loaded "
+        "2-core machine; the full protocol takes longer).")
     from .experiments.pcfg_la import add_arguments as add_pcfg_la_arguments
 
     add_pcfg_la_arguments(experiment)
@@ -575,7 +659,7 @@ def build_parser():
         description="Draw sequences from a random planted HMM, fit every algorithm, and print "
                     "many-to-one accuracy against the true states and held-out predictive "
                     "log-likelihood per token (thesis eq. 3.108), next to the true parameters' figure.")
-    demo.add_argument("--states", type=int, default=5, help="number of hidden states K (default 5)")
+    demo.add_argument("--states", type=positive_int, default=5, help="number of hidden states K (default 5)")
     demo.add_argument("--symbols", type=int, default=50, help="vocabulary size W (default 50)")
     demo.add_argument("--sequences", type=int, default=2000, help="number of sequences (default 2000)")
     demo.add_argument("--length", type=int, default=20, help="tokens per sequence (default 20)")
@@ -591,15 +675,22 @@ def build_parser():
     demo.add_argument("--json", action="store_true", help="print the results as JSON instead of a table")
     demo.add_argument("--quiet", action="store_true", help="no progress bar")
     demo.set_defaults(handler=run_demo)
+    _add_missing_common(parser)
     return parser
 
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
+        check_writable(getattr(args, "output", None))
         args.handler(args)
     except (CorpusFormatError, FileNotFoundError, ValueError) as error:
         raise SystemExit(f"cvbayes {args.command}: {error}") from None
+    except BrokenPipeError:
+        # the reader closed the pipe ('cvbayes ... | head'): stop quietly, as other Unix tools do; standard
+        # output goes to /dev/null so that the interpreter's last flush does not raise again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(1) from None
 
 
 if __name__ == "__main__":

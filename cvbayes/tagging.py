@@ -15,14 +15,17 @@ import numpy as np
 
 from .data import (Corpus, CorpusFormatError, Vocabulary, complete_tag_dictionary, incomplete_tag_dictionary, load_brown,
                    load_embedded_brown, read_conllu, read_tagged, read_text)
+from .data.conllu_io import read_conllu_document
 from .metrics import accuracy, tagging_report
 from .models.hmm import HMM
 
 FORMATS = ("auto", "tagged", "conllu", "text")
+# the MISC item `cvbayes tag --column misc` writes
+PREDICTED_TAG = "PredTag"
 BROWN_NAMES = ("brown", "brown-embedded")
 
 
-def load_corpus(source, fmt="auto", tagset="brown", n_sentences=None, vocabulary=None):
+def load_corpus(source, fmt="auto", tagset="brown", n_sentences=None, vocabulary=None, gold=True):
     """Read a corpus named on the command line.
 
     Parameters
@@ -41,12 +44,14 @@ def load_corpus(source, fmt="auto", tagset="brown", n_sentences=None, vocabulary
     vocabulary : Vocabulary, optional
         Encode words with this vocabulary (a fitted model's); unseen words get
         its unknown id.
+    gold : bool
+        Read CoNLL-U's UPOS column; False for files to be tagged, whose tags may be ``_``.
     """
     if source in BROWN_NAMES:
         loader = load_embedded_brown if source == "brown-embedded" else load_brown
         corpus = loader(tagset=tagset)
         if vocabulary is not None:
-            corpus = recode(corpus, vocabulary)
+            corpus = corpus.recoded(vocabulary)
     else:
         if fmt not in FORMATS:
             raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
@@ -54,8 +59,9 @@ def load_corpus(source, fmt="auto", tagset="brown", n_sentences=None, vocabulary
         if guessed:
             fmt = guess_format(source)
         reader = {"conllu": read_conllu, "tagged": read_tagged, "text": read_text}[fmt]
+        options = {} if fmt != "conllu" or gold else {"tag": None}
         try:
-            corpus = reader(source, vocabulary=vocabulary)
+            corpus = reader(source, vocabulary=vocabulary, **options)
         except CorpusFormatError as error:
             raise _with_format_hint(error, fmt, guessed) from None
     if n_sentences is not None:
@@ -65,8 +71,8 @@ def load_corpus(source, fmt="auto", tagset="brown", n_sentences=None, vocabulary
 
 def guess_format(path, n_lines=200):
     """The format of a corpus file: ``conllu`` by its ``.conllu`` name or its first line (a comment
-    or ten tab-separated fields), ``tagged`` when every token of its first ``n_lines`` non-blank
-    lines is ``word/TAG``, else ``text``."""
+    or ten tab-separated fields), ``tagged`` when more than half the tokens of its first ``n_lines``
+    non-blank lines are ``word/TAG``, else ``text``."""
     if str(path).endswith(".conllu"):
         return "conllu"
     lines = []
@@ -79,7 +85,8 @@ def guess_format(path, n_lines=200):
     if lines and (lines[0].startswith("#") or lines[0].count("\t") == 9):
         return "conllu"
     tokens = [token.rpartition("/") for line in lines for token in line.split()]
-    if tokens and all(word and slash and tag for word, slash, tag in tokens):
+    # more than half, so that one malformed token is reported by the word/TAG reader with its line
+    if 2 * sum(bool(word and slash and tag) for word, slash, tag in tokens) > len(tokens):
         return "tagged"
     return "text"
 
@@ -94,13 +101,6 @@ def _with_format_hint(error, fmt, guessed):
         return error
     how = f"read as {fmt}" + (" (guessed from its first lines)" if guessed else "")
     return CorpusFormatError(f"{error.message} ({how}; {hint})", error.path, error.line)
-
-
-def recode(corpus, vocabulary):
-    """The same corpus with its words encoded by another vocabulary."""
-    words = corpus.vocabulary.decode(corpus.observations)
-    return Corpus(vocabulary.encode(words), corpus.offsets, vocabulary=vocabulary, gold=corpus.gold,
-                  tagset=corpus.tagset, source=corpus.source)
 
 
 def compact(corpus, dictionary=None):
@@ -193,15 +193,23 @@ def fit_tagger(corpus, algorithm, alpha, beta, n_iter, seed, dictionary=None, n_
     return model, states, result
 
 
-def write_tagged(path_or_file, corpus, tags, fmt):
-    """Write words with predicted tags as ``word/TAG`` lines or CoNLL-U (UPOS column)."""
+def write_tagged(path_or_file, corpus, tags, fmt, column="upos"):
+    """Write a corpus's own words with predicted tags, as ``word/TAG`` lines or as new CoNLL-U with the
+    tag in ``column`` (``upos``, ``xpos``, or ``misc`` as ``PredTag=TAG``).  To tag an existing CoNLL-U
+    file, replace its column with `cvbayes.data.conllu_io` instead, which keeps every other byte."""
     words = corpus.vocabulary.decode(corpus.observations) if corpus.vocabulary else corpus.observations
     lines = []
     for i in range(corpus.n_sequences):
         begin, end = corpus.offsets[i], corpus.offsets[i + 1]
         if fmt == "conllu":
             lines.append(f"# sent_id = {i + 1}")
-            lines += [f"{t - begin + 1}\t{words[t]}\t_\t{tags[t]}\t_\t_\t_\t_\t_\t_" for t in range(begin, end)]
+            for t in range(begin, end):
+                fields = [str(t - begin + 1), words[t]] + ["_"] * 8
+                if column == "misc":
+                    fields[9] = f"{PREDICTED_TAG}={tags[t]}"
+                else:
+                    fields[{"upos": 3, "xpos": 4}[column]] = str(tags[t])
+                lines.append("\t".join(fields))
             lines.append("")
         else:
             lines.append(" ".join(f"{words[t]}/{tags[t]}" for t in range(begin, end)))
@@ -210,3 +218,25 @@ def write_tagged(path_or_file, corpus, tags, fmt):
         path_or_file.write(text)
     else:
         Path(path_or_file).write_text(text, encoding="utf-8")
+
+
+def tag_conllu_document(path, tags, column):
+    """The text of CoNLL-U file ``path`` with ``tags`` (one per ordinary word) in ``column`` and every
+    other byte as it was: comments, multiword ranges, empty nodes, other columns (`cvbayes.data.conllu_io`)."""
+    document = read_conllu_document(path)
+    if column == "misc":
+        document.set_misc(PREDICTED_TAG, tags)
+    else:
+        document.replace_column(column, tags)
+    return document.to_text()
+
+
+def map_to_gold(model, states, gold_corpus):
+    """Tags for ``states``: each state's most frequent gold tag on ``gold_corpus`` decoded by ``model``
+    (the many-to-one mapping of thesis §3.8.2); a state never used there gets the most frequent tag."""
+    if gold_corpus.gold is None:
+        raise ValueError(f"{gold_corpus.source}: has no gold tags to learn the many-to-one mapping from")
+    table = np.zeros((model.n_states, len(gold_corpus.tagset)))
+    np.add.at(table, (model.decode(gold_corpus), gold_corpus.gold), 1)
+    mapping = np.where(table.sum(axis=1) > 0, table.argmax(axis=1), table.sum(axis=0).argmax())
+    return gold_corpus.tagset.decode(mapping[states])

@@ -24,9 +24,11 @@ def files(tmp_path_factory):
 
 def test_align_writes_pharaoh_and_statistics(files, capsys):
     folder, gold = files
-    main(["align", "-s", str(folder / "c.src"), "-t", str(folder / "c.tgt"), "--algorithm", "cvi2",
-          "--iterations", "2,3", "--json", str(folder / "stats.json")])
-    lines = capsys.readouterr().out.splitlines()
+    main(["align", "--source", str(folder / "c.src"), "--target", str(folder / "c.tgt"), "--algorithm", "cvi2",
+          "--iterations", "2,3", "--json"])
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    (folder / "stats.json").write_text(captured.err.splitlines()[-1])   # the summary takes standard error
     assert len(lines) == len(gold)
     (folder / "pred.align").write_text("\n".join(lines) + "\n")
     assert len(read_pharaoh(folder / "pred.align")) == len(gold)
@@ -46,9 +48,8 @@ def test_align_writes_pharaoh_and_statistics(files, capsys):
 def test_align_with_scvi_minibatches(files, capsys, tmp_path):
     folder, gold = files
     main(["align", "-i", str(folder / "c.txt"), "--algorithm", "scvi", "--iterations", "4", "--batch-size", "30",
-          "--kappa", "0.6", "--tau0", "2", "--quiet", "-o", str(tmp_path / "scvi.align"), "--json",
-          str(tmp_path / "s.json")])
-    stats = json.loads((tmp_path / "s.json").read_text())
+          "--kappa", "0.6", "--tau0", "2", "--quiet", "--output", str(tmp_path / "scvi.align"), "--json"])
+    stats = json.loads(capsys.readouterr().out)
     assert (stats["algorithm"], stats["batch_size"], stats["kappa"], stats["tau0"]) == ("scvi", 30, 0.6, 2.0)
     assert len(stats["directions"]["forward"]["history"]) == 8
     main(["evaluate-alignment", str(tmp_path / "scvi.align"), "--gold", str(folder / "gold.align"), "--json"])
@@ -59,12 +60,12 @@ def test_align_fast_align_input_one_direction(files, capsys, tmp_path):
     folder, gold = files
     out = tmp_path / "fwd.align"
     main(["align", "-i", str(folder / "c.txt"), "--model", "ibm1", "--algorithm", "em", "--iterations", "4",
-          "--symmetrization", "forward", "-o", str(out), "--json", str(tmp_path / "s.json")])
+          "--symmetrization", "forward", "--output", str(out), "--json"])
     links = read_pharaoh(out)
     assert len(links) == len(gold)
     # the forward direction links each target word at most once
     assert all(len({j for _, j in pair}) == len(pair) for pair in links)
-    assert set(json.loads((tmp_path / "s.json").read_text())["directions"]) == {"forward"}
+    assert set(json.loads(capsys.readouterr().out)["directions"]) == {"forward"}
     main(["align", "-i", str(folder / "c.txt"), "--model", "ibm1", "--algorithm", "em", "--iterations", "4", "-r"])
     reverse = read_pharaoh_text(capsys.readouterr().out, tmp_path)
     assert all(len({i for i, _ in pair}) == len(pair) for pair in reverse)
@@ -92,11 +93,11 @@ def test_cli_errors_name_the_problem(files, tmp_path):
     short = tmp_path / "short.tgt"
     short.write_text("t1 t2\n")
     with pytest.raises(SystemExit, match=f"{short}, line 2"):
-        main(["align", "-s", str(folder / "c.src"), "-t", str(short)])
+        main(["align", "--source", str(folder / "c.src"), "--target", str(short)])
     with pytest.raises(SystemExit, match="not both"):
-        main(["align", "-i", str(folder / "c.txt"), "-s", str(folder / "c.src")])
-    with pytest.raises(SystemExit, match="give -s SRC and -t TGT"):
-        main(["align", "-s", str(folder / "c.src")])
+        main(["align", "-i", str(folder / "c.txt"), "--source", str(folder / "c.src")])
+    with pytest.raises(SystemExit, match="give --source SRC and --target TGT"):
+        main(["align", "--source", str(folder / "c.src")])
     with pytest.raises(SystemExit, match="--iterations"):
         main(["align", "-i", str(folder / "c.txt"), "--iterations", "3,x"])
     (tmp_path / "one.align").write_text("0-0\n")
@@ -109,3 +110,45 @@ def test_help_explains_options(capsys):
         main(["align", "--help"])
     out = capsys.readouterr().out
     assert "--symmetrization" in out and "--null-prob" in out and "Pharaoh" in out
+
+
+def test_align_takes_fast_align_options(files, capsys):
+    folder, gold = files
+    main(["align", "-i", str(folder / "c.txt"), "-d", "-o", "-v", "-I", "2", "-a", "0.01", "-T", "4", "--json"])
+    captured = capsys.readouterr()
+    assert len(captured.out.splitlines()) == len(gold)
+    assert "-o and -T (fast_align's diagonal tension) have no analogue here" in captured.err
+    stats = json.loads(captured.err.splitlines()[-1])
+    assert (stats["model"], stats["algorithm"], stats["prior"], stats["n_iter"]) == ("hmm", "cvi1", 0.01, 2)
+    for refused in (["-p", str(folder / "params.txt")], ["-s"]):
+        with pytest.raises(SystemExit, match="does not implement yet"):
+            main(["align", "-i", str(folder / "c.txt"), *refused])
+    with pytest.raises(SystemExit, match="-v asks for a Dirichlet prior"):
+        main(["align", "-i", str(folder / "c.txt"), "-v", "--algorithm", "em"])
+
+
+@pytest.mark.parametrize("algorithm, prior", [("cvi1", 1e-3), ("cvi2", 1e-3), ("cgs", 1e-3), ("em", 0.1)])
+def test_align_default_prior_is_the_best_measured(files, capsys, algorithm, prior):
+    folder, _ = files
+    main(["align", "-i", str(folder / "c.txt"), "-I", "1", "--algorithm", algorithm, "--quiet", "--json"])
+    assert json.loads(capsys.readouterr().err)["prior"] == prior
+    with pytest.raises(SystemExit):
+        main(["align", "--help"])
+    assert "5-6 AER points" in capsys.readouterr().out
+
+
+def test_align_skips_long_pairs_with_a_warning_and_an_empty_line(tmp_path, capsys):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("a b ||| x y\na b c d e ||| x y\nb a ||| y x\n")
+    main(["align", "-i", str(corpus), "--max-length", "4", "-I", "2"])
+    captured = capsys.readouterr()
+    lines = captured.out.split("\n")
+    assert len(lines) == 4 and lines[1] == "" and lines[0] and lines[2]
+    assert "skipped 1 sentence pairs with more than 4 tokens on a side (lines 2)" in captured.err
+
+
+def test_align_refuses_empty_input(tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    with pytest.raises(SystemExit, match="no sentence pairs to align"):
+        main(["align", "-i", str(empty)])

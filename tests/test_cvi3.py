@@ -115,5 +115,6 @@ def test_cvi3_on_one_long_sequence_learns_and_reports_memory():
     np.testing.assert_allclose(model.transmat_, trans, atol=0.05)
     assert all(np.isfinite(r.objective) for r in model.history_)
     # CVI-2 cannot learn from one sequence: leaving it out leaves no data (the reason for CVI-3)
-    cvi2 = HMM(2, 0.5, 0.5).fit([tokens], algorithm="cvi2", n_iter=15, init=init)
+    with pytest.warns(UserWarning, match="use 'cvi3'"):
+        cvi2 = HMM(2, 0.5, 0.5).fit([tokens], algorithm="cvi2", n_iter=15, init=init)
     np.testing.assert_allclose(cvi2.transmat_, 0.5, atol=0.02)

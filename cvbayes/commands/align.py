@@ -6,13 +6,23 @@ import sys
 import time
 from dataclasses import asdict
 
-from ..models.alignment.corpus import read_fast_align, read_gold_alignments, read_parallel, read_pharaoh, write_pharaoh
+import numpy as np
+
+from ..models.alignment.corpus import ParallelCorpus, read_fast_align, read_gold_alignments, read_parallel, read_pharaoh, write_pharaoh
 from ..models.alignment.evaluate import score_alignment
 from ..models.alignment.model import (ALGORITHMS, BATCH_SIZE, DEFAULT_ITERATIONS, KAPPA, MAX_JUMP, MODELS, NULL_PROB, OBJECTIVES,
                     TAU0, Aligner)
 from ..models.alignment.symmetrize import SYMMETRIZATIONS, symmetrize
 
 __all__ = ["add_alignment_commands"]
+
+# the default --prior: the collapsed algorithms' best on the Gospels (docs/results/align_nt/development.md);
+# em, vb and svi keep the thesis's 0.1 (below 0.01, VB's exp E[log t] underflows)
+COLLAPSED = ("cvi1", "cvi2", "cgs", "scvi")
+COLLAPSED_PRIOR = 1e-3
+OTHER_PRIOR = 0.1
+# pairs with a longer side are skipped, as eflomal and GIZA++ do by default
+MAX_LENGTH = 200
 
 
 def _iterations(text: str):
@@ -34,17 +44,51 @@ def _direction_report(aligner: Aligner, n_tokens: int) -> dict:
             "history": [asdict(record) for record in aligner.history_]}
 
 
+def _skip_long_pairs(corpus: ParallelCorpus, max_length: int, quiet: bool) -> ParallelCorpus:
+    """The corpus with both sides of every pair longer than ``max_length`` emptied (no links, an empty
+    output line), with a warning naming them: the chains of one pair cost O(I x J) memory."""
+    too_long = [k for k, (s, t) in enumerate(zip(corpus.source, corpus.target))
+                if max(s.size, t.size) > max_length]
+    if not too_long:
+        return corpus
+    if not quiet:
+        shown = ", ".join(str(k + 1) for k in too_long[:10]) + (", ..." if len(too_long) > 10 else "")
+        print(f"cvbayes align: warning: skipped {len(too_long)} sentence pairs with more than {max_length} "
+              f"tokens on a side (lines {shown}); their output lines are empty (--max-length)", file=sys.stderr)
+    empty = np.zeros(0, dtype=np.int32)
+    skipped = set(too_long)
+    return ParallelCorpus([empty if k in skipped else s for k, s in enumerate(corpus.source)],
+                          [empty if k in skipped else t for k, t in enumerate(corpus.target)],
+                          corpus.source_vocabulary, corpus.target_vocabulary)
+
+
 def run_align(args) -> None:
     if args.input is not None and (args.source or args.target):
-        raise SystemExit("cvbayes align: give either -i FILE or -s SRC -t TGT, not both")
+        raise SystemExit("cvbayes align: give either -i FILE or --source SRC --target TGT, not both")
     if args.input is None and not (args.source and args.target):
-        raise SystemExit("cvbayes align: give -s SRC and -t TGT, or -i FILE with 'source ||| target' lines")
+        raise SystemExit("cvbayes align: give --source SRC and --target TGT, or -i FILE with 'source ||| target' "
+                         "lines")
+    if args.parameters is not None or args.scores:
+        raise SystemExit("cvbayes align: -p (parameters) and -s (per-pair scores) are fast_align options that "
+                         "cvbayes does not implement yet")
+    if args.variational_bayes and args.algorithm == "em":
+        raise SystemExit("cvbayes align: -v asks for a Dirichlet prior, which --algorithm em does not use")
+    if args.max_length < 1:
+        raise SystemExit(f"cvbayes align: --max-length must be at least 1, got {args.max_length}")
+    if not args.quiet and (args.optimize_tension or args.tension is not None):
+        print("cvbayes align: note: -o and -T (fast_align's diagonal tension) have no analogue here: the HMM "
+              "learns its jump distribution; ignored", file=sys.stderr)
     method = "reverse" if args.reverse else args.symmetrization
     n_iter = _iterations(args.iterations) if args.iterations else None
     corpus = (read_fast_align(args.input, args.lowercase) if args.input is not None
               else read_parallel(args.source, args.target, args.lowercase))
-    options = dict(model=args.model, algorithm=args.algorithm, n_iter=n_iter, prior=args.prior, seed=args.seed,
-                   null_prob=args.null_prob, max_jump=args.max_jump)
+    if len(corpus) == 0 or corpus.n_source_tokens + corpus.n_target_tokens == 0:
+        raise ValueError(f"{args.input or args.source}: no sentence pairs to align (the input is empty)")
+    corpus = _skip_long_pairs(corpus, args.max_length, args.quiet)
+    prior = args.prior if args.prior is not None else (COLLAPSED_PRIOR if args.algorithm in COLLAPSED
+                                                       else OTHER_PRIOR)
+    options = dict(model="hmm" if args.favor_diagonal else args.model, algorithm=args.algorithm, n_iter=n_iter,
+                   prior=prior, seed=args.seed, null_prob=args.null_prob, max_jump=args.max_jump)
     if args.algorithm in ("svi", "scvi"):
         options.update(batch_size=args.batch_size, kappa=args.kappa, tau0=args.tau0)
     started = time.perf_counter()
@@ -77,8 +121,8 @@ def run_align(args) -> None:
                   "symmetrization": method, "seconds": seconds,
                   "tokens_per_second": (corpus.n_source_tokens + corpus.n_target_tokens) / seconds,
                   "objective_is": OBJECTIVES[args.algorithm], "directions": directions}
-        with open(args.json, "w", encoding="utf-8") as file:
-            json.dump(report, file, indent=2)
+        # the alignments are the command's data: the summary takes the other stream
+        print(json.dumps(report), file=sys.stderr if args.output == "-" else sys.stdout)
 
 
 def run_evaluate_alignment(args) -> None:
@@ -110,17 +154,48 @@ def add_alignment_commands(commands) -> None:
                     "(i source position, j target position, 0-based) to standard output. Both directions "
                     "are trained and symmetrised unless --symmetrization is forward or reverse. IBM Model 1 "
                     "runs first and starts the HMM, as GIZA++ does.")
-    align.add_argument("-s", "--source", help="source side: one sentence a line, tokens separated by spaces")
-    align.add_argument("-t", "--target", help="target side, line by line parallel to --source")
-    align.add_argument("-i", "--input", help="one file of 'source ||| target' lines (fast_align's format)")
+    align.description += (
+        " fast_align's options are accepted with fast_align's meanings: -i, -r, -d, -o, -v, -a, -T, -I "
+        "(see each below; -o and -T have no analogue here and are ignored, saying so). Unlike fast_align, both "
+        "directions are trained and symmetrised by default (-r or --symmetrization forward for one direction), "
+        "the alignments go to --output (standard output by default), and our own options are long ones only.")
+    align.add_argument("--source", help="source side: one sentence a line, tokens separated by spaces")
+    align.add_argument("--target", help="target side, line by line parallel to --source")
+    align.add_argument("-i", "--input", help="one file of 'source ||| target' lines (fast_align's -i)")
+    align.add_argument("-d", "--favor-diagonal", action="store_true",
+                       help="fast_align's -d (favour the diagonal): the HMM aligner, whose learned jump "
+                            "distribution favours it; the same as --model hmm, which is already the default")
+    align.add_argument("-o", "--optimize-tension", action="store_true",
+                       help="fast_align's -o (optimise the diagonal tension): no analogue, because the HMM "
+                            "learns its whole jump distribution; accepted and ignored")
+    align.add_argument("-T", "--tension", type=float, default=None,
+                       help="fast_align's -T (starting diagonal tension): no analogue (see -o); accepted and "
+                            "ignored")
+    align.add_argument("-v", "--variational-bayes", action="store_true",
+                       help="fast_align's -v (a Dirichlet prior on the translation tables, mean-field VB): every "
+                            "algorithm here but em has one, so -v keeps --algorithm (default cvi1, collapsed "
+                            "VB, which the thesis prefers to mean-field VB; --algorithm vb is fast_align's) and "
+                            "only refuses em")
+    align.add_argument("-I", "--iterations", default=None,
+                       help="N for both models (fast_align's -I) or N,M for IBM1 and HMM, passes for svi and "
+                            "scvi (default: " + "; ".join(f"{a} {n1},{n2}" for a, (n1, n2) in DEFAULT_ITERATIONS.items())
+                            + ")")
+    align.add_argument("-a", "--prior", type=float, default=None,
+                       help="Dirichlet prior on translation rows and jump buckets (fast_align's -a). Default "
+                            f"{COLLAPSED_PRIOR:g} for the collapsed algorithms ({', '.join(COLLAPSED)}): on the "
+                            "Greek-English Gospels it gave 5-6 AER points fewer than the thesis's 0.1 "
+                            "(docs/results/align_nt/development.md); "
+                            f"{OTHER_PRIOR:g} for em, vb and svi, whose exp E[log t] underflows below 0.01")
+    align.add_argument("-p", "--parameters", metavar="FILE", default=None,
+                       help="fast_align's -p (write the translation parameters): not implemented yet; refused")
+    align.add_argument("-s", "--scores", action="store_true",
+                       help="fast_align's -s (print each pair's score): not implemented yet; refused")
+    align.add_argument("--max-length", type=int, default=MAX_LENGTH,
+                       help=f"skip sentence pairs with more than this many tokens on a side, with a warning, and "
+                            f"write an empty line for them (default {MAX_LENGTH}, as eflomal and GIZA++ do)")
     align.add_argument("--model", choices=MODELS, default="hmm", help="alignment model (default hmm)")
     align.add_argument("--algorithm", choices=ALGORITHMS, default="cvi1",
                        help="training algorithm (default cvi1, as the thesis)")
-    align.add_argument("--iterations", default=None,
-                       help="N for both models or N,M for IBM1 and HMM, passes for svi and scvi (default: "
-                            + "; ".join(f"{a} {n1},{n2}" for a, (n1, n2) in DEFAULT_ITERATIONS.items()) + ")")
-    align.add_argument("--prior", type=float, default=0.1,
-                       help="Dirichlet prior on translation rows and jump buckets (default 0.1)")
     align.add_argument("--null-prob", type=float, default=NULL_PROB,
                        help=f"HMM: fixed probability p0 of aligning to NULL (default {NULL_PROB})")
     align.add_argument("--max-jump", type=int, default=MAX_JUMP,
@@ -139,10 +214,11 @@ def add_alignment_commands(commands) -> None:
     align.add_argument("--lowercase", action="store_true", help="lowercase both sides before aligning")
     align.add_argument("--seed", type=int, default=0,
                        help="random seed of the Gibbs sampler and of the minibatches (default 0)")
-    align.add_argument("-o", "--output", default="-", help="alignment file (default: standard output)")
-    align.add_argument("--json", metavar="FILE", default=None,
-                       help="write statistics to FILE: time, tokens per second, iterations, objective history")
-    align.add_argument("--quiet", action="store_true", help="no progress bars (they go to standard error)")
+    align.add_argument("--output", default="-", help="alignment file (default: standard output)")
+    align.add_argument("--json", action="store_true",
+                       help="print statistics as JSON (time, tokens per second, iterations, objective history): "
+                            "on standard error when the alignments go to standard output, else on standard output")
+    align.add_argument("--quiet", action="store_true", help="no progress bars or warnings on standard error")
     align.set_defaults(handler=run_align)
 
     evaluate = commands.add_parser(

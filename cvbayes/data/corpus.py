@@ -375,6 +375,31 @@ class Corpus:
             raise IndexError("a corpus can only be indexed by an int, a slice or a 1-D index array")
         return self._select(selected)
 
+    def recoded(self, vocabulary: Vocabulary) -> Corpus:
+        """The same corpus with its words encoded by ``vocabulary`` (a fitted model's).
+
+        Words ``vocabulary`` lacks get its unknown id (see `Vocabulary`).
+
+        Raises
+        ------
+        ValueError
+            If this corpus has no vocabulary, or ``vocabulary`` has no ``"<unk>"`` and lacks one of
+            its words.
+        """
+        if self._vocabulary is None:
+            raise ValueError("a corpus of raw ids has no words to encode with another vocabulary")
+        if vocabulary == self._vocabulary:
+            return self
+        # one lookup per word type, not per token
+        types = np.unique(self._observations)
+        try:
+            renumber = np.zeros(len(self._vocabulary), dtype=np.int32)
+            renumber[types] = vocabulary.encode(self._vocabulary.decode(types))
+        except KeyError as error:
+            raise ValueError(f"{error.args[0]} (it has no '<unk>' for unseen words)") from None
+        return Corpus(renumber[self._observations], self._offsets, vocabulary, self._gold, self._tagset,
+                      self._source)
+
     def _select(self, selected: np.ndarray) -> Corpus:
         lengths = self.lengths[selected]
         offsets = _offsets_from_lengths(lengths)

@@ -34,12 +34,25 @@ def read_model(path, formats):
         Naming ``path``, when it is not a cvbayes model file or holds another model.
     """
     formats = (formats,) if isinstance(formats, str) else tuple(formats)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: no such model file")
+    # say what the file is rather than numpy's reasons, which suggest loading pickles unsafely
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"{path}: not a cvbayes model file (not an .npz archive; models are written by "
+                         f"'cvbayes fit', 'lda fit -o', 'induce' or a model's save())")
     try:
         with np.load(path, allow_pickle=False) as archive:
-            meta = json.loads(str(archive["meta"]))
+            meta = json.loads(str(archive["meta"])) if "meta" in archive.files else None
             arrays = {name: archive[name] for name in archive.files if name != "meta"}
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
-        raise ValueError(f"{path}: not a cvbayes model file ({error})") from None
+    except (OSError, EOFError, zipfile.BadZipFile, json.JSONDecodeError) as error:
+        raise ValueError(f"{path}: not a cvbayes model file (unreadable: {type(error).__name__})") from None
+    except ValueError:
+        # numpy refuses object arrays, which no cvbayes model holds
+        raise ValueError(f"{path}: not a cvbayes model file (it holds pickled objects, which are not "
+                         f"loaded)") from None
+    if meta is None:
+        raise ValueError(f"{path}: not a cvbayes model file (an .npz archive without the 'meta' entry "
+                         f"every cvbayes model has)")
     if not isinstance(meta, dict) or meta.get("format") not in formats:
         found = meta.get("format") if isinstance(meta, dict) else None
         raise ValueError(f"{path}: not a cvbayes model file of format {' or '.join(formats)} "

@@ -120,6 +120,10 @@ class HDPHMM(HMM):
         self.first_alpha = None if first_alpha is None else float(first_alpha)
         self.first_word_prior = None if first_word_prior is None else float(first_word_prior)
         self._first_pass = False
+        self._params = {"n_states": n_states, "gamma": gamma, "sigma": sigma, "beta": beta, "emission": emission,
+                        "occupancy": occupancy, "n_samples": n_samples,
+                        "learn_concentrations": learn_concentrations, "learn_emission_prior": learn_emission_prior,
+                        "burn_in": burn_in, "first_alpha": first_alpha, "first_word_prior": first_word_prior}
 
     # ------------------------------------------------------------ priors
     def transition_prior(self):

@@ -7,7 +7,14 @@ thesis §3.3-3.7 and DESIGN.md describe; `ALGORITHMS` says which is which.  The 
 schedule, its numba bindings, is in models/hmm_kernels.py, the structures the schedules drive in
 models/hmm_structures.py.
 """
-from typing import NamedTuple
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from numpy.typing import ArrayLike
 
 import numpy as np
 
@@ -18,6 +25,7 @@ from ..chains.batch import MPD, VITERBI, batch_decode, batch_log_evidence
 from ..data import Vocabulary, as_corpus
 from ..families import family_from_config, make_family
 from ..families.ops import state_stats
+from ..synthetic import sample_categorical_hmm, sample_gaussian_hmm
 from ..schedules import IterationRecord, Progress, batch, gibbs, leave_one_out, passes, stochastic
 from .hmm_kernels import (NO_OCCUPANCY, factorised_transitions, no_occupancy, gibbs_pass, hard_transitions, independent_boundaries,
                           subchain_pass, subchain_state, subchain_workspace, token_pass, token_state, token_workspace,
@@ -121,7 +129,11 @@ class HMM:
     DEFAULT_SUBCHAIN = DEFAULT_SUBCHAIN
     OBJECTIVES = OBJECTIVES
 
-    def __init__(self, n_states, alpha=0.1, beta=0.1, emission="categorical", tag_dictionary=None):
+    def __init__(self, n_states: int, alpha: float = 0.1, beta: float = 0.1,
+                 emission: str | object = "categorical", tag_dictionary: ArrayLike | None = None) -> None:
+        # the arguments as given, for get_params (sklearn.base.clone checks they come back unchanged)
+        self._params = {"n_states": n_states, "alpha": alpha, "beta": beta, "emission": emission,
+                        "tag_dictionary": tag_dictionary}
         if int(n_states) != n_states or n_states < 1:
             raise ValueError(f"n_states must be a positive integer, got {n_states}")
         if not alpha > 0 or not beta > 0:
@@ -140,9 +152,26 @@ class HMM:
             self.tag_dictionary = np.ascontiguousarray((mask != 0).astype(float))
         self.history_ = []
 
-    def fit(self, X, lengths=None, algorithm="cvi2", n_iter=50, seed=0, init="random",
-            anneal=True, progress=False, callback=None, batch_size=100, kappa=0.5, tau0=1.0,
-            subchain_length=None, buffer=10, vanilla=False, callback_every=None):
+    # ------------------------------------------------- scikit-learn's estimator interface
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor's arguments as given (scikit-learn's convention, so that
+        ``sklearn.base.clone`` works); ``deep`` is accepted for that interface and changes nothing."""
+        return dict(self._params)
+
+    def set_params(self, **params: Any) -> HMM:
+        """Set constructor arguments (scikit-learn's convention); the model must be fitted again."""
+        unknown = set(params) - set(self._params)
+        if unknown:
+            raise ValueError(f"unknown parameters {', '.join(sorted(unknown))} for {type(self).__name__}; "
+                             f"valid: {', '.join(self._params)}")
+        self.__init__(**{**self._params, **params})
+        return self
+
+    def fit(self, X: Any, lengths: ArrayLike | None = None, algorithm: str = "cvi2", n_iter: int = 50,
+            seed: int = 0, init: str | dict = "random", anneal: bool = True, progress: bool = False,
+            callback: Callable | None = None, batch_size: int = 100, kappa: float = 0.5, tau0: float = 1.0,
+            subchain_length: int | None = None, buffer: int = 10, vanilla: bool = False,
+            callback_every: int | None = None) -> HMM:
         """Learn from sequences.
 
         Parameters
@@ -207,13 +236,19 @@ class HMM:
             raise ValueError("init must be 'random' or a dict of parameters")
         options = self._check_options(algorithm, corpus, batch_size, kappa, tau0, subchain_length, buffer,
                                       vanilla, callback_every)
+        how = self.ALGORITHMS[algorithm]
+        if (how.schedule is leave_one_out and how.unit == SEQUENCE and corpus.n_sequences == 1
+                and options["subchain_length"] is None):
+            # leaving the only sequence out leaves no data to learn from; CVI-3 (thesis §3.6) cuts it into subchains
+            warnings.warn(f"algorithm {algorithm!r} leaves one sequence out at a time, so it cannot learn from a "
+                          f"corpus of a single sequence; use 'cvi3' (or 'scvi'), which cut it into subchains",
+                          UserWarning, stacklevel=2)
         self.algorithm_ = algorithm
         self.objective_name_ = self.OBJECTIVES[algorithm]
         self.history_ = []
         self.vocabulary_ = corpus.vocabulary
         self.tagset_ = corpus.tagset
         self._callback = callback
-        how = self.ALGORITHMS[algorithm]
         run = {batch: self._run_batch, leave_one_out: self._run_leave_one_out, gibbs: self._run_gibbs,
                stochastic: self._run_stochastic}[how.schedule]
         run(ChainData(self, corpus), how, int(n_iter), int(seed), init, progress, anneal=anneal, **options)
@@ -442,7 +477,7 @@ class HMM:
         """Work after every pass of SVI/SCVI over the data: none for the finite HMM."""
 
     # ------------------------------------------------------------ save/load
-    def save(self, path):
+    def save(self, path: str | os.PathLike[str]) -> None:
         """Write the fitted model to ``path`` (a NumPy ``.npz`` archive, no pickles).
 
         The archive keeps the expected counts, so `load` restores the exact
@@ -474,7 +509,7 @@ class HMM:
         write_model(path, meta, arrays)
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: str | os.PathLike[str]) -> HMM:
         """Read a model written by `save`; ``HMM.load`` also reads an `HDPHMM`'s file."""
         meta, arrays = read_model(path, SAVE_FORMAT)
         # HMM.load reads any subclass's file (the command line loads either model)
@@ -540,9 +575,13 @@ class HMM:
 
     # ------------------------------------------------------ decode and score
     def _prepare_input(self, X, lengths):
+        """The input as a Corpus in the model's ids: a Corpus read with another vocabulary is mapped
+        through the model's (unseen words to its unknown id); raw ids are checked against W."""
         corpus = as_corpus(X, lengths)
         if not hasattr(self, "counts_"):
             raise RuntimeError("this HMM is not fitted yet; call fit() first")
+        if corpus.vocabulary is not None and getattr(self, "vocabulary_", None) is not None:
+            corpus = corpus.recoded(self.vocabulary_)
         self.family.check(corpus)
         return corpus
 
@@ -557,32 +596,84 @@ class HMM:
         data.raise_if_bad(bad)
         return (states, posteriors) if keep_posteriors else states
 
-    def decode(self, X, lengths=None, method="mpd"):
+    def decode(self, X: Any, lengths: ArrayLike | None = None, method: str = "mpd",
+               algorithm: str | None = None) -> Any:
         """Most likely states: max posterior marginals ("mpd", the default, eq. 3.16) or
         the Viterbi path ("viterbi").
 
         Returns states in the input's layout: one flat array for a Corpus or a
         concatenated array, a list of arrays for a list of sequences.
+
+        With ``algorithm="viterbi"`` or ``"map"`` (hmmlearn's names and return value) it returns
+        ``(log_prob, states)`` instead: for "viterbi" log p(x, z*) of the Viterbi paths under the
+        fitted point estimates, for "map" (max posterior marginals) the sum over tokens of
+        log max_k q(z_t = k) (hmmlearn sums the marginals themselves).
         """
+        if algorithm is not None:
+            if algorithm not in ("viterbi", "map"):
+                raise ValueError("algorithm must be 'viterbi' or 'map'")
+            corpus = self._prepare_input(X, lengths)
+            if algorithm == "viterbi":
+                states = self._decode_corpus(corpus, "viterbi")
+                return self._path_log_prob(corpus, states), _like_input(X, corpus, states)
+            states, posteriors = self._decode_corpus(corpus, "mpd", keep_posteriors=True)
+            log_prob = float(np.log(posteriors[np.arange(corpus.n_tokens), states]).sum())
+            return log_prob, _like_input(X, corpus, states)
         if method not in ("mpd", "viterbi"):
             raise ValueError("method must be 'mpd' or 'viterbi'")
         corpus = self._prepare_input(X, lengths)
         return _like_input(X, corpus, self._decode_corpus(corpus, method))
 
-    def predict_proba(self, X, lengths=None):
+    def predict(self, X: Any, lengths: ArrayLike | None = None) -> Any:
+        """States by max posterior marginals (scikit-learn's name; `decode` with its default method)."""
+        return self.decode(X, lengths)
+
+    def _path_log_prob(self, corpus, states):
+        """log p(x, z) of given state paths under the fitted point estimates (eq. 3.1-3.4): start,
+        transition and emission log-probabilities summed over tokens, in vectorised NumPy."""
+        data = ChainData(self, corpus)
+        start, trans, table, log_offset = self.tables_from_params(self._fitted_params(), corpus)
+        rows = data.index
+        emission = table[rows, states] * (data.mask[rows, states] if data.mask.shape[0] else 1.0)
+        firsts = data.offsets[:-1][np.diff(data.offsets) > 0]
+        inner = np.ones(corpus.n_tokens, dtype=bool)
+        inner[firsts] = False
+        following = np.flatnonzero(inner)
+        with np.errstate(divide="ignore"):
+            return float(np.log(emission).sum() + log_offset[rows].sum() + np.log(start[states[firsts]]).sum()
+                         + np.log(trans[states[following - 1], states[following]]).sum())
+
+    def predict_proba(self, X: Any, lengths: ArrayLike | None = None) -> Any:
         """Posterior marginals q(z_t) under the fitted point estimates, (N, K)."""
         corpus = self._prepare_input(X, lengths)
         _, posteriors = self._decode_corpus(corpus, "mpd", keep_posteriors=True)
         return _like_input(X, corpus, posteriors)
 
-    def score_sequences(self, X, lengths=None):
+    def score_samples(self, X: Any, lengths: ArrayLike | None = None) -> tuple[float, Any]:
+        """(`score`, `predict_proba`): hmmlearn's pair of the total log-likelihood and the posteriors."""
+        return self.score(X, lengths), self.predict_proba(X, lengths)
+
+    def sample(self, n_samples: int = 1, random_state: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """One sequence of ``n_samples`` tokens drawn from the fitted point estimates, and its states
+        (hmmlearn's ``(X, Z)``): word ids (categorical) or (n_samples, D) features (Gaussian)."""
+        if int(n_samples) != n_samples or n_samples < 1:
+            raise ValueError(f"n_samples must be a positive integer, got {n_samples}")
+        self._fitted_params()
+        seed = np.random.default_rng().integers(2**63) if random_state is None else int(random_state)
+        if self.family.discrete:
+            drawn = sample_categorical_hmm(self.startprob_, self.transmat_, self.emissionprob_, [n_samples], seed)
+        else:
+            drawn = sample_gaussian_hmm(self.startprob_, self.transmat_, self.means_, self.covars_, [n_samples], seed)
+        return drawn.observations, drawn.gold
+
+    def score_sequences(self, X: Any, lengths: ArrayLike | None = None) -> np.ndarray:
         """log p(x^i) of every sequence under the fitted predictive parameters (eq. 3.108-3.109)."""
         corpus = self._prepare_input(X, lengths)
         data = ChainData(self, corpus)
         start, trans, table, offset = self.tables_from_params(self._fitted_params(), corpus)
         return batch_log_evidence(start, trans, table, offset, data.mask, data.index, data.offsets, data.chunks)
 
-    def score(self, X, lengths=None):
+    def score(self, X: Any, lengths: ArrayLike | None = None) -> float:
         """Total predictive log-likelihood of held-out sequences (numerator of eq. 3.108).
 
         Divide by the number of tokens for the thesis's per-word figure;
@@ -590,7 +681,7 @@ class HMM:
         """
         return float(self.score_sequences(X, lengths).sum())
 
-    def score_per_token(self, X, lengths=None):
+    def score_per_token(self, X: Any, lengths: ArrayLike | None = None) -> float:
         """Per-word predictive log-likelihood, eq. 3.108."""
         corpus = as_corpus(X, lengths)
         return self.score(corpus) / max(corpus.n_tokens, 1)
