@@ -1,6 +1,7 @@
 """``cvbayes align`` and ``cvbayes evaluate-alignment``."""
 import json
 
+import numpy as np
 import pytest
 
 from cvbayes.models.alignment import read_pharaoh, write_pharaoh
@@ -120,11 +121,46 @@ def test_align_takes_fast_align_options(files, capsys):
     assert "-o and -T (fast_align's diagonal tension) have no analogue here" in captured.err
     stats = json.loads(captured.err.splitlines()[-1])
     assert (stats["model"], stats["algorithm"], stats["prior"], stats["n_iter"]) == ("hmm", "cvi1", 0.01, 2)
-    for refused in (["-p", str(folder / "params.txt")], ["-s"]):
-        with pytest.raises(SystemExit, match="does not implement yet"):
-            main(["align", "-i", str(folder / "c.txt"), *refused])
     with pytest.raises(SystemExit, match="-v asks for a Dirichlet prior"):
         main(["align", "-i", str(folder / "c.txt"), "-v", "--algorithm", "em"])
+
+
+def test_align_p_writes_fast_align_parameters_and_s_scores_each_pair(files, capsys, tmp_path):
+    folder, gold = files
+    args = ["align", "-i", str(folder / "c.txt"), "-I", "2", "--quiet"]
+    main(args + ["-r"])
+    plain = capsys.readouterr().out.splitlines()
+    params = tmp_path / "reverse.params"
+    main(args + ["-r", "-p", str(params), "-s"])
+    scored = capsys.readouterr().out.splitlines()
+    # -s: fast_align's 'links ||| score', the links unchanged, the score a log-probability
+    assert [line.split(" ||| ")[0] for line in scored] == plain and all(" ||| " in line for line in scored)
+    scores = np.array([float(line.split(" ||| ")[1]) for line in scored])
+    assert scores.shape == (len(gold),) and np.all(scores < 0)
+    # -p: 'source<TAB>target<TAB>log t(target | source)'; with -r, fast_align's source is the corpus's target
+    rows = [line.split("\t") for line in params.read_text().splitlines()]
+    lines = (folder / "c.txt").read_text().splitlines()
+    english = {w for line in lines for w in line.split(" ||| ")[1].split()}
+    foreign = {w for line in lines for w in line.split(" ||| ")[0].split()}
+    cooccur = {(e, f) for line in lines for e in line.split(" ||| ")[1].split() + ["<eps>"]
+               for f in line.split(" ||| ")[0].split()}
+    assert all(len(row) == 3 for row in rows) and {(e, f) for e, f, _ in rows} == cooccur
+    assert len(rows) == len(cooccur) and {e for e, _, _ in rows} == english | {"<eps>"} and foreign
+    mass = {}
+    for e, _, value in rows:
+        mass[e] = mass.get(e, 0.0) + np.exp(float(value))
+    # posterior-mean rows: the stored entries hold all but the prior's share of unseen words
+    assert all(0.9 < total <= 1.0 + 1e-6 for total in mass.values())
+    # both directions: FILE holds the forward table, FILE.reverse the reverse one, two scores a line
+    both = tmp_path / "both.params"
+    main(args + ["-p", str(both), "-s"])
+    lines_both = capsys.readouterr().out.splitlines()
+    assert all(len(line.split(" ||| ")[1].split()) == 2 for line in lines_both)
+    assert (tmp_path / "both.params.reverse").read_text() == params.read_text()
+    assert {row.split("\t")[0] for row in both.read_text().splitlines()} == foreign | {"<eps>"}
+    # an unwritable -p path is refused before any training
+    with pytest.raises(SystemExit, match="does not exist"):
+        main(args + ["-p", str(tmp_path / "no" / "such.params")])
 
 
 @pytest.mark.parametrize("algorithm, prior", [("cvi1", 1e-3), ("cvi2", 1e-3), ("cgs", 1e-3), ("em", 0.1)])

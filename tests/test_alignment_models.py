@@ -8,7 +8,8 @@ from scipy.special import gammaln
 from cvbayes.chains.alignment import alignment_buffers, alignment_posteriors, hmm_expectations, ibm1_expectations
 from cvbayes.chains.jumps import add_bucket_counts, bucket_sizes, jump_matrix
 from cvbayes.core.sampling import seed_numba
-from cvbayes.models.alignment import Aligner, ParallelCorpus, align, score_alignment
+from cvbayes.models.alignment import ALGORITHMS, MODELS, Aligner, ParallelCorpus, align, score_alignment
+from cvbayes.models.alignment.model import default_prior
 from cvbayes.models.alignment.collapsed import (hmm_cvi1_init, hmm_pair_pass, hmm_pair_state, hmm_token_pass,
                                                 hmm_token_state, ibm1_state, ibm1_token_pass, ibm1_token_update,
                                                 state_offsets)
@@ -148,7 +149,7 @@ def test_ibm1_posteriors_equal_closed_form():
         expected_log_z += np.log(t.mean(axis=1)).sum()
         got = cells[data.cell_offsets[s]:data.cell_offsets[s + 1]].reshape(t.shape)
         np.testing.assert_allclose(got, t / t.sum(axis=1, keepdims=True), rtol=1e-6)
-    assert log_z == pytest.approx(expected_log_z, rel=1e-12)
+    assert log_z.sum() == pytest.approx(expected_log_z, rel=1e-12)
 
 
 def test_hmm_batch_e_step_equals_enumeration():
@@ -171,7 +172,7 @@ def test_hmm_batch_e_step_equals_enumeration():
         cell_marginals = np.column_stack([gamma[:, :n_src], gamma[:, n_src:].sum(axis=1)])
         got = cells[data.cell_offsets[s]:data.cell_offsets[s + 1]].reshape(cell_marginals.shape)
         np.testing.assert_allclose(got, cell_marginals, rtol=1e-5, atol=1e-7)
-    assert log_z == pytest.approx(expected_log_z, rel=1e-12)
+    assert log_z.sum() == pytest.approx(expected_log_z, rel=1e-12)
     np.testing.assert_allclose(buckets, expected_buckets, rtol=1e-10)
 
 
@@ -585,3 +586,77 @@ def test_bad_arguments_are_rejected():
         align(tiny_corpus(), symmetrization="grow")
     with pytest.raises(RuntimeError, match="fit"):
         Aligner().links()
+
+
+# -- what a fitted aligner exposes: the final tables, per-pair scores, the default prior ----------
+
+def ibm1_by_hand(corpus, n_iter, weights):
+    """IBM1 written densely (NULL = row V_f): ``n_iter`` E-steps from uniform posteriors, each on
+    ``weights(counts)`` of the previous counts; returns the last expected counts."""
+    n_rows, width = len(corpus.source_vocabulary) + 1, len(corpus.target_vocabulary)
+    table = np.ones((n_rows, width))
+    for _ in range(n_iter):
+        counts = np.zeros((n_rows, width))
+        for f, e in zip(corpus.source, corpus.target):
+            rows = np.append(f, n_rows - 1)
+            lik = table[rows][:, e]
+            np.add.at(counts, (rows[:, None], e[None, :]), lik / lik.sum(axis=0))
+        table = weights(counts)
+    return counts
+
+
+def test_translation_table_is_the_final_m_step_of_em_and_the_posterior_mean_of_vb():
+    from scipy.special import digamma
+    corpus, prior = tiny_corpus(), 0.3
+    width = len(corpus.target_vocabulary)
+    expected = {
+        "em": lambda c: c / c.sum(axis=1, keepdims=True),   # MAP with prior <= 1: the MLE
+        "vb": lambda c: (c + prior) / (c.sum(axis=1, keepdims=True) + width * prior)}
+    vb_weights = lambda c: np.exp(digamma(c + prior) - digamma(c.sum(axis=1, keepdims=True) + width * prior))
+    for algorithm, e_step_weights in (("em", expected["em"]), ("vb", vb_weights)):
+        source, target, log_prob = Aligner("ibm1", algorithm, n_iter=4, prior=prior).fit(corpus).translation_table()
+        pairs = {(f, e) for s, t in zip(corpus.source, corpus.target) for f in [*s.tolist(), -1] for e in t.tolist()}
+        assert list(zip(source.tolist(), target.tolist())) == sorted(pairs, key=lambda p: (p[0] < 0, p))
+        table = expected[algorithm](ibm1_by_hand(corpus, 4, e_step_weights))
+        np.testing.assert_allclose(np.exp(log_prob), table[source, target], rtol=1e-5, err_msg=algorithm)
+
+
+@pytest.mark.parametrize("algorithm", list(ALGORITHMS))
+@pytest.mark.parametrize("model", MODELS)
+def test_pair_log_likelihoods_equal_enumeration_under_the_final_tables(algorithm, model):
+    corpus = tiny_corpus()
+    aligner = Aligner(model, algorithm, n_iter=3, max_jump=2, batch_size=2).fit(corpus)
+    source, target, log_prob = aligner.translation_table()
+    null = len(corpus.source_vocabulary)
+    dense = np.zeros((null + 1, len(corpus.target_vocabulary)))
+    dense[np.where(source < 0, null, source), target] = np.exp(log_prob)
+    theta = aligner._final_model(np.zeros(0, np.float32))[1].jumps
+    scores = aligner.pair_log_likelihoods()
+    assert scores.shape == (len(corpus),)
+    for score, f, e in zip(scores, corpus.source, corpus.target):
+        lik = dense[np.append(f, null)][:, e].T
+        expected = (np.log(lik.mean(axis=1)).sum() if model == "ibm1"
+                    else brute_chain(lik, theta, aligner.null_prob, aligner.max_jump)[0])
+        assert score == pytest.approx(expected, rel=1e-9)
+    # links, and so the fit, are untouched by the scoring E-step
+    assert aligner.links() == Aligner(model, algorithm, n_iter=3, max_jump=2, batch_size=2).fit(corpus).links()
+
+
+def test_pairs_left_out_score_nan_and_unfitted_aligners_refuse():
+    corpus = ParallelCorpus.from_tokens([["a", "b"], [], ["b"]], [["x", "y"], ["y"], ["y"]])
+    scores = Aligner("hmm", "cvi2", n_iter=2).fit(corpus).pair_log_likelihoods()
+    assert np.isnan(scores[1]) and np.all(np.isfinite(scores[[0, 2]])) and np.all(scores[[0, 2]] < 0)
+    for method in ("translation_table", "pair_log_likelihoods"):
+        with pytest.raises(RuntimeError, match="fit"):
+            getattr(Aligner(), method)()
+
+
+def test_default_prior_is_one_rule_for_aligner_align_and_the_command():
+    assert [Aligner(algorithm=a).prior for a in ALGORITHMS] == [default_prior(a) for a in ALGORITHMS]
+    assert {a: default_prior(a) for a in ALGORITHMS} == {"em": 0.1, "vb": 0.1, "cvi1": 1e-3, "cvi2": 1e-3,
+                                                         "cgs": 1e-3, "scvi": 1e-3, "svi": 0.1}
+    # align() without a prior gives what an explicit default_prior gives (and 0.1 would differ for cvi2)
+    corpus, _ = sample_parallel_corpus(40, seed=4)
+    implicit = align(corpus, algorithm="cvi2", n_iter=2, symmetrization="forward")
+    assert implicit == align(corpus, algorithm="cvi2", n_iter=2, prior=1e-3, symmetrization="forward")
+    assert implicit != align(corpus, algorithm="cvi2", n_iter=2, prior=0.1, symmetrization="forward")

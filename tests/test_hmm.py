@@ -216,3 +216,34 @@ def test_bad_arguments_raise_clear_errors(planted):
         cvbayes.HMM(3).decode(corpus)
     with pytest.raises(ValueError, match="no tokens"):
         cvbayes.HMM(3).fit([np.array([], dtype=int)])
+
+
+def test_em_decodes_and_scores_new_text_with_unseen_words(tmp_path):
+    """EM's MLE gives <unk> probability zero; decoding and scoring give unseen types their posterior mean
+    beta / (C_k + W beta) and leave text of training words as the MLE has it."""
+    from brute import best_path, chain_posterior
+    from cvbayes.data import read_text
+
+    (tmp_path / "train.txt").write_text("the cat sat on the mat\na dog ran\nthe dog sat on a cat\n")
+    (tmp_path / "new.txt").write_text("the zebra sat\n")
+    (tmp_path / "known.txt").write_text("a cat ran\n")
+    model = cvbayes.HMM(3, alpha=0.5, beta=0.1).fit(read_text(tmp_path / "train.txt"), algorithm="em",
+                                                    n_iter=10, seed=0)
+    unknown = model.vocabulary_.unknown_id
+    assert np.all(model.emissionprob_[:, unknown] == 0.0)         # training is the MLE, untouched
+    new = read_text(tmp_path / "new.txt", vocabulary=model.vocabulary_)
+    assert new.observations[1] == unknown
+    totals, width = model.counts_.emissions[-1], model.emissionprob_.shape[1]
+    smoothed = model.emissionprob_.copy()
+    smoothed[:, unknown] = 0.1 / (totals + width * 0.1)
+    for corpus, emission in ((new, smoothed), (read_text(tmp_path / "known.txt", vocabulary=model.vocabulary_),
+                                               model.emissionprob_)):
+        lik = emission.T[corpus.observations]
+        log_z, marginals, _ = chain_posterior(model.startprob_, model.transmat_, lik)
+        assert model.score(corpus) == pytest.approx(log_z, rel=1e-10)
+        np.testing.assert_allclose(model.predict_proba(corpus), marginals, rtol=1e-8, atol=1e-12)
+        np.testing.assert_array_equal(model.decode(corpus), marginals.argmax(axis=1))
+        path, path_p = best_path(model.startprob_, model.transmat_, lik)
+        log_p, states = model.decode(corpus, algorithm="viterbi")
+        np.testing.assert_array_equal(states, path)
+        assert log_p == pytest.approx(np.log(path_p), rel=1e-10)

@@ -156,9 +156,10 @@ def ibm1_expectations(slot_table, src_offsets, tgt_offsets, cell_offsets, cell_s
     ``slot_table`` holds t(e | f) per slot (the MAP table for EM, exp E[log t]
     for VB, eq. 3.21-3.22).  Writes q into ``cell_post`` (i = I is NULL).
 
-    Returns (log_z, first_bad): sum over pairs of log p(e | f) =
-    sum_j log(sum_i t(e_j | f_i) / (I + 1)), and the first pair whose target
-    word no candidate can emit (-1 if none).
+    Returns (log_z, first_bad): per chunk of ``chunk_bounds``, the sum over its
+    pairs of log p(e | f) = sum_j log(sum_i t(e_j | f_i) / (I + 1)) (one chunk a
+    pair gives each pair's), and the first pair whose target word no candidate
+    can emit (-1 if none).
     """
     n_chunks = chunk_bounds.shape[0] - 1
     log_z = np.zeros(n_chunks)
@@ -185,7 +186,7 @@ def ibm1_expectations(slot_table, src_offsets, tgt_offsets, cell_offsets, cell_s
                     cell_post[first + i] = slot_table[cell_slot[first + i]] * inv
         log_z[c] = chunk_log_z
         bad[c] = chunk_bad
-    return log_z.sum(), first_bad(bad)
+    return log_z, first_bad(bad)
 
 
 @njit(parallel=True, cache=True)
@@ -198,8 +199,9 @@ def hmm_expectations(slot_table, theta, p0, max_jump, src_offsets, tgt_offsets, 
     posteriors q(a_j = i) into ``cell_post`` (NULL states summed into i = I).
 
     Returns (bucket_counts, log_z, first_bad): the expected jump-bucket
-    counts, sum over pairs of log p(e | f), and the first pair no alignment
-    explains (-1 if none).
+    counts, per chunk of ``chunk_bounds`` the sum over its pairs of
+    log p(e | f) (one chunk a pair gives each pair's), and the first pair no
+    alignment explains (-1 if none).
     """
     n_chunks = chunk_bounds.shape[0] - 1
     n_buckets = theta.shape[0]
@@ -235,7 +237,7 @@ def hmm_expectations(slot_table, theta, p0, max_jump, src_offsets, tgt_offsets, 
         buckets[c] = chunk_buckets
         log_z[c] = chunk_log_z
         bad[c] = chunk_bad
-    return buckets.sum(axis=0), log_z.sum(), first_bad(bad)
+    return buckets.sum(axis=0), log_z, first_bad(bad)
 
 
 @njit(cache=True)

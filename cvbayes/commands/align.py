@@ -10,17 +10,12 @@ import numpy as np
 
 from ..models.alignment.corpus import ParallelCorpus, read_fast_align, read_gold_alignments, read_parallel, read_pharaoh, write_pharaoh
 from ..models.alignment.evaluate import score_alignment
-from ..models.alignment.model import (ALGORITHMS, BATCH_SIZE, DEFAULT_ITERATIONS, KAPPA, MAX_JUMP, MODELS, NULL_PROB, OBJECTIVES,
-                    TAU0, Aligner)
+from ..models.alignment.model import (ALGORITHMS, BATCH_SIZE, COLLAPSED, COLLAPSED_PRIOR, DEFAULT_ITERATIONS, KAPPA,
+                                     MAX_JUMP, MODELS, NULL_PROB, OBJECTIVES, OTHER_PRIOR, TAU0, Aligner, default_prior)
 from ..models.alignment.symmetrize import SYMMETRIZATIONS, symmetrize
 
 __all__ = ["add_alignment_commands"]
 
-# the default --prior: the collapsed algorithms' best on the Gospels (docs/results/align_nt/development.md);
-# em, vb and svi keep the thesis's 0.1 (below 0.01, VB's exp E[log t] underflows)
-COLLAPSED = ("cvi1", "cvi2", "cgs", "scvi")
-COLLAPSED_PRIOR = 1e-3
-OTHER_PRIOR = 0.1
 # pairs with a longer side are skipped, as eflomal and GIZA++ do by default
 MAX_LENGTH = 200
 
@@ -62,31 +57,49 @@ def _skip_long_pairs(corpus: ParallelCorpus, max_length: int, quiet: bool) -> Pa
                           corpus.source_vocabulary, corpus.target_vocabulary)
 
 
+# fast_align's name for NULL in its -p tables
+NULL_WORD = "<eps>"
+
+
+def _write_results(aligner: Aligner, corpus: ParallelCorpus, args, scores: list, parameters) -> None:
+    """One direction's -p table (``parameters``, a path or None) and -s scores (appended to ``scores``)."""
+    if parameters:
+        source, target, log_prob = aligner.translation_table()
+        source_words = corpus.source_vocabulary.decode(np.maximum(source, 0))
+        target_words = corpus.target_vocabulary.decode(target)
+        with open(parameters, "w", encoding="utf-8") as out:
+            for f, word, e, value in zip(source.tolist(), source_words, target_words, log_prob.tolist()):
+                out.write(f"{NULL_WORD if f < 0 else word}\t{e}\t{value:.6g}\n")
+    if args.scores:
+        scores.append(aligner.pair_log_likelihoods())
+
+
 def run_align(args) -> None:
     if args.input is not None and (args.source or args.target):
         raise SystemExit("cvbayes align: give either -i FILE or --source SRC --target TGT, not both")
     if args.input is None and not (args.source and args.target):
         raise SystemExit("cvbayes align: give --source SRC and --target TGT, or -i FILE with 'source ||| target' "
                          "lines")
-    if args.parameters is not None or args.scores:
-        raise SystemExit("cvbayes align: -p (parameters) and -s (per-pair scores) are fast_align options that "
-                         "cvbayes does not implement yet")
+    method = "reverse" if args.reverse else args.symmetrization
     if args.variational_bayes and args.algorithm == "em":
         raise SystemExit("cvbayes align: -v asks for a Dirichlet prior, which --algorithm em does not use")
     if args.max_length < 1:
         raise SystemExit(f"cvbayes align: --max-length must be at least 1, got {args.max_length}")
+    if args.parameters is not None:
+        from ..cli import check_writable   # cli imports this module
+        check_writable(args.parameters)
+        if method not in ("forward", "reverse"):
+            check_writable(args.parameters + ".reverse")
     if not args.quiet and (args.optimize_tension or args.tension is not None):
         print("cvbayes align: note: -o and -T (fast_align's diagonal tension) have no analogue here: the HMM "
               "learns its jump distribution; ignored", file=sys.stderr)
-    method = "reverse" if args.reverse else args.symmetrization
     n_iter = _iterations(args.iterations) if args.iterations else None
     corpus = (read_fast_align(args.input, args.lowercase) if args.input is not None
               else read_parallel(args.source, args.target, args.lowercase))
     if len(corpus) == 0 or corpus.n_source_tokens + corpus.n_target_tokens == 0:
         raise ValueError(f"{args.input or args.source}: no sentence pairs to align (the input is empty)")
     corpus = _skip_long_pairs(corpus, args.max_length, args.quiet)
-    prior = args.prior if args.prior is not None else (COLLAPSED_PRIOR if args.algorithm in COLLAPSED
-                                                       else OTHER_PRIOR)
+    prior = args.prior if args.prior is not None else default_prior(args.algorithm)
     options = dict(model="hmm" if args.favor_diagonal else args.model, algorithm=args.algorithm, n_iter=n_iter,
                    prior=prior, seed=args.seed, null_prob=args.null_prob, max_jump=args.max_jump)
     if args.algorithm in ("svi", "scvi"):
@@ -94,14 +107,19 @@ def run_align(args) -> None:
     started = time.perf_counter()
     directions = {}
     forward = reverse = None
+    scores = []
     if method != "reverse":
         aligner = Aligner(**options).fit(corpus, progress=not args.quiet)
         forward = aligner.links()
         directions["forward"] = _direction_report(aligner, corpus.n_target_tokens)
+        _write_results(aligner, corpus, args, scores, args.parameters)
     if method != "forward":
-        aligner = Aligner(**options).fit(corpus.reversed(), progress=not args.quiet)
+        backward = corpus.reversed()
+        aligner = Aligner(**options).fit(backward, progress=not args.quiet)
         reverse = [{(i, j) for j, i in pair} for pair in aligner.links()]
         directions["reverse"] = _direction_report(aligner, corpus.n_source_tokens)
+        _write_results(aligner, backward, args, scores, args.parameters and (
+            args.parameters if method == "reverse" else args.parameters + ".reverse"))
     if forward is None:
         links = reverse
     elif reverse is None:
@@ -109,10 +127,9 @@ def run_align(args) -> None:
     else:
         links = symmetrize(forward, reverse, method)
     seconds = time.perf_counter() - started
-    if args.output == "-":
-        write_pharaoh(links, sys.stdout)
-    else:
-        write_pharaoh(links, args.output)
+    # -s: per pair, one score a trained direction (forward first)
+    per_pair = list(zip(*scores)) if args.scores else None
+    write_pharaoh(links, sys.stdout if args.output == "-" else args.output, per_pair)
     if args.json:
         first = DEFAULT_ITERATIONS[args.algorithm] if n_iter is None else n_iter
         report = {"pairs": len(corpus), "source_tokens": corpus.n_source_tokens,
@@ -187,9 +204,17 @@ def add_alignment_commands(commands) -> None:
                             "(docs/results/align_nt/development.md); "
                             f"{OTHER_PRIOR:g} for em, vb and svi, whose exp E[log t] underflows below 0.01")
     align.add_argument("-p", "--parameters", metavar="FILE", default=None,
-                       help="fast_align's -p (write the translation parameters): not implemented yet; refused")
+                       help="fast_align's -p: write the final translation table as 'source<TAB>target<TAB>log "
+                            f"t(target | source)' lines, NULL written {NULL_WORD}, one a stored entry (every word "
+                            "pair that shares a sentence pair; fast_align drops entries below its beam). The "
+                            "table is em's MAP estimate or, for the other algorithms, the posterior mean of the "
+                            "final counts. With both directions trained, the reverse table (source and target "
+                            "swapped) goes to FILE.reverse")
     align.add_argument("-s", "--scores", action="store_true",
-                       help="fast_align's -s (print each pair's score): not implemented yet; refused")
+                       help="fast_align's -s: end each alignment line with ' ||| ' and the pair's log p(target | "
+                            "source) under the final tables (one E-step on the tables of -p; fast_align also adds a "
+                            "length model, which this aligner does not have); with both directions trained, two "
+                            "scores, forward then reverse; nan for a pair that was skipped")
     align.add_argument("--max-length", type=int, default=MAX_LENGTH,
                        help=f"skip sentence pairs with more than this many tokens on a side, with a warning, and "
                             f"write an empty line for them (default {MAX_LENGTH}, as eflomal and GIZA++ do)")

@@ -117,7 +117,12 @@ class HMM:
     startprob_, transmat_ : fitted start row and transition matrix: the MLE/MAP
         for EM, the posterior mean (eq. 3.109) otherwise.
     emissionprob_ : (K, W) emission matrix (categorical), or ``means_`` and
-        ``covars_`` (K, D) (Gaussian).
+        ``covars_`` (K, D) (Gaussian).  For EM with ``beta`` <= 1 (the MLE) a word
+        type absent from the training data, such as the unknown word ``<unk>`` that
+        new text's unseen words map to, has probability zero here; `decode`,
+        `predict_proba` and the scores give such words their posterior-mean
+        probability beta / (C_k + W beta) instead (eq. 3.109), so new text decodes,
+        and text of training words only is decoded and scored as before.
     counts_ : `Counts`, the expected counts the estimates come from (exact for the
         collapsed and stochastic algorithms; the last E-step's for EM and VB).
     history_ : list of IterationRecord; ``objective_name_`` says what the
@@ -561,8 +566,24 @@ class HMM:
         start_counts, trans_counts, stats = self.counts_
         startprob, transmat = self.transition_tables(start_counts, trans_counts, self._point_rule)
         if self._point_rule == MAP:
-            return {"startprob": startprob, "transmat": transmat, **self.family.map_params(stats)}
+            params = self.family.map_params(stats)
+            if self.family.discrete:
+                params["emissionprob"] = self._unseen_words_at_their_mean(params["emissionprob"], stats)
+            return {"startprob": startprob, "transmat": transmat, **params}
         return {"startprob": startprob, "transmat": transmat, "stats": stats}
+
+    def _unseen_words_at_their_mean(self, emissionprob, stats):
+        """EM's (K, W) emission rows with every word type of zero training count (``<unk>`` and any other
+        type of the vocabulary absent from the training data) at its posterior-mean probability
+        beta / (C_k + W beta) (eq. 3.109), where the MAP (with beta <= 1 the MLE, eq. 3.19) gives zero and
+        decoding new text would fail.  Training words keep their MAP probabilities, so a row sums to
+        slightly more than one when some type is unseen."""
+        unseen = stats[:-1].sum(axis=1) == 0
+        if not unseen.any():
+            return emissionprob
+        smoothed = emissionprob.copy()
+        smoothed[:, unseen] = self.family.fitted(stats, MEAN)["emissionprob_"][:, unseen]
+        return smoothed
 
     def tables_from_params(self, params, corpus):
         """(start, trans, emission table, its row log offsets) for the kernels: given parameters,

@@ -186,17 +186,21 @@ def read_fast_align(path: PathLike, lowercase: bool = False) -> ParallelCorpus:
     return ParallelCorpus.from_tokens(source, target)
 
 
-def write_pharaoh(links: Iterable[Iterable[tuple[int, int]]], handle) -> None:
+def write_pharaoh(links: Iterable[Iterable[tuple[int, int]]], handle, scores=None) -> None:
     """Write one line per sentence pair: sorted ``i-j`` items separated by spaces.
 
-    ``handle`` is an open text file (or a path, which is overwritten).
+    ``handle`` is an open text file (or a path, which is overwritten).  ``scores``, if given, holds per
+    pair a sequence of numbers written after ``' ||| '`` (fast_align's ``-s`` lines).
     """
     if not hasattr(handle, "write"):
         with open(handle, "w", encoding="utf-8") as file:
-            write_pharaoh(links, file)
+            write_pharaoh(links, file, scores)
         return
-    for pair_links in links:
-        handle.write(" ".join(f"{i}-{j}" for i, j in sorted(pair_links)) + "\n")
+    for k, pair_links in enumerate(links):
+        line = " ".join(f"{i}-{j}" for i, j in sorted(pair_links))
+        if scores is not None:
+            line += " ||| " + " ".join(f"{value:.6g}" for value in scores[k])
+        handle.write(line + "\n")
 
 
 def _read_links(path: PathLike, allow_possible: bool) -> tuple[Links, Links]:

@@ -7,8 +7,8 @@ Models (both align each target word to one source position or to NULL):
   position through a bucketed jump width, NULL words take a fixed probability p0 (``null_prob``) and
   remember the last real position (chains/alignment.py, chains/jumps.py).
 
-Dirichlet priors (``prior``, 0.1 as the thesis) sit on every translation row t(. | f) (over the V_e target
-words) and on the jump buckets.
+Dirichlet priors (``prior``, by default `default_prior`: 1e-3 for the collapsed algorithms, the thesis's 0.1
+for the others) sit on every translation row t(. | f) (over the V_e target words) and on the jump buckets.
 
 Algorithms (the thesis's shortcut from EM to CVI, DESIGN.md: one dynamic program per model; an algorithm
 is a schedule of `cvbayes.schedules` and a rule of `cvbayes.core.rules`, `ALGORITHMS`):
@@ -49,10 +49,11 @@ from . import collapsed
 from . import gibbs as sampler
 from .corpus import ParallelCorpus
 from .index import AlignmentData, build_index
-from .structures import AlignmentStructure, Statistics, check_pair
+from .structures import AlignmentStructure, Statistics, Tables, check_pair
 from .symmetrize import SYMMETRIZATIONS, symmetrize
 
-__all__ = ["ALGORITHMS", "DEFAULT_ITERATIONS", "MODELS", "OBJECTIVES", "Aligner", "align"]
+__all__ = ["ALGORITHMS", "COLLAPSED", "DEFAULT_ITERATIONS", "MODELS", "OBJECTIVES", "Aligner", "align",
+           "default_prior"]
 
 MODELS = ("ibm1", "hmm")
 
@@ -91,6 +92,20 @@ OBJECTIVES = {
             "each step, per target token",
 }
 
+# The default prior: for the collapsed algorithms the best measured on the Greek-English Gospels, 5-6 AER
+# points below the thesis's 0.1 (docs/results/align_nt/development.md); em, vb and svi keep 0.1 (below 0.01,
+# VB's exp E[log t] underflows; EM's MAP with a prior <= 1 is the MLE whatever it is)
+COLLAPSED = ("cvi1", "cvi2", "cgs", "scvi")
+COLLAPSED_PRIOR = 1e-3
+OTHER_PRIOR = 0.1
+
+
+def default_prior(algorithm: str) -> float:
+    """The Dirichlet concentration ``algorithm`` uses when none is given: `COLLAPSED_PRIOR` (1e-3) for the
+    collapsed algorithms (cvi1, cvi2, cgs, scvi), `OTHER_PRIOR` (0.1, the thesis's §3.8.3) for em, vb, svi."""
+    return COLLAPSED_PRIOR if algorithm in COLLAPSED else OTHER_PRIOR
+
+
 NULL_PROB = 0.2   # Och and Ney (2003) tune p0 near 0.2; fixed, not learned
 MAX_JUMP = 7      # jump widths beyond +-7 share a bucket
 BATCH_SIZE = 500  # sentence pairs a minibatch (svi, scvi)
@@ -123,9 +138,10 @@ class Aligner:
     n_iter : None, int or (int, int)
         Iterations (passes for svi and scvi) of IBM1 and of the HMM; an int sets both; None uses
         `DEFAULT_ITERATIONS`.
-    prior : float
-        Symmetric Dirichlet concentration on every translation row and on the jump buckets (thesis
-        §3.8.3: 0.1).
+    prior : float, optional
+        Symmetric Dirichlet concentration on every translation row and on the jump buckets; None (the
+        default) takes `default_prior` of the algorithm: 1e-3 for cvi1, cvi2, cgs and scvi, 0.1 (the
+        thesis's, §3.8.3) for em, vb and svi.
     seed : int
         Seeds the Gibbs sampler and the minibatches of svi and scvi (the others are deterministic).
     null_prob : float
@@ -144,13 +160,15 @@ class Aligner:
         Wall time of `fit`, indexing included.
     """
 
-    def __init__(self, model: str = "hmm", algorithm: str = "cvi1", n_iter=None, prior: float = 0.1,
+    def __init__(self, model: str = "hmm", algorithm: str = "cvi1", n_iter=None, prior: float | None = None,
                  seed: int = 0, *, null_prob: float = NULL_PROB, max_jump: int = MAX_JUMP,
                  batch_size: int = BATCH_SIZE, kappa: float = KAPPA, tau0: float = TAU0) -> None:
         if model not in MODELS:
             raise ValueError(f"unknown model {model!r}; choose from {', '.join(MODELS)}")
         if algorithm not in ALGORITHMS:
             raise ValueError(f"unknown algorithm {algorithm!r}; choose from {', '.join(ALGORITHMS)}")
+        if prior is None:
+            prior = default_prior(algorithm)
         if not prior > 0:
             raise ValueError(f"prior must be positive, got {prior}")
         if not 0.0 < null_prob < 1.0:
@@ -189,6 +207,7 @@ class Aligner:
         with Progress(sum(n for _, n in self.stages), f"{self.model} {self.algorithm}", progress) as bar:
             if data.n_pairs == 0:
                 self._cells = np.zeros(0, dtype=np.float32)
+                self._statistics = Statistics(np.zeros(0), np.zeros(data.n_rows), np.zeros(self.n_buckets))
             else:
                 self._cells = fits[schedule](data, rule, unit, bar)
         self.history_ = bar.history
@@ -223,6 +242,7 @@ class Aligner:
 
             statistics = batch(self._structure(data, model, cells), rule, n_iter, record,
                                statistics._replace(jumps=np.zeros(self.n_buckets)))
+        self._statistics = statistics
         return cells
 
     # -- CVI-1 and CVI-2 ---------------------------------------------------------------------------------
@@ -235,13 +255,14 @@ class Aligner:
         totals = data.row_totals(counts)
         token_pair = data.layout()[3] if unit == "token" else None
         order = np.arange(data.n_target_tokens if unit == "token" else data.n_pairs)
+        jump_counts = np.zeros(self.n_buckets)
         for model, n_iter in self.stages:
             if model == "ibm1":
                 state = collapsed.ibm1_state(data, self.prior, counts, totals, cells)
                 one_pass = collapsed.ibm1_token_pass if unit == "token" else collapsed.ibm1_pair_pass
             elif unit == "pair":
                 state = collapsed.hmm_pair_state(data, self.prior, self.null_prob, self.max_jump, counts, totals,
-                                                 cells, np.zeros(self.n_buckets),
+                                                 cells, jump_counts,
                                                  np.zeros((data.n_pairs, self.n_buckets), dtype=np.float32))
                 one_pass = collapsed.hmm_pair_pass
             else:
@@ -266,6 +287,7 @@ class Aligner:
             if model == "hmm" and unit == "token":
                 collapsed.collapse_state_posteriors(data.src_offsets, data.tgt_offsets, data.cell_offsets, offsets,
                                                     states, cells)
+        self._statistics = Statistics(counts, totals, jump_counts)
         return cells
 
     # -- collapsed Gibbs sampling ------------------------------------------------------------------------
@@ -285,6 +307,7 @@ class Aligner:
         accumulate = np.zeros(1, dtype=np.bool_)
         order = np.arange(data.n_pairs)
         uniform_alignment = float((n_tgt * np.log(n_src + 1.0)).sum())
+        jump_counts = np.zeros(self.n_buckets)
         kept = []
         for stage, (model, n_iter) in enumerate(self.stages):
             final = stage == len(self.stages) - 1
@@ -311,6 +334,7 @@ class Aligner:
                 return slot_log_marginal(counts, data.slot_row, totals, self.prior, data.n_target_types) + alignment
 
             passes(sweep, n_iter, self._record(bar, model))
+        self._statistics = Statistics(counts, totals, jump_counts)
         return rb / np.float32(sum(kept))
 
     # -- SVI and SCVI ------------------------------------------------------------------------------------
@@ -328,10 +352,61 @@ class Aligner:
             structure = self._structure(data, model, cells, rule, counts)
             steps += stochastic(structure, counts, n_iter, self.batch_size, self.kappa, self.tau0 + steps, rng,
                                 self._record(bar, model))
-        structure.expectations(structure.tables(structure.statistics(), rule))
+        self._statistics = structure.statistics()
+        structure.expectations(structure.tables(self._statistics, rule))
         return cells
 
     # -- results -----------------------------------------------------------------------------------------
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "_data"):
+            raise RuntimeError("call fit() first")
+
+    def _final_model(self, cells: np.ndarray) -> tuple[AlignmentStructure, Tables]:
+        """The fitted model on the training data, writing posteriors into ``cells``, and its final tables:
+        MAP (em) or the posterior mean (every other algorithm) of the final expected counts."""
+        structure = self._structure(self._data, self.model, cells)
+        return structure, structure.tables(self._statistics, MAP if self.algorithm == "em" else MEAN)
+
+    def translation_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The final translation table t(e | f) at every stored entry (what fast_align's ``-p`` writes).
+
+        An entry is stored for every (source word or NULL, target word) that share a training pair.  The
+        table is em's MAP estimate (with prior <= 1 the MLE) or, for every other algorithm, the posterior
+        mean (C_fe + prior) / (C_f. + V_e prior) of the final counts (thesis eq. 3.18, 3.49): the last
+        E-step's for em and vb, the collapsed statistics for cvi1 and cvi2, the last sample's for cgs, the
+        decayed counts for svi and scvi (for vb and svi, not the exp E[log t] of their E-steps, which does
+        not sum to one).
+
+        Returns
+        -------
+        source, target : int arrays
+            Ids in the fitted corpus's vocabularies; NULL's source id is -1.  Sorted by source id (NULL
+            last), then target id.
+        log_prob : float array
+            log t(target | source).
+        """
+        self._check_fitted()
+        _, tables = self._final_model(np.zeros(0, dtype=np.float32))
+        data = self._data
+        target = np.empty(data.n_slots, dtype=np.int32)
+        n_cand = np.repeat(np.diff(data.src_offsets) + 1, np.diff(data.tgt_offsets))
+        target[data.cell_slot] = np.repeat(data.tgt_ids, n_cand)
+        source = np.where(data.slot_row == data.n_source_types, -1, data.slot_row).astype(np.int32)
+        with np.errstate(divide="ignore"):
+            return source, target, np.log(tables.translation)
+
+    def pair_log_likelihoods(self) -> np.ndarray:
+        """log p(e | f) of every pair of the fitted corpus under the final tables (`translation_table`, and
+        for the HMM the jump distribution of the same rule): one E-step (thesis eq. 3.16-3.17) on them, what
+        fast_align's ``-s`` prints without its length model.  NaN for pairs with an empty side (not
+        aligned)."""
+        self._check_fitted()
+        structure, tables = self._final_model(np.empty(self._cells.shape[0], dtype=np.float32))
+        out = np.full(self._n_pairs, np.nan)
+        if self._data.n_pairs:
+            out[self._data.pairs] = structure.pair_log_likelihoods(tables)
+        return out
 
     def links(self) -> list[set[tuple[int, int]]]:
         """The fitted corpus's alignment: per pair, the set of (source_i, target_j) links.
@@ -339,8 +414,7 @@ class Aligner:
         Each target word links to its highest-posterior source position; words whose best candidate is
         NULL, and pairs with an empty side, get none.
         """
-        if not hasattr(self, "_data"):
-            raise RuntimeError("call fit() first")
+        self._check_fitted()
         data = self._data
         best = _best_candidates(data, self._cells)
         n_tgt = np.diff(data.tgt_offsets)
@@ -360,14 +434,14 @@ def _best_candidates(data: AlignmentData, cells: np.ndarray) -> np.ndarray:
     return argmax_segments(cells, n_cand)
 
 
-def align(corpus: ParallelCorpus, model: str = "hmm", algorithm: str = "cvi1", n_iter=None, prior: float = 0.1,
+def align(corpus: ParallelCorpus, model: str = "hmm", algorithm: str = "cvi1", n_iter=None, prior: float | None = None,
           seed: int = 0, symmetrization: str = "grow-diag-final-and", progress: bool = False,
           **options) -> list[set[tuple[int, int]]]:
     """Align both directions and symmetrise (Och and Ney 2003; Koehn et al. 2003).
 
     Trains an `Aligner` on ``corpus`` (target words to source words) and one on ``corpus.reversed()``,
     then combines them with `symmetrize`.  With ``symmetrization="forward"`` or ``"reverse"`` only that
-    direction is trained.  ``options`` go to `Aligner` (``null_prob``, ``max_jump``, ``batch_size``,
+    direction is trained.  ``prior`` None takes `default_prior` of the algorithm.  ``options`` go to `Aligner` (``null_prob``, ``max_jump``, ``batch_size``,
     ``kappa``, ``tau0``).
 
     Returns

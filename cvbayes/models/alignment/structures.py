@@ -67,7 +67,8 @@ class AlignmentStructure:
         return Tables(translation, jumps)
 
     def _expectations(self, tables, src_offsets, tgt_offsets, cell_offsets, cell_slot, chunk_bounds, cells):
-        """The E-step of every pair of a layout: (bucket counts, sum of log p(e | f), first bad pair)."""
+        """The E-step of every pair of a layout: (bucket counts, per chunk the sum of log p(e | f), first bad
+        pair)."""
         if self.model == "ibm1":
             log_z, bad = ibm1_expectations(tables.translation, src_offsets, tgt_offsets, cell_offsets, cell_slot,
                                            chunk_bounds, cells)
@@ -82,7 +83,16 @@ class AlignmentStructure:
                                                data.cell_slot, data.chunk_bounds, self.cells)
         check_pair(data, bad, self.describe)
         translation = data.slot_totals(self.cells)
-        return Statistics(translation, data.row_totals(translation), jumps), log_z
+        return Statistics(translation, data.row_totals(translation), jumps), log_z.sum()
+
+    def pair_log_likelihoods(self, tables):
+        """log p(e | f) of every pair under fixed ``tables``: one E-step with a chunk a pair, its posteriors
+        written into ``cells``."""
+        data = self.data
+        _, log_z, bad = self._expectations(tables, data.src_offsets, data.tgt_offsets, data.cell_offsets,
+                                           data.cell_slot, np.arange(data.n_pairs + 1, dtype=np.int64), self.cells)
+        check_pair(data, bad, self.describe)
+        return log_z
 
     def penalty(self, rule, statistics, tables):
         """MAP: the log prior of the tables (EM raises the posterior); VB: -KL(q(t, theta) || p(t, theta))
@@ -111,6 +121,7 @@ class AlignmentStructure:
         bucket_counts, log_z, bad = self._expectations(
             Tables(translation, jumps), batch.src_offsets, batch.tgt_offsets, batch.cell_offsets, batch.cell_slot,
             batch.chunk_bounds, posteriors)
+        log_z = log_z.sum()
         check_pair(data, ids[bad] if bad >= 0 else -1, self.describe)
         slot_counts = np.bincount(batch.cell_slot, weights=posteriors, minlength=batch.slots.size)
         row_counts = np.bincount(batch.slot_row, weights=slot_counts, minlength=batch.rows.size)
