@@ -1,3 +1,5 @@
 from .cli import main
 
-main()
+# guarded: Dask's worker processes (cvbayes fit --workers) import this module again
+if __name__ == "__main__":
+    main()

@@ -9,13 +9,13 @@ dictionary, K = number of gold tags, and the four clustering metrics.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import numpy as np
 
 from .data import (Corpus, CorpusFormatError, Vocabulary, complete_tag_dictionary, incomplete_tag_dictionary, load_brown,
                    load_embedded_brown, read_conllu, read_tagged, read_text)
 from .data.conllu_io import read_conllu_document
+from .files import write_text
 from .metrics import accuracy, tagging_report
 from .models.hmm import HMM
 
@@ -217,7 +217,7 @@ def write_tagged(path_or_file, corpus, tags, fmt, column="upos"):
     if hasattr(path_or_file, "write"):
         path_or_file.write(text)
     else:
-        Path(path_or_file).write_text(text, encoding="utf-8")
+        write_text(path_or_file, text)
 
 
 def tag_conllu_document(path, tags, column):

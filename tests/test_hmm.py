@@ -12,7 +12,7 @@ from cvbayes import ZeroProbabilityError
 from cvbayes.models.hmm import ALGORITHMS
 from cvbayes.synthetic import random_hmm, sample_categorical_hmm, sample_gaussian_hmm
 
-N_ITER = {"em": 200, "vb": 200, "cvi1": 200, "cvi2": 100, "cvi3": 100, "cgs": 300, "svi": 30, "scvi": 30}
+N_ITER = {"em": 200, "vb": 200, "cvi1": 200, "cvi2": 100, "cvi3": 100, "cgs": 300, "svi": 30, "scvi": 30, "cvi2-sharded": 100}
 RESTARTS = 5
 
 

@@ -8,6 +8,8 @@ from dataclasses import asdict
 
 import numpy as np
 
+from ..files import atomic_write
+from . import check_writable
 from ..models.alignment.corpus import ParallelCorpus, read_fast_align, read_gold_alignments, read_parallel, read_pharaoh, write_pharaoh
 from ..models.alignment.evaluate import score_alignment
 from ..models.alignment.model import (ALGORITHMS, BATCH_SIZE, COLLAPSED, COLLAPSED_PRIOR, DEFAULT_ITERATIONS, KAPPA,
@@ -67,7 +69,7 @@ def _write_results(aligner: Aligner, corpus: ParallelCorpus, args, scores: list,
         source, target, log_prob = aligner.translation_table()
         source_words = corpus.source_vocabulary.decode(np.maximum(source, 0))
         target_words = corpus.target_vocabulary.decode(target)
-        with open(parameters, "w", encoding="utf-8") as out:
+        with atomic_write(parameters, "w", encoding="utf-8") as out:
             for f, word, e, value in zip(source.tolist(), source_words, target_words, log_prob.tolist()):
                 out.write(f"{NULL_WORD if f < 0 else word}\t{e}\t{value:.6g}\n")
     if args.scores:
@@ -86,7 +88,6 @@ def run_align(args) -> None:
     if args.max_length < 1:
         raise SystemExit(f"cvbayes align: --max-length must be at least 1, got {args.max_length}")
     if args.parameters is not None:
-        from ..cli import check_writable   # cli imports this module
         check_writable(args.parameters)
         if method not in ("forward", "reverse"):
             check_writable(args.parameters + ".reverse")

@@ -19,8 +19,10 @@ import time
 
 import numpy as np
 
+from ..checkpoints import Checkpoint, add_checkpoint_arguments, announce_resume
 from ..data.conllu_io import read_conllu_document
 from ..data.dependencies import read_dependencies, upos_tagset
+from ..files import write_bytes
 from ..metrics.dependency import attachment_scores
 from ..models.dmv import ALGORITHMS, INITS, DMV
 
@@ -50,9 +52,13 @@ def run_induce(args):
     train = read_dependencies(args.train, tag=args.tag, tagset=tagset, remove_punctuation=remove,
                               max_length=args.max_length, gold=_has_heads(args.train))
     model = DMV(alpha=args.alpha)
+    announce_resume(args.checkpoint, args.iterations, "cvbayes induce", args.quiet or args.json)
     model.fit(train, algorithm=args.algorithm, init=args.init, n_iter=args.iterations, seed=args.seed,
-              n_init=args.restarts, batch_size=args.batch_size, kappa=args.kappa, progress=not args.quiet)
+              n_init=args.restarts, batch_size=args.batch_size, kappa=args.kappa, progress=not args.quiet,
+              checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every)
     model.save(args.output)
+    if args.checkpoint:  # the model is safely written: the checkpoint has done its work
+        Checkpoint(args.checkpoint).remove()
     seconds = sum(record.seconds for record in model.history_)
     report = {"model": args.output, "file": args.train, "sentences": train.n_sentences, "words": train.n_tokens,
               "algorithm": args.algorithm, "alpha": args.alpha, "iterations": args.iterations,
@@ -97,8 +103,7 @@ def run_parse(args):
     text = document.to_text().encode("utf-8")
     to_file = args.output != "-"
     if to_file:
-        with open(args.output, "wb") as handle:
-            handle.write(text)
+        write_bytes(args.output, text)
     else:
         sys.stdout.buffer.write(text)
         sys.stdout.flush()
@@ -147,6 +152,7 @@ def add_dmv_commands(commands):
     induce.add_argument("--kappa", type=float, default=0.5, help="scvi: step sizes (1 + m)^-kappa (default 0.5)")
     induce.add_argument("--evaluate", default=None,
                         help="also report accuracy on this CoNLL-U file (sentences up to --max-length)")
+    add_checkpoint_arguments(induce)
     _add_common(induce)
     induce.set_defaults(handler=run_induce)
 

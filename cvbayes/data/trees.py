@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
+from ..files import atomic_write
 from .errors import CorpusFormatError, read_text_file
 
 __all__ = [
@@ -219,8 +220,8 @@ def format_tree(tree: Tree, *, wrapper: bool = False) -> str:
 
 
 def write_trees(trees: Iterable[Tree], path, *, wrapper: bool = False) -> None:
-    """Write trees one a line (UTF-8); `read_trees` reads them back equal."""
-    with open(path, "w", encoding="utf-8") as file:
+    """Write trees one a line (UTF-8, atomically); `read_trees` reads them back equal."""
+    with atomic_write(path, "w", encoding="utf-8") as file:
         for tree in trees:
             file.write(format_tree(tree, wrapper=wrapper) + "\n")
 

@@ -44,6 +44,7 @@ from tqdm.auto import tqdm
 
 from ..data import load_bible, load_nt_alignments
 from ..data.bible import GOSPELS, ParallelVerses
+from ..files import atomic_write, save_figure, write_json, write_text
 
 ALIGN_ALGORITHMS = ("em", "vb", "cvi1", "cvi2", "cgs", "svi", "scvi")
 ALIGN_MODELS = ("hmm", "ibm1")
@@ -183,7 +184,7 @@ def write_corpus(data: ParallelVerses, folder: Path) -> tuple[Path, Path]:
     folder.mkdir(parents=True, exist_ok=True)
     paths = folder / "source.txt", folder / "target.txt"
     for path, side in zip(paths, (data.source, data.target)):
-        with path.open("w", encoding="utf-8") as out:
+        with atomic_write(path, "w", encoding="utf-8") as out:
             for words in side:
                 out.write(" ".join(words) + "\n")
     return paths
@@ -452,7 +453,7 @@ def _pyplot():
 def _save(fig, path):
     plt = _pyplot()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return str(path)
 
@@ -555,8 +556,8 @@ def _run_all(jobs, data, desc, quiet, book_subsets=None, extra=None):
 
 def _write(folder, name, report, markdown, quiet=False):
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "results.json").write_text(json.dumps(report, indent=1, ensure_ascii=False))
-    (folder / "table.md").write_text(markdown)
+    write_json(folder / "results.json", report, indent=1, ensure_ascii=False)
+    write_text(folder / "table.md", markdown)
     if not quiet:
         print(markdown)
     return folder
@@ -625,8 +626,8 @@ def develop_nt(settings, data, folder, work, algorithms, quiet):
               "description": gospels.description, "grid": {"iterations": DEV_ITERATIONS, "priors": DEV_PRIORS},
               "runs": runs, "chosen": chosen}
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "development.json").write_text(json.dumps(report, indent=1, ensure_ascii=False))
-    (folder / "development.md").write_text("\n".join(lines) + "\n")
+    write_json(folder / "development.json", report, indent=1, ensure_ascii=False)
+    write_text(folder / "development.md", "\n".join(lines) + "\n")
     if not quiet:
         print("\n".join(lines))
     return chosen

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..data.dependencies import read_dependencies, upos_tagset
 from ..data.treebanks import treebank_file
+from ..files import save_figure, write_text
 from ..metrics.dependency import (attach_left_heads, attach_right_heads, attachment_scores,
                                   random_projective_heads)
 from ..models.dmv import DMV
@@ -198,8 +199,8 @@ def run(out="docs/results/fig4_1_dmv", seeds=DEFAULT_SEEDS, n_iter=DEFAULT_ITERA
         }
         accuracy_curves(folder / f"{name}.png", NAMES[name], runs, results["treebanks"][name]["baselines"])
     results["seconds"] = time.perf_counter() - started
-    (folder / "results.json").write_text(json.dumps(plain_json(results), indent=1) + "\n")
-    (folder / "table.md").write_text(table(results))
+    write_text(folder / "results.json", json.dumps(plain_json(results), indent=1) + "\n")
+    write_text(folder / "table.md", table(results))
     say(f"written to {folder} in {results['seconds'] / 60:.1f} min")
     return results
 
@@ -236,7 +237,7 @@ def accuracy_curves(path, title, runs, baseline):
         row[1].set_xscale("log")
         row[0].legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 

@@ -35,6 +35,7 @@ import scipy.sparse
 
 from ..data.corpus import Corpus
 from ..data.documents import document_term_matrix, documents_from_texts, documents_from_tokens, read_tagged_documents
+from ..files import atomic_write, save_figure, write_json, write_text
 from ..metrics.topics import document_completion, npmi_coherence
 from ..models.lda import LDA
 from .results import plain_json
@@ -94,9 +95,10 @@ def split(corpus, fraction=HELDOUT, seed=0):
 
 
 def _save_data(path, train, heldout, words):
-    np.savez(path, indptr=train.indptr, indices=train.indices, data=train.data, shape=np.array(train.shape),
-             heldout_observations=heldout.observations, heldout_offsets=heldout.offsets,
-             words=np.array(json.dumps(words)))
+    with atomic_write(path, "wb") as stream:
+        np.savez(stream, indptr=train.indptr, indices=train.indices, data=train.data, shape=np.array(train.shape),
+                 heldout_observations=heldout.observations, heldout_offsets=heldout.offsets,
+                 words=np.array(json.dumps(words)))
 
 
 def _load_data(path):
@@ -378,10 +380,10 @@ def run(out="docs/results/lda", corpora=CORPORA, topics=DEFAULT_TOPICS, systems=
                     results["runs"].append(run_result)
                     if not quiet:
                         print(_run_line(run_result), file=sys.stderr, flush=True)
-                    (out / "results.json").write_text(json.dumps(plain_json(results), indent=1))
+                    write_json(out / "results.json", plain_json(results), indent=1)
     results["targets"] = targets(results["runs"])
-    (out / "results.json").write_text(json.dumps(plain_json(results), indent=1))
-    (out / "table.md").write_text(table(results))
+    write_json(out / "results.json", plain_json(results), indent=1)
+    write_text(out / "table.md", table(results))
     plot_curves(out, results["runs"])
     return results
 
@@ -507,7 +509,7 @@ def plot_curves(out, runs):
         ax.legend(fontsize=7, ncol=2)
         fig.tight_layout()
         path = Path(out) / f"perplexity_{corpus_name}_K{n_topics}.png"
-        fig.savefig(path, dpi=110)
+        save_figure(fig, path, dpi=110)
         plt.close(fig)
         paths.append(str(path))
     return paths
@@ -537,7 +539,7 @@ def plot_topics(model, path, n_words=10, max_topics=20):
         ax.tick_params(axis="x", labelsize=6)
     fig.suptitle(f"LDA ({model.fitted_algorithm_}, K = {topic_word.shape[0]}): top {n_words} words", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return str(path)
 

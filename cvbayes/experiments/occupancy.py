@@ -24,6 +24,7 @@ import numpy as np
 
 from ..chains.occupancy import (chain_marginals, combine, exact_zero, heuristic_zero, mean_field_zero, occupied,
                                 sampled_zero)
+from ..files import save_figure, write_json, write_text
 from .results import plain_json
 
 DEFAULT_METHODS = ("mean_field", "sampling-100", "sampling-1000", "sampling-10000", "heuristic")
@@ -426,7 +427,7 @@ def _plot_fig_5_2(path, panels, methods, seeds, floor=1e-12):
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=8, loc="upper right")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return str(path)
 
@@ -620,7 +621,7 @@ def _plot_fig_5_3(path, rows, seeds, fit):
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return str(path)
 
@@ -639,7 +640,7 @@ def _write(folder, name, results):
     folder.mkdir(parents=True, exist_ok=True)
     results = plain_json({"experiment": name, "command": _command(name), "thesis": THESIS_FINDINGS[name],
                        **results})
-    (folder / "results.json").write_text(json.dumps(results, indent=1, allow_nan=False))
+    write_json(folder / "results.json", results, indent=1, allow_nan=False)
     render(folder)
     return folder
 
@@ -652,7 +653,7 @@ def render(folder):
     table, figures = {"fig5.2": _render_fig_5_2, "fig5.3": _render_fig_5_3}[name](folder, results)
     md = (f"# {name}\n\nCommand: `{results['command']}`\n\n{results['thesis']}\n\n{table}\n\n"
           + "\n".join(f"![{Path(f).name}]({Path(f).name})" for f in figures) + "\n")
-    (folder / "table.md").write_text(md)
+    write_text(folder / "table.md", md)
     print(md)
 
 

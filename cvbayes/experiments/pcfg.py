@@ -20,7 +20,6 @@ true grammar's.
 """
 from __future__ import annotations
 
-import json
 import math
 import sys
 import time
@@ -30,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ..data import load_morphology
+from ..files import write_json, write_text
 from ..models.pcfg import PCFG
 from ..trees import compile_grammar, make_tables, parse_grammar
 from ..trees.inside_outside import batch_log_z, cubic_chunks
@@ -374,8 +374,8 @@ def fig4_1_morphology(args):
 
 
 def _write(folder, name, config, results, table, plot):
-    (folder / "results.json").write_text(json.dumps(plain_json({"config": config, "results": results}), indent=1))
-    (folder / "table.md").write_text(table)
+    write_json(folder / "results.json", plain_json({"config": config, "results": results}), indent=1)
+    write_text(folder / "table.md", table)
     plot(folder / f"{name}.png")
 
 

@@ -29,7 +29,6 @@ run gets a 10-pass EM grammar of its own, enough to time its parser).
 """
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from tqdm.auto import tqdm
 from ..data import treebank_file
 from ..data.trees import Tree
 from ..data.ud_to_penn import convert_conllu
+from ..files import write_json, write_text
 from ..metrics.parsing import bracket_scores
 from ..models.pcfg_la import PCFGLA
 from ..trees.latent_parse import prune_charts
@@ -210,8 +210,8 @@ def run(out="docs/results/fig4_2", subtypes=DEFAULT_SUBTYPES, alphas=DEFAULT_ALP
     results["speed"] = _speed(prepared, selected, development, decoder, speed_subtypes, say)
     results["leads"] = _leads(results["rows"])
     results["seconds"] = time.perf_counter() - started
-    (out / "results.json").write_text(json.dumps(plain_json(results), indent=1))
-    (out / "table.md").write_text(table(results))
+    write_json(out / "results.json", plain_json(results), indent=1)
+    write_text(out / "table.md", table(results))
     plot(out / "fig4_2.png", results)
     say(table(results))
     return results

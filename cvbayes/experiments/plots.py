@@ -7,6 +7,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 import numpy as np  # noqa: E402
 
+from ..files import save_figure  # noqa: E402
 from ..metrics import contingency  # noqa: E402
 
 MOST_FREQUENT_TAGS = 30  # a readable heat map; Brown has 104 tags
@@ -14,7 +15,7 @@ MOST_FREQUENT_TAGS = 30  # a readable heat map; Brown has 104 tags
 
 def _save(fig, path):
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return str(path)
 

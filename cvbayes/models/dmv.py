@@ -33,6 +33,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from ..checkpoints import NO_CHECKPOINT, open_checkpoint, run_identity
 from ..core import rules
 from ..core.rules import MAP, MEAN, VB
 from ..core.statistics import DecayingCounts
@@ -318,7 +319,7 @@ class DMV:
     # -- fitting ----------------------------------------------------------------------------------------
 
     def fit(self, X, algorithm="cvi", init="harmonic", n_iter=100, seed=0, n_init=1, batch_size=256, kappa=0.5,
-            tau0=1.0, progress=False, callback=None):
+            tau0=1.0, progress=False, callback=None, checkpoint=None, checkpoint_every=1):
         """Learn the DMV's posterior from unannotated sentences.
 
         Parameters
@@ -341,6 +342,13 @@ class DMV:
         progress : show a progress bar.
         callback : ``callback(model, iteration)`` after every pass, outside the timed region; the
             model's counts (`parse`, `score`) are then the current ones.
+        checkpoint : path, optional
+            Save the run's state there every ``checkpoint_every`` passes (scvi: passes over the
+            sentences) and after the last; the same call again resumes from it and ends bit for bit as
+            an uninterrupted run, or, once complete, restores the fitted model without training
+            (`cvbayes.checkpoints`).  Not with ``n_init`` > 1.
+        checkpoint_every : int, default 1
+            Passes between checkpoints.
 
         Returns
         -------
@@ -364,13 +372,20 @@ class DMV:
         self.objective_name_ = OBJECTIVES[algorithm]
         how = ALGORITHMS[algorithm]
         run = {batch: self._run_batch, leave_one_out: self._run_leave_one_out, stochastic: self._run_stochastic}
+        if n_init > 1 and checkpoint is not None:
+            raise ValueError("checkpoint resumes one run: use n_init=1 with it")
+        checkpoint = open_checkpoint(checkpoint, checkpoint_every, run_identity(
+            "dmv", algorithm, n_iter, int(seed), (tags, offsets), n_types=self.n_types_, alpha=self.alpha,
+            init=init, harmonic=[self.harmonic_constant, self.harmonic_variant],
+            options={"batch_size": batch_size, "kappa": kappa, "tau0": tau0}))
         best = None
         for restart in range(int(n_init)):
             self.local_memory_bytes_ = 0
             with Progress(n_iter, f"DMV {algorithm}", progress,
                           None if callback is None else lambda iteration: callback(self, iteration)) as bar:
+                checkpoint.track_progress(bar)
                 counts = run[how.schedule](tags, offsets, how.rule, int(n_iter), init, seed + restart, bar,
-                                           batch_size=int(batch_size), kappa=kappa, tau0=tau0)
+                                           batch_size=int(batch_size), kappa=kappa, tau0=tau0, checkpoint=checkpoint)
                 self.history_ = bar.history
             self.counts_ = DMVCounts(*(np.array(block, dtype=np.float64) for block in counts))
             if n_init > 1:
@@ -379,6 +394,7 @@ class DMV:
                     best = (fitness, self.counts_, self.history_)
         if best is not None:
             _, self.counts_, self.history_ = best
+        self.resumed_from_ = checkpoint.resumed_from
         return self
 
     def start_counts(self, tags, offsets, init, seed, local=None):
@@ -395,7 +411,7 @@ class DMV:
             bar.record(iteration, objective, seconds)
         return record
 
-    def _run_batch(self, tags, offsets, rule, n_iter, init, seed, bar, **options):
+    def _run_batch(self, tags, offsets, rule, n_iter, init, seed, bar, checkpoint=NO_CHECKPOINT, **options):
         """EM (rule MAP) and VB (rule VB) on `schedules.batch` (eq. 4.5-4.12)."""
         structure = BatchTrees(tags, offsets, self.alpha)
 
@@ -403,9 +419,10 @@ class DMV:
             self.counts_ = statistics
             bar.record(iteration, objective, seconds)
 
-        return batch(structure, rule, n_iter, record, statistics=self.start_counts(tags, offsets, init, seed))
+        return batch(structure, rule, n_iter, record, statistics=self.start_counts(tags, offsets, init, seed),
+                     checkpoint=checkpoint)
 
-    def _run_leave_one_out(self, tags, offsets, rule, n_iter, init, seed, bar, **options):
+    def _run_leave_one_out(self, tags, offsets, rule, n_iter, init, seed, bar, checkpoint=NO_CHECKPOINT, **options):
         """CVI on `schedules.leave_one_out` over sentences, each a new random order (eq. 4.17-4.24)."""
         local = LocalPosteriors.empty(offsets)
         structure = CollapsedTrees(tags, offsets, self.alpha, self.start_counts(tags, offsets, init, seed, local),
@@ -413,17 +430,23 @@ class DMV:
         self.local_memory_bytes_ = local.heads.nbytes + local.none.nbytes
         rng = np.random.default_rng(seed)
         n_sentences = offsets.shape[0] - 1
+        checkpoint.track_arrays("cvi", {"root": structure.counts.root, "stop": structure.counts.stop,
+                                        "attach": structure.counts.attach, "root_total": structure.root_total,
+                                        "attach_totals": structure.attach_totals, "heads": local.heads,
+                                        "none": local.none})
+        checkpoint.track_generator("order", rng)
         passes(lambda iteration: structure.sweep(rng.permutation(n_sentences)), n_iter,
-               self._record(bar, lambda: structure.counts))
+               self._record(bar, lambda: structure.counts), checkpoint=checkpoint)
         return structure.counts
 
-    def _run_stochastic(self, tags, offsets, rule, n_iter, init, seed, bar, batch_size, kappa, tau0):
+    def _run_stochastic(self, tags, offsets, rule, n_iter, init, seed, bar, batch_size, kappa, tau0,
+                        checkpoint=NO_CHECKPOINT):
         """SCVI on `schedules.stochastic` over minibatches of sentences (eq. 3.98-3.104)."""
         counts = {name: DecayingCounts(block)
                   for name, block in zip(BLOCKS, self.start_counts(tags, offsets, init, seed))}
         structure = MinibatchTrees(tags, offsets, self.alpha, counts)
         self.steps_ = stochastic(structure, counts, n_iter, batch_size, kappa, tau0, np.random.default_rng(seed),
-                                 self._record(bar, structure.current))
+                                 self._record(bar, structure.current), checkpoint=checkpoint)
         return structure.current()
 
     # -- using a fitted model ---------------------------------------------------------------------------

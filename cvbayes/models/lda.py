@@ -51,6 +51,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse
 
+from ..checkpoints import open_checkpoint, run_identity
 from ..core import rules
 from ..core.rules import MEAN, VB
 from ..core.sampling import seed_numba
@@ -531,7 +532,8 @@ class LDA:
             raise ValueError("frozen_counts applies to cvb0 only")
         return alpha
 
-    def fit(self, X, y=None, *, algorithm=None, n_iter=None, seed=None, progress=False, callback=None):
+    def fit(self, X, y=None, *, algorithm=None, n_iter=None, seed=None, progress=False, callback=None,
+            checkpoint=None, checkpoint_every=1):
         """Learn the topics of X.
 
         Parameters
@@ -543,6 +545,11 @@ class LDA:
         progress : show a progress bar
         callback : ``callback(model, iteration)`` after every pass, outside the timed region;
             ``model.components_`` then holds the current topics
+        checkpoint : path, optional
+            Save the run's state there every ``checkpoint_every`` passes and after the last; the same
+            call again resumes from it and ends bit for bit as an uninterrupted run, or, once complete,
+            restores the fitted model without training (`cvbayes.checkpoints`)
+        checkpoint_every : passes between checkpoints (default 1)
 
         Returns
         -------
@@ -561,10 +568,15 @@ class LDA:
         self.doc_topic_ = None
         rng = np.random.default_rng(seed)
         run = _RUNNERS[spec.schedule]
+        checkpoint = open_checkpoint(checkpoint, checkpoint_every, run_identity(
+            "lda", algorithm, n_iter, seed, (documents.doc_start, documents.entry_word, documents.entry_count),
+            n_words=documents.n_words, params=self.get_params()))
         with Progress(n_iter, f"LDA {algorithm}", progress,
                       None if callback is None else lambda iteration: callback(self, iteration)) as bar:
-            run(self, documents, algorithm, spec.rule, n_iter, rng, seed, bar)
+            checkpoint.track_progress(bar)
+            run(self, documents, algorithm, spec.rule, n_iter, rng, seed, bar, checkpoint)
             self.history_ = bar.history
+        self.resumed_from_ = checkpoint.resumed_from
         self.n_iter_ = n_iter
         return self
 
@@ -714,9 +726,11 @@ def _record(model, bar, components):
     return record
 
 
-def _run_batch(model, documents, algorithm, rule, n_iter, rng, seed, bar):
+def _run_batch(model, documents, algorithm, rule, n_iter, rng, seed, bar, checkpoint):
     structure = BatchVB(documents, model.n_topics, model.alpha_, model.eta, model.max_doc_iter, model.doc_tol,
                         model.learn_alpha)
+    checkpoint.track_arrays("alpha", {"alpha": structure.alpha})
+    checkpoint.track("gamma", lambda: structure.gamma, lambda gamma: setattr(structure, "gamma", gamma))
     current = {"statistics": _initial_counts(rng, documents.n_words, model.n_topics)["topic_word"].values()}
     record = _record(model, bar, lambda: model.eta + current["statistics"].T)
 
@@ -724,41 +738,48 @@ def _run_batch(model, documents, algorithm, rule, n_iter, rng, seed, bar):
         current["statistics"] = statistics
         record(iteration, objective, seconds)
 
-    statistics = batch(structure, rule, n_iter, batch_record, statistics=current["statistics"])
+    statistics = batch(structure, rule, n_iter, batch_record, statistics=current["statistics"], checkpoint=checkpoint)
     model.components_ = model.eta + statistics.T
     model.doc_topic_ = structure.gamma / structure.gamma.sum(axis=1, keepdims=True)
 
 
-def _run_stochastic(model, documents, algorithm, rule, n_iter, rng, seed, bar):
+def _run_stochastic(model, documents, algorithm, rule, n_iter, rng, seed, bar, checkpoint):
     counts = _initial_counts(rng, documents.n_words, model.n_topics)
     structure = model._stochastic_structure(documents, rule, counts, documents.n_documents, documents.n_tokens)
     record = _record(model, bar, lambda: model.eta + counts["topic_word"].values().T)
     kappa, tau0 = model._step_sizes(algorithm)
-    model.n_batch_iter_ = stochastic(structure, counts, n_iter, model.batch_size, kappa, tau0, rng, record)
+    model.n_batch_iter_ = stochastic(structure, counts, n_iter, model.batch_size, kappa, tau0, rng, record,
+                                     checkpoint=checkpoint)
     model.components_ = model.eta + counts["topic_word"].values().T
 
 
-def _run_collapsed(model, documents, algorithm, rule, n_iter, rng, seed, bar):
+def _run_collapsed(model, documents, algorithm, rule, n_iter, rng, seed, bar, checkpoint):
     state = CollapsedLDA(documents, model.n_topics, model.alpha_, model.eta, rng, second_order=algorithm == "cvb",
                          frozen_counts=model.frozen_counts)
-    _run_passes(model, documents, state, n_iter, bar)
+    # every array of the kernels' state after the documents' own four: gamma, the counts, their variances
+    checkpoint.track_arrays("collapsed", state.state[4:])
+    _run_passes(model, documents, state, n_iter, bar, checkpoint)
 
 
-def _run_gibbs(model, documents, algorithm, rule, n_iter, rng, seed, bar):
+def _run_gibbs(model, documents, algorithm, rule, n_iter, rng, seed, bar, checkpoint):
     seed_numba(seed)
     sparse = model.n_topics >= SPARSE_GIBBS_FROM if model.sparse_gibbs is None else model.sparse_gibbs
     state = GibbsLDA(documents, model.n_topics, model.alpha_, model.eta, rng, sparse=sparse)
     model.assignments_ = state.assignment
-    _run_passes(model, documents, state, n_iter, bar)
+    # every array of the sampler's state after the tokens' words and offsets: the topics, the counts,
+    # the normalisers, alpha and SparseLDA's lists (whose order the draws depend on)
+    checkpoint.track_arrays("gibbs", state.state[2:])
+    checkpoint.track_numba_random()
+    _run_passes(model, documents, state, n_iter, bar, checkpoint)
 
 
-def _run_passes(model, documents, state, n_iter, bar):
+def _run_passes(model, documents, state, n_iter, bar, checkpoint):
     """The pass loop of the collapsed learners and the sampler, with Minka's alpha after each pass."""
     def update_alpha(iteration):
         state.alpha[:] = minka_alpha(state.doc_counts(), documents.doc_length, state.alpha)
 
     record = _record(model, bar, lambda: model.eta + state.word_topic.T)
-    passes(state.sweep, n_iter, record, update_alpha if model.learn_alpha else None)
+    passes(state.sweep, n_iter, record, update_alpha if model.learn_alpha else None, checkpoint=checkpoint)
     model.components_ = model.eta + state.word_topic.T.astype(np.float64)
     model.doc_topic_ = rules.dirichlet_table(MEAN, state.doc_counts(), model.alpha_)
 

@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..checkpoints import NO_CHECKPOINT, fingerprint, open_checkpoint, run_identity
 from ..core import rules
 from ..core.rules import MAP, MEAN, VB
 from ..core.sampling import seed_numba
@@ -424,7 +425,8 @@ class PCFG:
 
     # ------------------------------------------------------------- fitting
     def fit(self, X, algorithm="cvi", n_iter=50, seed=0, n_init=1, init="random", terminals_from=None,
-            batch_size=100, kappa=0.5, tau0=1.0, anneal=False, progress=False, callback=None):
+            batch_size=100, kappa=0.5, tau0=1.0, anneal=False, progress=False, callback=None, checkpoint=None,
+            checkpoint_every=1):
         """Learn the rule probabilities from sentences.
 
         Parameters
@@ -459,6 +461,13 @@ class PCFG:
             ``callback(model, iteration)`` after every iteration with the fitted attributes set to the
             current estimates (so `score` and `parse` work inside it); its time is not in ``history_``,
             ``model.train_seconds_`` holds the training time so far.
+        checkpoint : path, optional
+            Save the run's state there every ``checkpoint_every`` passes (scvi: passes over the data)
+            and after the last; the same call again resumes from it and ends bit for bit as an
+            uninterrupted run, or, once complete, restores the fitted model without training
+            (`cvbayes.checkpoints`).  Not with ``n_init`` > 1.
+        checkpoint_every : int
+            Passes between checkpoints (default 1).
         """
         if algorithm not in self.ALGORITHMS:
             raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(self.ALGORITHMS)}")
@@ -483,6 +492,13 @@ class PCFG:
         self._callback = callback
         data = TreeCorpus(grammar, sentences)
         how = self.ALGORITHMS[algorithm]
+        if n_init > 1 and checkpoint is not None:
+            raise ValueError("checkpoint resumes one run: use n_init=1 with it")
+        checkpoint = open_checkpoint(checkpoint, checkpoint_every, run_identity(
+            "pcfg", algorithm, n_iter, int(seed), (data.batch.tokens, data.batch.offsets, data.batch.span_ids),
+            grammar=fingerprint(np.frombuffer("\n".join(map(grammar.describe, range(grammar.n_rules))).encode(),
+                                              np.uint8)), alpha=self.alpha, init=init,
+            options={"batch_size": batch_size, "kappa": kappa, "tau0": tau0, "anneal": anneal}))
         best = None
         self.restart_objectives_ = []
         for restart in range(int(n_init)):
@@ -494,7 +510,7 @@ class PCFG:
             else:
                 start = random_table(grammar, np.random.default_rng(start_seed))
             run = self._run(how, data, start, int(n_iter), start_seed, progress, batch_size=int(batch_size),
-                            kappa=float(kappa), tau0=float(tau0), anneal=bool(anneal))
+                            kappa=float(kappa), tau0=float(tau0), anneal=bool(anneal), checkpoint=checkpoint)
             objective = run.history[-1].objective
             self.restart_objectives_.append(objective)
             if best is None or objective > best.history[-1].objective:
@@ -503,6 +519,7 @@ class PCFG:
         for name, value in best.extras.items():
             setattr(self, name, value)
         self._set_fitted(best.counts, best.point_rule)
+        self.resumed_from_ = checkpoint.resumed_from
         return self
 
     def _run(self, how, data, start, n_iter, seed, progress, **options):
@@ -526,7 +543,7 @@ class PCFG:
             self._set_fitted(counts, point_rule)
             self._callback(self, iteration)
 
-    def _run_batch(self, how, data, start, n_iter, seed, progress, **options):
+    def _run_batch(self, how, data, start, n_iter, seed, progress, checkpoint=NO_CHECKPOINT, **options):
         """EM (rule MAP) and VB (rule VB) on `schedules.batch` (eq. 4.5-4.12), from the expected
         counts under the start table."""
         structure = BatchTrees(self._rows, data)
@@ -537,10 +554,11 @@ class PCFG:
                 bar.record(iteration, objective, seconds)
                 self._call_back(iteration, counts, bar.train_seconds, point_rule)
 
-            statistics = batch(structure, how.rule, n_iter, record, statistics)
+            checkpoint.track_progress(bar)
+            statistics = batch(structure, how.rule, n_iter, record, statistics, checkpoint=checkpoint)
         return _Run(statistics, point_rule, bar.history, {})
 
-    def _run_leave_one_out(self, how, data, start, n_iter, seed, progress, **options):
+    def _run_leave_one_out(self, how, data, start, n_iter, seed, progress, checkpoint=NO_CHECKPOINT, **options):
         """CVI on `schedules.leave_one_out` (eq. 4.24), each sentence starting from its expected counts
         under the start table."""
         collapsed = CollapsedTrees(self._rows, data, start)
@@ -549,10 +567,15 @@ class PCFG:
                 bar.record(iteration, objective, seconds)
                 self._call_back(iteration, collapsed.counts, bar.train_seconds)
 
-            passes(collapsed.sweep, n_iter, record)
+            checkpoint.track_progress(bar)
+            # the global counts and row totals, every sentence's local counts, the kernels' rule scratch
+            checkpoint.track_arrays("cvi", {"counts": collapsed.counts, "rows": collapsed.row_totals,
+                                            "local": collapsed.local, "scratch": collapsed.state[1][6]})
+            passes(collapsed.sweep, n_iter, record, checkpoint=checkpoint)
         return _Run(collapsed.counts.copy(), MEAN, bar.history, {"local_memory_bytes_": collapsed.memory_bytes})
 
-    def _run_gibbs(self, how, data, start, n_iter, seed, progress, anneal=False, **options):
+    def _run_gibbs(self, how, data, start, n_iter, seed, progress, anneal=False, checkpoint=NO_CHECKPOINT,
+                   **options):
         """The MH sampler on `schedules.gibbs` (eq. 4.13-4.16), each sentence starting from a tree drawn
         from the start table (by default uniformly among its trees)."""
         seed_numba(seed)
@@ -570,14 +593,20 @@ class PCFG:
                 self.acceptance_rates_ = np.array(rates)
                 self._call_back(iteration, sampler.counts, bar.train_seconds)
 
-            passes(sweep, n_iter, record)
+            checkpoint.track_progress(bar)
+            checkpoint.track_arrays("mh", {"counts": sampler.counts, "rows": sampler.row_totals,
+                                           "trees": sampler.tree_rules, "sizes": sampler.tree_sizes,
+                                           "tally": sampler.tally})
+            checkpoint.track("rates", lambda: list(rates), lambda saved: rates.__setitem__(slice(None), saved))
+            checkpoint.track_numba_random()
+            passes(sweep, n_iter, record, checkpoint=checkpoint)
         tally = sampler.tally
         return _Run(sampler.counts.copy(), MEAN, bar.history,
                     {"acceptance_rates_": np.array(rates), "acceptance_rate_": tally[0] / max(tally[1], 1),
                      "move_rate_": tally[2] / max(tally[1], 1)})
 
     def _run_stochastic(self, how, data, start, n_iter, seed, progress, batch_size=100, kappa=0.5, tau0=1.0,
-                        **options):
+                        checkpoint=NO_CHECKPOINT, **options):
         """SCVI on `schedules.stochastic`: minibatches of sentences under MEAN tables of the global
         counts, which start as the expected counts under the start table."""
         counts = BatchTrees(self._rows, data).expectations((start, make_tables(data.grammar, start)))[0]
@@ -589,8 +618,9 @@ class PCFG:
                 bar.record(iteration, objective, seconds, advance=False)
                 self._call_back(iteration, structure.current(), bar.train_seconds)
 
+            checkpoint.track_progress(bar)
             steps = stochastic(structure, structure.counts, n_iter, batch_size, kappa, tau0, rng, record,
-                               after_step=lambda rho: bar.advance())
+                               after_step=lambda rho: bar.advance(), checkpoint=checkpoint)
         return _Run(structure.current(), MEAN, bar.history, {"steps_": steps})
 
     # ------------------------------------------------------------- using it

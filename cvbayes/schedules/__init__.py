@@ -11,7 +11,8 @@ Every algorithm is a schedule paired with a rule of `cvbayes.core.rules`:
   from the MEAN predictive of everything else.
 
 A model supplies the structure (its dynamic program bound to the data) and the hooks; the schedule
-supplies the loop.  Schedules import only `cvbayes.core`.
+supplies the loop, and saves and resumes it through the `cvbayes.checkpoints.Checkpoint` the model
+opens (NO_CHECKPOINT by default).  Schedules import only `cvbayes.core` and `cvbayes.checkpoints`.
 """
 from .batch import batch
 from .collapsed import leave_one_out, passes

@@ -1,8 +1,10 @@
 """The batch schedule of EM and VB: every table refreshed after a full pass (eq. 3.13-3.22, 4.5-4.12)."""
 import time
 
+from ..checkpoints import NO_CHECKPOINT
 
-def batch(structure, rule, n_iter, record, statistics=None, tables=None):
+
+def batch(structure, rule, n_iter, record, statistics=None, tables=None, checkpoint=NO_CHECKPOINT):
     """Run ``n_iter`` passes; returns the last expected counts.
 
     Parameters
@@ -17,8 +19,14 @@ def batch(structure, rule, n_iter, record, statistics=None, tables=None):
     record : ``record(iteration, objective, statistics, seconds)`` after every pass
     statistics, tables : where to start: expected counts, or (MAP only, whose penalty needs no counts) the
         first pass's tables themselves
+    checkpoint : `cvbayes.checkpoints.Checkpoint`, where the statistics are saved and resumed from
     """
-    for iteration in range(n_iter):
+    def restore(saved):
+        nonlocal statistics, tables
+        statistics, tables = saved, None
+
+    checkpoint.track("batch.statistics", lambda: statistics, restore)
+    for iteration in range(checkpoint.resume(), n_iter):
         started = time.perf_counter()
         if tables is None:
             tables = structure.tables(statistics, rule)
@@ -26,4 +34,5 @@ def batch(structure, rule, n_iter, record, statistics=None, tables=None):
         statistics, log_evidence = structure.expectations(tables)
         tables = None
         record(iteration, log_evidence + penalty, statistics, time.perf_counter() - started)
+        checkpoint.save_if_due(iteration, n_iter)
     return statistics

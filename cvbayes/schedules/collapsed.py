@@ -12,6 +12,8 @@ import time
 import numpy as np
 from numba import njit
 
+from ..checkpoints import NO_CHECKPOINT
+
 
 # inlined into the model's entry point: called as a function, it receives the unit's dispatcher as a
 # value, whose address numba embeds unless LLVM happens to inline the call, and the entry point then
@@ -32,15 +34,17 @@ def leave_one_out(update_unit, state, order):
     return objective, -1
 
 
-def passes(sweep, n_iter, record, after_pass=None):
+def passes(sweep, n_iter, record, after_pass=None, checkpoint=NO_CHECKPOINT):
     """Run ``sweep(iteration) -> objective`` ``n_iter`` times (CVI's and the samplers' passes).
 
     ``after_pass(iteration)`` runs inside the timed pass (the HDP's hyperparameter updates, §5.3);
-    ``record(iteration, objective, seconds)`` after it.
+    ``record(iteration, objective, seconds)`` after it.  ``checkpoint`` (`cvbayes.checkpoints`) holds
+    the state the model declared: resumed before the first pass, saved after each.
     """
-    for iteration in range(n_iter):
+    for iteration in range(checkpoint.resume(), n_iter):
         started = time.perf_counter()
         objective = sweep(iteration)
         if after_pass is not None:
             after_pass(iteration)
         record(iteration, objective, time.perf_counter() - started)
+        checkpoint.save_if_due(iteration, n_iter)

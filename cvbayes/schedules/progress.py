@@ -1,5 +1,5 @@
 """What every schedule reports after an iteration: the history, a progress bar and the user's callback."""
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 from tqdm.auto import tqdm
 
@@ -36,6 +36,15 @@ class Progress:
             self._bar.update()
         if self.callback is not None:
             self.callback(iteration)
+
+    def saved_history(self):
+        """The history as tuples, for a checkpoint (`cvbayes.checkpoints`)."""
+        return [astuple(record) for record in self.history]
+
+    def restore_history(self, saved):
+        """Put back a checkpoint's history (in place: ``history_`` may be this list) and move the bar."""
+        self.history[:] = [IterationRecord(int(i), float(o), float(t), str(s)) for i, o, t, s in saved]
+        self._bar.update(len(saved))
 
     def advance(self):
         """Move the bar without a record (a minibatch step inside a pass)."""

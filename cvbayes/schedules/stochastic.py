@@ -11,6 +11,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..checkpoints import NO_CHECKPOINT
+
 
 class Minibatch(NamedTuple):
     """What a structure's ``minibatch(ids)`` returns: ``updates`` a list of (block name, rows, values,
@@ -28,7 +30,7 @@ def step_size(step, kappa, tau0):
 
 
 def stochastic(structure, counts, n_iter, batch_size, kappa, tau0, rng, record, after_step=None,
-               after_pass=None, callback=None, callback_every=None):
+               after_pass=None, callback=None, callback_every=None, checkpoint=NO_CHECKPOINT):
     """Run ``n_iter`` passes of n_units / batch_size steps each; returns the number of steps.
 
     Parameters
@@ -43,12 +45,28 @@ def stochastic(structure, counts, n_iter, batch_size, kappa, tau0, rng, record, 
     after_pass : ``after_pass()`` after every pass, inside its time
     callback, callback_every : ``callback(step, train_seconds)`` every ``callback_every`` steps
         (outside the timed region); None: not called here
+    checkpoint : `cvbayes.checkpoints.Checkpoint`: the global blocks (values and decay scale), the step
+        count and ``rng`` are saved after every pass and resumed from
     """
     n_units = structure.n_units
     steps_per_pass = -(-n_units // batch_size)
     step = 0
     trained = 0.0
-    for iteration in range(n_iter):
+
+    def saved():
+        return {"step": step, "trained": trained, "rng": rng.bit_generator.state,
+                "counts": {name: (block.stored, block.scale) for name, block in counts.items()}}
+
+    def restore(state):
+        nonlocal step, trained
+        step, trained = state["step"], state["trained"]
+        rng.bit_generator.state = state["rng"]
+        for name, (stored, scale) in state["counts"].items():
+            counts[name].stored = np.array(stored)
+            counts[name].scale = scale
+
+    checkpoint.track("stochastic", saved, restore)
+    for iteration in range(checkpoint.resume(), n_iter):
         log_z = 0.0
         n_tokens = 0
         seconds = 0.0
@@ -77,4 +95,5 @@ def stochastic(structure, counts, n_iter, batch_size, kappa, tau0, rng, record, 
         seconds += time.perf_counter() - started
         trained += seconds
         record(iteration, log_z / max(n_tokens, 1), seconds)
+        checkpoint.save_if_due(iteration, n_iter)
     return step

@@ -60,6 +60,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..files import write_text
 from ..data.errors import CorpusFormatError, read_text_file
 from ..data.trees import Tree, unbinarize
 from ..data.vocabulary import Vocabulary
@@ -435,9 +436,8 @@ def format_grammar(grammar: Grammar, weights: Sequence[float] | None = None) -> 
 
 
 def write_grammar(grammar: Grammar, path, weights: Sequence[float] | None = None) -> None:
-    """Write `grammar` to `path` (UTF-8) with `format_grammar`."""
-    with open(path, "w", encoding="utf-8") as file:
-        file.write(format_grammar(grammar, weights))
+    """Write `grammar` to `path` (UTF-8, atomically) with `format_grammar`."""
+    write_text(path, format_grammar(grammar, weights))
 
 
 # ------------------------------------------------------------------ substrings

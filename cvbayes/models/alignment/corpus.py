@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from ...files import atomic_write
 from ...data.errors import CorpusFormatError
 from ...data.vocabulary import Vocabulary
 
@@ -189,11 +190,11 @@ def read_fast_align(path: PathLike, lowercase: bool = False) -> ParallelCorpus:
 def write_pharaoh(links: Iterable[Iterable[tuple[int, int]]], handle, scores=None) -> None:
     """Write one line per sentence pair: sorted ``i-j`` items separated by spaces.
 
-    ``handle`` is an open text file (or a path, which is overwritten).  ``scores``, if given, holds per
+    ``handle`` is an open text file (or a path, which is replaced atomically).  ``scores``, if given, holds per
     pair a sequence of numbers written after ``' ||| '`` (fast_align's ``-s`` lines).
     """
     if not hasattr(handle, "write"):
-        with open(handle, "w", encoding="utf-8") as file:
+        with atomic_write(handle, "w", encoding="utf-8") as file:
             write_pharaoh(links, file, scores)
         return
     for k, pair_links in enumerate(links):
