@@ -7,10 +7,11 @@ from .models.dmv import DMV
 from .models.lda import LDA
 from .models.pcfg import PCFG
 from .models.pcfg_la import PCFGLA
+from .models.adaptor import AdaptorGrammar
 from .core.units import ZeroProbabilityError
 from .schedules import IterationRecord
 
 __version__ = "0.1.0"
 
-__all__ = ["HMM", "HDPHMM", "DMV", "LDA", "PCFG", "PCFGLA", "IterationRecord", "ZeroProbabilityError", "Corpus", "Vocabulary", "Categorical", "Gaussian",
+__all__ = ["HMM", "AdaptorGrammar", "HDPHMM", "DMV", "LDA", "PCFG", "PCFGLA", "IterationRecord", "ZeroProbabilityError", "Corpus", "Vocabulary", "Categorical", "Gaussian",
            "read_text", "read_tagged", "read_conllu"]

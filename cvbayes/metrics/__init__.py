@@ -3,6 +3,8 @@
 from .dependency import (AttachmentScores, attach_left_heads, attach_right_heads, attachment_scores,
                          directed_accuracy, random_projective_heads, undirected_accuracy)
 from .parsing import BracketScores, bracket_scores, brackets, parsing_report
+from .segmentation import (PrecisionRecall, SegmentationScores, precision_recall_f1, segmentation_report,
+                           segmentation_scores, word_boundaries, word_spans)
 from .tagging import (
     VMeasure,
     accuracy,
@@ -19,6 +21,13 @@ __all__ = [
     "bracket_scores",
     "brackets",
     "parsing_report",
+    "PrecisionRecall",
+    "SegmentationScores",
+    "precision_recall_f1",
+    "segmentation_report",
+    "segmentation_scores",
+    "word_boundaries",
+    "word_spans",
     "AttachmentScores",
     "attach_left_heads",
     "attach_right_heads",

@@ -1,0 +1,258 @@
+"""Word segmentation with adaptor grammars: ``cvbayes experiment wordseg`` (issue 20).
+
+The Brent corpus (Bernstein-Ratner's child-directed English in Brent's phonemes, 9,790 utterances,
+`cvbayes.data.load_brent`) segmented by the Pitman-Yor adaptor grammars of Johnson and Goldwater (2009)
+(unigram words; collocations of words; collocations with syllable structure where the model has it),
+each learned by VB, collapsed VI and MCMC where the model offers them, from several seeds.  Scores are
+the token, boundary (utterance-internal) and lexicon F1 of Goldwater, Griffiths and Johnson (2009)
+(`cvbayes.metrics.segmentation`), taken on the Viterbi segmentation of the training utterances after
+each evaluated pass: the published systems learn from and are scored on the same utterances (there is
+no held-out set in this task), and so are ours.  Nothing was tuned on the scores: the model's default
+hyperparameters are used throughout.
+
+A second language checks that nothing was tuned to Brent: HKCanCor (Cantonese conversation, symbols
+are Jyutping syllables, `cvbayes.data.load_hkcancor`; ``cvbayes data fetch hkcancor``), or the mother's
+utterances of Brown's Eve (letters, `cvbayes.data.load_eve`).  By default the first 9,790 HKCanCor
+utterances, Brent's size.
+
+Published figure beside ours: Johnson and Goldwater (2009, NAACL, MCMC with hyperparameter sampling)
+token F1 on Brent, about 0.56 (unigram), 0.76 (colloc) and 0.87 (colloc-syllable), as issue 20 quotes
+them (not re-checked against the paper here).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ..files import write_json, write_text
+from ..metrics.segmentation import segmentation_scores
+from .plots import _save, curves, plt
+from .results import plain_json
+
+GRAMMARS = ("unigram", "colloc", "colloc-syllable")
+ALGORITHMS = ("vb", "cvi", "mcmc")
+CORPORA = ("brent", "hkcancor", "eve")
+DEFAULT_CORPORA = ("brent", "hkcancor")
+PUBLISHED_TOKEN_F1 = {"unigram": 0.56, "colloc": 0.76, "colloc-syllable": 0.87}
+PUBLISHED = ("Johnson and Goldwater (2009), MCMC with sampled PY hyperparameters, Brent (9,790 utterances), "
+             "token F1 as quoted in issue 20 (approximate)")
+QUICK = {"utterances": 200, "iterations": 2, "mcmc_iterations": 4, "seeds": 1}
+SCORES = ("token", "boundary", "lexicon")
+EVALUATIONS = 12   # log-spaced scoring points along a run
+
+
+def add_arguments(parser):
+    """The wordseg options of ``cvbayes experiment`` (``--algorithms`` is shared: its names are let through
+    when they are all word segmentation algorithms)."""
+    parser.add_argument("--grammars", default=None,
+                        help="wordseg: comma-separated grammars (default unigram,colloc,colloc-syllable: those "
+                             "the model has)")
+    parser.add_argument("--corpora", default=None,
+                        help="wordseg: comma-separated, of brent, hkcancor, eve (default brent,hkcancor); the "
+                             "later ones take as many utterances as the first")
+    parser.add_argument("--utterances", type=int, default=None,
+                        help="wordseg: use only the first N utterances of each corpus (default: all of Brent, "
+                             "as many of the second language)")
+    parser.add_argument("--quick", action="store_true",
+                        help="wordseg: a smoke run (200 utterances, 2 passes, 1 seed)")
+    parser.description += (
+        " wordseg: word segmentation with adaptor grammars (unigram, colloc, colloc-syllable) by vb, cvi and mcmc "
+        "on the Brent corpus and a second language (HKCanCor Jyutping; 'cvbayes data fetch hkcancor'): token, "
+        "boundary and lexicon F1 beside Johnson and Goldwater's (2009) MCMC figures, training time; --seeds "
+        "(default 3), --iterations (vb, cvi), --cgs-iterations (mcmc); writes results.json, table.md and PNGs "
+        "under --out/wordseg.")
+    shared = parser._option_string_actions["--algorithms"]
+    tagging = shared.type
+
+    def algorithms(text):
+        names = text.split(",")
+        return names if set(names) <= set(ALGORITHMS) else tagging(text)
+
+    shared.type = algorithms
+    shared.help += "; wordseg: vb,cvi,mcmc (default: those the model has)"
+
+
+def evaluation_points(n_iter, count=EVALUATIONS):
+    """1-based passes to score at: log-spaced from 1 to ``n_iter`` (the last always)."""
+    points = np.unique(np.round(np.geomspace(1, n_iter, min(count, n_iter))).astype(int))
+    return set(int(p) for p in points) | {n_iter}
+
+
+def load_corpus(name, n=None):
+    """A word segmentation corpus by name, its first ``n`` utterances (all when None)."""
+    from .. import data
+
+    loaded = {"brent": data.load_brent, "hkcancor": data.load_hkcancor, "eve": data.load_eve}[name]()
+    if n is not None and n < len(loaded):
+        loaded = loaded.subset(range(n))
+    return loaded
+
+
+def run_one(corpus, grammar, algorithm, seed, n_iter):
+    """One fit: the scores after the last pass and at log-spaced passes, and the training seconds (scoring
+    excluded: the model times each pass without its callback)."""
+    from ..models.adaptor import AdaptorGrammar
+
+    utterances = [list(symbols) for symbols in corpus.symbols]
+    points = evaluation_points(n_iter)
+    curve = []
+
+    def evaluate(model, iteration):
+        if iteration + 1 in points:
+            scores = segmentation_scores(model.segment(utterances), corpus.segments)
+            curve.append({"iteration": iteration + 1, "seconds": sum(r.seconds for r in model.history_),
+                          **{f"{name}_f1": getattr(scores, name).f1 for name in SCORES}})
+
+    model = AdaptorGrammar(grammar)
+    model.fit(utterances, algorithm=algorithm, n_iter=n_iter, seed=seed, callback=evaluate)
+    scores = segmentation_scores(model.segment(utterances), corpus.segments)
+    return {"grammar": grammar, "algorithm": algorithm, "seed": seed, "iterations": len(model.history_),
+            "seconds": sum(r.seconds for r in model.history_), "objective": model.history_[-1].objective,
+            "scores": scores.as_dict(), "lexicon_size": len(model.lexicon_), "curve": curve,
+            "model": {"a": model.a, "b": model.b, "alpha": model.alpha, "truncation": model.truncation}}
+
+
+def _mean_std(values, scale=100.0, digits=1):
+    values = np.asarray(values, dtype=float) * scale
+    if values.size == 0:
+        return "–"
+    if values.size == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{values.mean():.{digits}f} ± {values.std():.{digits}f}"
+
+
+def table(results, config):
+    """The Markdown table: each corpus, grammar and algorithm, F1 (mean ± std over seeds) and time."""
+    lines = ["# Word segmentation with Pitman-Yor adaptor grammars", "",
+             f"Command: `{config['command']}`.", "",
+             "Scores (%): token, boundary (utterance-internal boundaries only) and lexicon F1 (Goldwater, "
+             "Griffiths and Johnson 2009) of the Viterbi segmentation of the **training utterances**: the "
+             "published systems learn from and are scored on the same utterances, and so are we (no "
+             "held-out set; no hyperparameter was tuned on these scores, the model's defaults are used). "
+             f"Mean ± std over {len(config['seeds'])} seed(s). Seconds: training only (scoring excluded).", "",
+             f"Published: {PUBLISHED}.", ""]
+    if config.get("skipped"):
+        lines += [f"Not run (the model does not offer them yet): {', '.join(config['skipped'])}.", ""]
+    for corpus, block in results.items():
+        lines += [f"## {corpus}: {block['data']['description']}", "",
+                  f"{block['data']['utterances']} utterances, {block['data']['words']} gold words, "
+                  f"{block['data']['symbols']} symbols.", "",
+                  "| grammar | algorithm | passes | seconds | token F1 | boundary F1 | lexicon F1 | "
+                  "published token F1 |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+        for grammar in config["grammars"]:
+            for algorithm in config["algorithms"]:
+                runs = [r for r in block["runs"] if r["grammar"] == grammar and r["algorithm"] == algorithm]
+                if not runs:
+                    continue
+                published = PUBLISHED_TOKEN_F1.get(grammar) if corpus == "brent" else None
+                seconds = _mean_std([r["seconds"] for r in runs], 1, 1)
+                lines.append(
+                    f"| {grammar} | {algorithm} | {runs[0]['iterations']} | {seconds} | "
+                    + " | ".join(_mean_std([r["scores"][name]["f1"] for r in runs]) for name in SCORES)
+                    + f" | {'–' if published is None else f'{100 * published:.0f}'} |")
+        lines += [""] + [f"![{corpus} {g} F1 against passes and time](token_f1_by_{axis}_{corpus}_{g}.png)"
+                         for g in config["grammars"] for axis in ("iteration", "seconds")
+                         if any(r["grammar"] == g for r in block["runs"])] + [""]
+    return "\n".join(lines)
+
+
+def plot_summary(path, results, config):
+    """Final token F1 of every run against its training seconds, one panel a corpus."""
+    fig, axes = plt.subplots(1, len(results), figsize=(5.5 * len(results), 4), squeeze=False)
+    for ax, (corpus, block) in zip(axes[0], results.items()):
+        for grammar in config["grammars"]:
+            for algorithm in config["algorithms"]:
+                runs = [r for r in block["runs"] if r["grammar"] == grammar and r["algorithm"] == algorithm]
+                if runs:
+                    ax.scatter([r["seconds"] for r in runs], [100 * r["scores"]["token"]["f1"] for r in runs],
+                               label=f"{grammar} {algorithm}")
+            if corpus == "brent" and grammar in PUBLISHED_TOKEN_F1:
+                ax.axhline(100 * PUBLISHED_TOKEN_F1[grammar], linestyle=":", color="gray")
+        ax.set_xscale("log")
+        ax.set_xlabel("training time (s)")
+        ax.set_ylabel("token F1 (%)")
+        ax.set_title(f"{corpus} (dotted: published MCMC)" if corpus == "brent" else corpus)
+        ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def _write(folder, config, results, plots=True):
+    """results.json and table.md (after every run, so that a long run shows its progress) and the plots."""
+    write_json(folder / "results.json", plain_json({"config": config, "results": results}), indent=1)
+    text = table(results, config)
+    write_text(folder / "table.md", text)
+    if not plots:
+        return text
+    for corpus, block in results.items():
+        for grammar in config["grammars"]:
+            runs = [r for r in block["runs"] if r["grammar"] == grammar]
+            if runs:
+                curves(folder, runs, [a for a in config["algorithms"] if any(r["algorithm"] == a for r in runs)],
+                       "token_f1", f"{corpus}, {grammar} grammar: token F1", suffix=f"{corpus}_{grammar}")
+    if results:
+        plot_summary(folder / "token_f1_by_time.png", results, config)
+    return text
+
+
+def run_from_command_line(args):
+    """``cvbayes experiment wordseg`` (module notes): ``--grammars``, ``--algorithms``, ``--seeds`` (default 3),
+    ``--iterations`` (vb, cvi; default 50), ``--cgs-iterations`` (mcmc sweeps), ``--corpora``, ``--utterances``,
+    ``--quick``, ``--out`` (results under OUT/wordseg)."""
+    from ..models.adaptor import BUILT_IN_GRAMMARS, AdaptorGrammar
+    from ..models.hmm import TAGGING_ALGORITHMS
+
+    quick = getattr(args, "quick", False)
+    grammars = (args.grammars.split(",") if getattr(args, "grammars", None) else list(GRAMMARS))
+    algorithms = (list(ALGORITHMS) if args.algorithms in (None, list(TAGGING_ALGORITHMS)) else list(args.algorithms))
+    for name in grammars:
+        if name not in GRAMMARS:
+            raise ValueError(f"wordseg: unknown grammar {name!r}; choose from {', '.join(GRAMMARS)}")
+    for name in algorithms:
+        if name not in ALGORITHMS:
+            raise ValueError(f"wordseg: unknown algorithm {name!r}; choose from {', '.join(ALGORITHMS)}")
+    corpora = args.corpora.split(",") if getattr(args, "corpora", None) else list(DEFAULT_CORPORA)
+    for name in corpora:
+        if name not in CORPORA:
+            raise ValueError(f"wordseg: unknown corpus {name!r}; choose from {', '.join(CORPORA)}")
+    skipped = [g for g in grammars if g not in BUILT_IN_GRAMMARS] + [a for a in algorithms
+                                                                     if a not in AdaptorGrammar.ALGORITHMS]
+    grammars = [g for g in grammars if g in BUILT_IN_GRAMMARS]
+    algorithms = [a for a in algorithms if a in AdaptorGrammar.ALGORITHMS]
+    seeds = list(range(QUICK["seeds"] if quick else (args.seeds or 3)))
+    iterations = {a: (QUICK["mcmc_iterations"] if quick else args.cgs_iterations) if a == "mcmc"
+                  else (QUICK["iterations"] if quick else args.iterations) for a in algorithms}
+    limit = QUICK["utterances"] if quick else getattr(args, "utterances", None)
+    folder = Path("docs/results" if args.out is None else args.out) / "wordseg"
+    folder.mkdir(parents=True, exist_ok=True)
+    command = ("cvbayes " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("cvbayes")
+               else "cvbayes experiment wordseg")
+    config = {"command": command, "grammars": grammars, "algorithms": algorithms, "seeds": seeds,
+              "iterations": iterations, "corpora": corpora, "utterances": limit, "skipped": skipped,
+              "published": {"source": PUBLISHED, "token_f1": PUBLISHED_TOKEN_F1},
+              "evaluation": "training utterances (as the published systems)"}
+    if skipped and not args.quiet:
+        print(f"wordseg: not offered by the model yet, skipped: {', '.join(skipped)}", file=sys.stderr)
+    results = {}
+    size = None
+    for corpus_name in corpora:
+        corpus = load_corpus(corpus_name, limit if limit is not None else size)
+        size = size or len(corpus)   # the second language: as many utterances as Brent
+        results[corpus_name] = {"data": {"description": corpus.description, "utterances": len(corpus),
+                                         "words": corpus.n_segments, "symbols": corpus.n_symbols}, "runs": []}
+        for grammar in grammars:
+            for seed in seeds:
+                for algorithm in algorithms:
+                    run = run_one(corpus, grammar, algorithm, seed, iterations[algorithm])
+                    results[corpus_name]["runs"].append(run)
+                    if not args.quiet:
+                        s = run["scores"]
+                        print(f"{corpus_name} {grammar} {algorithm} seed {seed}: token F1 "
+                              f"{100 * s['token']['f1']:.1f}, boundary {100 * s['boundary']['f1']:.1f}, lexicon "
+                              f"{100 * s['lexicon']['f1']:.1f}; {run['seconds']:.1f} s", file=sys.stderr)
+                    _write(folder, config, results, plots=False)
+    text = _write(folder, config, results)
+    if not args.quiet and not getattr(args, "json", False):
+        print(text)
+    return results
