@@ -10,11 +10,16 @@ from tqdm.auto import tqdm
 
 from . import HDPHMM, HMM, __version__
 from .chains.occupancy import METHODS as OCCUPANCY_METHODS
+from .checkpoints import Checkpoint, add_checkpoint_arguments, announce_resume
+from .commands import check_writable
 from .commands.align import add_alignment_commands
 from .commands.dmv import add_dmv_commands
 from .commands.lda import add_lda_commands
+from .commands.segment import add_segment_commands
+from .models.hmm_shards import SHARDED_ALGORITHMS, connect
 from .data import CorpusFormatError, ambiguity, fetch_bible, fetch_brown, fetch_nt_alignments, fetch_ptb, fetch_texts, fetch_tidigits
 from .data import fetch_eve, fetch_ewt, fetch_hkcancor, fetch_htb, fetch_morphology, fetch_news, fetch_pud
+from .files import write_bytes
 from .families import Categorical
 from .metrics import many_to_one
 from .models.hdp_hmm import ALGORITHMS as HDP_ALGORITHMS
@@ -29,9 +34,9 @@ DEMO_ITERATIONS = {"em": 200, "vb": 200, "cvi1": 200, "cvi2": 100, "cgs": 300}
 def run_demo(args):
     """Fit every algorithm on data drawn from a planted HMM and compare them.
 
-    Each algorithm gets ``--restarts`` seeded runs from random local
-    posteriors (thesis footnote 5); the run with the best held-out predictive
-    log-likelihood (eq. 3.108) is kept, as one would in practice.
+    Each algorithm gets ``--restarts`` seeded runs from HMM.fit's default
+    start (random parameters, ``init="params"``); the run with the best held-out
+    predictive log-likelihood (eq. 3.108) is kept, as one would in practice.
     """
     rng = np.random.default_rng(args.seed)
     params = random_hmm(args.states, args.symbols, rng)
@@ -193,18 +198,31 @@ def run_fit(args):
     if corpus.gold is None and args.dictionary != "none":
         raise SystemExit("cvbayes fit: a tag dictionary needs a tagged corpus")
     dictionary = tag_dictionary(corpus, args.dictionary, args.d)
+    if args.restarts > 1 and args.checkpoint:
+        raise SystemExit("cvbayes fit: --checkpoint resumes one run; it does not take --restarts")
+    announce_resume(args.checkpoint, args.iterations, "cvbayes fit", args.quiet or args.json)
     n_states = args.states or (len(corpus.tagset) if corpus.tagset is not None else None)
     if n_states is None:
         raise SystemExit("cvbayes fit: give --states for an untagged corpus")
     if dictionary is not None and n_states != len(corpus.tagset):
         raise SystemExit("cvbayes fit: with a tag dictionary, --states must equal the number of tags")
-    model, states, result = fit_tagger(corpus, args.algorithm, args.alpha, args.beta, args.iterations,
-                                       args.seed, dictionary=dictionary, n_states=n_states,
-                                       progress=not (args.quiet or args.json), batch_size=args.batch_size,
-                                       kappa=args.kappa, subchain_length=args.subchain_length,
-                                       model=HDPHMM(n_states, gamma=args.gamma, sigma=args.sigma, beta=args.beta,
-                                                    occupancy=args.occupancy) if hdp else None)
+    sharded = args.scheduler is not None or args.workers is not None
+    if sharded and (hdp or args.algorithm not in SHARDED_ALGORITHMS):
+        raise SystemExit(f"cvbayes fit: --scheduler and --workers take --model hmm with --algorithm "
+                         f"{', '.join(SHARDED_ALGORITHMS)}")
+    with connect(args.scheduler, args.workers) as client:  # None without --scheduler or --workers
+        model, states, result = fit_tagger(corpus, args.algorithm, args.alpha, args.beta, args.iterations,
+                                           args.seed, dictionary=dictionary, n_states=n_states,
+                                           progress=not (args.quiet or args.json), batch_size=args.batch_size,
+                                           kappa=args.kappa, subchain_length=args.subchain_length,
+                                           n_init=args.restarts,
+                                           checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every,
+                                           model=HDPHMM(n_states, gamma=args.gamma, sigma=args.sigma, beta=args.beta,
+                                                        occupancy=args.occupancy) if hdp else None,
+                                           **({"client": client} if sharded else {}))
     model.save(args.output)
+    if args.checkpoint:  # the model is safely written: the checkpoint has done its work
+        Checkpoint(args.checkpoint).remove()
     result.pop("curve")
     if hdp:
         result.update(effective_states=model.n_effective_states_, gamma=model.gamma_, sigma=model.sigma_)
@@ -246,8 +264,7 @@ def run_tag(args):
             sys.stdout.buffer.write(data)
             sys.stdout.flush()
         else:
-            with open(args.output, "wb") as handle:
-                handle.write(data)
+            write_bytes(args.output, data)
     else:
         write_tagged(sys.stdout if to_stdout else args.output, own, tags, args.output_format, args.column)
     report = {"model": args.model, "corpus": corpus.source, "output": args.output, "sentences": corpus.n_sequences,
@@ -312,6 +329,14 @@ def run_experiment(args):
         from .experiments import pcfg_la as pcfg_la_experiment
 
         pcfg_la_experiment.run_from_command_line(args)
+    elif args.name == "ewt-pos":
+        from .experiments import ewt_pos
+
+        ewt_pos.run_from_command_line(args)
+    elif args.name == "wordseg":
+        from .experiments import wordseg as wordseg_experiment
+
+        wordseg_experiment.run_from_command_line(args)
     elif args.name == "lda":
         from .experiments import lda as lda_experiment
 
@@ -360,19 +385,6 @@ def _add_missing_common(parser):
                 leaf.add_argument(option, help=help_text, **kind)
 
 
-def check_writable(path):
-    """Refuse an output path that cannot be written, before any training (``-`` is standard output)."""
-    if path in (None, "-"):
-        return
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise ValueError(f"{path}: is a folder, not an output file")
-    if not os.path.isdir(folder):
-        raise ValueError(f"{path}: cannot write there, the folder {folder} does not exist")
-    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise ValueError(f"{path}: cannot write there, permission denied")
-
-
 def _add_common(parser, seed=True):
     if seed:
         parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
@@ -406,6 +418,7 @@ def build_parser():
     add_alignment_commands(commands)
     add_lda_commands(commands)
     add_dmv_commands(commands)
+    add_segment_commands(commands)
 
     compare = commands.add_parser(
         "compare", help="PoS induction on Brown with EM, VB, CVI-1, CVI-2 and CGS (the main job)",
@@ -487,6 +500,16 @@ def build_parser():
     fit.add_argument("--kappa", type=float, default=0.5, help="svi/scvi: step sizes (1 + m)^-kappa (default 0.5)")
     fit.add_argument("--subchain-length", type=int, default=None,
                      help="svi/scvi/cvi3: cut sequences into subchains of this many tokens")
+    fit.add_argument("--restarts", type=positive_int, default=1, metavar="R",
+                     help="fit R times from seeds --seed, --seed + 1, ... and keep the run with the best final "
+                          "objective of its own algorithm (HMM.fit's n_init; default 1)")
+    cluster = fit.add_mutually_exclusive_group()
+    cluster.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                         help="run em/vb/svi/scvi/cvi2-sharded on the workers of this Dask scheduler "
+                              "(tcp://host:8786), one shard of the corpus per worker (needs cvbayes[distributed])")
+    cluster.add_argument("--workers", type=positive_int, default=None, metavar="N",
+                         help="the same on a local Dask cluster of N worker processes")
+    add_checkpoint_arguments(fit)
     _add_priors(fit)
     _add_common(fit)
     fit.set_defaults(handler=run_fit)
@@ -536,7 +559,7 @@ def build_parser():
                     "a scenario, default 10).")
     experiment.add_argument("name", choices=("grid-semi", "grid-unsup", "fig3.10", "fig3.11", "fig3.12", "fig3.13",
                                              "fig3.15", "fig3.16", "fig3.17", "fig5.2", "fig5.3", "fig5.4", "fig5.6", "fig5.7", "fig5.9", "fig5.10", "align-nt", "align-bible", "lda", "fig4.1-dmv",
-                                             "dp-hmm-tidigits", "fig4.1-morphology", "pcfg-planted", "fig4.2"))
+                                             "dp-hmm-tidigits", "fig4.1-morphology", "pcfg-planted", "fig4.2", "wordseg", "ewt-pos"))
     experiment.add_argument("--out", default="docs/results", help="results folder (default docs/results)")
     experiment.add_argument("--corpus", default="brown", help="'brown' (the fetched corpus) or a Brown folder")
     experiment.add_argument("--tagset", choices=("brown", "universal"), default="brown",
@@ -618,6 +641,8 @@ def build_parser():
     experiment.add_argument("--cvi-iterations", type=int, default=1000, help="fig5.7: CVI passes (default 1000)")
     experiment.add_argument("--beam-iterations", type=int, default=3000,
                             help="fig5.7: beam-sampling iterations (default 3000)")
+    experiment.add_argument("--scenarios", nargs="+", choices=("theta_pos", "theta_neg", "grammar"), default=None,
+                            help="fig5.7: the datasets to run (default all three)")
     experiment.description += (
         " fig5.4 / fig5.6: errors of the approximations of q(C_jk > 0) against the exact method along HDP-HMM "
         "CVI on Alice's letters (with Fig. 5.5's heat maps; --sequences x --length letters, 'cvbayes data fetch "
@@ -652,6 +677,9 @@ def build_parser():
     from .experiments.pcfg_la import add_arguments as add_pcfg_la_arguments
 
     add_pcfg_la_arguments(experiment)
+    from .experiments.wordseg import add_arguments as add_wordseg_arguments
+
+    add_wordseg_arguments(experiment)
     experiment.set_defaults(handler=run_experiment)
 
     demo = commands.add_parser(

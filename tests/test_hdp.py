@@ -8,7 +8,7 @@ from brute import chain_posterior
 from cvbayes.chains import occupancy
 from cvbayes.core.rules import MEAN
 from cvbayes.models import hdp
-from cvbayes.models.hdp_hmm import HDPHMM
+from cvbayes.models.hdp_hmm import START_SPREAD, HDPHMM
 from cvbayes.models.hmm_kernels import subchain_pass, subchain_state, subchain_workspace, unit_totals
 from cvbayes.models.hmm_structures import ChainData, Minibatches, Units
 from cvbayes.schedules import stochastic
@@ -207,6 +207,8 @@ def test_emission_occupancy_is_the_product_over_each_words_tokens():
 POS = np.array([[.99, .01, 0, 0], [0, .99, .01, 0], [0, 0, .99, .01], [.01, 0, 0, .99]])
 PHI = np.array([[1, 0, 0, 0, 0, 0, 1, 1], [1, 1, 1, 0, 0, 0, 1, 1], [0, 0, 1, 1, 1, 0, 0, 0],
                 [0, 0, 0, 0, 1, 1, 1, 0]]) / 3
+# a seed and pass count at which the default start reaches the four states of _theta_pos()
+THETA_POS_SEED, PASSES = 0, 350
 
 
 def _planted(n_sequences=60, length=60, seed=0):
@@ -228,19 +230,79 @@ def _rough_start(n_states, seed=0):
 
 
 def test_cvi_finds_the_four_states_of_theta_pos():
-    """Fig. 5.7's setting (eq. 5.69-5.70, K = 10, gamma = sigma = beta = 1): the spare states
-    empty; on this dataset CVI reaches exactly four effective states in about 250 passes."""
-    corpus = sample_categorical_hmm(np.full(4, .25), POS, PHI, [100] * 100, seed=1)
+    """Fig. 5.7's setting (eq. 5.69-5.70, K = 10, gamma = sigma = beta = 1) from the default
+    start: the spare states empty; on this dataset CVI reaches exactly four effective states,
+    counted on the expected tokens and on the decoded ones, within PASSES passes."""
+    corpus = _theta_pos()
     model = HDPHMM(10, gamma=1, sigma=1, beta=1, learn_concentrations=False)
-    model.fit(corpus, algorithm="cvi", n_iter=400, seed=1)
+    model.fit(corpus, algorithm="cvi", n_iter=PASSES, seed=THETA_POS_SEED)
     assert model.n_effective_states_ == 4
     effective = [record["effective_states"] for record in model.hyper_history_]
     assert effective[0] == 10 and effective[-1] == 4
+    assert model.hyper_history_[-1]["decoded_states"] == 4
     # the sticks are ordered by the states' expected tokens (footnote 4)
     tokens = model.family.state_totals(model.counts_.emissions)[model.sticks_.order]
     assert np.all(np.diff(tokens) <= 1e-6 * tokens.sum())
     history = model.hyper_history_
     assert all(r["objective_after"] >= r["objective_before"] - 1e-9 * abs(r["objective_before"]) for r in history)
+
+
+def _theta_pos(seed=1):
+    return sample_categorical_hmm(np.full(4, .25), POS, PHI, [100] * 100, seed=seed)
+
+
+def test_effective_states_count_what_decoding_uses():
+    """n_effective_states_ is footnote 4's count on the decoded training tokens.  From the
+    thesis's start, after 20 passes the ten states are still nearly equal: the expected tokens
+    spread over all ten, but decoding gives almost every token to the same few (issue 15: a
+    run that decoded to one state reported ten effective states)."""
+    corpus = _theta_pos()
+    model = HDPHMM(10, gamma=1, sigma=1, beta=1, learn_concentrations=False)
+    model.fit(corpus, algorithm="cvi", n_iter=20, seed=0, init="local")
+    decoded = hdp.effective_states(np.bincount(model.decode(corpus), minlength=10))
+    assert model.hyper_history_[-1]["effective_states"] == 10 and decoded < 10
+    assert model.n_effective_states_ == decoded
+    # the pass's own count: the argmax of its q(z_t), near the final decoding
+    assert abs(model.hyper_history_[-1]["decoded_states"] - decoded) <= 1
+
+
+def test_perturbed_start_is_nearly_symmetric_with_a_spread_per_word():
+    corpus = _theta_pos()
+    model = HDPHMM(10)
+    model.family.prepare(corpus, 10)
+    start = model.perturbed_start(corpus, seed=3)
+    assert np.allclose(start["transmat"], 0.1) and np.allclose(start["startprob"], 0.1)
+    emissions = start["emissionprob"]
+    np.testing.assert_allclose(emissions.sum(axis=1), 1.0)
+    # every row is the add-one word frequencies times exp(spread * N(0, 1)), renormalised
+    frequencies = np.bincount(corpus.observations, minlength=8) + 1.0
+    log_ratio = np.log(emissions / frequencies)
+    spread = log_ratio - log_ratio.mean(axis=1, keepdims=True)
+    assert 0.5 * START_SPREAD < spread.std() < 1.5 * START_SPREAD
+    np.testing.assert_array_equal(emissions, model.perturbed_start(corpus, seed=3)["emissionprob"])
+    assert not np.allclose(emissions, model.perturbed_start(corpus, seed=4)["emissionprob"])
+    with pytest.raises(ValueError, match="categorical"):
+        HDPHMM(3, emission="gaussian").fit(np.ones((20, 1)), algorithm="cvi", n_iter=1, init="perturbed")
+
+
+def test_perturbed_start_separates_the_states_sooner_than_the_thesis_start():
+    """The thesis's independent U[0, 1] local posteriors average out over 10,000 tokens: after
+    60 passes the ten states still share the tokens evenly; the default start's spread, shared
+    by all of a word's tokens, has separated them by then (issue 15)."""
+    corpus = _theta_pos()
+    counts = {}
+    for init in ("perturbed", "local"):
+        model = HDPHMM(10, gamma=1, sigma=1, beta=1, learn_concentrations=False)
+        model.fit(corpus, algorithm="cvi", n_iter=60, seed=0, init=init)
+        counts[init] = model.hyper_history_[-1]["effective_states"]
+    assert counts["local"] == 10 and counts["perturbed"] < 10
+
+
+def test_restarts_draw_their_own_perturbed_starts():
+    model = HDPHMM(6, gamma=1, sigma=1, beta=1).fit(_planted(seed=1), algorithm="cvi", n_iter=3, n_init=2)
+    assert len(set(model.restart_objectives_)) == 2
+    assert model.n_effective_states_ == hdp.effective_states(np.bincount(model.decode(_planted(seed=1)),
+                                                                         minlength=6))
 
 
 def test_learned_concentrations_and_emission_prior_stay_finite_and_help():

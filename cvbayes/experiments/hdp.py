@@ -30,6 +30,7 @@ import numpy as np
 
 from ..data import Corpus, Vocabulary, load_brown, load_ptb
 from ..data.texts import _texts_folder
+from ..files import save_figure, write_json, write_text
 from ..models import hdp as hdp_updates
 from ..models.hdp_hmm import HDPHMM
 from ..models.hmm import HMM
@@ -175,7 +176,7 @@ def _write(out, name, results):
     folder = Path(out) / name.replace(".", "_")
     folder.mkdir(parents=True, exist_ok=True)
     results = plain_json({"experiment": name, "command": _command(name), "thesis": THESIS_FINDINGS[name], **results})
-    (folder / "results.json").write_text(json.dumps(results, indent=1, allow_nan=False))
+    write_json(folder / "results.json", results, indent=1, allow_nan=False)
     return render(folder)
 
 
@@ -190,7 +191,7 @@ def render(folder):
     table, figures = renderers[name](folder, results)
     md = (f"# {name}\n\nCommand: `{results['command']}`\n\n{results['thesis']}\n\n{table}\n\n"
           + "\n".join(f"![{Path(f).name}]({Path(f).name})" for f in figures) + "\n")
-    (folder / "table.md").write_text(md)
+    write_text(folder / "table.md", md)
     print(md)
     return folder
 
@@ -208,7 +209,7 @@ def _plt():
 
 def _save(fig, path):
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     import matplotlib.pyplot as plt
     plt.close(fig)
     return str(path)
@@ -255,7 +256,8 @@ def occupancy_run(corpus, n_states, seed, n_iter, every, methods=METHODS, keep_h
         _log(f"K = {n_states} seed {seed} iteration {iteration}: {time.perf_counter() - tick:.1f} s; mean exact "
              f"{exact.mean():.4f}; " + ", ".join(f"{m} {_e(result[m])}" for m in methods))
 
-    model.fit(corpus, algorithm="cvi", n_iter=n_iter, seed=seed, callback=evaluate)
+    # the thesis's start (§5.4.4: q(z_t | z_{t-1}) ∝ U[0, 1])
+    model.fit(corpus, algorithm="cvi", n_iter=n_iter, seed=seed, init="local", callback=evaluate)
     mean_prior = word_prior(model)[0]
     run = {"n_states": n_states, "seed": seed, "iterations": n_iter, "evaluations": evaluations,
            "train_seconds": sum(r.seconds for r in model.history_), "wall_seconds": time.perf_counter() - started,
@@ -431,7 +433,7 @@ def _plot_heatmaps(path, heatmaps):
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     fig.colorbar(image, ax=axes, shrink=0.6, label="exact q(C_jk > 0)")
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return str(path)
 
@@ -441,7 +443,7 @@ def _render_occupancy(folder, results):
     for run in results["runs"]:
         run["separated_at"] = _separated_at(run["evaluations"])
     results["summaries"] = plain_json(_summaries(results["runs"], results["methods"]))
-    (folder / "results.json").write_text(json.dumps(results, indent=1, allow_nan=False))
+    write_json(folder / "results.json", results, indent=1, allow_nan=False)
     stem = results["experiment"].replace(".", "_")
     figures = [_plot_errors(folder / f"{stem}.png", results)]
     heatmaps = results.get("heatmaps")
@@ -561,7 +563,8 @@ def batch_run(kind, train, test, n_states, seed, n_iter, every, burn_in):
             point.update(gamma=fitted.sticks_.gamma, sigma=fitted.sticks_.sigma, beta=fitted.family.beta)
         curve.append(point)
 
-    model.fit(train, algorithm=algorithm, n_iter=n_iter, seed=seed, callback=evaluate)
+    # both models from the thesis's start (footnote 5), "for fair comparisons" (§5.5.3)
+    model.fit(train, algorithm=algorithm, n_iter=n_iter, seed=seed, init="local", callback=evaluate)
     run = {"model": kind, "seed": seed, "n_states": n_states, "iterations": n_iter, "sentences": train.n_sequences,
            "tokens": train.n_tokens, "seconds": sum(r.seconds for r in model.history_), "final": curve[-1]["loglik"],
            "effective_states": effective_states(model), "curve": curve}
@@ -766,7 +769,7 @@ def stochastic_run(kind, train, test, n_states, seed, passes, batch_size, kappa,
             point.update(gamma=fitted.sticks_.gamma, sigma=fitted.sticks_.sigma, beta=fitted.family.beta)
         curve.append(point)
 
-    model.fit(train, algorithm="scvi", n_iter=passes, seed=seed, batch_size=batch_size, kappa=kappa,
+    model.fit(train, algorithm="scvi", n_iter=passes, seed=seed, init="local", batch_size=batch_size, kappa=kappa,
               callback=evaluate, callback_every=max(1, total_steps // points))
     if not curve or curve[-1]["steps"] != model.steps_:
         evaluate(model, model.steps_, sum(r.seconds for r in model.history_))

@@ -39,6 +39,7 @@ from tqdm.auto import tqdm  # noqa: E402
 
 from ..data import Corpus, load_tidigits  # noqa: E402
 from ..families.gaussian import Gaussian  # noqa: E402
+from ..files import save_figure, write_json, write_text  # noqa: E402
 from ..models.hdp import effective_states, gem_mean  # noqa: E402
 from ..models.hdp_hmm import HDPHMM  # noqa: E402
 from ..models.hmm import HMM  # noqa: E402
@@ -131,7 +132,8 @@ def _describe(model, corpus, hdp):
 
 
 def _fit(model, corpus, algorithm, n_iter, seed):
-    return model.fit(corpus, algorithm=algorithm, n_iter=n_iter, seed=seed)
+    # the random local posteriors of thesis footnote 5, as the module says (not fit's default start)
+    return model.fit(corpus, algorithm=algorithm, n_iter=n_iter, seed=seed, init="local")
 
 
 def run_seed(full, train, held, n_states, n_iter, burn_in, seed):
@@ -222,7 +224,7 @@ def plot_utterance(path, features, states, ranks, utterance, transcript, n_state
     top.set_title(f"{utterance}: \u201c{transcript}\u201d \u2014 {n_frames} frames, {len(starts)} segments, "
                   f"{np.unique(states).size} states\n(HDP-HMM CVI, K = {n_states}, {n_effective} effective "
                   "states; states numbered by frames over all utterances)", fontsize=9)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    save_figure(fig, path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return str(path)
 
@@ -259,7 +261,7 @@ def plot_history(path, runs, n_frames, burn_in):
     axes[1].set_title(f"HDP-HMM gamma, sigma (learned after pass {burn_in})", fontsize=9)
     axes[2].set_title("HDP-HMM effective states", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return str(path)
 
@@ -474,7 +476,7 @@ def run_dp_hmm_tidigits(settings):
                    ids[index], transcripts[index], n_states, int(model.n_effective_states_))
     results["plotted"] = {"utterance": ids[index], "transcript": transcripts[index], "seed": seeds[best],
                           "decoded_states": int(np.unique(states[begin:end]).size)}
-    (folder / "results.json").write_text(json.dumps(plain_json(results), indent=1, allow_nan=False))
+    write_json(folder / "results.json", plain_json(results), indent=1, allow_nan=False)
     render(folder, quiet)
     return folder
 
@@ -486,9 +488,9 @@ def render(folder, quiet=True):
     plot_history(folder / "history.png", results["runs"], results["data"]["frames"], results["settings"]["burn_in"])
     results["figures"] = ["cepstrogram_states.png", "history.png"]
     results["findings"] = _findings(results)
-    (folder / "results.json").write_text(json.dumps(plain_json(results), indent=1, allow_nan=False))
+    write_json(folder / "results.json", plain_json(results), indent=1, allow_nan=False)
     table = render_table(results)
-    (folder / "table.md").write_text(table)
+    write_text(folder / "table.md", table)
     if not quiet:
         print(table)
 

@@ -1,8 +1,10 @@
 """Categorical emissions with a symmetric Dirichlet(beta) prior (eq. 3.3-3.4)."""
 import numpy as np
+from scipy import sparse
 
 from ..core import rules
 from ..core.sampling import log_dirichlet_draws
+from .kmeans import weighted_kmeans
 from .ops import CATEGORICAL
 
 
@@ -133,6 +135,41 @@ class Categorical:
         """Emission counts N_kw ~ Exponential(mean IT / (K W)) (eq. 3.107)."""
         counts = rng.exponential(corpus.n_tokens / (n_states * self.n_symbols), size=(self.n_symbols, n_states))
         return np.vstack([counts, counts.sum(axis=0)])
+
+    def draw_start(self, rng, corpus, n_states, noise=0.1):
+        """Emission rows for ``HMM.fit(init="params")``: word types clustered by their neighbours,
+        the categorical counterpart of the Gaussian family's k-means means.
+
+        Every word type is embedded by its left and right neighbours' distribution (square roots of
+        the frequencies, so squared distances are Hellinger's); k-means++ seeding (Arthur and
+        Vassilvitskii 2007), with types weighted by their token counts, picks K centres spread over
+        the types, and k-means steps refine them: a distributional clustering of
+        types, the classic start of unsupervised tagging (Schuetze 1995; Clark 2003).  State k emits
+        the words of cluster k in proportion to their counts, mixed with weight ``noise`` with a
+        row drawn from the flat Dirichlet(1) (the random parameters of thesis footnote 5), so that
+        every word has some probability under every state and the seed moves the start.
+        """
+        n_words = self.n_symbols
+        words = np.asarray(corpus.observations, dtype=np.int64)
+        offsets = np.asarray(corpus.offsets, dtype=np.int64)
+        follows = np.ones(words.shape[0], dtype=bool)
+        follows[offsets[:-1][np.diff(offsets) > 0]] = False  # a sequence's first token has no left neighbour
+        right = np.flatnonzero(follows)
+        left = right - 1
+        ones = np.ones(right.shape[0])
+        neighbours = sparse.hstack([sparse.csr_matrix((ones, (words[left], words[right])), shape=(n_words, n_words)),
+                                    sparse.csr_matrix((ones, (words[right], words[left])), shape=(n_words, n_words))])
+        neighbours = neighbours.tocsr()
+        totals = np.asarray(neighbours.sum(axis=1)).ravel()
+        embedding = (sparse.diags(1.0 / np.maximum(totals, 1.0)) @ neighbours).tocsr()
+        embedding.data = np.sqrt(embedding.data)
+        frequency = np.bincount(words, minlength=n_words).astype(float)
+        _, cluster, size = weighted_kmeans(embedding, frequency, n_states, rng)
+        counts = sparse.csr_matrix((frequency, (cluster, np.arange(n_words))), shape=(n_states, n_words)).toarray()
+        # a cluster left empty by the k-means steps emits the corpus's unigram distribution
+        counts[size == 0] = frequency
+        clustered = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1.0)
+        return {"emissionprob": (1.0 - noise) * clustered + noise * rng.dirichlet(np.ones(n_words), size=n_states)}
 
     def kl(self, stats):
         return rules.dirichlet_kl(self._counts(stats), self.beta)

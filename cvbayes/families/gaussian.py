@@ -9,6 +9,7 @@ import numpy as np
 from scipy.special import digamma, gammaln
 
 from ..core.rules import MAP, VB
+from .kmeans import weighted_kmeans
 from .ops import GAUSSIAN, LOG_2PI, gaussian_log_density, normal_gamma_posteriors
 
 
@@ -136,6 +137,24 @@ class Gaussian:
         weights = np.zeros((x.shape[0], n_states))
         weights[np.arange(x.shape[0]), rng.permutation(x.shape[0]) % n_states] = corpus.n_tokens / x.shape[0]
         return np.vstack([weights.sum(axis=0), x.T @ weights, (x ** 2).T @ weights])
+
+    def draw_start(self, rng, corpus, n_states):
+        """Random parameters for ``HMM.fit(init="params")`` (thesis footnote 5's random
+        parameters): means from k-means on the tokens (`weighted_kmeans`: k-means++ seeding
+        and Lloyd steps; hmmlearn's GaussianHMM also starts its means with k-means),
+        and each state's variances those of its cluster's tokens (the whole data's for a cluster of
+        fewer than two tokens or none spread): with the whole data's variances, as hmmlearn starts,
+        the first posteriors smear over neighbouring clusters and a sampler started from them
+        merges states (issue 15)."""
+        x = self.features(corpus)
+        means, cluster, size = weighted_kmeans(x, np.ones(x.shape[0]), n_states, rng)
+        overall = x.var(axis=0) if x.shape[0] > 1 else np.ones(x.shape[1])
+        overall = np.where(overall > 0, overall, 1.0)
+        spread = np.zeros_like(means)
+        np.add.at(spread, cluster, (x - means[cluster]) ** 2)
+        variances = spread / np.maximum(size, 1.0)[:, None]
+        usable = (size[:, None] >= 2) & (variances > 0)
+        return {"means": means, "covars": np.where(usable, variances, overall)}
 
     def _as_table(self, log_table):
         peak = log_table.max(axis=1)

@@ -28,6 +28,12 @@ ALGORITHMS = {
     "svi-p": Algorithm(stochastic, SEQUENCE, VB),      # Johnson and Willsky 2014
 }
 
+# init="perturbed": the sd of the log-normal spread of every state's emission row around the
+# corpus's word frequencies (see HDPHMM.perturbed_start)
+START_SPREAD = 0.1
+# its draws come from the stream (seed, START_STREAM), apart from the seed's other uses
+START_STREAM = 51
+
 OBJECTIVES = {
     "cvi": "sum over sequences (or subchains) of log Z under the surrogate parameters of eq. 5.38-5.39: "
            "a leave-one-sequence-out predictive log-likelihood",
@@ -84,10 +90,13 @@ class HDPHMM(HMM):
     Attributes (after fit)
     ----------------------
     gamma_, sigma_ : the learned concentrations; ``sticks_`` the Beta(u, v) of
-    every stick; ``n_effective_states_`` the fewest states covering 99 % of the
-    tokens (footnote 4); ``hyper_history_`` one dict a pass (gamma, sigma,
-    beta when learned, effective states; batch CVI adds the hyperparameter
-    objective before and after its update).
+    every stick; ``n_effective_states_`` the fewest states that decoding
+    (``decode``, max posterior marginals) gives 99 % of the training tokens
+    (footnote 4's count, on what decoding uses); ``hyper_history_`` one dict a
+    pass (gamma, sigma, beta when learned, ``effective_states``: footnote 4's
+    count on the expected tokens; batch CVI adds the hyperparameter objective
+    before and after its update and ``decoded_states``: the count on the
+    states the pass's local marginals q(z_t) put first).
     After every pass the sticks are ordered by the states' expected tokens
     (footnote 4): ``sticks_.order`` lists the states from the most used.
     """
@@ -120,6 +129,7 @@ class HDPHMM(HMM):
         self.first_alpha = None if first_alpha is None else float(first_alpha)
         self.first_word_prior = None if first_word_prior is None else float(first_word_prior)
         self._first_pass = False
+        self._training = None
         self._params = {"n_states": n_states, "gamma": gamma, "sigma": sigma, "beta": beta, "emission": emission,
                         "occupancy": occupancy, "n_samples": n_samples,
                         "learn_concentrations": learn_concentrations, "learn_emission_prior": learn_emission_prior,
@@ -136,7 +146,7 @@ class HDPHMM(HMM):
         sticks = getattr(self, "sticks_", None) or hdp.Sticks.prior(self.n_states, self.gamma, self.sigma)
         return sticks.prior_row(), sticks.sigma
 
-    def fit(self, X, lengths=None, algorithm="cvi", n_iter=50, seed=0, **options):
+    def fit(self, X, lengths=None, algorithm="cvi", n_iter=50, seed=0, init=None, **options):
         """Learn from sequences; the options are `HMM.fit`'s.
 
         algorithm : {"cvi", "scvi", "svi-p"}
@@ -146,25 +156,67 @@ class HDPHMM(HMM):
             of the top-level stick (Johnson and Willsky 2014), whose beta
             (``top_weights_``) moves rho of the way to its optimum each step;
             gamma and sigma stay fixed there.
+        init : {"perturbed", "local", "params"}, dict or None
+            None (the default) is "perturbed" for batch CVI with categorical
+            emissions and `HMM.fit`'s default otherwise (from nearly equal
+            states, 15 passes of SCVI or svi-p on small data stay near them).  "perturbed" (`perturbed_start`):
+            all states alike but for a small random spread of their emission
+            rows, shared by every token of a word.  "local" is the thesis's
+            start (footnote 5, §5.5.1: q(z_t | z_{t-1}) ∝ U[0, 1] for every
+            token independently); averaged over many tokens its states are
+            nearly equal, and CVI needs about 130 passes on Fig. 5.7's data
+            before they separate, against about 30 from "perturbed" (issue 15).
+            "params" (the finite HMM's Dirichlet(1) parameters) separates the
+            states at once but splits true states into copies that CVI merges
+            only slowly or never.
         """
         self.sticks_ = hdp.Sticks.prior(self.n_states, self.gamma, self.sigma)
         self.top_weights_ = hdp.gem_mean(self.n_states, self.gamma) if algorithm == "svi-p" else None
         self.hyper_history_ = []
         if algorithm == "svi-p" and self.learn_emission_prior:
             raise ValueError("learn_emission_prior is supported by batch CVI and SCVI, not svi-p")
-        if self.family.discrete and (self.learn_emission_prior or self.first_word_prior is not None):
-            corpus = as_corpus(X, lengths)
-            X, lengths = corpus, None
+        corpus = as_corpus(X, lengths)
+        if init is None and self.family.discrete and algorithm == "cvi":
+            init = "perturbed"
+        if self.family.discrete:
             self.family.prepare(corpus, self.n_states)
+        if init is not None:
+            options["init"] = init
+        if init == "perturbed" and options.get("n_init", 1) == 1:  # restarts come back here, one seed each
+            options["init"] = self.perturbed_start(corpus, int(seed))
         self._first_pass = algorithm == "cvi"
         self._set_emission_prior(self.first_word_prior if self._first_pass else None)
+        # what n_effective_states_ decodes (one run: restarts set their own)
+        self._training = corpus if options.get("n_init", 1) == 1 else None
         try:
-            super().fit(X, lengths, algorithm=algorithm, n_iter=n_iter, seed=seed, **options)
+            super().fit(corpus, algorithm=algorithm, n_iter=n_iter, seed=seed, **options)
         finally:
             self._first_pass = False
+            self._training = None
         self.gamma_ = self.sticks_.gamma
         self.sigma_ = self.sticks_.sigma
         return self
+
+    def perturbed_start(self, corpus, seed):
+        """The parameters of ``fit(init="perturbed")``: start and transition rows uniform, and
+        every state's emission row the corpus's word frequencies (add-one smoothed) times
+        exp(START_SPREAD e_kw), e_kw ~ N(0, 1), renormalised; drawn from their own stream of
+        ``seed``.
+
+        Under uniform transitions the first forward-backward pass gives every token
+        q(z_t = k) ∝ phi_kw of its word w (eq. 5.37 with flat theta): nearly equal states, as
+        in footnote 5's start, but the spread is shared by all of a word's tokens, so it does
+        not average out over the corpus as independent U[0, 1] draws do (their spread falls
+        as one over the square root of a state's tokens).
+        """
+        if not self.family.discrete:
+            raise ValueError("init='perturbed' needs categorical emissions")
+        rng = np.random.default_rng([seed, START_STREAM])
+        k = self.n_states
+        frequencies = np.bincount(corpus.observations, minlength=self.family.n_symbols) + 1.0
+        emissions = frequencies * np.exp(START_SPREAD * rng.standard_normal((k, frequencies.shape[0])))
+        emissions /= emissions.sum(axis=1, keepdims=True)
+        return {"startprob": np.full(k, 1.0 / k), "transmat": np.full((k, k), 1.0 / k), "emissionprob": emissions}
 
     def _set_emission_prior(self, per_word=None):
         """Dir(beta), or Dir(beta tau) with tau uniform when the emission prior is learned; with
@@ -210,6 +262,8 @@ class HDPHMM(HMM):
         if self.learn_emission_prior and learn:
             record["beta"] = self._update_emission_prior(stats, zero_emissions)
         record["effective_states"] = hdp.effective_states(tokens)
+        record["decoded_states"] = hdp.effective_states(np.bincount(self._collapsed["marginals"].argmax(axis=1),
+                                                                    minlength=self.n_states))
         self.hyper_history_.append(record)
 
     def _update_emission_prior(self, stats, zero_emissions):
@@ -274,12 +328,19 @@ class HDPHMM(HMM):
 
     # ------------------------------------------------------------- fitted
     def _set_fitted(self, counts, rule):
+        """The finite HMM's estimates, and during fit ``n_effective_states_``: the states that
+        decoding (max posterior marginals) gives 99 % of the training tokens (footnote 4's count
+        on the decoded states).  Footnote 4 counts expected tokens (``hyper_history_``); the two
+        differ while states are still nearly equal: the expected tokens then spread over all
+        of them, but decoding takes the same one or few for every token."""
         super()._set_fitted(counts, rule)
-        self.n_effective_states_ = hdp.effective_states(self.family.state_totals(self.counts_.emissions))
+        if self._training is not None:
+            states = self._decode_corpus(self._training, "mpd")
+            self.n_effective_states_ = hdp.effective_states(np.bincount(states, minlength=self.n_states))
 
     def _saved_extras(self):
         meta = {"gamma": self.gamma, "sigma": self.sigma, "occupancy": self.occupancy, "n_samples": self.n_samples,
-                "learned": [self.sticks_.gamma, self.sticks_.sigma]}
+                "learned": [self.sticks_.gamma, self.sticks_.sigma], "n_effective_states": self.n_effective_states_}
         arrays = {"sticks": np.vstack([self.sticks_.u, self.sticks_.v, self.sticks_.order])}
         if self.family.discrete and self.family.tau is not None:
             arrays["tau"] = self.family.tau
@@ -292,6 +353,7 @@ class HDPHMM(HMM):
         model.sticks_ = hdp.Sticks(arrays["sticks"][0], arrays["sticks"][1], *meta["learned"],
                                    order=arrays["sticks"][2].astype(np.int64))
         model.gamma_, model.sigma_ = meta["learned"]
+        model.n_effective_states_ = meta.get("n_effective_states")  # None in files saved before issue 15
         if "tau" in arrays:
             family.set_prior(family.beta, arrays["tau"])
         return model

@@ -9,6 +9,7 @@ models/hmm_structures.py.
 """
 from __future__ import annotations
 
+import copy
 import os
 import warnings
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from numpy.typing import ArrayLike
 
 import numpy as np
 
+from ..checkpoints import open_checkpoint, run_identity
 from ..core import rules
 from ..core.rules import MAP, MEAN, VB
 from ..core.sampling import seed_numba
@@ -32,6 +34,7 @@ from .hmm_kernels import (NO_OCCUPANCY, factorised_transitions, no_occupancy, gi
                           unit_totals)
 from .files import read_model, write_model
 from .hmm_structures import BatchChains, ChainData, Minibatches, Units
+from .hmm_shards import ShardedBatch, ShardedMinibatches, ShardedSweep, Shards
 
 
 class Algorithm(NamedTuple):
@@ -54,6 +57,7 @@ ALGORITHMS = {
     "cgs": Algorithm(gibbs, TOKEN, MEAN),                # eq. 3.25
     "svi": Algorithm(stochastic, SEQUENCE, VB),          # Hoffman et al. 2013; Foti et al. 2014 on subchains
     "scvi": Algorithm(stochastic, SEQUENCE, MEAN),       # eq. 3.98-3.104; SCVI-3 on subchains
+    "cvi2-sharded": Algorithm(ShardedSweep, SEQUENCE, MEAN),  # CVI-2 on shards, counts one pass stale (AD-LDA style)
 }
 # the five the tagging comparisons of thesis §3.8.1-3.8.2 run by default
 TAGGING_ALGORITHMS = ("em", "vb", "cvi1", "cvi2", "cgs")
@@ -67,6 +71,7 @@ OBJECTIVES = {
     "cgs": "log p(x, z | alpha, beta) of the current sample (eq. 3.24)",
     "svi": "per-token log Z of the pass's minibatch chains under the VB tables (not a bound: no KL term)",
     "scvi": "per-token log Z of the pass's minibatch chains under the surrogate parameters (eq. 3.98)",
+    "cvi2-sharded": "sum over sequences of log Z under the surrogate parameters of counts frozen at the start of the pass plus the own shard's changes (cvbayes.models.hmm_shards)",
 }
 
 # Subchain lengths when a single long sequence must be cut and none is given:
@@ -76,9 +81,15 @@ DEFAULT_SUBCHAIN = {"svi": 10, "scvi": 10, "cvi3": 50}
 
 SAVE_FORMAT = "cvbayes-hmm-1"
 
-# Goldwater and Griffiths (2007) anneal from temperature 2.0 down to 0.08.
+# init="params" draws its parameters from the stream (seed, START_STREAM), apart from the seed's other uses
+START_STREAM = 15
+
+# Goldwater and Griffiths (2007) anneal from temperature 2.0 down to 0.08, from uniform random states.
 ANNEAL_START = 2.0
 ANNEAL_END = 0.08
+# From parameters (the default start or a dict) CGS anneals from 1.0: heating above the posterior would
+# wash out the start's information, which is what T = 2 is for (leaving a uniform start), issue 15.
+ANNEAL_START_FROM_PARAMETERS = 1.0
 
 
 class Counts(NamedTuple):
@@ -173,10 +184,12 @@ class HMM:
         return self
 
     def fit(self, X: Any, lengths: ArrayLike | None = None, algorithm: str = "cvi2", n_iter: int = 50,
-            seed: int = 0, init: str | dict = "random", anneal: bool = True, progress: bool = False,
+            seed: int = 0, init: str | dict = "params", anneal: bool = True, progress: bool = False,
             callback: Callable | None = None, batch_size: int = 100, kappa: float = 0.5, tau0: float = 1.0,
             subchain_length: int | None = None, buffer: int = 10, vanilla: bool = False,
-            callback_every: int | None = None) -> HMM:
+            callback_every: int | None = None, n_init: int = 1,
+            checkpoint: str | os.PathLike[str] | None = None, checkpoint_every: int = 1,
+            client: Any = None, n_shards: int | None = None) -> HMM:
         """Learn from sequences.
 
         Parameters
@@ -187,14 +200,45 @@ class HMM:
             Passes over the data (for svi and scvi, n_units / batch_size
             minibatch steps each).
         seed : int
-            Seeds the random start (thesis footnote 5): random local posteriors
-            q(z_t | z_{t-1}) ∝ U[0, 1] for the deterministic algorithms (the
-            same ones for every algorithm), uniform random states for CGS.
-        init : "random" or dict
+            Seeds the random start (and the minibatches and samples).
+        init : {"params", "local", "random"} or dict
+            How the learner starts; thesis footnote 5 names the two random
+            starts.  "params" (the default): random parameters, footnote 5's
+            start for EM and VB, used here for every algorithm (`draw_start`):
+            start and transition rows drawn from the flat Dirichlet(1), and
+            emissions from the family's ``draw_start``, spread over the data by
+            k-means++ seeding (categorical: word types clustered by their
+            neighbours, each state emitting one cluster's words, mixed with a
+            Dirichlet(1) row; Gaussian: means at data points, variances the
+            data's).  These parameters act as a given
+            dict does: EM and VB run their first E-step under them, the
+            collapsed learners (CVI-1/2/3) start from the local posteriors of
+            one forward-backward pass under them, CGS from their max-posterior
+            states, SVI and SCVI from their expected counts.  Every state
+            thus starts different from the others; "local" starts average
+            out over many tokens to nearly equal states, which sparse priors
+            then merge (issue 15).
+            "local" (alias "random", this argument's name for it before):
+            footnote 5's start for CVI and CGS, which the thesis used for
+            every deterministic algorithm "for absolutely fair comparisons":
+            random local posteriors q(z_t | z_{t-1}) ∝ U[0, 1] (the same for
+            every deterministic algorithm), uniform random states for CGS,
+            and for SVI and SCVI the random global counts of eq. 3.106-3.107.
+            The experiments that reproduce the thesis's protocol pass it.
             A dict with ``startprob``, ``transmat`` and ``emissionprob`` (or
-            ``means`` and ``covars``) starts from those parameters instead.
+            ``means`` and ``covars``) starts from those parameters.
+        n_init : int
+            Restarts (scikit-learn's name): fit ``n_init`` times from seeds
+            ``seed``, ``seed + 1``, ..., ``seed + n_init - 1`` (so the first
+            restart is the plain fit of ``seed``) and keep the run whose last
+            ``history_`` objective (``objective_name_``) is highest: EM's
+            log-posterior, VB's ELBO, CVI's leave-one-out predictive
+            log-likelihood, for CGS the log p(x, z) of its last sample, for
+            SVI and SCVI the per-token log Z of the last pass's minibatches
+            (a noisy estimate).  ``restart_objectives_`` lists every run's;
+            the callback sees every run.
         anneal : bool
-            CGS only: temperature from 2.0 down to 0.08, geometrically over
+            CGS only: temperature from 2.0 (from init="local"; 1.0 from parameters) down to 0.08, geometrically over
             the iterations (Goldwater and Griffiths 2007).
         progress : bool
             Show a progress bar.
@@ -223,11 +267,40 @@ class HMM:
         callback_every : int, optional
             svi, scvi: call ``callback`` every this many minibatch steps
             instead of after every pass.
+        checkpoint : path, optional
+            Save the run's state to this file every ``checkpoint_every``
+            passes (passes over the data for svi and scvi too) and after the
+            last; the same call again resumes from it and ends bit for bit as
+            an uninterrupted run (`cvbayes.checkpoints`; another run's
+            checkpoint is refused).  The finished fit leaves it marked
+            complete: the same call then restores the model without training.
+            Not with ``n_init`` > 1.
+        checkpoint_every : int
+            Passes between checkpoints (default 1).
+        client : dask.distributed.Client, optional
+            em, vb, svi, scvi, cvi2-sharded: run the passes on the client's
+            workers, each on its shard of whole sequences, memory-mapped
+            from a file saved once (`cvbayes.models.hmm_shards`, which says
+            what is exact and what is not).  Needs ``cvbayes[distributed]``.
+        n_shards : int, optional
+            Shards of the corpus with a client (default one per worker), and
+            for cvi2-sharded without one (default numba's thread count; the
+            shards then run on threads of this process).
         """
         if algorithm not in self.ALGORITHMS:
             raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(self.ALGORITHMS)}")
         if int(n_iter) != n_iter or n_iter < 1:
             raise ValueError(f"n_iter must be a positive integer, got {n_iter}")
+        if int(n_init) != n_init or n_init < 1:
+            raise ValueError(f"n_init must be a positive integer, got {n_init}")
+        if n_init > 1 and checkpoint is not None:
+            raise ValueError("checkpoint resumes one run: use n_init=1 with it")
+        if n_init > 1:
+            return self._best_of_restarts(
+                as_corpus(X, lengths), int(n_init), algorithm=algorithm, n_iter=n_iter, seed=seed, init=init,
+                anneal=anneal, progress=progress, callback=callback, batch_size=batch_size, kappa=kappa, tau0=tau0,
+                subchain_length=subchain_length, buffer=buffer, vanilla=vanilla, callback_every=callback_every,
+                client=client, n_shards=n_shards)
         corpus = as_corpus(X, lengths)
         if corpus.n_tokens == 0:
             raise ValueError("cannot fit on a corpus with no tokens")
@@ -237,8 +310,10 @@ class HMM:
                              f"the vocabulary has {self.family.n_symbols} symbols")
         if isinstance(init, dict):
             self.check_params(init)
-        elif init != "random":
-            raise ValueError("init must be 'random' or a dict of parameters")
+        elif init == "params":
+            init = self.draw_start(corpus, int(seed))
+        elif init not in ("local", "random"):
+            raise ValueError("init must be 'params', 'local' (or its alias 'random') or a dict of parameters")
         options = self._check_options(algorithm, corpus, batch_size, kappa, tau0, subchain_length, buffer,
                                       vanilla, callback_every)
         how = self.ALGORITHMS[algorithm]
@@ -254,10 +329,59 @@ class HMM:
         self.vocabulary_ = corpus.vocabulary
         self.tagset_ = corpus.tagset
         self._callback = callback
+        if how.schedule not in ((batch, stochastic, ShardedSweep) if client is not None else (ShardedSweep,)) and (
+                client is not None or n_shards is not None):
+            raise ValueError(f"algorithm {algorithm!r} does not run on shards; client= takes em, vb, svi, scvi or "
+                             f"cvi2-sharded, and n_shards= without a client only cvi2-sharded")
         run = {batch: self._run_batch, leave_one_out: self._run_leave_one_out, gibbs: self._run_gibbs,
-               stochastic: self._run_stochastic}[how.schedule]
-        run(ChainData(self, corpus), how, int(n_iter), int(seed), init, progress, anneal=anneal, **options)
+               stochastic: self._run_stochastic, ShardedSweep: self._run_sharded}[how.schedule]
+        self._checkpoint = self._open_checkpoint(checkpoint, checkpoint_every, corpus, algorithm, n_iter, seed,
+                                                 init, anneal, options)
+        run(ChainData(self, corpus), how, int(n_iter), int(seed), init, progress, anneal=anneal, client=client,
+            n_shards=n_shards, **options)
+        # the checkpoint's closures hold the run's local statistics: not kept with the fitted model
+        self.resumed_from_ = self.__dict__.pop("_checkpoint").resumed_from
         return self
+
+    def draw_start(self, corpus, seed):
+        """The random parameters of ``fit(init="params")`` (thesis footnote 5's random start of EM and
+        VB): start and transition rows from the flat Dirichlet(1), emissions from the family's
+        ``draw_start`` (k-means++ spread over the data); drawn from their own stream of ``seed``, apart
+        from the minibatches and samples."""
+        rng = np.random.default_rng([seed, START_STREAM])
+        k = self.n_states
+        return {"startprob": rng.dirichlet(np.ones(k)), "transmat": rng.dirichlet(np.ones(k), size=k),
+                **self.family.draw_start(rng, corpus, k)}
+
+    def _best_of_restarts(self, corpus, n_init, seed, **options):
+        """``fit(n_init=R)``: R fits of copies of this model from seeds seed, ..., seed + R - 1; this
+        model becomes the one whose last objective is highest (the first on ties)."""
+        best, best_objective, objectives = None, -np.inf, []
+        for restart in range(n_init):
+            candidate = copy.deepcopy(self)
+            # the subclass's own fit, so that an HDP-HMM resets its sticks for every run
+            candidate.fit(corpus, seed=int(seed) + restart, n_init=1, **options)
+            objective = float(candidate.history_[-1].objective)
+            objectives.append(objective)
+            if best is None or np.nan_to_num(objective, nan=-np.inf) > best_objective:
+                best, best_objective = candidate, np.nan_to_num(objective, nan=-np.inf)
+        self.__dict__.update(best.__dict__)
+        self.restart_objectives_ = objectives
+        return self
+
+    def _open_checkpoint(self, path, every, corpus, algorithm, n_iter, seed, init, anneal, options):
+        """The fit's `checkpoints.Checkpoint` (NO_CHECKPOINT without a path), identified by the model's
+        parameters, the fit's arguments and a fingerprint of the corpus."""
+        if path is not None and type(self) is not HMM:
+            raise ValueError(f"{type(self).__name__} does not take checkpoints yet (its hyperparameter state "
+                             f"is not saved); fit without checkpoint=")
+        if path is not None and self.ALGORITHMS[algorithm].schedule not in (batch, leave_one_out, gibbs, stochastic):
+            raise ValueError(f"algorithm {algorithm!r} does not take checkpoints yet (its shards' local statistics "
+                             f"are not saved); fit it without checkpoint=")
+        run = run_identity(self.MODEL_NAME, algorithm, n_iter, int(seed), (corpus.observations, corpus.offsets),
+                           params={**self._params, "emission": self.family}, init=init, anneal=bool(anneal),
+                           options={k: v for k, v in options.items() if k != "callback_every"})
+        return open_checkpoint(path, every, run)
 
     def _check_options(self, algorithm, corpus, batch_size, kappa, tau0, subchain_length, buffer, vanilla,
                        callback_every):
@@ -326,22 +450,25 @@ class HMM:
         return record
 
     # ------------------------------------------------------ the schedules
-    def _run_batch(self, data, how, n_iter, seed, init, progress, **options):
+    def _run_batch(self, data, how, n_iter, seed, init, progress, client=None, n_shards=None, **options):
         """EM (rule MAP) and VB (rule VB) on `schedules.batch` (eq. 3.13-3.22)."""
         structure = BatchChains(self, data)
+        if client is not None:  # the E-step summed over shards on Dask workers (cvbayes.models.hmm_shards)
+            structure = ShardedBatch(structure, Shards(self, data.corpus, client, n_shards))
         statistics = tables = None
         if isinstance(init, dict):
             tables = structure.from_params(self.check_params(init))
             if how.rule != MAP:  # VB's first tables come from the counts under the given parameters
                 statistics, tables = structure.expectations(tables)[0], None
         else:
-            statistics = data.random_counts(seed)
+            statistics = (data if client is None else structure).random_counts(seed)
         with self._progress(progress, n_iter) as bar:
             def record(iteration, objective, counts, seconds):
                 bar.record(iteration, objective, seconds)
                 self._call_back(iteration, counts, bar.train_seconds, how.rule)
 
-            statistics = batch(structure, how.rule, n_iter, record, statistics, tables)
+            self._checkpoint.track_progress(bar)
+            statistics = batch(structure, how.rule, n_iter, record, statistics, tables, checkpoint=self._checkpoint)
         self._set_fitted(statistics, how.rule)
 
     def _run_leave_one_out(self, data, how, n_iter, seed, init, progress, subchain_length, **options):
@@ -352,7 +479,9 @@ class HMM:
         else:
             sweep, counts_now = self._subchain_sweep(data, init, seed, subchain_length)
         with self._progress(progress, n_iter) as bar:
-            passes(sweep, n_iter, self._recorder(bar, counts_now), after_pass=self._after_collapsed_pass)
+            self._checkpoint.track_progress(bar)
+            passes(sweep, n_iter, self._recorder(bar, counts_now), after_pass=self._after_collapsed_pass,
+                   checkpoint=self._checkpoint)
         self._set_fitted(counts_now(), MEAN)
 
     def _subchain_sweep(self, data, init, seed, subchain_length):
@@ -369,6 +498,8 @@ class HMM:
         order = np.arange(units.n_chains, dtype=np.int64)
         work = subchain_workspace(offsets, self.n_states)
         self.local_memory_bytes_ = marginals.nbytes + internal.nbytes + boundary.nbytes
+        self._checkpoint.track_arrays("cvi", {"start": start_counts, "trans": trans_counts, "stats": stats,
+                                              "marginals": marginals, "internal": internal, "boundary": boundary})
         # what the after-pass hook sees: the marginals, the global counts and the pass's q(C = 0) products
         self._collapsed = {"marginals": marginals, "n_sequences": data.n_chains}
 
@@ -389,9 +520,12 @@ class HMM:
         marginals, _ = data.local_posteriors(init, seed, keep_pairs=False)
         sequence_of = data.sequence_of()
         start_counts, trans_counts = factorised_transitions(data.offsets, marginals)
+        trans_rows = trans_counts.sum(axis=1)
         stats = data.token_stats(marginals)
         state = token_state(data.emissions(), self.alpha, data.offsets, sequence_of, start_counts, trans_counts,
-                            trans_counts.sum(axis=1), stats, marginals, token_workspace(self.n_states))
+                            trans_rows, stats, marginals, token_workspace(self.n_states))
+        self._checkpoint.track_arrays("cvi", {"start": start_counts, "trans": trans_counts, "rows": trans_rows,
+                                              "stats": stats, "marginals": marginals})
         order = np.arange(data.corpus.n_tokens, dtype=np.int64)
 
         def sweep(iteration):
@@ -401,13 +535,29 @@ class HMM:
 
         return sweep, lambda: (start_counts, trans_counts, stats)
 
+    def _run_sharded(self, data, how, n_iter, seed, init, progress, client=None, n_shards=None, **options):
+        """cvi2-sharded on `schedules.passes`: CVI-2's updates (eq. 3.47-3.50) on every shard against the counts
+        frozen at the start of the pass plus its own changes, the shards' changes summed after it
+        (`cvbayes.models.hmm_shards.ShardedSweep`); on threads here, or on a Dask client's workers."""
+        shards = Shards(self, data.corpus, client, n_shards)
+        sweep = ShardedSweep(self, data, init, seed, shards)
+        try:
+            with self._progress(progress, n_iter) as bar:
+                passes(sweep.sweep, n_iter, self._recorder(bar, sweep.counts))
+        finally:
+            sweep.close()
+        self._set_fitted(sweep.counts(), MEAN)
+
     def _run_gibbs(self, data, how, n_iter, seed, init, progress, anneal=True, **options):
-        """Collapsed Gibbs sampling (eq. 3.25) on `schedules.gibbs`, annealed from temperature 2.0
-        down to 0.08 geometrically over the iterations (Goldwater and Griffiths 2007) when ``anneal``."""
+        """Collapsed Gibbs sampling (eq. 3.25) on `schedules.gibbs`, annealed geometrically down to
+        temperature 0.08 over the iterations when ``anneal``: from 2.0 at footnote 5's uniform random states
+        (Goldwater and Griffiths 2007), from 1.0 at the max-posterior states of given parameters."""
         if isinstance(init, dict):
             states = self._decode_corpus(data.corpus, "mpd", params=self.check_params(init))
+            hottest = ANNEAL_START_FROM_PARAMETERS
         else:
             states = data.random_states(seed)
+            hottest = ANNEAL_START
         seed_numba(seed)
         sequence_of = data.sequence_of()
         start_counts, trans_counts, trans_rows = hard_transitions(data.offsets, states, self.n_states)
@@ -415,7 +565,7 @@ class HMM:
         state = token_state(data.emissions(), self.alpha, data.offsets, sequence_of, start_counts, trans_counts,
                             trans_rows, stats, states, token_workspace(self.n_states))
         order = np.arange(data.corpus.n_tokens, dtype=np.int64)
-        temperatures = np.geomspace(ANNEAL_START, ANNEAL_END, n_iter) if anneal and n_iter > 1 else np.ones(n_iter)
+        temperatures = np.geomspace(hottest, ANNEAL_END, n_iter) if anneal and n_iter > 1 else np.ones(n_iter)
 
         def sweep(iteration):
             bad = gibbs_pass(state, order, 1.0 / temperatures[iteration])
@@ -423,25 +573,37 @@ class HMM:
             return (rules.dirichlet_log_marginal(start_counts[None], self.alpha)
                     + rules.dirichlet_log_marginal(trans_counts, self.alpha) + self.family.log_marginal(stats))
 
+        self._checkpoint.track_arrays("cgs", {"start": start_counts, "trans": trans_counts, "rows": trans_rows,
+                                              "stats": stats, "states": states})
+        self._checkpoint.track_numba_random()
         with self._progress(progress, n_iter) as bar:
-            passes(sweep, n_iter, self._recorder(bar, lambda: (start_counts, trans_counts, stats)))
+            self._checkpoint.track_progress(bar)
+            passes(sweep, n_iter, self._recorder(bar, lambda: (start_counts, trans_counts, stats)),
+                   checkpoint=self._checkpoint)
         self.states_ = states
         self._set_fitted((start_counts, trans_counts, stats), MEAN)
 
     def _run_stochastic(self, data, how, n_iter, seed, init, progress, batch_size, kappa, tau0, subchain_length,
-                        buffer, vanilla, callback_every, **options):
+                        buffer, vanilla, callback_every, client=None, n_shards=None, **options):
         """SVI (rule VB) and SCVI (rule MEAN) on `schedules.stochastic` (eq. 3.98-3.104)."""
-        structure = Minibatches(self, data.corpus, how.rule, Units(data.offsets, subchain_length), buffer, vanilla,
-                                self._stochastic_occupancy())
+        if client is None:
+            structure = Minibatches(self, data.corpus, how.rule, Units(data.offsets, subchain_length), buffer, vanilla,
+                                    self._stochastic_occupancy())
+        else:  # each minibatch's forward-backward on the shards that own its units (cvbayes.models.hmm_shards)
+            shards = Shards(self, data.corpus, client, n_shards)
+            structure = ShardedMinibatches(self, data.corpus, how.rule, Units(data.offsets, subchain_length), buffer,
+                                           vanilla, shards)
         rng = np.random.default_rng(seed)
         if isinstance(init, dict):
-            given = BatchChains(self, data)
+            given = BatchChains(self, data) if client is None else ShardedBatch(BatchChains(self, data), shards)
             counts = given.expectations(given.from_params(self.check_params(init)))[0]
         else:
             counts = structure.random_counts(rng)
         blocks = structure.start(*counts)
         steps_per_pass = -(-structure.n_units // batch_size)
         with self._progress(progress, n_iter * steps_per_pass, unit="batch") as bar:
+            self._checkpoint.track_progress(bar)
+
             def record(iteration, objective, seconds):
                 bar.record(iteration, objective, seconds, advance=False)
                 if callback_every is None:
@@ -455,7 +617,7 @@ class HMM:
                 structure, blocks, n_iter, batch_size, kappa, tau0, rng, record, after_step=after_step,
                 after_pass=lambda: self._after_stochastic_pass(structure),
                 callback=lambda step, seconds: self._call_back(step, structure.current(), seconds),
-                callback_every=callback_every)
+                callback_every=callback_every, checkpoint=self._checkpoint)
         self._set_fitted(structure.current(), MEAN)
         self.global_memory_bytes_ = sum(blocks[name].nbytes for name in ("start", "trans", "stats"))
 
