@@ -571,7 +571,7 @@ def build_parser():
     experiment.add_argument("--states", type=int, default=None,
                             help="fig3.15/fig3.17: hidden states (default 45 and 12)")
     experiment.add_argument("--passes", type=int, default=None,
-                            help="fig3.15/fig3.16: passes over the training data a run (default 10)")
+                            help="fig3.15/fig3.16: passes over the training data a run (default 10); ewt-pos: passes (default 200)")
     experiment.add_argument("--steps", type=int, default=None,
                             help="fig3.17: minibatch steps a run (default 10,000, as the thesis)")
     experiment.add_argument("--k-values", type=int, nargs="+", default=None,
@@ -623,7 +623,8 @@ def build_parser():
                             help="align-*: Dirichlet prior of every algorithm (default: the one chosen on the "
                                  "Gospels)")
     experiment.add_argument("--develop", action="store_true",
-                            help="align-nt: run only the development grid on the Gospels (iterations x prior "
+                            help="ewt-pos: the beta grid on EWT dev instead of the test table; "
+                                 "align-nt: run only the development grid on the Gospels (iterations x prior "
                                  "per algorithm) and write development.md/.json; later align-nt and align-bible "
                                  "runs with the same --out use its choices")
     experiment.add_argument("--quiet", action="store_true", help="align-*: no progress bars or per-run lines")

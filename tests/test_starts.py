@@ -141,3 +141,15 @@ def test_weighted_kmeans_finds_separated_clusters_from_every_seed_dense_and_spar
         _, sparse_cluster, _ = weighted_kmeans(sparse.csr_matrix(points), np.ones(1000), 5,
                                                np.random.default_rng(seed))
         np.testing.assert_array_equal(sparse_cluster, cluster)
+
+
+def test_with_a_tag_dictionary_the_default_start_is_the_local_start():
+    """A tag dictionary tells the states apart itself; word-type clusters would ignore the tags it allows."""
+    corpus = CATEGORICAL[:200]
+    dictionary = np.ones((50, N_STATES), dtype=bool)
+    dictionary[:10, 1:] = False  # the first block's words may only take state 0
+    fits = [HMM(N_STATES, tag_dictionary=dictionary).fit(corpus, algorithm="cvi2", n_iter=3, seed=1, init=init)
+            for init in ("params", "local")]
+    np.testing.assert_array_equal(fits[0].emissionprob_, fits[1].emissionprob_)
+    assert not np.array_equal(HMM(N_STATES).fit(corpus, algorithm="cvi2", n_iter=3, seed=1).emissionprob_,
+                              HMM(N_STATES).fit(corpus, algorithm="cvi2", n_iter=3, seed=1, init="local").emissionprob_)

@@ -98,6 +98,17 @@ def sentence_expectations(kernel, tables, tokens, spans, buffers, binary_outer, 
 
 
 # ------------------------------------------------------------------ batch (VB)
+@njit(cache=True)
+def chunk_workspace(kernel, offsets, first, last):
+    """The chart buffers, span marginals and dense binary-outside scratch for sentences first..last-1."""
+    longest = 1
+    for i in range(first, last):
+        longest = max(longest, offsets[i + 1] - offsets[i])
+    outer_size = kernel.n_symbols if kernel.dense else 0
+    return (chart_buffers(kernel, longest), np.zeros((longest + 1, longest + 1, kernel.n_symbols)),
+            np.zeros((outer_size, outer_size * outer_size)))
+
+
 @njit(parallel=True, cache=True)
 def batch_expectations(kernel, tables, tokens, offsets, span_ids, span_offsets, chunk_bounds, n_rules,
                        adapted_symbol):
@@ -106,20 +117,13 @@ def batch_expectations(kernel, tables, tokens, offsets, span_ids, span_offsets, 
     Returns (counts, customers, log_z (I,)), parallel over chunks of sentences as
     `cvbayes.trees.inside_outside.batch_inside_outside`.
     """
-    n = kernel.n_symbols
     n_chunks = chunk_bounds.shape[0] - 1
     n_sentences = offsets.shape[0] - 1
-    outer_size = n if kernel.dense else 0
     counts_acc = np.zeros((n_chunks, n_rules))
     customers_acc = np.zeros((n_chunks, n_rules))
     log_z = np.empty(n_sentences)
     for c in prange(n_chunks):
-        longest = 1
-        for i in range(chunk_bounds[c], chunk_bounds[c + 1]):
-            longest = max(longest, offsets[i + 1] - offsets[i])
-        buffers = chart_buffers(kernel, longest)
-        marginals = np.zeros((longest + 1, longest + 1, n))
-        outer = np.zeros((outer_size, outer_size * outer_size))
+        buffers, marginals, outer = chunk_workspace(kernel, offsets, chunk_bounds[c], chunk_bounds[c + 1])
         for i in range(chunk_bounds[c], chunk_bounds[c + 1]):
             sentence = tokens[offsets[i]:offsets[i + 1]]
             spans = span_ids[span_offsets[i]:span_offsets[i + 1]]
@@ -137,20 +141,13 @@ def cell_expectations(kernel, tables, tokens, offsets, span_ids, span_offsets, c
     and log_z (I,), so that the caller can weight every sentence by its own factor (a weighted batch
     inside-outside: the counts of sentence i times w_i).  Parallel over chunks of sentences.
     """
-    n = kernel.n_symbols
     n_chunks = chunk_bounds.shape[0] - 1
     n_sentences = offsets.shape[0] - 1
-    outer_size = n if kernel.dense else 0
     out_counts = np.zeros(cell_rules.shape[0])
     out_customers = np.zeros(cell_rules.shape[0])
     log_z = np.empty(n_sentences)
     for c in prange(n_chunks):
-        longest = 1
-        for i in range(chunk_bounds[c], chunk_bounds[c + 1]):
-            longest = max(longest, offsets[i + 1] - offsets[i])
-        buffers = chart_buffers(kernel, longest)
-        marginals = np.zeros((longest + 1, longest + 1, n))
-        outer = np.zeros((outer_size, outer_size * outer_size))
+        buffers, marginals, outer = chunk_workspace(kernel, offsets, chunk_bounds[c], chunk_bounds[c + 1])
         scratch_counts = np.zeros(n_rules)
         scratch_customers = np.zeros(n_rules)
         for i in range(chunk_bounds[c], chunk_bounds[c + 1]):

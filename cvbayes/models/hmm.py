@@ -207,10 +207,10 @@ class HMM:
             start for EM and VB, used here for every algorithm (`draw_start`):
             start and transition rows drawn from the flat Dirichlet(1), and
             emissions from the family's ``draw_start``, spread over the data by
-            k-means++ seeding (categorical: word types clustered by their
-            neighbours, each state emitting one cluster's words, mixed with a
-            Dirichlet(1) row; Gaussian: means at data points, variances the
-            data's).  These parameters act as a given
+            k-means (`cvbayes.families.kmeans`; categorical: word types
+            clustered by their neighbours, each state emitting one cluster's
+            words, mixed with a Dirichlet(1) row; Gaussian: the clusters' means
+            and variances).  These parameters act as a given
             dict does: EM and VB run their first E-step under them, the
             collapsed learners (CVI-1/2/3) start from the local posteriors of
             one forward-backward pass under them, CGS from their max-posterior
@@ -224,7 +224,10 @@ class HMM:
             random local posteriors q(z_t | z_{t-1}) ∝ U[0, 1] (the same for
             every deterministic algorithm), uniform random states for CGS,
             and for SVI and SCVI the random global counts of eq. 3.106-3.107.
-            The experiments that reproduce the thesis's protocol pass it.
+            The experiments that reproduce the thesis's protocol pass it, and
+            it is what "params" means with a ``tag_dictionary``: the dictionary
+            already tells the states apart, and clusters of word types would
+            be given to states regardless of the tags they allow.
             A dict with ``startprob``, ``transmat`` and ``emissionprob`` (or
             ``means`` and ``covars``) starts from those parameters.
         n_init : int
@@ -310,8 +313,10 @@ class HMM:
                              f"the vocabulary has {self.family.n_symbols} symbols")
         if isinstance(init, dict):
             self.check_params(init)
-        elif init == "params":
+        elif init == "params" and self.tag_dictionary is None:
             init = self.draw_start(corpus, int(seed))
+        elif init == "params":
+            init = "local"  # a tag dictionary breaks the symmetry itself (see the docstring)
         elif init not in ("local", "random"):
             raise ValueError("init must be 'params', 'local' (or its alias 'random') or a dict of parameters")
         options = self._check_options(algorithm, corpus, batch_size, kappa, tau0, subchain_length, buffer,
