@@ -427,7 +427,7 @@ def test_empirical_bayes_concentration_maximises_the_seating_probability():
     from scipy.special import gammaln as lg
     utterances = [list(u) for u in ("ab", "cd", "cdab", "abcdab", "ab", "cd", "abab", "efab")] * 3
     for a in (0.0, 0.4):
-        model = AdaptorGrammar("unigram", a=a, b=1.0, estimate_b=True).fit(utterances, algorithm="cvi", n_iter=1)
+        model = AdaptorGrammar("unigram", a=a, b=1.0, estimate_hyperparameters=True).fit(utterances, algorithm="cvi", n_iter=1)
         state = model._model
         n, t = state[10][0], state[11][0]
 
@@ -438,7 +438,7 @@ def test_empirical_bayes_concentration_maximises_the_seating_probability():
         b = model.concentration[0]
         assert b == state[13][0] and b != 1.0
         assert seats(b) >= max(seats(b * 1.01), seats(b / 1.01)) - 1e-9
-    vb = AdaptorGrammar("unigram", a=0.2, estimate_b=True).fit(utterances, algorithm="vb", n_iter=3)
+    vb = AdaptorGrammar("unigram", a=0.2, estimate_hyperparameters=True).fit(utterances, algorithm="vb", n_iter=3)
     assert vb.concentration[0] != 0.0 and np.isfinite(vb.history_[-1].objective)
 
 

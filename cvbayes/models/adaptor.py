@@ -322,7 +322,7 @@ class AdaptorGrammar:
     ALGORITHMS = ("vb", "cvi", "mcmc")
 
     def __init__(self, grammar="unigram", a=0.0, b=1.0, alpha=1.0, truncation=10000, word="Word",
-                 estimate_b=False):
+                 estimate_hyperparameters=False):
         self.spec = _as_spec(grammar)
         if not 0.0 <= a < 1.0:
             raise ValueError(f"a (the PY discount) must be in [0, 1), got {a}")
@@ -335,7 +335,7 @@ class AdaptorGrammar:
         if word not in self.spec.grammar.nonterminals:
             raise ValueError(f"the grammar has no nonterminal {word!r} (the word level); pass word=...")
         self.a, self.b, self.alpha, self.truncation, self.word = float(a), float(b), float(alpha), int(truncation), word
-        self.estimate_b = bool(estimate_b)
+        self.estimate_hyperparameters = bool(estimate_hyperparameters)
         self.adapted_names = tuple(self.spec.adapted)
         self._reset_py_parameters()
 
@@ -466,7 +466,7 @@ class AdaptorGrammar:
             if bad >= 0:
                 raise ZeroProbabilityError(f"utterance {bad} has no parse under the grammar")
             self._refresh_tables()
-            if self.estimate_b:     # from the refreshed tables; theta_s follows b at the next refresh
+            if self.estimate_hyperparameters:     # from the refreshed tables; theta_s follows b at the next refresh
                 self._estimate_b(self._model)
             self._record(bar, iteration, objective, started)
         self._set_fitted()
@@ -603,8 +603,8 @@ class AdaptorGrammar:
             started = time.perf_counter()
             for i in rng.permutation(len(self._batch)):
                 sampler.step(int(i))
-            if self.estimate_b:
-                self._estimate_b(sampler.state)
+            if self.estimate_hyperparameters:
+                sampler.resample_hyperparameters()
             self._record(bar, iteration, sampler.log_joint(), started)
         self._set_fitted()
 
@@ -635,7 +635,7 @@ class AdaptorGrammar:
             for x in range(n_adapted):
                 self._sticks[x] = self._refresh(x, np.flatnonzero(cache_of == x), counts, customers)
             self._customers = customers
-            if self.estimate_b:
+            if self.estimate_hyperparameters:
                 self._estimate_b_vb()
             self._record(bar, iteration, objective, started)
         self._set_fitted()
