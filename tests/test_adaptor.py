@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 from scipy.special import digamma, gammaln
 
-from cvbayes.models.adaptor import AdaptorGrammar, BUILT_IN_GRAMMARS, parse_adaptor_grammar
-from cvbayes.models.adaptor_kernels import batch_expectations, expected_table_count, update_sentence
+from cvbayes.models.adaptor import AdaptorGrammar, BUILT_IN_GRAMMARS, log_rising, parse_adaptor_grammar
+from cvbayes.models.adaptor_kernels import batch_expectations, expected_table_count, tree_statistics, update_sentence
 from cvbayes.models.hdp import expected_tables
 from cvbayes.trees.grammar import LEXICAL, SPAN, GrammarError, Terminal
-from cvbayes.trees.inside_outside import cubic_chunks, make_tables
+from cvbayes.trees.inside_outside import chart_buffers, cubic_chunks, make_tables, sentence_sample
 
 UTTERANCES = [list("abab"), list("ab"), list("abb")]
 
@@ -117,6 +117,54 @@ def test_chart_matches_enumeration_of_parses(name):
     np.testing.assert_allclose(log_z, [e[0] for e in expected], rtol=1e-10)
     np.testing.assert_allclose(counts, sum(e[1] for e in expected), rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(customers, sum(e[2] for e in expected), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["unigram", "colloc"])
+def test_sampled_trees_have_the_statistics_and_frequencies_of_enumerated_parses(name):
+    """CVI's and VB's sampled start: `tree_statistics` of trees drawn by `sentence_sample` are the rule counts
+    and customers of one enumerated parse each, drawn with the parse's probability."""
+    model = AdaptorGrammar(name)
+    tokens = UTTERANCES[0]
+    compiled, layout = model._compile([tokens])
+    weights = np.random.default_rng(2).uniform(0.1, 0.6, compiled.n_rules)
+    exact = {}
+    trees = derivations(compiled, layout, weights, tokens, compiled.start, 0, len(tokens))
+    z = sum(w for w, _, _ in trees)
+    for w, rules, served in trees:
+        key = (tuple(sorted(rules)), tuple(sorted(c[0] for c in served)))
+        exact[key] = exact.get(key, 0.0) + w / z
+    batch = compiled.prepare([tokens])
+    spans = batch.span_ids[batch.span_offsets[0]:batch.span_offsets[1]]
+    encoded = batch.tokens[batch.offsets[0]:batch.offsets[1]]
+    tables = make_tables(compiled, weights)
+    buffers = chart_buffers(compiled.kernel, len(tokens))
+    rows = np.empty((200, 5), dtype=np.int64)
+    seen, n_draws = {}, 4000
+    for seed in range(n_draws):
+        counts, customers = np.zeros(compiled.n_rules), np.zeros(compiled.n_rules)
+        _, n_rows = sentence_sample(compiled.kernel, tables, encoded, spans, buffers, seed, rows)
+        tree_statistics(compiled.kernel, rows, n_rows, spans, len(tokens), layout["adapted_symbol"], counts, customers)
+        key = (tuple(np.repeat(np.arange(compiled.n_rules), counts.astype(int))),
+               tuple(np.repeat(np.arange(compiled.n_rules), customers.astype(int))))
+        seen[key] = seen.get(key, 0) + 1
+    assert set(seen) <= set(exact)
+    tv = 0.5 * sum(abs(seen.get(k, 0) / n_draws - p) for k, p in exact.items())
+    assert tv < 0.04, tv
+
+
+def test_sampled_start_adds_every_utterance_once():
+    """After CVI's sampled start the counts are the sum of the utterances' local statistics (one tree each)."""
+    utterances = [list(u) for u in ("abab", "ab", "abb", "ba", "bab")] * 2
+    model = AdaptorGrammar("unigram")
+    model.fit(utterances, algorithm="cvi", n_iter=0)
+    sentences, state, (_, local_customers), _ = model._cvi_state
+    cell_offsets, cell_rules = sentences[5], sentences[6]
+    customers = np.bincount(cell_rules, weights=local_customers, minlength=model.grammar_.n_rules)
+    cache = model._layout["cache_of"] >= 0
+    np.testing.assert_allclose(state[8][cache], customers[cache], atol=1e-9)
+    assert np.all(local_customers == np.round(local_customers))
+    words = [local_customers[cell_offsets[i]:cell_offsets[i + 1]].sum() for i in range(len(utterances))]
+    assert all(1 <= w <= len(u) for w, u in zip(words, utterances))
 
 
 # ------------------------------------------------------------------ CVI
@@ -423,23 +471,55 @@ def test_sampler_matches_the_exact_posterior(a, b):
     assert tv < 0.05, (tv, exact, seen)
 
 
-def test_empirical_bayes_concentration_maximises_the_seating_probability():
+def test_log_rising_is_the_product_for_whole_tables_and_smooth_in_a():
+    for b, a, tables in [(2.0, 0.3, 7), (5000.0, 0.4, 30), (50.0, 0.004, 12), (1e5, 0.5, 300), (3.0, 1e-9, 20)]:
+        exact = sum(np.log(b + i * a) for i in range(1, tables))
+        assert log_rising(b, a, float(tables)) == pytest.approx(exact, rel=1e-12, abs=1e-9)
+    # real T through Gamma functions, and no jump where the Stirling branch takes over (z = b / a = 1e4)
+    z = 2.0 / 0.3
+    assert log_rising(2.0, 0.3, 7.5) == pytest.approx(6.5 * np.log(0.3) + gammaln(z + 7.5) - gammaln(z + 1), rel=1e-12)
+    assert log_rising(1.0, 1e-4 * (1 + 1e-9), 40.0) == pytest.approx(log_rising(1.0, 1e-4 * (1 - 1e-9), 40.0),
+                                                                      abs=1e-9)
+
+
+def _is_local_maximum(objective, a, b):
+    """objective(a, b) is at least its value at a +- 0.01 (inside [0, 0.99]) and b * 1.01, b / 1.01."""
+    best = objective(a, b)
+    neighbours = [(a, b * 1.01), (a, b / 1.01)] + [(a + d, b) for d in (-0.01, 0.01) if 0.0 <= a + d <= 0.99]
+    return all(best >= objective(*point) - 1e-9 for point in neighbours)
+
+
+def test_empirical_bayes_hyperparameters_maximise_the_seating_probability():
     from scipy.special import gammaln as lg
     utterances = [list(u) for u in ("ab", "cd", "cdab", "abcdab", "ab", "cd", "abab", "efab")] * 3
     for a in (0.0, 0.4):
-        model = AdaptorGrammar("unigram", a=a, b=1.0, estimate_hyperparameters=True).fit(utterances, algorithm="cvi", n_iter=1)
+        model = AdaptorGrammar("unigram", a=a, b=1.0, estimate_hyperparameters=True).fit(
+            utterances, algorithm="cvi", n_iter=2)
         state = model._model
-        n, t = state[10][0], state[11][0]
+        cells = np.flatnonzero(model._layout["cache_of"] == 0)
+        served, seated = state[8][cells], state[9][cells]
+        keep = seated > 1e-9
+        per_table, seated = np.maximum(served[keep] / seated[keep], 1.0), seated[keep]
+        n, t = served.sum(), seated.sum()
 
-        def seats(b):   # log prod_{i<T} (b + i a) / (b + 1)_{n-1}, T real through Gamma functions
-            rising = (t - 1) * np.log(a) + lg(b / a + t) - lg(b / a + 1) if a > 0 else (t - 1) * np.log(b)
-            return rising - lg(b + n) + lg(b + 1)
+        def seating(a, b):   # the PY EPPF of the expected seating (module docs), T real through Gamma functions
+            return log_rising(b, a, t) - lg(b + n) + lg(b + 1) + (seated * (lg(per_table - a) - lg(1 - a))).sum()
 
-        b = model.concentration[0]
-        assert b == state[13][0] and b != 1.0
-        assert seats(b) >= max(seats(b * 1.01), seats(b / 1.01)) - 1e-9
+        a_hat, b_hat = model.discount[0], model.concentration[0]
+        assert (a_hat, b_hat) == (state[12][0], state[13][0]) and (a_hat, b_hat) != (a, 1.0)
+        assert _is_local_maximum(seating, a_hat, b_hat)
     vb = AdaptorGrammar("unigram", a=0.2, estimate_hyperparameters=True).fit(utterances, algorithm="vb", n_iter=3)
-    assert vb.concentration[0] != 0.0 and np.isfinite(vb.history_[-1].objective)
+    _, first, second = vb._sticks[0]
+    k = np.arange(1, first.shape[0] + 1)
+    log_stop = digamma(first) - digamma(first + second)
+    log_not = digamma(second) - digamma(first + second)
+
+    def sticks(a, b):     # sum_k E_q[log Beta(v_k; 1 - a, b + k a)]
+        p, q = 1 - a, b + k * a
+        return (lg(p + q) - lg(p) - lg(q) + (p - 1) * log_stop + (q - 1) * log_not).sum()
+
+    assert _is_local_maximum(sticks, vb.discount[0], vb.concentration[0])
+    assert np.isfinite(vb.history_[-1].objective)
 
 
 def test_grammar_from_a_file_and_unknown_names(tmp_path):

@@ -86,7 +86,7 @@ import time
 import warnings
 
 import numpy as np
-from scipy.optimize import minimize_scalar
+from scipy.optimize import minimize
 from scipy.special import betaln, digamma, gammaln
 
 from ..core.units import ZeroProbabilityError
@@ -95,7 +95,8 @@ from ..schedules import Progress
 from ..trees.grammar import (BINARY, LEXICAL, SPAN, UNARY, AnySubstring, CompiledGrammar, Grammar, GrammarError,
                              Rule, compile_grammar, parse_grammar)
 from ..trees.inside_outside import chart_buffers, cubic_chunks, make_tables, viterbi_batch
-from .adaptor_kernels import all_mean_weights, batch_expectations, cell_expectations, cvi_pass, vb_table
+from .adaptor_kernels import (all_mean_weights, batch_expectations, cell_expectations, cvi_pass, start_pass,
+                              vb_table)
 from .adaptor_mcmc import Sampler
 from .hdp import expected_tables
 from .pcfg_kernels import sentence_cells
@@ -193,6 +194,22 @@ def parse_adaptor_grammar(text: str, path=None) -> AdaptorGrammarSpec:
         raise GrammarError("rule weights are not used by adaptor grammars (the base rules have a Dirichlet "
                            "prior): remove them", path, grammar.rules[0].line)
     return AdaptorGrammarSpec(grammar, {name: tuple(v) for name, v in adapted.items()})
+
+
+def log_rising(b, a, tables):
+    """log prod_{i=1}^{T-1} (b + i a) for real T = ``tables`` >= 1 (the table factor of the Pitman-Yor
+    exchangeable partition probability): (T - 1) log a + log Gamma(z + T) - log Gamma(z + 1), z = b / a,
+    and (T - 1) log b at a = 0.  For large z (small a) the Gamma functions' difference loses every digit,
+    so it is taken from Stirling's series, (T - 1) log(b + a) + (z + T - 1/2) log1p((T - 1) / (z + 1))
+    - (T - 1) + 1/(12 (z + T)) - 1/(12 (z + 1)), whose error is below 1/(360 z^3) per Gamma function."""
+    steps = tables - 1.0
+    if a <= 0.0:
+        return steps * math.log(b)
+    z = b / a
+    if z < 1e4:
+        return steps * math.log(a) + gammaln(z + tables) - gammaln(z + 1.0)
+    return (steps * math.log(b + a) + (z + tables - 0.5) * math.log1p(steps / (z + 1.0)) - steps
+            + 1.0 / (12.0 * (z + tables)) - 1.0 / (12.0 * (z + 1.0)))
 
 
 def _as_spec(grammar) -> AdaptorGrammarSpec:
@@ -295,12 +312,21 @@ class AdaptorGrammar:
         VB's stick-breaking truncation K (grammaton size) per adapted nonterminal.
     word : str, default "Word"
         The nonterminal whose yields are words (`segment`, `lexicon_`).
-    estimate_b : bool, default False
-        Empirical Bayes for every concentration b after each pass (a stays fixed): cvi and mcmc
-        maximise the Pitman-Yor probability of the (expected) customer and table totals n, T,
-        sum_{i=1}^{T-1} log(b + i a) - log Gamma(b + n) + log Gamma(b + 1) (the b-terms of the PY
-        exchangeable partition probability, Pitman and Yor 1997; T real-valued through Gamma
-        functions); vb maximises E_q[log p(v | a, b)] of its sticks.
+    estimate_hyperparameters : bool, default False
+        Learn every adapted nonterminal's discount a and concentration b after each pass, as the reference
+        systems do (Johnson and Goldwater 2009).  mcmc samples them (slice sampling under a ~ Beta(1, 1),
+        b ~ Gamma(10, 0.1), `cvbayes.models.adaptor_mcmc.Sampler.resample_hyperparameters`); cvi and vb
+        maximise (empirical Bayes): cvi the Pitman-Yor probability of the expected seating,
+        sum_{i=1}^{T-1} log(b + i a) - log Gamma(b + n) + log Gamma(b + 1)
+        + sum_s t_s (log Gamma(n_s / t_s - a) - log Gamma(1 - a)) (Pitman and Yor 1997's exchangeable
+        partition probability with yield s's n_s expected customers spread evenly over its t_s expected
+        tables, T = sum_s t_s real-valued through Gamma functions), vb E_q[log p(v | a, b)] of its sticks.
+    init : {"sample", "empty"}, default "sample"
+        vb and cvi start from the sampler's initial state (each utterance's tree drawn from the predictive
+        of those before it, `cvbayes.models.adaptor_mcmc.Sampler.initialise`; for cvi, the trees'
+        statistics are the utterances' first local statistics, the thesis's random start of the local
+        posteriors, footnote 5); "empty": vb's first E-step under the prior, cvi's first pass adding the
+        utterances' expected statistics one by one.
 
     Attributes (after fit)
     ----------------------
@@ -312,7 +338,7 @@ class AdaptorGrammar:
         (cvi, mcmc) or VB's exp E[log .] weights.
     grammar_ : CompiledGrammar
     concentration, discount : ndarray (M,)
-        Each adapted nonterminal's PY b and a (b as estimated with ``estimate_b``).
+        Each adapted nonterminal's PY b and a (as learned with ``estimate_hyperparameters``).
     segmentation_ : list of list of tuple of str
         mcmc only: the words of the current sample's trees of the training utterances.
     acceptance_rate_ : float
@@ -320,9 +346,10 @@ class AdaptorGrammar:
     """
 
     ALGORITHMS = ("vb", "cvi", "mcmc")
+    INITS = ("sample", "empty")
 
     def __init__(self, grammar="unigram", a=0.0, b=1.0, alpha=1.0, truncation=10000, word="Word",
-                 estimate_hyperparameters=False):
+                 estimate_hyperparameters=False, init="sample"):
         self.spec = _as_spec(grammar)
         if not 0.0 <= a < 1.0:
             raise ValueError(f"a (the PY discount) must be in [0, 1), got {a}")
@@ -336,6 +363,9 @@ class AdaptorGrammar:
             raise ValueError(f"the grammar has no nonterminal {word!r} (the word level); pass word=...")
         self.a, self.b, self.alpha, self.truncation, self.word = float(a), float(b), float(alpha), int(truncation), word
         self.estimate_hyperparameters = bool(estimate_hyperparameters)
+        if init not in self.INITS:
+            raise ValueError(f"unknown init {init!r}; choose one of {', '.join(self.INITS)}")
+        self.init = init
         self.adapted_names = tuple(self.spec.adapted)
         self._reset_py_parameters()
 
@@ -459,6 +489,11 @@ class AdaptorGrammar:
         state = (sentences, self._model, local, work)
         self._cvi_state = state
         self._refresh_tables()       # theta_s = b H_X(s) of every yield under the prior base
+        if self.init == "sample":
+            bad = start_pass(state, rng.permutation(len(batch)).astype(np.int64), int(rng.integers(2 ** 62)))
+            if bad >= 0:
+                raise ZeroProbabilityError(f"utterance {bad} has no parse under the grammar")
+            self._refresh_tables()
         for iteration in range(n_iter):
             started = time.perf_counter()
             order = rng.permutation(len(batch)).astype(np.int64)
@@ -467,7 +502,7 @@ class AdaptorGrammar:
                 raise ZeroProbabilityError(f"utterance {bad} has no parse under the grammar")
             self._refresh_tables()
             if self.estimate_hyperparameters:     # from the refreshed tables; theta_s follows b at the next refresh
-                self._estimate_b(self._model)
+                self._estimate_hyperparameters_cvi()
             self._record(bar, iteration, objective, started)
         self._set_fitted()
 
@@ -561,36 +596,53 @@ class AdaptorGrammar:
         base = layout["base"]
         row_totals[:] = np.bincount(rule_parent[base], weights=counts[base], minlength=row_totals.shape[0])
 
-    def _estimate_b(self, state):
-        """Empirical-Bayes concentrations from the customer and table totals (``estimate_b``)."""
+    def _estimate_hyperparameters_cvi(self):
+        """Empirical-Bayes a and b of every adapted nonterminal from CVI's expected seating
+        (``estimate_hyperparameters``); theta_s follows b at the next table refresh."""
+        model, layout = self._model, self._layout
+        customers, tables = model[8], model[9]
         for x in range(len(self.adapted_names)):
-            n, tables, a = float(state[10][x]), float(state[11][x]), self.discount[x]
-            if tables <= 1.0 or n <= tables:
+            cells = np.flatnonzero(layout["cache_of"] == x)
+            served, seated = customers[cells], tables[cells]
+            keep = seated > 1e-9
+            per_table = np.maximum(served[keep] / seated[keep], 1.0)
+            seated = seated[keep]
+            n, total = float(served.sum()), float(seated.sum())
+            if total <= 1.0 or n <= total:
                 continue
 
-            def loss(log_b):
-                b = math.exp(log_b)
-                seats = ((tables - 1) * math.log(a) + gammaln(b / a + tables) - gammaln(b / a + 1) if a > 0
-                         else (tables - 1) * log_b)
-                return -(seats - gammaln(b + n) + gammaln(b + 1))
+            def loss(point):
+                a, b = point[0], math.exp(point[1])
+                seats = log_rising(b, a, total)
+                tables_term = float((seated * (gammaln(per_table - a) - gammaln(1.0 - a))).sum())
+                return -(seats - gammaln(b + n) + gammaln(b + 1) + tables_term)
 
-            best = minimize_scalar(loss, bounds=(-8.0, 12.0), method="bounded").x
-            self.concentration[x] = state[13][x] = math.exp(best)
+            a, log_b = self._maximise(loss, x)
+            self.discount[x], self.concentration[x] = model[12][x], model[13][x] = a, math.exp(log_b)
 
-    def _estimate_b_vb(self):
-        """Empirical Bayes for b in VB: maximise sum_k E_q[log Beta(v_k; 1 - a, b + k a)]."""
+    def _estimate_hyperparameters_vb(self):
+        """Empirical-Bayes a and b in VB: maximise sum_k E_q[log Beta(v_k; 1 - a, b + k a)] of X's sticks."""
         for x, (_, first, second) in enumerate(self._sticks):
             if first.shape[0] == 0:
                 continue
-            a = self.discount[x]
             k = np.arange(1, first.shape[0] + 1)
+            log_stop = digamma(first) - digamma(first + second)
             log_not = digamma(second) - digamma(first + second)
 
-            def loss(log_b):
-                q = math.exp(log_b) + k * a
-                return -float((gammaln(1 - a + q) - gammaln(q) + (q - 1) * log_not).sum())
+            def loss(point):
+                a, b = point[0], math.exp(point[1])
+                p, q = 1.0 - a, b + k * a
+                return -float((-betaln(p, q) + (p - 1) * log_stop + (q - 1) * log_not).sum())
 
-            self.concentration[x] = math.exp(minimize_scalar(loss, bounds=(-8.0, 12.0), method="bounded").x)
+            self.discount[x], log_b = self._maximise(loss, x)
+            self.concentration[x] = math.exp(log_b)
+
+    def _maximise(self, loss, x):
+        """argmin of loss(a, log b) over a in [0, 0.99] and log b in [-8, 12] by L-BFGS-B from X's current
+        a and b."""
+        start = np.array([min(self.discount[x], 0.98), math.log(max(self.concentration[x], 1e-3))])
+        found = minimize(loss, start, method="L-BFGS-B", bounds=[(0.0, 0.99), (-8.0, 12.0)])
+        return float(found.x[0]), float(found.x[1])
 
     # MCMC
     def _fit_mcmc(self, n_iter, rng, bar):
@@ -620,6 +672,12 @@ class AdaptorGrammar:
         self._log_stick = np.full(n_rules, -np.inf)
         self._log_rest = np.zeros(n_adapted)
         self._sticks = [(np.zeros(0, np.int64), np.zeros(0), np.zeros(0)) for _ in range(n_adapted)]
+        if self.init == "sample":    # q(theta) and q(v) from the sampler's initial trees
+            start = Sampler(self, rng)
+            start.initialise(rng.permutation(len(batch)))
+            self._counts = np.where(base, start.state[0], 0.0)
+            for x in range(n_adapted):
+                self._sticks[x] = self._refresh(x, np.flatnonzero(cache_of == x), start.state[0], start.state[8])
         chunks = cubic_chunks(batch.offsets)
         for iteration in range(n_iter):
             started = time.perf_counter()
@@ -636,7 +694,7 @@ class AdaptorGrammar:
                 self._sticks[x] = self._refresh(x, np.flatnonzero(cache_of == x), counts, customers)
             self._customers = customers
             if self.estimate_hyperparameters:
-                self._estimate_b_vb()
+                self._estimate_hyperparameters_vb()
             self._record(bar, iteration, objective, started)
         self._set_fitted()
 

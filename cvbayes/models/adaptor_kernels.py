@@ -52,7 +52,9 @@ from numba import njit, prange
 from ..core.rules import log_geometric_cell, mean_cell
 from ..core.special import digamma
 from ..schedules import leave_one_out
-from ..trees.inside_outside import add_binary_counts, build_tables, chart_buffers, sentence_inside_outside
+from ..trees.grammar import BINARY, LEXICAL, UNARY
+from ..trees.inside_outside import (add_binary_counts, build_tables, chart_buffers, sentence_inside_outside,
+                                    sentence_sample)
 
 
 # ------------------------------------------------------------------ one sentence
@@ -256,6 +258,39 @@ def move_sentence(model, cell_rules, first, last, local_counts, local_customers,
 
 
 @njit(cache=True)
+def _predictive_tables(state, i):
+    """Take sentence i's statistics out and build the rule tables of the leave-one-out predictive weights of
+    the rules it can use (`mean_weight`)."""
+    sentences, model, local, _ = state
+    kernel, cell_offsets, cell_rules = sentences[0], sentences[5], sentences[6]
+    table = model[14]
+    first, last = cell_offsets[i], cell_offsets[i + 1]
+    move_sentence(model, cell_rules, first, last, local[0], local[1], -1.0)
+    for c in range(first, last):
+        table[cell_rules[c]] = mean_weight(model, cell_rules[c])
+    return build_tables(kernel, table)
+
+
+@njit(cache=True)
+def _put_back(state, i, found):
+    """Copy the scratch statistics of sentence i into its local statistics (when ``found``; else its old ones
+    stay), clear the scratch and add the sentence back."""
+    sentences, model, local, work = state
+    cell_offsets, cell_rules = sentences[5], sentences[6]
+    local_counts, local_customers = local
+    scratch_counts, scratch_customers = work[0], work[1]
+    first, last = cell_offsets[i], cell_offsets[i + 1]
+    for c in range(first, last):
+        rule = cell_rules[c]
+        if found:
+            local_counts[c] = scratch_counts[rule]
+            local_customers[c] = scratch_customers[rule]
+        scratch_counts[rule] = 0.0
+        scratch_customers[rule] = 0.0
+    move_sentence(model, cell_rules, first, last, local_counts, local_customers, 1.0)
+
+
+@njit(cache=True)
 def update_sentence(state, i):
     """CVI on sentence i: take its expected statistics out, run inside-outside on the leave-one-out
     predictive weights of the rules it can use (`mean_weight`), put the new statistics back.
@@ -263,32 +298,77 @@ def update_sentence(state, i):
     Returns log Z, the sentence's predictive log-probability under those weights (-inf: no tree, its
     statistics restored).
     """
-    sentences, model, local, work = state
-    kernel, tokens_all, offsets, span_ids, span_offsets, cell_offsets, cell_rules = sentences
-    local_counts, local_customers = local
+    sentences, model, _, work = state
+    kernel, tokens_all, offsets, span_ids, span_offsets = sentences[:5]
     scratch_counts, scratch_customers, binary_outer, buffers, marginals = work
-    counted_symbol = model[7]
-    table = model[14]
-    first = cell_offsets[i]
-    last = cell_offsets[i + 1]
-    move_sentence(model, cell_rules, first, last, local_counts, local_customers, -1.0)
-    for c in range(first, last):
-        table[cell_rules[c]] = mean_weight(model, cell_rules[c])
-    tables = build_tables(kernel, table)
+    tables = _predictive_tables(state, i)
     tokens = tokens_all[offsets[i]:offsets[i + 1]]
     spans = span_ids[span_offsets[i]:span_offsets[i + 1]]
     log_z = sentence_expectations(kernel, tables, tokens, spans, buffers, binary_outer, marginals,
-                                  counted_symbol, scratch_counts, scratch_customers)
-    if log_z > -np.inf:
-        for c in range(first, last):
-            rule = cell_rules[c]
-            local_counts[c] = scratch_counts[rule]
-            local_customers[c] = scratch_customers[rule]
-    for c in range(first, last):
-        scratch_counts[cell_rules[c]] = 0.0
-        scratch_customers[cell_rules[c]] = 0.0
-    move_sentence(model, cell_rules, first, last, local_counts, local_customers, 1.0)
+                                  model[7], scratch_counts, scratch_customers)
+    _put_back(state, i, log_z > -np.inf)
     return log_z
+
+
+@njit(cache=True)
+def tree_statistics(kernel, rows, n_rows, spans, n_tokens, adapted_symbol, counts, customers):
+    """Add the rule counts and customers of one tree (kernel rows in preorder, `sentence_sample`) to
+    ``counts`` and ``customers`` (R,): the indicator statistics `sentence_expectations` would give if the
+    sentence had this tree only.  Rows of binarisation rules (rule < 0) count nothing."""
+    width = n_tokens + 1
+    for row in range(n_rows):
+        kind, index, begin, middle, end = rows[row, 0], rows[row, 1], rows[row, 2], rows[row, 3], rows[row, 4]
+        if kind == BINARY:
+            rule, parent = kernel.binary_rule[index], kernel.binary_parent[index]
+        elif kind == UNARY:
+            rule, parent = kernel.unary_rule[index], kernel.unary_parent[index]
+        elif kind == LEXICAL:
+            rule, parent = kernel.lexical_rule[index], kernel.lexical_parent[index]
+        else:
+            rule, parent = kernel.span_base[index] + middle, kernel.span_parent[index]
+        if rule >= 0:
+            counts[rule] += 1.0
+        for x in range(adapted_symbol.shape[0]):
+            if adapted_symbol[x] != parent:
+                continue
+            for f in range(kernel.span_parent.shape[0]):
+                if kernel.span_parent[f] == parent:
+                    customers[kernel.span_base[f] + spans[begin * width + end]] += 1.0
+
+
+@njit(cache=True)
+def start_sentence(state, i, seed, rows):
+    """CVI's sampled start for sentence i (the MCMC's initial state, `adaptor_mcmc.Sampler.initialise`):
+    a tree drawn from the predictive weights of the sentences added before it, its indicator statistics
+    as the sentence's local statistics.  Returns the tree's log weight (-inf: no tree)."""
+    sentences, model, _, work = state
+    kernel, tokens_all, offsets, span_ids, span_offsets = sentences[:5]
+    scratch_counts, scratch_customers, buffers = work[0], work[1], work[3]
+    tables = _predictive_tables(state, i)
+    tokens = tokens_all[offsets[i]:offsets[i + 1]]
+    spans = span_ids[span_offsets[i]:span_offsets[i + 1]]
+    log_weight, n_rows = sentence_sample(kernel, tables, tokens, spans, buffers, seed, rows)
+    found = n_rows > 0
+    if found:
+        tree_statistics(kernel, rows, n_rows, spans, tokens.shape[0], model[7], scratch_counts, scratch_customers)
+    _put_back(state, i, found)
+    return log_weight if found else -np.inf
+
+
+@njit(cache=True)
+def start_pass(state, order, seed):
+    """`start_sentence` on the sentences in ``order`` (all local statistics zero before): returns the
+    first sentence without a tree (-1 if none)."""
+    kernel = state[0][0]
+    offsets = state[0][2]
+    longest = 1
+    for i in range(offsets.shape[0] - 1):
+        longest = max(longest, offsets[i + 1] - offsets[i])
+    rows = np.empty(((2 * longest - 1) * (kernel.n_symbols + 1) * 8, 5), dtype=np.int64)
+    for step in range(order.shape[0]):
+        if start_sentence(state, order[step], seed + step, rows) == -np.inf:
+            return order[step]
+    return -1
 
 
 @njit(cache=True)
@@ -304,6 +384,7 @@ def all_mean_weights(model, n_rules):
     for r in range(n_rules):
         out[r] = mean_weight(model, r)
     return out
+
 
 
 @njit(cache=True)
