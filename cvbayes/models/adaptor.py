@@ -76,6 +76,27 @@ Algorithms (``fit(algorithm=...)``)
         nested adapted nonterminal, in its customers and tables).
 ``mcmc`` Johnson, Griffiths and Goldwater (2007): Metropolis-Hastings over utterance parses
         (`cvbayes.models.adaptor_mcmc.Sampler`).
+
+Start (``init``)
+----------------
+All three start from the same state by default: each utterance in a random order gets a tree drawn from
+the predictive of the utterances before it (the sampler's initialisation).  VB takes q(theta) and q(v)
+from those trees' counts; CVI takes each tree's indicator statistics as the utterance's first local
+statistics (the thesis's random start of the local posteriors, footnote 5).  ``init="empty"`` is VB's
+E-step under the prior and CVI's first pass over empty counts.
+
+What CVI's approximation does to word segmentation
+--------------------------------------------------
+The first-order (MEAN) predictive of a yield that other utterances give only a little expected mass is
+linear in that mass, far above the base's b H_X(s) / (n + b) (for a long yield H_X(s) is ~1e-20; a yield
+with 1e-7 expected customers weighs 1e-11).  A sampler's state has no customer at such a yield, which
+costs the base; CVI's has a little, and an utterance repeated k times multiplies the mass of its
+whole-string yield by about k / ((n + b) Z) per pass, Z its probability as words: with Z below
+k / (n + b) the whole string becomes one word.  So CVI undersegments, more with every pass (on Brent,
+`cvbayes experiment wordseg`), and its segmentation is less probable under the exact model than the
+sampler's (docs/results/wordseg).  Treating q(n_s = 0) exactly as in thesis
+eq. 5.29-5.35 (E[log] split into n_s = 0 and n_s > 0) removes that growth but freezes every yield that
+no utterance is sure of, and the segmentation stays where it started; it is not used.
 """
 from __future__ import annotations
 
@@ -97,7 +118,7 @@ from ..trees.grammar import (BINARY, LEXICAL, SPAN, UNARY, AnySubstring, Compile
 from ..trees.inside_outside import chart_buffers, cubic_chunks, make_tables, viterbi_batch
 from .adaptor_kernels import (all_mean_weights, batch_expectations, cell_expectations, cvi_pass, start_pass,
                               vb_table)
-from .adaptor_mcmc import Sampler
+from .adaptor_mcmc import Sampler, annealing_temperature
 from .hdp import expected_tables
 from .pcfg_kernels import sentence_cells
 
@@ -314,7 +335,9 @@ class AdaptorGrammar:
         The nonterminal whose yields are words (`segment`, `lexicon_`).
     estimate_hyperparameters : bool, default False
         Learn every adapted nonterminal's discount a and concentration b after each pass, as the reference
-        systems do (Johnson and Goldwater 2009).  mcmc samples them (slice sampling under a ~ Beta(1, 1),
+        systems do (Johnson and Goldwater 2009); as in Johnson's py-cfg, a nonterminal whose a starts at 0
+        stays a Dirichlet process and only its b is learned (start a above 0, e.g. ``a=0.5``, to learn it).
+        mcmc samples them (slice sampling under a ~ Beta(1, 1),
         b ~ Gamma(10, 0.1), `cvbayes.models.adaptor_mcmc.Sampler.resample_hyperparameters`); cvi and vb
         maximise (empirical Bayes): cvi the Pitman-Yor probability of the expected seating,
         sum_{i=1}^{T-1} log(b + i a) - log Gamma(b + n) + log Gamma(b + 1)
@@ -327,6 +350,9 @@ class AdaptorGrammar:
         statistics are the utterances' first local statistics, the thesis's random start of the local
         posteriors, footnote 5); "empty": vb's first E-step under the prior, cvi's first pass adding the
         utterances' expected statistics one by one.
+    anneal : (float, int), optional
+        mcmc only: (start temperature T0, sweeps): the first sweeps target p(tree | others)^(1/T) with
+        1/T rising geometrically from 1/T0 to 1 (Johnson's py-cfg schedule, `annealing_temperature`).
 
     Attributes (after fit)
     ----------------------
@@ -349,7 +375,7 @@ class AdaptorGrammar:
     INITS = ("sample", "empty")
 
     def __init__(self, grammar="unigram", a=0.0, b=1.0, alpha=1.0, truncation=10000, word="Word",
-                 estimate_hyperparameters=False, init="sample"):
+                 estimate_hyperparameters=False, init="sample", anneal=None):
         self.spec = _as_spec(grammar)
         if not 0.0 <= a < 1.0:
             raise ValueError(f"a (the PY discount) must be in [0, 1), got {a}")
@@ -366,6 +392,9 @@ class AdaptorGrammar:
         if init not in self.INITS:
             raise ValueError(f"unknown init {init!r}; choose one of {', '.join(self.INITS)}")
         self.init = init
+        if anneal is not None and not (len(anneal) == 2 and anneal[0] >= 1.0 and int(anneal[1]) >= 1):
+            raise ValueError(f"anneal must be (start temperature >= 1, sweeps >= 1), got {anneal!r}")
+        self.anneal = anneal
         self.adapted_names = tuple(self.spec.adapted)
         self._reset_py_parameters()
 
@@ -434,6 +463,7 @@ class AdaptorGrammar:
             raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(self.ALGORITHMS)}")
         utterances = _as_utterances(utterances)
         self._reset_py_parameters()
+        self._learn_discount = self.discount > 0    # a Dirichlet process (a = 0) stays one (py-cfg's rule)
         self.algorithm_ = algorithm
         self.grammar_, self._layout = self._compile(utterances)
         self._train = utterances
@@ -638,10 +668,11 @@ class AdaptorGrammar:
             self.concentration[x] = math.exp(log_b)
 
     def _maximise(self, loss, x):
-        """argmin of loss(a, log b) over a in [0, 0.99] and log b in [-8, 12] by L-BFGS-B from X's current
-        a and b."""
+        """argmin of loss(a, log b) over a in [0, 0.99] (a = 0 when X started as a Dirichlet process) and
+        log b in [-8, 12] by L-BFGS-B from X's current a and b."""
         start = np.array([min(self.discount[x], 0.98), math.log(max(self.concentration[x], 1e-3))])
-        found = minimize(loss, start, method="L-BFGS-B", bounds=[(0.0, 0.99), (-8.0, 12.0)])
+        discounts = (0.0, 0.99) if self._learn_discount[x] else (0.0, 0.0)
+        found = minimize(loss, start, method="L-BFGS-B", bounds=[discounts, (-8.0, 12.0)])
         return float(found.x[0]), float(found.x[1])
 
     # MCMC
@@ -653,8 +684,9 @@ class AdaptorGrammar:
         sampler.initialise(rng.permutation(len(self._batch)))
         for iteration in range(n_iter):
             started = time.perf_counter()
+            temperature = 1.0 if self.anneal is None else annealing_temperature(iteration, *self.anneal)
             for i in rng.permutation(len(self._batch)):
-                sampler.step(int(i))
+                sampler.step(int(i), temperature)
             if self.estimate_hyperparameters:
                 sampler.resample_hyperparameters()
             self._record(bar, iteration, sampler.log_joint(), started)

@@ -1,44 +1,42 @@
 """The adaptor grammar's reference sampler: Johnson, Griffiths and Goldwater's (2007) Metropolis-Hastings
-over utterance parses with Pitman-Yor restaurants (`cvbayes.models.adaptor`, ``fit(algorithm="mcmc")``).
+over utterance parses with Pitman-Yor restaurants (`cvbayes.models.adaptor`, ``fit(algorithm="mcmc")``),
+and the slice-sampling moves of the PY hyperparameters (Johnson and Goldwater 2009).
 
 The sampler works on the model's compiled grammar and its CVI state layout (`cvbayes.models.adaptor_kernels`):
 its proposal is the PCFG approximation of the state without the utterance (`fill_mean_table`).
+
+Storage (all hot loops in numba)
+--------------------------------
+A parse is an int64 array of nodes in preorder (`tree_nodes`), one row per kernel rule application with
+the columns below; ``OWNER`` is the nearest ancestor that is an adapted node served by the base (the
+node that opened a table: its subtree down to the next such nodes is that table's content), -1 for the
+utterance itself; ``LAST`` is one past the node's subtree; ``TABLE`` the table an adapted node sits at.
+What a table or an utterance put in the counts is found from its tree: the plain nodes and the adapted
+nodes whose ``OWNER`` it is (and an opener's own base rule).  The tables are a pool of arrays
+(`Sampler.pool`): customers, yield, the opener (tree id, node), and per yield a doubly linked list in
+the order the tables opened (the order the Chinese restaurant draws walk).  Parse arrays stay stored,
+by id, while an utterance or an open table refers to them.
 """
 from __future__ import annotations
 
 import math
 
 import numpy as np
+from numba import njit
 from scipy.special import gammaln
 
 from ..core.units import ZeroProbabilityError
 from ..trees.grammar import BINARY, LEXICAL, SPAN, UNARY
-from ..trees.inside_outside import Derivation, build_tables, chart_buffers, sentence_sample
-from .adaptor_kernels import fill_mean_table
+from ..trees.inside_outside import build_tables, chart_buffers, sentence_sample
+from .adaptor_kernels import fill_mean_table, mean_weight
 from .pcfg_kernels import sentence_cells
 
-
-class _Node:
-    """One node of a sampled parse: its global rule, its adapted index and yield rule (or -1), whether
-    the cache served it, and its children (kernel rows in preorder, `_tree`)."""
-
-    __slots__ = ("rule", "parent", "adapted", "yield_rule", "cached", "children", "begin", "end", "table")
-
-    def __init__(self, rule, parent, adapted, yield_rule, cached, begin, end):
-        self.rule, self.parent, self.adapted, self.yield_rule = rule, parent, adapted, yield_rule
-        self.cached, self.begin, self.end, self.children, self.table = cached, begin, end, [], None
-
-
-class _Table:
-    """A table of a restaurant: its customers and what its base subtree put in the counts."""
-
-    __slots__ = ("customers", "rules", "seated", "tree")
-
-    def __init__(self, tree=None):
-        self.customers = 0
-        self.tree = tree     # the node that opened it (its subtree is the table's)
-        self.rules = []      # base rules of the subtree
-        self.seated = []     # (yield rule, _Table) of the adapted nodes inside it
+# columns of a parse's node array
+RULE, SYMBOL, ADAPTED, YIELD, CACHED, BEGIN, END, OWNER, LAST, TABLE = range(10)
+N_COLUMNS = 10
+# the table pool's arrays
+(TABLE_CUSTOMERS, TABLE_YIELD, TABLE_PREVIOUS, TABLE_NEXT, YIELD_HEAD, YIELD_TAIL, TABLE_TREE, TABLE_NODE,
+ FREE_TABLES, N_FREE) = range(10)
 
 
 class Sampler:
@@ -48,9 +46,12 @@ class Sampler:
     (`fill_mean_table`: cache weights (n_s - a t_s) / (n + b), base (b + a T) / (n + b) times the
     Dirichlet predictive); the target is the exact sequential probability of the tree under the
     Pitman-Yor restaurants and the Dirichlet-multinomial base rules, with its own nodes updating the
-    counts as they are generated; accepted trees are seated by the Chinese restaurant rule, a cached
-    node at a table of its yield with probability proportional to (customers - a).
+    counts as they are generated (`log_target`); accepted trees are seated by the Chinese restaurant
+    rule, a cached node at a table of its yield with probability proportional to (customers - a)
+    (`add_tree`).  Storage: module notes.
     """
+
+    initial_tables = 1024     # the table pool's first capacity
 
     def __init__(self, model, rng):
         self.model, self.rng = model, rng
@@ -60,231 +61,526 @@ class Sampler:
         self.cell_offsets, self.cell_rules = sentence_cells(kernel, batch.tokens, batch.offsets, batch.span_ids,
                                                             batch.span_offsets, compiled.n_rules)
         n_adapted = len(model.adapted_names)
-        self.state = (np.zeros(compiled.n_rules), np.zeros(compiled.n_nonterminals), compiled.rule_parent,
+        n_rules, n_nonterminals = compiled.n_rules, compiled.n_nonterminals
+        self.state = (np.zeros(n_rules), np.zeros(n_nonterminals), compiled.rule_parent,
                       model.alpha, layout["row_prior"].astype(float), layout["cache_of"], layout["adapted_of"],
-                      layout["adapted_symbol"], np.zeros(compiled.n_rules), np.zeros(compiled.n_rules),
+                      layout["adapted_symbol"], np.zeros(n_rules), np.zeros(n_rules),
                       np.zeros(n_adapted), np.zeros(n_adapted), model.discount.copy(), model.concentration.copy(),
-                      np.zeros(compiled.n_rules))
-        self.tables: dict[int, list] = {}
-        self.owners = [None] * len(batch)
-        self.trees = [None] * len(batch)
-        self.family_of = {int(kernel.span_parent[f]): f for f in range(kernel.span_parent.shape[0])}
+                      np.zeros(n_rules))
+        # log_target's count changes, zero between calls
+        self.scratch = (np.zeros(n_rules), np.zeros(n_nonterminals), np.zeros(n_rules), np.zeros(n_rules),
+                        np.zeros(n_adapted), np.zeros(n_adapted))
+        self.family_of = np.full(kernel.n_symbols, -1, dtype=np.int64)
+        self.family_of[kernel.span_parent] = np.arange(kernel.span_parent.shape[0])
+        self.pool = _empty_pool(n_rules, self.initial_tables)     # grown as needed (`_commit`)
+        self.trees: dict[int, np.ndarray] = {}     # stored parses by id
+        self.references: dict[int, int] = {}       # utterances and open tables that use each
+        self.current = np.full(len(batch), -1, dtype=np.int64)
+        self.next_tree = 0
+        longest = int(np.diff(batch.offsets).max())
+        self.buffers = chart_buffers(kernel, max(longest, 1))
+        self.rows = np.empty((self._row_limit(longest), 5), dtype=np.int64)
+        self.nodes = np.empty((self.rows.shape[0], N_COLUMNS), dtype=np.int64)
         self.accepted = self.proposed = self.repairs = 0
+        # a nonterminal that starts as a Dirichlet process (a = 0) stays one (Johnson's py-cfg)
+        self.sample_discount = model.discount > 0
+
+    def _row_limit(self, length):
+        """The rows `sentence_sample` may write for an utterance of `length` tokens."""
+        return max(2 * length - 1, 1) * (self.compiled.kernel.n_symbols + 1) * 8
 
     # trees
-    def _tree(self, i, applications):
-        """The parse as `_Node`s from kernel rows in preorder (module notes of inside_outside)."""
-        kernel, layout = self.compiled.kernel, self.layout
+    def _propose(self, i, temperature=1.0):
+        """A tree for utterance i from the proposal (its node array) and the proposal's weights (each
+        to the power 1 / temperature)."""
         tokens, spans = self.batch.sentence(i)
-        width = tokens.shape[0] + 1
-        position = 0
-
-        def build():
-            nonlocal position
-            kind, index, begin, middle, end = (int(v) for v in applications[position])
-            position += 1
-            if kind == BINARY:
-                rule, parent, n_children = kernel.binary_rule[index], kernel.binary_parent[index], 2
-            elif kind == UNARY:
-                rule, parent, n_children = kernel.unary_rule[index], kernel.unary_parent[index], 1
-            elif kind == LEXICAL:
-                rule, parent, n_children = kernel.lexical_rule[index], kernel.lexical_parent[index], 0
-            else:
-                rule, parent, n_children = kernel.span_base[index] + middle, kernel.span_parent[index], 0
-            parent = int(parent)
-            adapted = int(layout["adapted_of"][parent]) if parent < self.compiled.n_nonterminals else -1
-            yield_rule, cached = -1, False
-            if adapted >= 0:
-                family = self.family_of[parent]
-                yield_rule = int(kernel.span_base[family] + spans[begin * width + end])
-                cached = kind == SPAN
-            node = _Node(int(rule), parent, adapted, yield_rule, cached, begin, end)
-            node.children = [build() for _ in range(n_children)]
-            return node
-
-        return build()
-
-    def _propose(self, i):
-        first, last = self.cell_offsets[i], self.cell_offsets[i + 1]
-        table = fill_mean_table(self.state, self.cell_rules, first, last)
-        tables = build_tables(self.compiled.kernel, table)
-        tokens, spans = self.batch.sentence(i)
-        derivation = _sample(self.compiled, tables, tokens, int(self.rng.integers(2 ** 62)))
-        if derivation is None:
+        rows = self.rows[:self._row_limit(tokens.shape[0])]
+        n_nodes = propose(self.compiled.kernel, self.state, self.cell_rules, self.cell_offsets[i],
+                          self.cell_offsets[i + 1], 1.0 / temperature, tokens, spans, self.buffers,
+                          int(self.rng.integers(2 ** 62)), rows, self.layout["adapted_of"],
+                          self.compiled.n_nonterminals, self.family_of, self.nodes)
+        if n_nodes == 0:
             raise ZeroProbabilityError(f"utterance {i} has no parse under the grammar")
-        return self._tree(i, derivation.applications), table
-
-    @staticmethod
-    def _log_proposal(node, table):
-        """log of the product of the proposal's weights over a tree (its normaliser cancels)."""
-        weight = table[node.rule] if node.rule >= 0 else 1.0
-        total = math.log(weight) if weight > 0 else -math.inf
-        return total + sum(Sampler._log_proposal(child, table) for child in node.children)
-
-    def _log_target(self, tree):
-        """log p(tree | the other utterances), its nodes updating the counts as they are generated."""
-        counts, row_totals, rule_parent, alpha, row_prior = self.state[:5]
-        customers, tables, total_customers, total_tables, discount, concentration = self.state[8:14]
-        delta_rules, delta_rows, delta_customers, delta_tables = {}, {}, {}, {}
-        delta_n, delta_t = {}, {}
-        log_p = 0.0
-        stack = [tree]
-        while stack:
-            node = stack.pop()
-            if node.adapted >= 0:
-                x, s = node.adapted, node.yield_rule
-                n = total_customers[x] + delta_n.get(x, 0)
-                t_all = total_tables[x] + delta_t.get(x, 0)
-                b, a = concentration[x], discount[x]
-                if node.cached:
-                    free = customers[s] + delta_customers.get(s, 0) - a * (tables[s] + delta_tables.get(s, 0))
-                    log_p += math.log(free / (n + b)) if free > 0 else -math.inf
-                else:
-                    log_p += math.log((b + a * t_all) / (n + b))
-                    delta_tables[s] = delta_tables.get(s, 0) + 1
-                    delta_t[x] = delta_t.get(x, 0) + 1
-                delta_customers[s] = delta_customers.get(s, 0) + 1
-                delta_n[x] = delta_n.get(x, 0) + 1
-                if node.cached:
-                    continue
-            if node.rule >= 0:
-                parent = rule_parent[node.rule]
-                c = counts[node.rule] + delta_rules.get(node.rule, 0)
-                total = row_totals[parent] + delta_rows.get(parent, 0)
-                log_p += math.log((c + alpha) / (total + row_prior[parent]))
-                delta_rules[node.rule] = delta_rules.get(node.rule, 0) + 1
-                delta_rows[parent] = delta_rows.get(parent, 0) + 1
-            stack.extend(reversed(node.children))
-        return log_p
+        if n_nodes < 0:
+            raise RuntimeError(f"utterance {i}: a sampled unary chain overflowed the derivation buffer")
+        return self.nodes[:n_nodes].copy(), self.state[14]
 
     # the restaurants
-    def _add_rule(self, rule, owner):
-        if rule < 0:
-            return
-        self.state[0][rule] += 1
-        self.state[1][self.state[2][rule]] += 1
-        owner.rules.append(rule)
+    def _commit(self, i, nodes):
+        """Seat utterance i's parse (`add_tree`) and store it under a fresh id."""
+        tree = self.next_tree
+        self.next_tree += 1
+        pool = self.pool
+        if pool[N_FREE][0] < nodes.shape[0]:
+            self.pool = pool = _grown_pool(pool, nodes.shape[0])
+        uniforms = self.rng.random(int(np.count_nonzero(nodes[:, CACHED])))
+        opened = add_tree(self.state, nodes, tree, uniforms, pool)
+        self.trees[tree] = nodes
+        self.references[tree] = 1 + opened
+        self.current[i] = tree
 
-    def _add(self, node, owner):
-        if node.adapted >= 0:
-            x, s = node.adapted, node.yield_rule
-            a = self.state[12][x]
-            self.state[8][s] += 1
-            self.state[10][x] += 1
-            if node.cached:
-                choices = self.tables[s]
-                weights = np.array([t.customers - a for t in choices])
-                table = choices[int(self.rng.choice(len(choices), p=weights / weights.sum()))]
-                table.customers += 1
-                owner.seated.append((s, table))
-                node.table = table
-                return
-            table = _Table(node)
-            table.customers = 1
-            self.tables.setdefault(s, []).append(table)
-            self.state[9][s] += 1
-            self.state[11][x] += 1
-            owner.seated.append((s, table))
-            owner = table
-        self._add_rule(node.rule, owner)
-        for child in node.children:
-            self._add(child, owner)
-
-    def _remove_owned(self, owner):
-        for rule in owner.rules:
-            self.state[0][rule] -= 1
-            self.state[1][self.state[2][rule]] -= 1
-        for s, table in owner.seated:
-            x = self.layout["cache_of"][s]
-            table.customers -= 1
-            self.state[8][s] -= 1
-            self.state[10][x] -= 1
-            if table.customers == 0:
-                self.tables[s].remove(table)
-                self.state[9][s] -= 1
-                self.state[11][x] -= 1
-                self._remove_owned(table)
-
-    def _commit(self, i, tree):
-        owner = _Table()
-        self._add(tree, owner)
-        self.owners[i], self.trees[i] = owner, tree
+    def _remove(self, i):
+        """Take utterance i's parse out: its counts and customers, and the content of every table that
+        empties (recursively)."""
+        pending = [(int(self.current[i]), -1)]
+        pool = self.pool
+        while pending:
+            tree, owner = pending.pop()
+            nodes = self.trees[tree]
+            closed = np.empty(nodes.shape[0], dtype=np.int64)
+            n_closed = remove_owned(self.state, nodes, owner, pool, closed)
+            pending.extend((int(pool[TABLE_TREE][t]), int(pool[TABLE_NODE][t])) for t in closed[:n_closed])
+            self.references[tree] -= 1
+            if self.references[tree] == 0:
+                del self.trees[tree], self.references[tree]
+        self.current[i] = -1
 
     def initialise(self, order):
         """Add the utterances one by one, each with a tree drawn from the proposal of those before it."""
         for i in order:
             self._commit(i, self._propose(i)[0])
 
-    def step(self, i):
+    def step(self, i, temperature=1.0):
         """One MH step on utterance i.
 
         The proposal cannot reuse a table the utterance itself opened, so a current tree whose cached
         nodes sat only at tables of the same utterance (reachable once the other customers left) has
         proposal probability zero; the new tree is then taken without the test (a repair move, the one
         place the chain is not exact; the posterior test counts how often it happens: ``repairs``).
+
+        With a ``temperature`` T != 1 the step targets p(tree | the others)^(1/T), the proposal's
+        weights raised to 1/T as well (Johnson and Goldwater 2009's annealing, as in Johnson's py-cfg;
+        the seating of an accepted tree is not annealed); `annealing_temperature` gives the schedule.
         """
-        self._remove_owned(self.owners[i])
-        old = self.trees[i]
-        new, table = self._propose(i)
-        old_proposal = self._log_proposal(old, table)
-        old_target = self._log_target(old) if old_proposal > -math.inf else -math.inf
+        old_tree = int(self.current[i])
+        old = self.trees[old_tree]
+        self._remove(i)
+        new, table = self._propose(i, temperature)
+        old_proposal, old_target, new_proposal, new_target = log_scores(self.state, old, new, table, self.scratch)
         self.proposed += 1
         if old_target == -math.inf:
             self.repairs += 1
             self.accepted += 1
             self._commit(i, new)
             return
-        log_ratio = self._log_target(new) - self._log_proposal(new, table) - old_target + old_proposal
+        log_ratio = (new_target - old_target) / temperature - new_proposal + old_proposal
         if log_ratio >= 0 or self.rng.random() < math.exp(log_ratio):
             self.accepted += 1
             self._commit(i, new)
-        else:
-            self._commit(i, old)
+        else:     # a copy: a table the old parse opened may still hold its nodes (and their tables)
+            self._commit(i, old.copy() if old_tree in self.trees else old)
 
     def log_joint(self):
         """log p(trees, seating) of the current state: the Dirichlet-multinomial of the base counts
-        plus each restaurant's Pitman-Yor probability of its seating (the sampler's history)."""
+        plus each restaurant's Pitman-Yor probability of its seating (`log_seating_probability`)."""
         counts, row_totals, rule_parent, alpha, row_prior = self.state[:5]
         base = self.layout["base"]
+        rows = row_prior > 0
         total = float((gammaln(counts[base] + alpha) - gammaln(alpha)).sum()
-                      + (gammaln(row_prior[row_prior > 0]) - gammaln(row_totals[row_prior > 0]
-                                                                      + row_prior[row_prior > 0])).sum())
+                      + (gammaln(row_prior[rows]) - gammaln(row_totals[rows] + row_prior[rows])).sum())
         for x in range(len(self.model.adapted_names)):
-            a, b = self.state[12][x], self.state[13][x]
-            n, t = self.state[10][x], int(round(self.state[11][x]))
-            total += float(np.sum(np.log(b + a * np.arange(1, t))) - (gammaln(b + n) - gammaln(b + 1))
-                           if t > 0 else 0.0)
-            for s, tables in self.tables.items():
-                if self.layout["cache_of"][s] == x:
-                    total += sum(float(gammaln(tb.customers - a) - gammaln(1 - a)) for tb in tables)
+            total += log_seating_probability(self.state[12][x], self.state[13][x], self.table_sizes(x))
         return total
 
+    def table_sizes(self, x):
+        """The customers of every table of adapted X's restaurants (its seating's partition)."""
+        customers = self.pool[TABLE_CUSTOMERS]
+        open_tables = np.flatnonzero(customers > 0)
+        return customers[open_tables[self.layout["cache_of"][self.pool[TABLE_YIELD][open_tables]] == x]]
+
+    def resample_hyperparameters(self, n_rounds=5):
+        """Slice-sample every adapted X's PY discount a_X and concentration b_X given the seating.
+
+        Johnson and Goldwater (2009), as Johnson's py-cfg: a_X ~ Beta(1, 1), b_X ~ Gamma(10, 0.1), each drawn from
+        its conditional given the other and the current seating (`log_seating_probability`) by Neal's
+        (2003) slice sampler, ``n_rounds`` alternations of b then a; an X whose discount started at 0 keeps
+        it (a Dirichlet process, only b is drawn).  The base rules' counts do not depend on (a, b).
+        """
+        for x in range(len(self.model.adapted_names)):
+            a, b = resample_py_parameters(self.table_sizes(x), self.state[12][x], self.state[13][x], self.rng,
+                                          bool(self.sample_discount[x]), n_rounds)
+            self.state[12][x] = self.model.discount[x] = a
+            self.state[13][x] = self.model.concentration[x] = b
+
     def words(self, word_symbol):
-        """The current segmentation: each utterance's word spans in its sampled tree."""
+        """The current segmentation: each utterance's word spans in its sampled tree (the words of a
+        cached constituent are those of the subtree that opened its table)."""
+        table_tree, table_node = self.pool[TABLE_TREE], self.pool[TABLE_NODE]
         out = []
-        for tree in self.trees:
+        for tree in self.current:
             spans = []
-            stack = [tree]
+            nodes = self.trees[int(tree)]
+            stack = [(nodes, 0, nodes.shape[0], 0)]
             while stack:
-                node, shift = stack.pop() if isinstance(stack[-1], tuple) else (stack.pop(), 0)
-                if node.parent == word_symbol:
-                    spans.append((node.begin + shift, node.end + shift))
-                    continue
-                if node.cached:   # the words of a cached constituent are those of its table's subtree
-                    opener = node.table.tree
-                    stack.extend((child, shift + node.begin - opener.begin) for child in opener.children)
-                    continue
-                stack.extend((child, shift) for child in node.children)
+                nodes, j, stop, shift = stack.pop()
+                while j < stop:
+                    if nodes[j, SYMBOL] == word_symbol:
+                        spans.append((int(nodes[j, BEGIN]) + shift, int(nodes[j, END]) + shift))
+                    elif nodes[j, CACHED]:
+                        table = nodes[j, TABLE]
+                        opener, k = self.trees[int(table_tree[table])], int(table_node[table])
+                        stack.append((opener, k + 1, int(opener[k, LAST]),
+                                      shift + int(nodes[j, BEGIN]) - int(opener[k, BEGIN])))
+                    else:
+                        j += 1
+                        continue
+                    j = int(nodes[j, LAST])
             out.append(sorted(spans))
         return out
 
 
-def _sample(compiled, tables, tokens, seed):
-    """A tree from the tables (`cvbayes.trees.inside_outside.sentence_sample`)."""
-    buffers = chart_buffers(compiled.kernel, max(len(tokens), 1))
-    spans = compiled.substrings.span_ids(tokens)
-    rows = np.empty((max(2 * len(tokens) - 1, 1) * (compiled.kernel.n_symbols + 1) * 8, 5), dtype=np.int64)
-    score, n_out = sentence_sample(compiled.kernel, tables, tokens, spans, buffers, seed, rows)
-    if n_out == 0:
-        return None
-    return Derivation(float(score), np.zeros(0, np.int64), rows[:n_out].copy())
+def _empty_pool(n_rules, capacity):
+    """A table pool (module notes) with room for `capacity` tables, all free."""
+    pool = [np.zeros(capacity, np.int64), np.full(capacity, -1, np.int64), np.full(capacity, -1, np.int64),
+            np.full(capacity, -1, np.int64), np.full(n_rules, -1, np.int64), np.full(n_rules, -1, np.int64),
+            np.full(capacity, -1, np.int64), np.full(capacity, -1, np.int64),
+            np.arange(capacity - 1, -1, -1, dtype=np.int64), np.array([capacity], np.int64)]
+    return tuple(pool)
+
+
+def _grown_pool(pool, room):
+    """The pool with at least `room` free tables (capacity doubled as often as needed)."""
+    capacity = pool[TABLE_CUSTOMERS].shape[0]
+    grown = capacity
+    while grown - capacity + pool[N_FREE][0] < room:
+        grown *= 2
+    new = list(_empty_pool(pool[YIELD_HEAD].shape[0], grown))
+    for column in (TABLE_CUSTOMERS, TABLE_YIELD, TABLE_PREVIOUS, TABLE_NEXT, TABLE_TREE, TABLE_NODE):
+        new[column][:capacity] = pool[column]
+    new[YIELD_HEAD], new[YIELD_TAIL] = pool[YIELD_HEAD], pool[YIELD_TAIL]
+    n_free = pool[N_FREE][0]
+    fresh = np.arange(grown - 1, capacity - 1, -1, dtype=np.int64)
+    new[FREE_TABLES][:fresh.shape[0]] = fresh          # old free ids on top, as before
+    new[FREE_TABLES][fresh.shape[0]:fresh.shape[0] + n_free] = pool[FREE_TABLES][:n_free]
+    new[N_FREE][0] = fresh.shape[0] + n_free
+    return tuple(new)
+
+
+@njit(cache=True)
+def tree_nodes(kernel, rows, n_rows, spans, width, adapted_of, n_nonterminals, family_of, nodes):
+    """The node array (module notes) of a derivation's kernel rows in preorder (`sentence_sample`);
+    an adapted node's yield is its X's cache rule at the node's substring (Johnson et al. 2007's
+    PCFG approximation indexes the caches by yield)."""
+    stack = np.empty(n_rows, np.int64)
+    remaining = np.empty(n_rows, np.int64)
+    depth = 0
+    for j in range(n_rows):
+        kind, index, begin, middle, end = rows[j, 0], rows[j, 1], rows[j, 2], rows[j, 3], rows[j, 4]
+        if kind == BINARY:
+            rule, parent, n_children = kernel.binary_rule[index], kernel.binary_parent[index], 2
+        elif kind == UNARY:
+            rule, parent, n_children = kernel.unary_rule[index], kernel.unary_parent[index], 1
+        elif kind == LEXICAL:
+            rule, parent, n_children = kernel.lexical_rule[index], kernel.lexical_parent[index], 0
+        else:
+            rule, parent, n_children = kernel.span_base[index] + middle, kernel.span_parent[index], 0
+        adapted = adapted_of[parent] if parent < n_nonterminals else -1
+        yield_rule, cached = -1, 0
+        if adapted >= 0:
+            yield_rule = kernel.span_base[family_of[parent]] + spans[begin * width + end]
+            cached = 1 if kind == SPAN else 0
+        owner = -1
+        if depth > 0:
+            up = stack[depth - 1]
+            remaining[depth - 1] -= 1
+            owner = up if nodes[up, ADAPTED] >= 0 and nodes[up, CACHED] == 0 else nodes[up, OWNER]
+        nodes[j, RULE], nodes[j, SYMBOL], nodes[j, ADAPTED], nodes[j, YIELD] = rule, parent, adapted, yield_rule
+        nodes[j, CACHED], nodes[j, BEGIN], nodes[j, END], nodes[j, OWNER] = cached, begin, end, owner
+        nodes[j, TABLE] = -1
+        stack[depth] = j
+        remaining[depth] = n_children
+        depth += 1
+        while depth > 0 and remaining[depth - 1] == 0:
+            nodes[stack[depth - 1], LAST] = j + 1
+            depth -= 1
+
+
+@njit(cache=True)
+def propose(kernel, state, cell_rules, first, last, power, tokens, spans, buffers, seed, rows, adapted_of,
+            n_nonterminals, family_of, nodes):
+    """Draw utterance's tree from the PCFG approximation of the state (Johnson et al. 2007): the
+    weights `fill_mean_table` of its cells (each to the power ``power``, the annealed proposal),
+    `sentence_sample`, then `tree_nodes`.  Returns the number of nodes (0: no parse; -1: the rows
+    overflowed)."""
+    table = fill_mean_table(state, cell_rules, first, last)
+    if power != 1.0:     # from mean_weight again: a rule may fill several cells
+        for c in range(first, last):
+            table[cell_rules[c]] = mean_weight(state, cell_rules[c]) ** power
+    _, n_rows = sentence_sample(kernel, build_tables(kernel, table), tokens, spans, buffers, seed, rows)
+    if n_rows > 0:
+        tree_nodes(kernel, rows, n_rows, spans, tokens.shape[0] + 1, adapted_of, n_nonterminals, family_of, nodes)
+    return n_rows
+
+
+@njit(cache=True)
+def log_proposal(nodes, table):
+    """log of the product of the proposal's weights over a tree (its normaliser cancels in the ratio)."""
+    total = 0.0
+    for j in range(nodes.shape[0]):
+        rule = nodes[j, RULE]
+        if rule >= 0:
+            if not table[rule] > 0.0:
+                return -np.inf
+            total += math.log(table[rule])
+    return total
+
+
+@njit(cache=True)
+def log_target(state, nodes, scratch):
+    """log p(tree | the other utterances) (Johnson et al. 2007): in preorder, an adapted node at yield s
+    is served by the cache with probability (n_s - a t_s) / (n + b) or opens a table with (b + a T) /
+    (n + b), a base rule A -> beta has (c + alpha) / (c_A + |row| alpha); the tree's own nodes update the
+    counts as they are generated (kept in `scratch`, zero again on return)."""
+    counts, row_totals, rule_parent, alpha, row_prior = state[0], state[1], state[2], state[3], state[4]
+    customers, tables, total_customers, total_tables = state[8], state[9], state[10], state[11]
+    discount, concentration = state[12], state[13]
+    delta_rules, delta_rows, delta_customers, delta_tables, delta_n, delta_t = scratch
+    log_p = 0.0
+    for j in range(nodes.shape[0]):
+        x = nodes[j, ADAPTED]
+        if x >= 0:
+            s = nodes[j, YIELD]
+            n = total_customers[x] + delta_n[x]
+            b, a = concentration[x], discount[x]
+            if nodes[j, CACHED]:
+                free = customers[s] + delta_customers[s] - a * (tables[s] + delta_tables[s])
+                log_p += math.log(free / (n + b)) if free > 0 else -np.inf
+            else:
+                log_p += math.log((b + a * (total_tables[x] + delta_t[x])) / (n + b))
+                delta_tables[s] += 1
+                delta_t[x] += 1
+            delta_customers[s] += 1
+            delta_n[x] += 1
+            if nodes[j, CACHED]:
+                continue
+        rule = nodes[j, RULE]
+        if rule >= 0:
+            parent = rule_parent[rule]
+            log_p += math.log((counts[rule] + delta_rules[rule] + alpha)
+                              / (row_totals[parent] + delta_rows[parent] + row_prior[parent]))
+            delta_rules[rule] += 1
+            delta_rows[parent] += 1
+    for j in range(nodes.shape[0]):
+        x, rule = nodes[j, ADAPTED], nodes[j, RULE]
+        if x >= 0:
+            delta_customers[nodes[j, YIELD]] = 0.0
+            delta_tables[nodes[j, YIELD]] = 0.0
+            delta_n[x] = 0.0
+            delta_t[x] = 0.0
+        if rule >= 0:
+            delta_rules[rule] = 0.0
+            delta_rows[rule_parent[rule]] = 0.0
+    return log_p
+
+
+@njit(cache=True)
+def log_scores(state, old, new, table, scratch):
+    """(log q, log p) of the old and of the new tree (`log_proposal`, `log_target`); the target of a
+    tree the proposal cannot give (log q = -inf) is taken as -inf (`Sampler.step`)."""
+    old_proposal = log_proposal(old, table)
+    old_target = log_target(state, old, scratch) if old_proposal > -np.inf else -np.inf
+    return old_proposal, old_target, log_proposal(new, table), log_target(state, new, scratch)
+
+
+@njit(cache=True)
+def add_tree(state, nodes, tree, uniforms, pool):
+    """Seat a parse (Johnson et al. 2007): in preorder, a cached adapted node joins a table of its yield
+    with probability proportional to (customers - a) (the Pitman-Yor seating; uniforms[c] for the c-th
+    cached node, walking the tables in the order they opened), a base-served one opens a table of its
+    own (recording the opener: tree id, node), and the base rules outside cached nodes are counted.
+    Returns the number of tables opened."""
+    counts, row_totals, rule_parent = state[0], state[1], state[2]
+    customers, tables, total_customers, total_tables, discount = state[8], state[9], state[10], state[11], state[12]
+    table_customers, table_yield, previous, following, head, tail, table_tree, table_node, free, n_free = pool
+    drawn = 0
+    opened = 0
+    for j in range(nodes.shape[0]):
+        x = nodes[j, ADAPTED]
+        if x >= 0:
+            s = nodes[j, YIELD]
+            customers[s] += 1
+            total_customers[x] += 1
+            if nodes[j, CACHED]:
+                a = discount[x]
+                total = 0.0
+                t = head[s]
+                while t >= 0:
+                    total += table_customers[t] - a
+                    t = following[t]
+                if head[s] < 0:
+                    raise ValueError("a cached node's yield has no table")
+                target = uniforms[drawn] * total
+                drawn += 1
+                running = 0.0
+                chosen = head[s]
+                while True:      # the first table whose running weight passes the target
+                    running += table_customers[chosen] - a
+                    if running > target or following[chosen] < 0:
+                        break
+                    chosen = following[chosen]
+                table_customers[chosen] += 1
+                nodes[j, TABLE] = chosen
+                continue
+            n_free[0] -= 1
+            t = free[n_free[0]]
+            table_customers[t] = 1
+            table_yield[t] = s
+            table_tree[t] = tree
+            table_node[t] = j
+            previous[t] = tail[s]
+            following[t] = -1
+            if tail[s] >= 0:
+                following[tail[s]] = t
+            else:
+                head[s] = t
+            tail[s] = t
+            tables[s] += 1
+            total_tables[x] += 1
+            nodes[j, TABLE] = t
+            opened += 1
+        rule = nodes[j, RULE]
+        if rule >= 0:
+            counts[rule] += 1
+            row_totals[rule_parent[rule]] += 1
+    return opened
+
+
+@njit(cache=True)
+def remove_owned(state, nodes, owner, pool, closed):
+    """Take out what `owner` put in the state (node `owner`'s table, or the utterance at -1): its base
+    rules and its adapted nodes' customers; a table left without customers is closed and listed in
+    `closed` (its content is the caller's next to remove).  Returns the number of closed tables."""
+    counts, row_totals, rule_parent = state[0], state[1], state[2]
+    customers, tables, total_customers, total_tables = state[8], state[9], state[10], state[11]
+    table_customers, table_yield, previous, following, head, tail, table_tree, table_node, free, n_free = pool
+    first, stop = (0, nodes.shape[0]) if owner < 0 else (owner + 1, nodes[owner, LAST])
+    if owner >= 0 and nodes[owner, RULE] >= 0:     # the opener's own base rule is its table's
+        rule = nodes[owner, RULE]
+        counts[rule] -= 1
+        row_totals[rule_parent[rule]] -= 1
+    n_closed = 0
+    for j in range(first, stop):
+        if nodes[j, OWNER] != owner:
+            continue
+        x = nodes[j, ADAPTED]
+        if x < 0:
+            rule = nodes[j, RULE]
+            if rule >= 0:
+                counts[rule] -= 1
+                row_totals[rule_parent[rule]] -= 1
+            continue
+        s, t = nodes[j, YIELD], nodes[j, TABLE]
+        customers[s] -= 1
+        total_customers[x] -= 1
+        table_customers[t] -= 1
+        if table_customers[t] == 0:
+            if previous[t] >= 0:
+                following[previous[t]] = following[t]
+            else:
+                head[s] = following[t]
+            if following[t] >= 0:
+                previous[following[t]] = previous[t]
+            else:
+                tail[s] = previous[t]
+            tables[s] -= 1
+            total_tables[x] -= 1
+            free[n_free[0]] = t
+            n_free[0] += 1
+            closed[n_closed] = t
+            n_closed += 1
+    return n_closed
+
+
+def annealing_temperature(sweep, start, n_sweeps):
+    """The temperature of sweep ``sweep`` (from 0): 1 / T falls geometrically from 1 / ``start`` to 1
+    over the first ``n_sweeps`` sweeps and stays at 1 after them (Johnson's py-cfg schedule; Johnson and
+    Goldwater 2009 anneal their adaptor grammar samplers)."""
+    if sweep >= n_sweeps - 1 or start == 1.0:
+        return 1.0
+    return start ** (1.0 - sweep / (n_sweeps - 1))
+
+
+# Johnson and Goldwater (2009): a ~ Beta(1, 1), b ~ Gamma(shape 10, scale 0.1)
+DISCOUNT_PRIOR = (1.0, 1.0)
+CONCENTRATION_PRIOR = (10.0, 0.1)
+
+
+def log_seating_probability(a, b, sizes):
+    """log of the Pitman-Yor probability of a seating with tables of ``sizes`` customers (Pitman and Yor
+    1997's exchangeable partition probability, the likelihood of a and b in Johnson and Goldwater 2009):
+
+        sum_{i=1}^{T-1} log(b + i a) - [log Gamma(b + n) - log Gamma(b + 1)]
+        + sum_t [log Gamma(c_t - a) - log Gamma(1 - a)],
+
+    n = sum_t c_t customers at T tables (a = 0: the Dirichlet process's (T - 1) log b + ...)."""
+    return _log_seating(a, b, *seating_statistics(sizes))
+
+
+def seating_statistics(sizes):
+    """(distinct table sizes, how many tables have each, customers n, tables T) of a seating."""
+    values, multiplicity = np.unique(np.asarray(sizes, dtype=np.int64), return_counts=True)
+    return values, multiplicity, int(values @ multiplicity), int(multiplicity.sum())
+
+
+def _log_seating(a, b, values, multiplicity, n, tables):
+    """`log_seating_probability` from `seating_statistics`."""
+    from .adaptor import log_rising    # adaptor imports this module
+    if tables == 0:
+        return 0.0
+    table_terms = float(multiplicity @ (gammaln(values - a) - gammaln(1.0 - a)))
+    return log_rising(b, a, float(tables)) - (gammaln(b + n) - gammaln(b + 1.0)) + table_terms
+
+
+def log_hyperprior(a, b):
+    """log Beta(a; 1, 1) + log Gamma(b; 10, 0.1) up to constants (-inf outside 0 <= a < 1, b > 0)."""
+    if not (0.0 <= a < 1.0 and b > 0.0):
+        return -math.inf
+    (p, q), (shape, scale) = DISCOUNT_PRIOR, CONCENTRATION_PRIOR
+    log_a = (p - 1.0) * math.log(a) if p != 1.0 else 0.0
+    return log_a + (q - 1.0) * math.log1p(-a) + (shape - 1.0) * math.log(b) - b / scale
+
+
+def resample_py_parameters(sizes, a, b, rng, sample_discount=True, n_rounds=5):
+    """(a, b) after ``n_rounds`` alternations of slice-sampling b | a and a | b under the posterior
+    p(a, b | seating) (`log_seating_probability` plus `log_hyperprior`; Johnson and Goldwater 2009).
+    With ``sample_discount`` False, a stays as it is (0: a Dirichlet process)."""
+    statistics = seating_statistics(sizes)
+
+    def log_posterior(a, b):
+        prior = log_hyperprior(a, b)
+        return prior if prior == -math.inf else prior + _log_seating(a, b, *statistics)
+
+    for _ in range(n_rounds):
+        b = slice_sample(lambda v: log_posterior(a, v), b, 1.0, rng)
+        if sample_discount:
+            a = slice_sample(lambda v: log_posterior(v, b), a, 0.1, rng)
+    return a, b
+
+
+def slice_sample(log_density, x, width, rng, max_steps=100):
+    """One univariate slice-sampling update of x (Neal 2003, "Slice sampling": stepping out, shrinkage).
+
+    The slice {v : log_density(v) > log_density(x) - E}, E ~ Exp(1), is bracketed by stepping out in
+    steps of ``width`` (at most ``max_steps`` in all, split at random between the two sides) and the new
+    point drawn uniformly in the bracket, shrinking it towards x at every rejection.  log_density is
+    -inf outside the support.  Draws come from `rng` (a numpy Generator) only.
+    """
+    level = log_density(x) + math.log1p(-rng.random())
+    left = x - width * rng.random()
+    right = left + width
+    steps_left = int(max_steps * rng.random())
+    steps_right = max_steps - 1 - steps_left
+    while steps_left > 0 and log_density(left) > level:
+        left -= width
+        steps_left -= 1
+    while steps_right > 0 and log_density(right) > level:
+        right += width
+        steps_right -= 1
+    while True:
+        candidate = left + rng.random() * (right - left)
+        if log_density(candidate) > level:
+            return candidate
+        if candidate < x:
+            left = candidate
+        else:
+            right = candidate
