@@ -532,3 +532,15 @@ def test_grammar_from_a_file_and_unknown_names(tmp_path):
     path.write_text("S -> Word+\n@Word -> P+\nP -> Q\n")
     with pytest.raises(GrammarError, match="g.txt"):
         AdaptorGrammar(str(path))
+
+
+def test_restarts_keep_the_run_with_the_best_objective():
+    utterances = [list(u) for u in ("abab", "ab", "abb", "ba", "bab", "abba")] * 2
+    runs = [AdaptorGrammar("unigram").fit(utterances, algorithm="vb", n_iter=3, seed=s) for s in (4, 5, 6)]
+    best = AdaptorGrammar("unigram").fit(utterances, algorithm="vb", n_iter=3, seed=4, n_init=3)
+    finals = [r.history_[-1].objective for r in runs]
+    assert len(set(finals)) == 3 and best.restart_objectives_ == finals
+    assert best.history_[-1].objective == max(finals)
+    assert best.segment(utterances) == runs[int(np.argmax(finals))].segment(utterances)
+    with pytest.raises(ValueError, match="n_init"):
+        AdaptorGrammar("unigram").fit(utterances, algorithm="vb", n_init=0)
