@@ -115,7 +115,9 @@ def run_one(corpus, grammar, algorithm, seed, n_iter, restarts=1):
 
     model = AdaptorGrammar(grammar)
     started = time.perf_counter()
-    model.fit(utterances, algorithm=algorithm, n_iter=n_iter, seed=seed, callback=evaluate, n_init=restarts)
+    # seed k restarts from seeds k R, ..., k R + R - 1: the seeds' runs share no start
+    model.fit(utterances, algorithm=algorithm, n_iter=n_iter, seed=seed * restarts, callback=evaluate,
+              n_init=restarts)
     seconds = time.perf_counter() - started - sum(scoring)
     scores = segmentation_scores(model.segment(utterances), corpus.segments)
     kept = int(np.argmax(model.restart_objectives_))
