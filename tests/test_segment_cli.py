@@ -143,3 +143,17 @@ def test_wordseg_options_are_checked():
         main(["experiment", "wordseg", "--grammars", "bigram"])
     with pytest.raises(SystemExit):     # neither a word segmentation nor a tagging algorithm
         main(["experiment", "wordseg", "--algorithms", "cvi,foo"])
+
+
+def test_segment_restarts_and_learned_hyperparameters(files, capsys):
+    main(["segment", files["input"], "--iterations", "2", "-o", files["out"], "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["algorithm"] == "vb" and report["restarts"] == 5 and len(report["restart_objectives"]) == 5
+    assert report["objective"] == max(report["restart_objectives"])
+    main(["segment", files["input"], "--algorithm", "mcmc", "--iterations", "3", "--discount", "0.3",
+          "--estimate-hyperparameters", "-o", files["out"], "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["restarts"] == 1 and report["model"]["discount"] != [0.3]
+    assert report["model"]["concentration"] != [report["model"]["b"]]
+    with pytest.raises(SystemExit):
+        main(["segment", files["input"], "--restarts", "0", "-o", files["out"]])
