@@ -146,7 +146,7 @@ def table(results, config):
              "Griffiths and Johnson 2009) of the Viterbi segmentation of the **training utterances**: the "
              "published systems learn from and are scored on the same utterances, and so are we (no "
              "held-out set; no hyperparameter was tuned on these scores, the model's defaults are used). "
-             f"Mean ± std over {len(config['seeds'])} seed(s). Seconds: training (the wall time of fit, the start "
+             "Mean ± std over the seeds. Seconds: training (the wall time of fit, the start "
              "and every restart included, scoring excluded). vb keeps the best of its restarts by the ELBO "
              "(passes: 'best of R').", "",
              f"Published: {PUBLISHED}.", ""]
@@ -156,8 +156,8 @@ def table(results, config):
         lines += [f"## {corpus}: {block['data']['description']}", "",
                   f"{block['data']['utterances']} utterances, {block['data']['words']} gold words, "
                   f"{block['data']['symbols']} symbols.", "",
-                  "| grammar | algorithm | passes | seconds | token F1 | boundary F1 | lexicon F1 | "
-                  "published token F1 |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+                  "| grammar | algorithm | seeds | passes | seconds | token F1 | boundary F1 | lexicon F1 | "
+                  "published token F1 |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
         for grammar in config["grammars"]:
             for algorithm in config["algorithms"]:
                 runs = [r for r in block["runs"] if r["grammar"] == grammar and r["algorithm"] == algorithm]
@@ -166,7 +166,7 @@ def table(results, config):
                 published = PUBLISHED_TOKEN_F1.get(grammar) if corpus == "brent" else None
                 seconds = _mean_std([r["seconds"] for r in runs], 1, 1)
                 lines.append(
-                    f"| {grammar} | {algorithm} | {runs[0]['iterations']}"
+                    f"| {grammar} | {algorithm} | {len(runs)} | {runs[0]['iterations']}"
                     + (f" (best of {runs[0]['restarts']})" if runs[0].get("restarts", 1) > 1 else "")
                     + f" | {seconds} | "
                     + " | ".join(_mean_std([r["scores"][name]["f1"] for r in runs]) for name in SCORES)
