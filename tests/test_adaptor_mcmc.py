@@ -139,7 +139,7 @@ def test_seating_bookkeeping_drains_to_an_empty_state(monkeypatch):
     utterances = [list(u) for u in ("abcd", "ab", "cd", "abcdab", "cdcd", "ab", "abab", "cdab", "dcba", "abcdcd")]
     model = AdaptorGrammar("colloc", a=0.3, b=0.5).fit(utterances, algorithm="mcmc", n_iter=30, seed=2)
     sampler = model._sampler
-    state, pool, cache_of = sampler.state, sampler.pool, model._layout["cache_of"]
+    state, pool = sampler.state, sampler.pool
     open_tables = np.flatnonzero(pool[TABLE_CUSTOMERS] > 0)
     per_yield = np.bincount(pool[TABLE_YIELD][open_tables], weights=pool[TABLE_CUSTOMERS][open_tables],
                             minlength=state[8].shape[0])

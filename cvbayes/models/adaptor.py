@@ -117,8 +117,8 @@ from ..schedules import Progress
 from ..trees.grammar import (BINARY, LEXICAL, SPAN, UNARY, AnySubstring, CompiledGrammar, Grammar, GrammarError,
                              Rule, compile_grammar, parse_grammar)
 from ..trees.inside_outside import chart_buffers, cubic_chunks, make_tables, viterbi_batch
-from .adaptor_kernels import (all_mean_weights, batch_expectations, cell_expectations, cvi_pass, start_pass,
-                              vb_table)
+from .adaptor_kernels import (all_mean_weights, batch_expectations, cell_expectations, cvi_pass, log_rising,
+                              start_pass, vb_table)
 from .adaptor_mcmc import Sampler, annealing_temperature
 from .hdp import expected_tables
 from .pcfg_kernels import sentence_cells
@@ -216,22 +216,6 @@ def parse_adaptor_grammar(text: str, path=None) -> AdaptorGrammarSpec:
         raise GrammarError("rule weights are not used by adaptor grammars (the base rules have a Dirichlet "
                            "prior): remove them", path, grammar.rules[0].line)
     return AdaptorGrammarSpec(grammar, {name: tuple(v) for name, v in adapted.items()})
-
-
-def log_rising(b, a, tables):
-    """log prod_{i=1}^{T-1} (b + i a) for real T = ``tables`` >= 1 (the table factor of the Pitman-Yor
-    exchangeable partition probability): (T - 1) log a + log Gamma(z + T) - log Gamma(z + 1), z = b / a,
-    and (T - 1) log b at a = 0.  For large z (small a) the Gamma functions' difference loses every digit,
-    so it is taken from Stirling's series, (T - 1) log(b + a) + (z + T - 1/2) log1p((T - 1) / (z + 1))
-    - (T - 1) + 1/(12 (z + T)) - 1/(12 (z + 1)), whose error is below 1/(360 z^3) per Gamma function."""
-    steps = tables - 1.0
-    if a <= 0.0:
-        return steps * math.log(b)
-    z = b / a
-    if z < 1e4:
-        return steps * math.log(a) + gammaln(z + tables) - gammaln(z + 1.0)
-    return (steps * math.log(b + a) + (z + tables - 0.5) * math.log1p(steps / (z + 1.0)) - steps
-            + 1.0 / (12.0 * (z + tables)) - 1.0 / (12.0 * (z + 1.0)))
 
 
 def _as_spec(grammar) -> AdaptorGrammarSpec:

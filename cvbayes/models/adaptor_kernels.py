@@ -48,6 +48,7 @@ import math
 
 import numpy as np
 from numba import njit, prange
+from scipy.special import gammaln
 
 from ..core.rules import log_geometric_cell, mean_cell
 from ..core.special import digamma
@@ -55,6 +56,22 @@ from ..schedules import leave_one_out
 from ..trees.grammar import BINARY, LEXICAL, UNARY
 from ..trees.inside_outside import (add_binary_counts, build_tables, chart_buffers, sentence_inside_outside,
                                     sentence_sample)
+
+
+def log_rising(b, a, tables):
+    """log prod_{i=1}^{T-1} (b + i a) for real T = ``tables`` >= 1 (the table factor of the Pitman-Yor
+    exchangeable partition probability): (T - 1) log a + log Gamma(z + T) - log Gamma(z + 1), z = b / a,
+    and (T - 1) log b at a = 0.  For large z (small a) the Gamma functions' difference loses every digit,
+    so it is taken from Stirling's series, (T - 1) log(b + a) + (z + T - 1/2) log1p((T - 1) / (z + 1))
+    - (T - 1) + 1/(12 (z + T)) - 1/(12 (z + 1)), whose error is below 1/(360 z^3) per Gamma function."""
+    steps = tables - 1.0
+    if a <= 0.0:
+        return steps * math.log(b)
+    z = b / a
+    if z < 1e4:
+        return steps * math.log(a) + gammaln(z + tables) - gammaln(z + 1.0)
+    return (steps * math.log(b + a) + (z + tables - 0.5) * math.log1p(steps / (z + 1.0)) - steps
+            + 1.0 / (12.0 * (z + tables)) - 1.0 / (12.0 * (z + 1.0)))
 
 
 # ------------------------------------------------------------------ one sentence

@@ -28,7 +28,7 @@ from scipy.special import gammaln
 from ..core.units import ZeroProbabilityError
 from ..trees.grammar import BINARY, LEXICAL, SPAN, UNARY
 from ..trees.inside_outside import build_tables, chart_buffers, sentence_sample
-from .adaptor_kernels import fill_mean_table, mean_weight
+from .adaptor_kernels import fill_mean_table, log_rising, mean_weight
 from .pcfg_kernels import sentence_cells
 
 # columns of a parse's node array
@@ -524,7 +524,6 @@ def seating_statistics(sizes):
 
 def _log_seating(a, b, values, multiplicity, n, tables):
     """`log_seating_probability` from `seating_statistics`."""
-    from .adaptor import log_rising    # adaptor imports this module
     if tables == 0:
         return 0.0
     table_terms = float(multiplicity @ (gammaln(values - a) - gammaln(1.0 - a)))
