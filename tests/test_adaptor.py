@@ -5,13 +5,16 @@ import numpy as np
 import pytest
 from scipy.special import digamma, gammaln
 
-from cvbayes.models.adaptor import AdaptorGrammar, BUILT_IN_GRAMMARS, log_rising, parse_adaptor_grammar
+from cvbayes.models.adaptor import (BRENT_CONSONANTS, BRENT_VOWELS, BUILT_IN_GRAMMARS, AdaptorGrammar, adapted_regions,
+                                    log_rising, parse_adaptor_grammar, syllable_grammar)
 from cvbayes.models.adaptor_kernels import batch_expectations, expected_table_count, tree_statistics, update_sentence
 from cvbayes.models.hdp import expected_tables
 from cvbayes.trees.grammar import LEXICAL, SPAN, GrammarError, Terminal
 from cvbayes.trees.inside_outside import chart_buffers, cubic_chunks, make_tables, sentence_sample
 
 UTTERANCES = [list("abab"), list("ab"), list("abb")]
+# the colloc-syllable grammar over UTTERANCES' alphabet: seven adapted nonterminals nested five deep
+SYLLABLE = pytest.param(syllable_grammar(["a"], ["b"]), id="colloc-syllable")
 
 
 # ------------------------------------------------------------------ brute force
@@ -84,6 +87,24 @@ def test_builtin_grammars_parse_with_plus_sugar():
     assert ("Word+", ("Word", "Word+")) in rhs and ("Word+", ("Word",)) in rhs
 
 
+def test_syllable_grammar_covers_brent_and_names_symbols_it_cannot_derive():
+    spec = parse_adaptor_grammar(BUILT_IN_GRAMMARS["colloc-syllable"])
+    assert set(spec.adapted) == {"Colloc", "Word", "Syllable", "Onset", "Rhyme", "Nucleus", "Coda"}
+    terminals = {r.lhs: set() for r in spec.grammar.rules}
+    for rule in spec.grammar.rules:
+        terminals[rule.lhs].update(x.text for x in rule.rhs if isinstance(x, Terminal))
+    assert terminals["Vowel"] == set(BRENT_VOWELS) and terminals["OnsetConsonant"] == set(BRENT_CONSONANTS)
+    assert len(BRENT_VOWELS) + len(BRENT_CONSONANTS) == 50           # Brent's 50 phonemes, each once
+    assert adapted_regions(spec)[1]["Nucleus"] == "Rhyme"             # CVI can run it
+    # quoting: a terminal with a quote or a backslash reads back as itself
+    odd = parse_adaptor_grammar(syllable_grammar(['"', "a"], ["\\", "b"]))
+    assert {x.text for r in odd.grammar.rules for x in r.rhs if isinstance(x, Terminal)} == {'"', "a", "\\", "b"}
+    with pytest.raises(ValueError, match="both vowel and consonant: a"):
+        syllable_grammar(["a"], ["a", "b"])
+    with pytest.raises(ValueError, match="utterance 1 has the symbol 'x'"):
+        AdaptorGrammar("colloc-syllable").fit([list("bIg"), list("xIg")], algorithm="vb", n_iter=1)
+
+
 def test_py_parameters_per_nonterminal():
     spec = parse_adaptor_grammar("@Word a=0.5 b=20\nS -> Word+\n@Word -> P+\nP -> <any:1>\n")
     assert spec.adapted == {"Word": (0.5, 20.0)}
@@ -107,7 +128,7 @@ def test_grammar_errors_name_the_line(text, line):
 
 
 # ------------------------------------------------------------------ chart
-@pytest.mark.parametrize("name", ["unigram", "colloc"])
+@pytest.mark.parametrize("name", ["unigram", "colloc", SYLLABLE])
 def test_chart_matches_enumeration_of_parses(name):
     model = AdaptorGrammar(name)
     compiled, layout = model._compile(UTTERANCES)
@@ -119,12 +140,14 @@ def test_chart_matches_enumeration_of_parses(name):
     np.testing.assert_allclose(customers, sum(e[2] for e in expected), rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["unigram", "colloc"])
-def test_sampled_trees_have_the_statistics_and_frequencies_of_enumerated_parses(name):
+# the syllable grammar has 73 parse classes of "ab" (8,070 of "abab": too many to check with 4,000 draws)
+@pytest.mark.parametrize("name, text", [("unigram", "abab"), ("colloc", "abab"),
+                                        pytest.param(SYLLABLE.values[0], "ab", id="colloc-syllable")])
+def test_sampled_trees_have_the_statistics_and_frequencies_of_enumerated_parses(name, text):
     """CVI's and VB's sampled start: `tree_statistics` of trees drawn by `sentence_sample` are the rule counts
     and customers of one enumerated parse each, drawn with the parse's probability."""
     model = AdaptorGrammar(name)
-    tokens = UTTERANCES[0]
+    tokens = list(text)
     compiled, layout = model._compile([tokens])
     weights = np.random.default_rng(2).uniform(0.1, 0.6, compiled.n_rules)
     exact = {}
@@ -218,7 +241,8 @@ def _left_out(model, u):
     return counts, customers, tables, top
 
 
-@pytest.mark.parametrize("name, a, b", [("unigram", 0.0, 1.0), ("unigram", 0.4, 2.0), ("colloc", 0.3, 1.5)])
+@pytest.mark.parametrize("name, a, b", [("unigram", 0.0, 1.0), ("unigram", 0.4, 2.0), ("colloc", 0.3, 1.5),
+                                        pytest.param(SYLLABLE.values[0], 0.3, 1.5, id="colloc-syllable")])
 def test_cvi_update_matches_enumeration(name, a, b):
     model = AdaptorGrammar(name, a=a, b=b, alpha=0.7).fit(UTTERANCES, algorithm="cvi", n_iter=2, seed=3)
     sentences, _, local, _ = model._cvi_state
@@ -250,7 +274,7 @@ def test_expected_table_count_is_eq_5_35():
     assert expected_table_count(1e-9, 5.0, 0.3) == pytest.approx(0.3, rel=1e-6)
 
 
-@pytest.mark.parametrize("name", ["unigram", "colloc"])
+@pytest.mark.parametrize("name", ["unigram", "colloc", SYLLABLE])
 def test_cvi_tables_and_base_counts_match_enumeration(name):
     """After a pass: theta_s = b H_X(s) with H_X the base probability of yield s, E[t_s] by eq. 5.35, and
     the base counts of X's region are the enumerated base derivations of every yield weighted by E[t_s]."""
@@ -294,7 +318,8 @@ def test_cvi_tables_and_base_counts_match_enumeration(name):
                     if layout["base"][r] and model._region_of[compiled.rule_parent[r]] == x:
                         want_counts[r] += t * w / h
                 for r, _ in served[:-1]:                  # the root's own customer is the last one
-                    nested_customers[r] += t * w / h
+                    if model._adapted_parent[model.adapted_names[cache_of[r]]] == model.adapted_names[x]:
+                        nested_customers[r] += t * w / h  # customers deeper down come from their parent's tables
     np.testing.assert_allclose(model._table_counts, want_counts, rtol=1e-9, atol=1e-12)
     assert model._table_counts.sum() > 0
 
@@ -322,7 +347,8 @@ def test_cvi_table_count_does_not_decay_over_passes():
 
 
 # ------------------------------------------------------------------ VB
-@pytest.mark.parametrize("name, truncation", [("unigram", 2), ("unigram", 50), ("colloc", 3)])
+@pytest.mark.parametrize("name, truncation", [("unigram", 2), ("unigram", 50), ("colloc", 3),
+                                               pytest.param(SYLLABLE.values[0], 3, id="colloc-syllable")])
 def test_vb_weights_and_update_match_the_formulas(name, truncation):
     a, b, alpha = 0.3, 1.5, 0.8
     model = AdaptorGrammar(name, a=a, b=b, alpha=alpha, truncation=truncation)
@@ -528,7 +554,7 @@ def test_grammar_from_a_file_and_unknown_names(tmp_path):
     path.write_text("S -> Word+\n@Word -> P+\nP -> <any:1>\n")
     assert AdaptorGrammar(str(path)).adapted_names == ("Word",)
     with pytest.raises(ValueError, match="unknown grammar"):
-        AdaptorGrammar("colloc-syllable")
+        AdaptorGrammar("colloc-syllables")
     path.write_text("S -> Word+\n@Word -> P+\nP -> Q\n")
     with pytest.raises(GrammarError, match="g.txt"):
         AdaptorGrammar(str(path))

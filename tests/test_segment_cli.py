@@ -157,3 +157,22 @@ def test_segment_restarts_and_learned_hyperparameters(files, capsys):
     assert report["model"]["concentration"] != [report["model"]["b"]]
     with pytest.raises(SystemExit):
         main(["segment", files["input"], "--restarts", "0", "-o", files["out"]])
+
+
+def test_segment_with_syllables_brent_phonemes_or_given_vowels(files, capsys):
+    main(["segment", files["input"], "--grammar", "colloc-syllable", "--algorithm", "mcmc", "--iterations", "2",
+          "--gold", files["gold"], "-o", files["out"], "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["grammar"] == "colloc-syllable" and report["vowels"] is None
+    letters = _write(files["folder"] / "letters.txt", ["the dog", "a dog", "the cat", "", "a cat", "xylophone"])
+    with pytest.raises(SystemExit, match=r"letters\.txt, line 6: the symbol 'x' is not a terminal .* --vowels"):
+        main(["segment", letters, "--chars", "--grammar", "colloc-syllable", "--iterations", "1"])
+    main(["segment", letters, "--chars", "--grammar", "colloc-syllable", "--vowels", "a e i o u y",
+          "--algorithm", "vb", "--iterations", "2", "--restarts", "1", "-o", files["out"], "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["vowels"] == "a e i o u y" and report["words"] >= 5
+    with open(files["out"], encoding="utf-8") as stream:
+        assert [line.replace(" ", "") for line in stream.read().split("\n")[:-1]] == \
+            ["thedog", "adog", "thecat", "", "acat", "xylophone"]
+    with pytest.raises(SystemExit, match="--vowels goes with --grammar colloc-syllable"):
+        main(["segment", letters, "--chars", "--vowels", "a e i o u"])

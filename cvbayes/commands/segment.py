@@ -25,7 +25,6 @@ from ..data.segmentation import _WORD_END, _brent_phonemes
 from ..files import write_text
 from ..metrics.segmentation import segmentation_report, segmentation_scores
 
-GRAMMARS = ("unigram", "colloc", "colloc-syllable")
 ALGORITHMS = ("vb", "cvi", "mcmc")
 
 EPILOG = """\
@@ -126,17 +125,18 @@ def read_gold(path, utterances):
     return gold
 
 
-def _model_class(grammar, algorithm):
-    """The adaptor grammar class, with a clear error for what it does not offer (yet)."""
-    from ..models.adaptor import BUILT_IN_GRAMMARS, AdaptorGrammar
+def _grammar(args, utterances):
+    """The grammar to learn: ``--grammar`` as given, or with ``--vowels`` the colloc-syllable grammar over
+    those vowels and every other symbol of the input as a consonant."""
+    from ..models.adaptor import syllable_grammar
 
-    if algorithm not in AdaptorGrammar.ALGORITHMS:
-        raise ValueError(f"--algorithm {algorithm}: the adaptor grammar offers "
-                         f"{', '.join(AdaptorGrammar.ALGORITHMS)} only")
-    if grammar in GRAMMARS and grammar not in BUILT_IN_GRAMMARS:
-        raise ValueError(f"--grammar {grammar}: not built in yet (built in: {', '.join(BUILT_IN_GRAMMARS)}); "
-                         "give a grammar file instead")
-    return AdaptorGrammar
+    if args.vowels is None:
+        return args.grammar
+    if args.grammar != "colloc-syllable":
+        raise ValueError("--vowels goes with --grammar colloc-syllable (the only grammar with syllables)")
+    vowels = args.vowels.split()
+    symbols = dict.fromkeys(symbol for utterance in utterances for symbol in utterance)
+    return syllable_grammar(vowels, [symbol for symbol in symbols if symbol not in vowels])
 
 
 def run_segment(args):
@@ -145,14 +145,21 @@ def run_segment(args):
     if args.restarts is not None and args.restarts < 1:
         raise ValueError(f"--restarts must be at least 1, got {args.restarts}")
     restarts = args.restarts if args.restarts is not None else (5 if args.algorithm == "vb" else 1)
-    AdaptorGrammar = _model_class(args.grammar, args.algorithm)
+    from ..models.adaptor import AdaptorGrammar
+
     lines = read_utterances(args.input, args.chars)
     utterances = [symbols for symbols in lines if symbols is not None]
     gold = read_gold(args.gold, lines) if args.gold else None
     options = {name: value for name, value in (("a", args.discount), ("b", args.concentration),
                                                ("alpha", args.alpha), ("truncation", args.truncation))
                if value is not None}
-    model = AdaptorGrammar(args.grammar, estimate_hyperparameters=args.estimate_hyperparameters, **options)
+    model = AdaptorGrammar(_grammar(args, utterances), estimate_hyperparameters=args.estimate_hyperparameters, **options)
+    unknown = model.underivable_symbol(utterances)
+    if unknown is not None:
+        number = [n for n, symbols in enumerate(lines, start=1) if symbols is not None][unknown[0]]
+        hint = " (give --vowels to build it over the input's own symbols)" if args.grammar == "colloc-syllable" else ""
+        raise CorpusFormatError(f"the symbol {unknown[1]!r} is not a terminal of the grammar {args.grammar}{hint}; "
+                                f"its terminals: {model.terminals_text()}", args.input, number)
     fit_options = {} if args.iterations is None else {"n_iter": args.iterations}
     started = time.perf_counter()
     model.fit(utterances, algorithm=args.algorithm, seed=args.seed, progress=not (args.quiet or args.json),
@@ -170,7 +177,7 @@ def run_segment(args):
     else:
         write_text(args.output, text)
     report = {"input": args.input, "utterances": len(utterances), "symbols": sum(map(len, utterances)),
-              "chars": args.chars, "grammar": args.grammar, "algorithm": args.algorithm,
+              "chars": args.chars, "grammar": args.grammar, "vowels": args.vowels, "algorithm": args.algorithm,
               "iterations": len(model.history_), "seed": args.seed, "restarts": restarts,
               "restart_objectives": model.restart_objectives_,
               "model": {"a": model.a, "b": model.b, "alpha": model.alpha, "truncation": model.truncation,
@@ -212,7 +219,11 @@ def add_segment_commands(commands):
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     segment.add_argument("input", help="unsegmented utterances, one a line ('-': standard input)")
     segment.add_argument("--grammar", default="unigram",
-                         help="unigram (default), colloc, colloc-syllable, or an adaptor grammar file")
+                         help="unigram (default), colloc, colloc-syllable (its vowels and consonants are Brent's "
+                              "phonemes unless --vowels says otherwise), or an adaptor grammar file")
+    segment.add_argument("--vowels", default=None,
+                         help="colloc-syllable: the symbols that can be a syllable's nucleus, separated by spaces "
+                              "(e.g. 'a e i o u' with --chars); every other symbol of the input is a consonant")
     segment.add_argument("--algorithm", choices=ALGORITHMS, default="vb",
                          help="vb (Cohen et al. 2010; default: the best of 5 starts by its ELBO reaches the published "
                               "MCMC scores on Brent), cvi (collapsed VI: undersegments, see the README) or mcmc "

@@ -20,11 +20,18 @@ Rule weights are not written (the base rules have a symmetric Dirichlet prior ``
 nonterminal may not rewrite to single tokens or ``<any>`` itself (put them under a plain nonterminal).
 The built-in grammars::
 
-    unigram                     colloc
-    Sentence -> Word+           Sentence -> Colloc+
-    @Word -> Phon+              @Colloc -> Word+
-    Phon -> <any:1>             @Word -> Phon+
-                                Phon -> <any:1>
+    unigram                     colloc                      colloc-syllable (`syllable_grammar`)
+    Sentence -> Word+           Sentence -> Colloc+         Sentence -> Colloc+
+    @Word -> Phon+              @Colloc -> Word+            @Colloc -> Word+
+    Phon -> <any:1>             @Word -> Phon+              @Word -> Syllable (up to 4 of them)
+                                Phon -> <any:1>             @Syllable -> Onset Rhyme | Rhyme
+                                                            @Onset -> OnsetConsonant+
+                                                            @Rhyme -> Nucleus Coda | Nucleus
+                                                            @Nucleus -> Vowel+
+                                                            @Coda -> CodaConsonant+
+                                                            Vowel, OnsetConsonant, CodaConsonant -> "x"
+                                                            for every vowel or consonant x of Brent's
+                                                            phonemes (BRENT_VOWELS, BRENT_CONSONANTS)
 
 Approximation shared by every algorithm
 ---------------------------------------
@@ -115,19 +122,60 @@ from ..core.units import ZeroProbabilityError
 from ..data.errors import read_text_file
 from ..schedules import Progress
 from ..trees.grammar import (BINARY, LEXICAL, SPAN, UNARY, AnySubstring, CompiledGrammar, Grammar, GrammarError,
-                             Rule, compile_grammar, parse_grammar)
-from ..trees.inside_outside import chart_buffers, cubic_chunks, make_tables, viterbi_batch
+                             Rule, Terminal, compile_grammar, parse_grammar)
+from ..trees.inside_outside import batch_log_z, chart_buffers, cubic_chunks, make_tables, viterbi_batch
 from .adaptor_kernels import (all_mean_weights, batch_expectations, cell_expectations, cvi_pass, log_rising,
                               start_pass, vb_table)
 from .adaptor_mcmc import Sampler, annealing_temperature
 from .hdp import expected_tables
 from .pcfg_kernels import sentence_cells
 
-__all__ = ["AdaptorGrammar", "AdaptorGrammarSpec", "BUILT_IN_GRAMMARS", "parse_adaptor_grammar"]
+__all__ = ["AdaptorGrammar", "AdaptorGrammarSpec", "BRENT_CONSONANTS", "BRENT_VOWELS", "BUILT_IN_GRAMMARS",
+           "parse_adaptor_grammar", "syllable_grammar"]
+
+# Brent's phonemic alphabet (Brent 1999) split into syllable nuclei (vowels, r-coloured vowels and the
+# syllabic consonants ~ M L) and consonants, for the colloc-syllable grammar
+BRENT_VOWELS = tuple("& 6 7 9 A E I O Q U a e i o u 3 R # % ( ) * ~ L M".split())
+BRENT_CONSONANTS = tuple("b c d f g h k l m n p r s t v w y z D G N S T W Z".split())
+
+
+def syllable_grammar(vowels, consonants) -> str:
+    """The colloc-syllable grammar's text over the given nucleus and consonant symbols.
+
+    Johnson and Goldwater's (2009) collocations of words with syllable structure, without their
+    word-initial and word-final variants of syllables, onsets and codas: a word is one to four syllables,
+    a syllable an optional onset and a rhyme, a rhyme a nucleus and an optional coda.  Onsets and codas
+    draw their consonants from separate rules (``OnsetConsonant``, ``CodaConsonant``) so that every
+    nonterminal lies in one adapted subtree, as CVI needs (`adapted_regions`).
+
+    Raises
+    ------
+    ValueError
+        When a symbol is in both lists or either list is empty.
+    """
+    vowels, consonants = list(dict.fromkeys(vowels)), list(dict.fromkeys(consonants))
+    if not vowels or not consonants:
+        raise ValueError("the syllable grammar needs at least one vowel and one consonant")
+    both = sorted(set(vowels) & set(consonants))
+    if both:
+        raise ValueError(f"symbols both vowel and consonant: {' '.join(both)}")
+
+    def quoted(symbol):
+        return '"' + symbol.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    rules = ["Sentence -> Colloc+", "@Colloc -> Word+"]
+    rules += ["@Word -> " + " ".join(["Syllable"] * n) for n in range(1, 5)]
+    rules += ["@Syllable -> Onset Rhyme", "@Syllable -> Rhyme", "@Onset -> OnsetConsonant+",
+              "@Rhyme -> Nucleus Coda", "@Rhyme -> Nucleus", "@Nucleus -> Vowel+", "@Coda -> CodaConsonant+"]
+    rules += [f"Vowel -> {quoted(v)}" for v in vowels]
+    rules += [f"{place}Consonant -> {quoted(c)}" for place in ("Onset", "Coda") for c in consonants]
+    return "\n".join(rules) + "\n"
+
 
 BUILT_IN_GRAMMARS = {
     "unigram": "Sentence -> Word+\n@Word -> Phon+\nPhon -> <any:1>\n",
     "colloc": "Sentence -> Colloc+\n@Colloc -> Word+\n@Word -> Phon+\nPhon -> <any:1>\n",
+    "colloc-syllable": syllable_grammar(BRENT_VOWELS, BRENT_CONSONANTS),
 }
 
 _DECLARATION = re.compile(r"^\s*@(\S+)((?:\s+[ab]\s*=\s*\S+)*)\s*(#.*)?$")
@@ -307,7 +355,8 @@ class AdaptorGrammar:
     Parameters
     ----------
     grammar : str or AdaptorGrammarSpec
-        Grammar text, a file name, or a built-in name: ``"unigram"``, ``"colloc"``.
+        Grammar text, a file name, or a built-in name: ``"unigram"``, ``"colloc"``, ``"colloc-syllable"``
+        (over Brent's phonemes; `syllable_grammar` builds it over other vowels and consonants).
     a : float, default 0.0
         PY discount of the adapted nonterminals that do not set their own.
     b : float, default 1.0
@@ -455,6 +504,10 @@ class AdaptorGrammar:
         if int(n_init) < 1:
             raise ValueError(f"n_init must be a positive integer, got {n_init}")
         utterances = _as_utterances(utterances)
+        unknown = self.underivable_symbol(utterances)
+        if unknown is not None:
+            raise ValueError(f"utterance {unknown[0]} has the symbol {unknown[1]!r}, which is not a terminal of the "
+                             f"grammar (its terminals: {self.terminals_text()})")
         if n_init > 1:
             trials = [copy.copy(self)._fit_once(utterances, algorithm, n_iter, seed + r, progress, callback)
                       for r in range(int(n_init))]
@@ -463,6 +516,28 @@ class AdaptorGrammar:
             self.restart_objectives_ = objectives
             return self
         return self._fit_once(utterances, algorithm, n_iter, seed, progress, callback)
+
+    def underivable_symbol(self, utterances):
+        """(i, symbol): the first utterance with a symbol the grammar cannot derive, or None.
+
+        Only a grammar without ``<any>`` rules has such symbols (those of no quoted terminal, e.g. a letter
+        under the colloc-syllable grammar's Brent phonemes); every algorithm would just find no parse.
+        """
+        rules = self.spec.grammar.rules
+        if any(isinstance(symbol, AnySubstring) for rule in rules for symbol in rule.rhs):
+            return None
+        terminals = {symbol.text for rule in rules for symbol in rule.rhs if isinstance(symbol, Terminal)}
+        for i, utterance in enumerate(utterances):
+            for symbol in utterance:
+                if symbol not in terminals:
+                    return i, symbol
+        return None
+
+    def terminals_text(self) -> str:
+        """The grammar's quoted terminals, for error messages."""
+        terminals = sorted({symbol.text for rule in self.spec.grammar.rules for symbol in rule.rhs
+                            if isinstance(symbol, Terminal)})
+        return " ".join(terminals[:60]) + (" ..." if len(terminals) > 60 else "")
 
     def _fit_once(self, utterances, algorithm, n_iter, seed, progress, callback):
         self._reset_py_parameters()
@@ -550,9 +625,11 @@ class AdaptorGrammar:
                     placed.add(name)
         return order
 
-    def _table_chart(self, x):
+    def _table_chart(self, x, mean):
         """Adapted X's table chart: the base-only grammar of X (`base_chart_grammar`) and every yield of
-        X's cache family as a sentence, with its cells, chunks and the rules CVI takes from it."""
+        X's cache family that X's base rules can derive as a sentence, with its cells, chunks and the rules
+        CVI takes from it.  `mean`: positive weights of the base rules, to find the derivable yields (the
+        others never get a customer, so their theta and tables stay 0)."""
         if x in self._table_charts:
             return self._table_charts[x]
         compiled, layout = self.grammar_, self._layout
@@ -560,7 +637,13 @@ class AdaptorGrammar:
         inner, to_global, top = base_chart_grammar(self, compiled, self._train, name)
         family = int(np.flatnonzero(compiled.kernel.span_parent == layout["adapted_symbol"][x])[0])
         first, count = compiled.kernel.span_base[family], compiled.kernel.span_count[family]
-        yields = inner.prepare([np.asarray(compiled.substrings.substrings[j], dtype=np.int32) for j in range(count)])
+        substrings = [np.asarray(compiled.substrings.substrings[j], dtype=np.int32) for j in range(count)]
+        every = inner.prepare(substrings)
+        probe = np.where(layout["base"][to_global], mean[to_global], 0.0)
+        derivable = np.flatnonzero(np.isfinite(batch_log_z(inner.kernel, make_tables(inner, probe), every.tokens,
+                                                           every.offsets, every.span_ids, every.span_offsets,
+                                                           cubic_chunks(every.offsets))))
+        yields = inner.prepare([substrings[j] for j in derivable])
         cell_offsets, cell_rules = sentence_cells(inner.kernel, yields.tokens, yields.offsets, yields.span_ids,
                                                   yields.span_offsets, inner.n_rules)
         cell_global = to_global[cell_rules]
@@ -570,7 +653,7 @@ class AdaptorGrammar:
         children = np.array([inner.nonterminals.index(y) for y in self.adapted_names
                              if self._adapted_parent.get(y) == name],
                             dtype=np.int64)
-        chart = dict(inner=inner, to_global=to_global, root=root, cells=np.arange(first, first + count),
+        chart = dict(inner=inner, to_global=to_global, root=root, cells=first + derivable,
                      yields=yields, chunks=cubic_chunks(yields.offsets), cell_offsets=cell_offsets,
                      cell_rules=cell_rules, cell_global=cell_global, own=own, children=children)
         self._table_charts[x] = chart
@@ -598,7 +681,7 @@ class AdaptorGrammar:
         table_counts = np.zeros(n_rules)
         nested = np.zeros(n_rules)
         for x in self._order:
-            chart = self._table_chart(x)
+            chart = self._table_chart(x, mean)
             inner, to_global, cells = chart["inner"], chart["to_global"], chart["cells"]
             inner_weights = weights[to_global]
             inner_weights[chart["root"]] = mean[to_global[chart["root"]]]    # H_X: without X's base mass
@@ -899,7 +982,7 @@ class _Decoder:
         tables = make_tables(compiled, weights)
         kernel = compiled.kernel
         word = compiled.nonterminals.index(self.model.word)
-        opaque_symbols = {compiled.nonterminals.index(name) for name in self.opaque}
+        opaque_symbols = {compiled.nonterminals.index(name) for name in self.opaque if name in compiled.nonterminals}
         parents = {BINARY: kernel.binary_parent, UNARY: kernel.unary_parent, LEXICAL: kernel.lexical_parent,
                    SPAN: kernel.span_parent}
         out, opaque = [], []
@@ -937,7 +1020,8 @@ class _Decoder:
 
 
 def base_chart_grammar(model: AdaptorGrammar, compiled: CompiledGrammar, sentences, name):
-    """The augmented grammar with a new start ``name%base`` that rewrites by adapted `name`'s base rules only.
+    """The augmented grammar's rules below a new start ``name%base`` that rewrites by adapted `name`'s base
+    rules only.
 
     Compiled over the same `sentences` and vocabulary as `compiled`, so that its span families index the
     same substrings in the same order.  Returns (inner, to_global, start symbol): ``to_global`` (inner
@@ -945,7 +1029,18 @@ def base_chart_grammar(model: AdaptorGrammar, compiled: CompiledGrammar, sentenc
     """
     top = f"{name}%base"
     augmented = model._augmented()
-    rules = [Rule(top, r.rhs) for r in augmented.rules if r.lhs == name and r.kind != SPAN] + list(augmented.rules)
+    rules = [Rule(top, r.rhs) for r in augmented.rules if r.lhs == name and r.kind != SPAN]
+    # only what X's base rules reach: every other rule, above all every span family, would add a cell per
+    # substring of every yield (on Brent the colloc-syllable grammar's charts took 3 times the memory)
+    reached, stack = {top}, [top]
+    while stack:
+        lhs = stack.pop()
+        for rule in rules if lhs == top else (r for r in augmented.rules if r.lhs == lhs):
+            for child in rule.rhs:
+                if isinstance(child, str) and child not in reached:
+                    reached.add(child)
+                    stack.append(child)
+    rules += [r for r in augmented.rules if r.lhs in reached]
     inner = compile_grammar(Grammar(rules, start=top), sentences, vocabulary=compiled.vocabulary, layout="sparse")
     old_ids = {}
     for rule in np.flatnonzero(compiled.rule_kind != SPAN):
