@@ -176,3 +176,37 @@ def test_segment_with_syllables_brent_phonemes_or_given_vowels(files, capsys):
             ["thedog", "adog", "thecat", "", "acat", "xylophone"]
     with pytest.raises(SystemExit, match="--vowels goes with --grammar colloc-syllable"):
         main(["segment", letters, "--chars", "--vowels", "a e i o u"])
+
+
+def test_wordseg_runs_the_syllable_grammar_only_where_it_derives_the_symbols(tmp_path, monkeypatch):
+    from cvbayes.data import SegmentationData
+    from cvbayes.experiments import wordseg
+
+    phonemes = SegmentationData([[tuple(w) for w in line.split()] for line in GOLD_WORDS], description="phonemes")
+    letters = SegmentationData([[tuple(w) for w in line.split()] for line in ["the dog", "a box"] * 3],
+                               description="letters")
+    monkeypatch.setattr(wordseg, "load_corpus", lambda name, n=None: phonemes if name == "brent" else letters)
+    main(["experiment", "wordseg", "--quick", "--quiet", "--out", str(tmp_path), "--grammars", "colloc-syllable",
+          "--algorithms", "mcmc", "--corpora", "brent,eve"])
+    results = json.loads((tmp_path / "wordseg" / "results.json").read_text())
+    assert [run["grammar"] for run in results["results"]["brent"]["runs"]] == ["colloc-syllable"]
+    assert results["results"]["eve"]["runs"] == []
+    assert "'x'" in results["results"]["eve"]["skipped"][0]
+    assert "Not run: colloc-syllable" in (tmp_path / "wordseg" / "table.md").read_text()
+
+
+def test_wordseg_model_options_reach_the_runs_and_the_table(tmp_path, monkeypatch):
+    from cvbayes.data import SegmentationData
+    from cvbayes.experiments import wordseg
+
+    tiny = SegmentationData([[tuple(w) for w in line.split()] for line in GOLD_WORDS], description="tiny")
+    monkeypatch.setattr(wordseg, "load_corpus", lambda name, n=None: tiny)
+    main(["experiment", "wordseg", "--quick", "--quiet", "--out", str(tmp_path), "--grammars", "unigram",
+          "--algorithms", "mcmc", "--corpora", "brent", "--discount", "0.3", "--estimate-hyperparameters",
+          "--anneal", "5,3"])
+    run = json.loads((tmp_path / "wordseg" / "results.json").read_text())["results"]["brent"]["runs"][0]
+    assert run["model"]["anneal"] == [5.0, 3] and run["model"]["discount"] != [0.3]
+    assert "| mcmc (a = 0.3; a, b learned; annealed from T = 5 over 3 sweeps) |" in \
+        (tmp_path / "wordseg" / "table.md").read_text()
+    with pytest.raises(SystemExit, match="--anneal takes T0,SWEEPS"):
+        main(["experiment", "wordseg", "--anneal", "5", "--out", str(tmp_path)])

@@ -62,6 +62,13 @@ def add_arguments(parser):
                              "as many of the second language)")
     parser.add_argument("--quick", action="store_true",
                         help="wordseg: a smoke run (200 utterances, 2 passes, 1 seed)")
+    parser.add_argument("--discount", type=float, default=None,
+                        help="wordseg: the Pitman-Yor discount a of every adapted nonterminal (default: the model's, 0)")
+    parser.add_argument("--estimate-hyperparameters", action="store_true",
+                        help="wordseg: learn a and b after each pass (mcmc samples them, as Johnson and Goldwater "
+                             "2009); an a of 0 stays 0, so give --discount > 0 to learn it")
+    parser.add_argument("--anneal", default=None, metavar="T0,SWEEPS",
+                        help="wordseg, mcmc: anneal from temperature T0 to 1 over the first SWEEPS sweeps")
     parser.description += (
         " wordseg: word segmentation with adaptor grammars (unigram, colloc, colloc-syllable) by vb, cvi and mcmc "
         "on the Brent corpus and a second language (HKCanCor Jyutping; 'cvbayes data fetch hkcancor'): token, "
@@ -95,10 +102,10 @@ def load_corpus(name, n=None):
     return loaded
 
 
-def run_one(corpus, grammar, algorithm, seed, n_iter, restarts=1):
+def run_one(corpus, grammar, algorithm, seed, n_iter, restarts=1, options=None):
     """One fit (the best of ``restarts`` by final objective): the scores after the last pass and at
     log-spaced passes of the kept run, and the training seconds of all restarts (the wall time of ``fit``,
-    the start included, scoring excluded)."""
+    the start included, scoring excluded).  ``options``: keyword arguments of the model."""
     from ..models.adaptor import AdaptorGrammar
 
     utterances = [list(symbols) for symbols in corpus.symbols]
@@ -114,7 +121,7 @@ def run_one(corpus, grammar, algorithm, seed, n_iter, restarts=1):
             curve.append({"iteration": iteration + 1, "seconds": sum(r.seconds for r in model.history_),
                           **{f"{name}_f1": getattr(scores, name).f1 for name in SCORES}})
 
-    model = AdaptorGrammar(grammar)
+    model = AdaptorGrammar(grammar, **(options or {}))
     started = time.perf_counter()
     # seed k restarts from seeds k R, ..., k R + R - 1: the seeds' runs share no start
     model.fit(utterances, algorithm=algorithm, n_iter=n_iter, seed=seed * restarts, callback=evaluate,
@@ -127,7 +134,23 @@ def run_one(corpus, grammar, algorithm, seed, n_iter, restarts=1):
             "restart_objectives": model.restart_objectives_, "scores": scores.as_dict(),
             "lexicon_size": len(model.lexicon_), "curve": list(curves.values())[kept] if curves else [],
             "model": {"a": model.a, "b": model.b, "alpha": model.alpha, "truncation": model.truncation,
+                      "estimate_hyperparameters": model.estimate_hyperparameters, "anneal": model.anneal,
                       "discount": model.discount.tolist(), "concentration": model.concentration.tolist()}}
+
+
+def _label(run):
+    """The run's algorithm with the model options it ran with, when they are not the defaults."""
+    model = run["model"]
+    notes = ([f"a = {model['a']:g}"] if model["a"] else []) + (["a, b learned"] if model.get("estimate_hyperparameters")
+                                                                else [])
+    if model.get("anneal"):
+        notes.append(f"annealed from T = {model['anneal'][0]:g} over {model['anneal'][1]} sweeps")
+    return run["algorithm"] + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def _labels(runs, algorithms):
+    """The distinct labels of `runs`, in the order of `algorithms`."""
+    return list(dict.fromkeys(_label(r) for a in algorithms for r in runs if r["algorithm"] == a))
 
 
 def _mean_std(values, scale=100.0, digits=1):
@@ -146,7 +169,8 @@ def table(results, config):
              "Scores (%): token, boundary (utterance-internal boundaries only) and lexicon F1 (Goldwater, "
              "Griffiths and Johnson 2009) of the Viterbi segmentation of the **training utterances**: the "
              "published systems learn from and are scored on the same utterances, and so are we (no "
-             "held-out set; no hyperparameter was tuned on these scores, the model's defaults are used). "
+             "held-out set; no hyperparameter was tuned on these scores: the model's defaults, a = 0, b = 1, "
+             "unless the algorithm column says otherwise). "
              "Mean ± std over the seeds. Seconds: training (the wall time of fit, the start "
              "and every restart included, scoring excluded). vb keeps the best of its restarts by the ELBO "
              "(passes: 'best of R').", "",
@@ -160,10 +184,9 @@ def table(results, config):
                   "| grammar | algorithm | seeds | passes | seconds | token F1 | boundary F1 | lexicon F1 | "
                   "published token F1 |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
         for grammar in config["grammars"]:
-            for algorithm in config["algorithms"]:
-                runs = [r for r in block["runs"] if r["grammar"] == grammar and r["algorithm"] == algorithm]
-                if not runs:
-                    continue
+            of_grammar = [r for r in block["runs"] if r["grammar"] == grammar]
+            for algorithm in _labels(of_grammar, config["algorithms"]):
+                runs = [r for r in of_grammar if _label(r) == algorithm]
                 published = PUBLISHED_TOKEN_F1.get(grammar) if corpus == "brent" else None
                 seconds = _mean_std([r["seconds"] for r in runs], 1, 1)
                 lines.append(
@@ -183,8 +206,9 @@ def plot_summary(path, results, config):
     fig, axes = plt.subplots(1, len(results), figsize=(5.5 * len(results), 4), squeeze=False)
     for ax, (corpus, block) in zip(axes[0], results.items()):
         for grammar in config["grammars"]:
-            for algorithm in config["algorithms"]:
-                runs = [r for r in block["runs"] if r["grammar"] == grammar and r["algorithm"] == algorithm]
+            of_grammar = [r for r in block["runs"] if r["grammar"] == grammar]
+            for algorithm in _labels(of_grammar, config["algorithms"]):
+                runs = [r for r in of_grammar if _label(r) == algorithm]
                 if runs:
                     ax.scatter([r["seconds"] for r in runs], [100 * r["scores"]["token"]["f1"] for r in runs],
                                label=f"{grammar} {algorithm}")
@@ -194,7 +218,10 @@ def plot_summary(path, results, config):
         ax.set_xlabel("training time (s)")
         ax.set_ylabel("token F1 (%)")
         ax.set_title(f"{corpus} (dotted: published MCMC)" if corpus == "brent" else corpus)
-        ax.legend(fontsize=7)
+        if block["runs"]:
+            ax.legend(fontsize=7)
+        else:
+            ax.text(0.5, 0.5, "no runs", transform=ax.transAxes, ha="center")
     return _save(fig, path)
 
 
@@ -207,10 +234,11 @@ def _write(folder, config, results, plots=True):
         return text
     for corpus, block in results.items():
         for grammar in config["grammars"]:
-            runs = [r for r in block["runs"] if r["grammar"] == grammar]
-            if runs:
-                curves(folder, runs, [a for a in config["algorithms"] if any(r["algorithm"] == a for r in runs)],
-                       "token_f1", f"{corpus}, {grammar} grammar: token F1", suffix=f"{corpus}_{grammar}")
+            of_grammar = [r for r in block["runs"] if r["grammar"] == grammar]
+            if of_grammar:
+                curves(folder, [{**r, "algorithm": _label(r)} for r in of_grammar],
+                       _labels(of_grammar, config["algorithms"]), "token_f1",
+                       f"{corpus}, {grammar} grammar: token F1", suffix=f"{corpus}_{grammar}")
     if results:
         plot_summary(folder / "token_f1_by_time.png", results, config)
     return text
@@ -240,12 +268,24 @@ def run_from_command_line(args):
     iterations = {a: (QUICK["mcmc_iterations"] if quick else args.cgs_iterations) if a == "mcmc"
                   else (QUICK["iterations"] if quick else args.iterations) for a in algorithms}
     limit = QUICK["utterances"] if quick else getattr(args, "utterances", None)
+    options = {"estimate_hyperparameters": getattr(args, "estimate_hyperparameters", False)}
+    if getattr(args, "discount", None) is not None:
+        options["a"] = args.discount
+    anneal = getattr(args, "anneal", None)
+    if anneal is not None:
+        try:
+            start, sweeps = anneal.split(",")
+            anneal = (float(start), int(sweeps))
+        except ValueError:
+            raise ValueError(f"wordseg: --anneal takes T0,SWEEPS (e.g. 10,500), got {anneal!r}") from None
+    AdaptorGrammar("unigram", anneal=anneal, **options)      # checks the values before any run
     folder = Path("docs/results" if args.out is None else args.out) / "wordseg"
     folder.mkdir(parents=True, exist_ok=True)
     command = ("cvbayes " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("cvbayes")
                else "cvbayes experiment wordseg")
     config = {"command": command, "grammars": grammars, "algorithms": algorithms, "seeds": seeds,
               "iterations": iterations, "corpora": corpora, "utterances": limit,
+              "model_options": {**options, "anneal (mcmc)": anneal},
               "published": {"source": PUBLISHED, "token_f1": PUBLISHED_TOKEN_F1},
               "evaluation": "training utterances (as the published systems)"}
     results = {}
@@ -267,7 +307,8 @@ def run_from_command_line(args):
             for seed in seeds:
                 for algorithm in algorithms:
                     run = run_one(corpus, grammar, algorithm, seed, iterations[algorithm],
-                                  1 if quick else RESTARTS.get(algorithm, 1))
+                                  1 if quick else RESTARTS.get(algorithm, 1),
+                                  {**options, "anneal": anneal if algorithm == "mcmc" else None})
                     results[corpus_name]["runs"].append(run)
                     if not args.quiet:
                         s = run["scores"]
