@@ -153,7 +153,8 @@ def run_segment(args):
     options = {name: value for name, value in (("a", args.discount), ("b", args.concentration),
                                                ("alpha", args.alpha), ("truncation", args.truncation))
                if value is not None}
-    model = AdaptorGrammar(_grammar(args, utterances), estimate_hyperparameters=args.estimate_hyperparameters, **options)
+    model = AdaptorGrammar(_grammar(args, utterances), estimate_hyperparameters=args.estimate_hyperparameters,
+                           **options)
     unknown = model.underivable_symbol(utterances)
     if unknown is not None:
         number = [n for n, symbols in enumerate(lines, start=1) if symbols is not None][unknown[0]]

@@ -63,7 +63,7 @@ def add_arguments(parser):
     parser.add_argument("--quick", action="store_true",
                         help="wordseg: a smoke run (200 utterances, 2 passes, 1 seed)")
     parser.add_argument("--discount", type=float, default=None,
-                        help="wordseg: the Pitman-Yor discount a of every adapted nonterminal (default: the model's, 0)")
+                        help="wordseg: the Pitman-Yor discount a of every adapted nonterminal (default 0)")
     parser.add_argument("--estimate-hyperparameters", action="store_true",
                         help="wordseg: learn a and b after each pass (mcmc samples them, as Johnson and Goldwater "
                              "2009); an a of 0 stays 0, so give --discount > 0 to learn it")
