@@ -595,7 +595,8 @@ def build_parser():
                             help="iterations of em/vb/cvi1/cvi2 (default 50; the thesis uses 200 unsupervised)")
     experiment.add_argument("--cgs-iterations", type=int, default=500, help="annealed CGS sweeps (default 500)")
     experiment.add_argument("--seed", type=int, default=0, help="grid-*: the seed of every grid run (default 0); "
-                                                                 "figures use seeds 0..N-1")
+                                                                 "ewt-pos, wordseg: the first of --seeds N seeds "
+                                                                 "(SEED..SEED+N-1); other figures use seeds 0..N-1")
     experiment.description += (
         " align-nt: word alignment of the Greek NT to English (BSB) against manual gold links, HMM and IBM1 "
         "with em/vb/cvi1/cvi2/cgs and eflomal as an outside reference (thesis §3.8.3, Fig. 3.14; needs "

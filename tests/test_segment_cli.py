@@ -203,9 +203,10 @@ def test_wordseg_model_options_reach_the_runs_and_the_table(tmp_path, monkeypatc
     monkeypatch.setattr(wordseg, "load_corpus", lambda name, n=None: tiny)
     main(["experiment", "wordseg", "--quick", "--quiet", "--out", str(tmp_path), "--grammars", "unigram",
           "--algorithms", "mcmc", "--corpora", "brent", "--discount", "0.3", "--estimate-hyperparameters",
-          "--anneal", "5,3"])
+          "--anneal", "5,3", "--seed", "2"])
     run = json.loads((tmp_path / "wordseg" / "results.json").read_text())["results"]["brent"]["runs"][0]
     assert run["model"]["anneal"] == [5.0, 3] and run["model"]["discount"] != [0.3]
+    assert run["seed"] == 2     # --seed is the first seed, so a missing seed can be run on its own
     assert "| mcmc (a = 0.3; a, b learned; annealed from T = 5 over 3 sweeps) |" in \
         (tmp_path / "wordseg" / "table.md").read_text()
     with pytest.raises(SystemExit, match="--anneal takes T0,SWEEPS"):

@@ -247,7 +247,7 @@ def _write(folder, config, results, plots=True):
 def run_from_command_line(args):
     """``cvbayes experiment wordseg`` (module notes): ``--grammars``, ``--algorithms``, ``--seeds`` (default 3),
     ``--iterations`` (vb, cvi; default 50), ``--cgs-iterations`` (mcmc sweeps), ``--corpora``, ``--utterances``,
-    ``--quick``, ``--out`` (results under OUT/wordseg)."""
+    ``--quick``, ``--out`` (results under OUT/wordseg), ``--seed`` (the first seed: seeds SEED..SEED+N-1)."""
     from ..models.adaptor import AdaptorGrammar
     from ..models.hmm import TAGGING_ALGORITHMS
 
@@ -264,7 +264,8 @@ def run_from_command_line(args):
     for name in corpora:
         if name not in CORPORA:
             raise ValueError(f"wordseg: unknown corpus {name!r}; choose from {', '.join(CORPORA)}")
-    seeds = list(range(QUICK["seeds"] if quick else (args.seeds or 3)))
+    first = getattr(args, "seed", 0) or 0
+    seeds = list(range(first, first + (QUICK["seeds"] if quick else (args.seeds or 3))))
     iterations = {a: (QUICK["mcmc_iterations"] if quick else args.cgs_iterations) if a == "mcmc"
                   else (QUICK["iterations"] if quick else args.iterations) for a in algorithms}
     limit = QUICK["utterances"] if quick else getattr(args, "utterances", None)
