@@ -50,6 +50,18 @@ def test_segment_end_to_end_with_gold_and_json(files, capsys):
     assert report["scores"] == json.loads(json.dumps(segmentation_scores(found, gold).as_dict()))
 
 
+def test_segment_anneals_the_sampler_only(files, capsys):
+    main(["segment", files["input"], "--algorithm", "mcmc", "--iterations", "3", "--anneal", "4,2",
+          "-o", files["out"], "--json"])
+    assert json.loads(capsys.readouterr().out)["model"]["anneal"] == [4.0, 2]
+    with pytest.raises(SystemExit, match="--anneal is for --algorithm mcmc"):
+        main(["segment", files["input"], "--algorithm", "vb", "--anneal", "4,2"])
+    with pytest.raises(SystemExit, match="--anneal takes T0,SWEEPS"):
+        main(["segment", files["input"], "--algorithm", "mcmc", "--anneal", "4"])
+    with pytest.raises(SystemExit, match="anneal must be"):
+        main(["segment", files["input"], "--algorithm", "mcmc", "--anneal", "0.5,2"])
+
+
 def test_segment_to_stdout_with_brent_gold_puts_the_summary_on_stderr(files, capsys):
     main(["segment", files["input"], "--iterations", "1", "--gold", files["brent"]])
     captured = capsys.readouterr()
@@ -202,12 +214,14 @@ def test_wordseg_model_options_reach_the_runs_and_the_table(tmp_path, monkeypatc
     tiny = SegmentationData([[tuple(w) for w in line.split()] for line in GOLD_WORDS], description="tiny")
     monkeypatch.setattr(wordseg, "load_corpus", lambda name, n=None: tiny)
     main(["experiment", "wordseg", "--quick", "--quiet", "--out", str(tmp_path), "--grammars", "unigram",
-          "--algorithms", "mcmc", "--corpora", "brent", "--discount", "0.3", "--estimate-hyperparameters",
+          "--algorithms", "vb,mcmc", "--corpora", "brent", "--discount", "0.3", "--estimate-hyperparameters",
           "--anneal", "5,3", "--seed", "2"])
-    run = json.loads((tmp_path / "wordseg" / "results.json").read_text())["results"]["brent"]["runs"][0]
+    runs = json.loads((tmp_path / "wordseg" / "results.json").read_text())["results"]["brent"]["runs"]
+    run = [run for run in runs if run["algorithm"] == "mcmc"][0]
     assert run["model"]["anneal"] == [5.0, 3] and run["model"]["discount"] != [0.3]
     assert run["seed"] == 2     # --seed is the first seed, so a missing seed can be run on its own
-    assert "| mcmc (a = 0.3; a, b learned; annealed from T = 5 over 3 sweeps) |" in \
-        (tmp_path / "wordseg" / "table.md").read_text()
+    table = (tmp_path / "wordseg" / "table.md").read_text()
+    assert "| mcmc (a = 0.3; a, b learned; annealed from T = 5 over 3 sweeps) |" in table
+    assert "| vb (a = 0.3; a, b learned) |" in table      # only the sampler anneals
     with pytest.raises(SystemExit, match="--anneal takes T0,SWEEPS"):
         main(["experiment", "wordseg", "--anneal", "5", "--out", str(tmp_path)])

@@ -146,6 +146,11 @@ def run_segment(args):
         raise ValueError(f"--restarts must be at least 1, got {args.restarts}")
     restarts = args.restarts if args.restarts is not None else (5 if args.algorithm == "vb" else 1)
     from ..models.adaptor import AdaptorGrammar
+    from ..models.adaptor_mcmc import parse_anneal
+
+    if args.anneal is not None and args.algorithm != "mcmc":
+        raise ValueError("--anneal is for --algorithm mcmc (only the sampler has a temperature)")
+    anneal = None if args.anneal is None else parse_anneal(args.anneal)
 
     lines = read_utterances(args.input, args.chars)
     utterances = [symbols for symbols in lines if symbols is not None]
@@ -154,7 +159,7 @@ def run_segment(args):
                                                ("alpha", args.alpha), ("truncation", args.truncation))
                if value is not None}
     model = AdaptorGrammar(_grammar(args, utterances), estimate_hyperparameters=args.estimate_hyperparameters,
-                           **options)
+                           anneal=anneal, **options)
     unknown = model.underivable_symbol(utterances)
     if unknown is not None:
         number = [n for n, symbols in enumerate(lines, start=1) if symbols is not None][unknown[0]]
@@ -182,7 +187,8 @@ def run_segment(args):
               "iterations": len(model.history_), "seed": args.seed, "restarts": restarts,
               "restart_objectives": model.restart_objectives_,
               "model": {"a": model.a, "b": model.b, "alpha": model.alpha, "truncation": model.truncation,
-                        "discount": model.discount.tolist(), "concentration": model.concentration.tolist()},
+                        "discount": model.discount.tolist(), "concentration": model.concentration.tolist(),
+                        "anneal": model.anneal},
               "training_seconds": round(trained - started, 3), "segmenting_seconds": round(segmented - trained, 3),
               "objective": model.history_[-1].objective if model.history_ else None,
               "words": sum(map(len, words)), "lexicon_size": len({word for utterance in words for word in utterance}),
@@ -243,6 +249,9 @@ def add_segment_commands(commands):
                          help="gold segmentation to score against: words separated by spaces, each word's symbols "
                               "joined (as the output), or Brent's ';eword' format")
     segment.add_argument("-o", "--output", default="-", help="segmentation file (default: standard output)")
+    segment.add_argument("--anneal", default=None, metavar="T0,SWEEPS",
+                         help="mcmc: anneal from temperature T0 to 1 over the first SWEEPS sweeps (Johnson and "
+                              "Goldwater 2009; e.g. 10,400 with --iterations 600)")
     segment.add_argument("--discount", type=float, default=None,
                          help="Pitman-Yor discount a of the adapted nonterminals (default: the model's)")
     segment.add_argument("--concentration", type=float, default=None,

@@ -143,7 +143,7 @@ def _label(run):
     model = run["model"]
     notes = ([f"a = {model['a']:g}"] if model["a"] else []) + (["a, b learned"] if model.get("estimate_hyperparameters")
                                                                 else [])
-    if model.get("anneal"):
+    if model.get("anneal") and run["algorithm"] == "mcmc":     # only the sampler anneals
         notes.append(f"annealed from T = {model['anneal'][0]:g} over {model['anneal'][1]} sweeps")
     return run["algorithm"] + (f" ({'; '.join(notes)})" if notes else "")
 
@@ -203,7 +203,11 @@ def table(results, config):
 
 def plot_summary(path, results, config):
     """Final token F1 of every run against its training seconds, one panel a corpus."""
-    fig, axes = plt.subplots(1, len(results), figsize=(5.5 * len(results), 4), squeeze=False)
+    fig, axes = plt.subplots(1, len(results), figsize=(6.5 * len(results), 6), squeeze=False)
+    # a colour for each algorithm (with its options), a marker for each grammar: a dozen series stay apart
+    labels = _labels([r for block in results.values() for r in block["runs"]], config["algorithms"])
+    colours = {label: plt.cm.tab10(i % 10) for i, label in enumerate(labels)}
+    markers = dict(zip(config["grammars"], "os^Dvp"))
     for ax, (corpus, block) in zip(axes[0], results.items()):
         for grammar in config["grammars"]:
             of_grammar = [r for r in block["runs"] if r["grammar"] == grammar]
@@ -211,6 +215,7 @@ def plot_summary(path, results, config):
                 runs = [r for r in of_grammar if _label(r) == algorithm]
                 if runs:
                     ax.scatter([r["seconds"] for r in runs], [100 * r["scores"]["token"]["f1"] for r in runs],
+                               color=colours[algorithm], marker=markers.get(grammar, "o"),
                                label=f"{grammar} {algorithm}")
             if corpus == "brent" and grammar in PUBLISHED_TOKEN_F1:
                 ax.axhline(100 * PUBLISHED_TOKEN_F1[grammar], linestyle=":", color="gray")
@@ -219,7 +224,7 @@ def plot_summary(path, results, config):
         ax.set_ylabel("token F1 (%)")
         ax.set_title(f"{corpus} (dotted: published MCMC)" if corpus == "brent" else corpus)
         if block["runs"]:
-            ax.legend(fontsize=7)
+            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.15))
         else:
             ax.text(0.5, 0.5, "no runs", transform=ax.transAxes, ha="center")
     return _save(fig, path)
@@ -249,6 +254,7 @@ def run_from_command_line(args):
     ``--iterations`` (vb, cvi; default 50), ``--cgs-iterations`` (mcmc sweeps), ``--corpora``, ``--utterances``,
     ``--quick``, ``--out`` (results under OUT/wordseg), ``--seed`` (the first seed: seeds SEED..SEED+N-1)."""
     from ..models.adaptor import AdaptorGrammar
+    from ..models.adaptor_mcmc import parse_anneal
     from ..models.hmm import TAGGING_ALGORITHMS
 
     quick = getattr(args, "quick", False)
@@ -272,13 +278,7 @@ def run_from_command_line(args):
     options = {"estimate_hyperparameters": getattr(args, "estimate_hyperparameters", False)}
     if getattr(args, "discount", None) is not None:
         options["a"] = args.discount
-    anneal = getattr(args, "anneal", None)
-    if anneal is not None:
-        try:
-            start, sweeps = anneal.split(",")
-            anneal = (float(start), int(sweeps))
-        except ValueError:
-            raise ValueError(f"wordseg: --anneal takes T0,SWEEPS (e.g. 10,500), got {anneal!r}") from None
+    anneal = None if getattr(args, "anneal", None) is None else parse_anneal(args.anneal)
     AdaptorGrammar("unigram", anneal=anneal, **options)      # checks the values before any run
     folder = Path("docs/results" if args.out is None else args.out) / "wordseg"
     folder.mkdir(parents=True, exist_ok=True)

@@ -500,6 +500,15 @@ def annealing_temperature(sweep, start, n_sweeps):
     return start ** (1.0 - sweep / (n_sweeps - 1))
 
 
+def parse_anneal(text):
+    """The command lines' ``--anneal T0,SWEEPS`` (e.g. ``10,400``) as the model's ``anneal`` pair."""
+    try:
+        start, sweeps = text.split(",")
+        return float(start), int(sweeps)
+    except ValueError:
+        raise ValueError(f"--anneal takes T0,SWEEPS (e.g. 10,400), got {text!r}") from None
+
+
 # Johnson and Goldwater (2009): a ~ Beta(1, 1), b ~ Gamma(shape 10, scale 0.1)
 DISCOUNT_PRIOR = (1.0, 1.0)
 CONCENTRATION_PRIOR = (10.0, 0.1)
