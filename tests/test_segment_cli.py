@@ -122,7 +122,6 @@ def test_command_errors(tmp_path):
 
 # ---------------------------------------------------------------- cvbayes experiment wordseg
 def test_wordseg_experiment_quick(tmp_path, monkeypatch, capsys):
-    pytest.importorskip("cvbayes.models.adaptor", reason="the adaptor grammar model is not importable")
     from cvbayes.data import SegmentationData
     from cvbayes.experiments import wordseg
 
