@@ -133,9 +133,7 @@ def run_one(corpus, grammar, algorithm, seed, n_iter, restarts=1, options=None):
             "restarts": restarts, "seconds": seconds, "objective": model.history_[-1].objective,
             "restart_objectives": model.restart_objectives_, "scores": scores.as_dict(),
             "lexicon_size": len(model.lexicon_), "curve": list(curves.values())[kept] if curves else [],
-            "model": {"a": model.a, "b": model.b, "alpha": model.alpha, "truncation": model.truncation,
-                      "estimate_hyperparameters": model.estimate_hyperparameters, "anneal": model.anneal,
-                      "discount": model.discount.tolist(), "concentration": model.concentration.tolist()}}
+            "model": model.settings()}
 
 
 def _label(run):
@@ -143,7 +141,7 @@ def _label(run):
     model = run["model"]
     notes = ([f"a = {model['a']:g}"] if model["a"] else []) + (["a, b learned"] if model.get("estimate_hyperparameters")
                                                                 else [])
-    if model.get("anneal") and run["algorithm"] == "mcmc":     # only the sampler anneals
+    if model.get("anneal"):
         notes.append(f"annealed from T = {model['anneal'][0]:g} over {model['anneal'][1]} sweeps")
     return run["algorithm"] + (f" ({'; '.join(notes)})" if notes else "")
 

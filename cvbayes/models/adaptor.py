@@ -533,6 +533,14 @@ class AdaptorGrammar:
                     return i, symbol
         return None
 
+    def settings(self) -> dict:
+        """The model's settings and each adapted nonterminal's PY discount and concentration (learned ones
+        after ``fit`` with ``estimate_hyperparameters``), as plain JSON for reports."""
+        return {"a": self.a, "b": self.b, "alpha": self.alpha, "truncation": self.truncation,
+                "estimate_hyperparameters": self.estimate_hyperparameters,
+                "anneal": None if self.anneal is None else list(self.anneal),
+                "discount": self.discount.tolist(), "concentration": self.concentration.tolist()}
+
     def terminals_text(self) -> str:
         """The grammar's quoted terminals, for error messages."""
         terminals = sorted({symbol.text for rule in self.spec.grammar.rules for symbol in rule.rhs
