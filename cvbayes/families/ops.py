@@ -23,9 +23,10 @@ functions below.
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ..core.rules import mean_cell
+from ..core.special import FAST
 
 CATEGORICAL = 0
 GAUSSIAN = 1
@@ -207,3 +208,102 @@ def gaussian_log_density(features, means, precisions):
                 acc -= 0.5 * precisions[k, d] * diff * diff
             out[t, k] = acc
     return out
+
+
+# -- mixtures of diagonal Gaussians (cvbayes.families.gaussian.GaussianMixture) -----------------------
+#
+# A mixture's components are consecutive columns of the (1 + 2D, K) statistics table: mixture c owns
+# columns c * M .. c * M + M - 1.  The kernels below turn per-component log densities (T, K) into
+# per-mixture emission rows and the responsibilities of each mixture's components.
+
+# dimensions whose (1 + q) factors are multiplied before one log is taken: the Student-t's
+# sum_d log(1 + q_d) costs one log a group instead of one a dimension; 8 factors of q < 1e38 stay finite
+_LOG_GROUP = 8
+
+
+@njit(cache=True)
+def student_t_constants(stats, prior, loc, inverse_scale, power, log_norm):
+    """The Student-t posterior predictive of every component (eq. 3.96), as the constants `student_t_row`
+    reads: location mu_n (K, D), 1 / (nu s^2) (K, D), (nu + 1) / 2 (K,) and the summed log normaliser
+    sum_d [log Gamma((nu+1)/2) - log Gamma(nu/2) - log(nu pi s_d^2) / 2] (K,), with nu = 2 a_n and
+    s_d^2 = b_nd (kappa_n + 1) / (a_n kappa_n).  The prior's Gamma shape a0 is one number
+    (`Gaussian.shape`), so a_n, nu and the power are one a component."""
+    n_dims = prior.shape[1]
+    for k in range(stats.shape[1]):
+        total = 0.0
+        nu = 0.0
+        for d in range(n_dims):
+            kappa, mean, a, b = normal_gamma_posterior(stats, prior, k, d, n_dims)
+            nu = 2.0 * a
+            scale2 = b * (kappa + 1.0) / (a * kappa)
+            loc[k, d] = mean
+            inverse_scale[k, d] = 1.0 / (nu * scale2)
+            total -= 0.5 * math.log(nu * math.pi * scale2)
+        power[k] = 0.5 * (nu + 1.0)
+        log_norm[k] = total + n_dims * (math.lgamma(0.5 * (nu + 1.0)) - math.lgamma(0.5 * nu))
+
+
+@njit(cache=True, fastmath=FAST)
+def student_t_row(features, t, loc, inverse_scale, power, log_norm, out):
+    """out[k] = log t_k(x_t) for every component: log_norm_k - power_k sum_d log(1 + q_kd),
+    q_kd = (x_td - loc_kd)^2 inverse_scale_kd, a log taken once per `_LOG_GROUP` dimensions."""
+    n_dims = features.shape[1]
+    for k in range(loc.shape[0]):
+        log_sum = 0.0
+        d = 0
+        while d < n_dims:
+            stop = min(d + _LOG_GROUP, n_dims)
+            product = 1.0
+            for e in range(d, stop):
+                z = features[t, e] - loc[k, e]
+                product *= 1.0 + z * z * inverse_scale[k, e]
+            if product < 1e300:
+                log_sum += math.log(product)
+            else:  # a frame far out in some dimension: one log a factor
+                for e in range(d, stop):
+                    z = features[t, e] - loc[k, e]
+                    log_sum += math.log1p(z * z * inverse_scale[k, e])
+            d = stop
+        out[k] = log_norm[k] - power[k] * log_sum
+
+
+@njit(parallel=True, cache=True)
+def student_t_log_densities(features, loc, inverse_scale, power, log_norm, out):
+    """out (T, K) = log t_k(x_t) of every frame and component (`student_t_row`), frames in parallel."""
+    for t in prange(features.shape[0]):
+        student_t_row(features, t, loc, inverse_scale, power, log_norm, out[t])
+
+
+@njit(cache=True, fastmath=FAST)
+def mixture_row(component_log, n_components, lik):
+    """One frame: lik[c] = sum_m exp(component_log[c M + m]) / peak over the mixtures c, the
+    responsibilities r(m | c) written over ``component_log``; returns log peak."""
+    n_mixtures = lik.shape[0]
+    peak = -np.inf
+    for c in range(n_mixtures):
+        first = c * n_components
+        top = component_log[first]
+        for m in range(1, n_components):
+            top = max(top, component_log[first + m])
+        total = 0.0
+        for m in range(n_components):
+            v = math.exp(component_log[first + m] - top)
+            component_log[first + m] = v
+            total += v
+        inv = 1.0 / total
+        for m in range(n_components):
+            component_log[first + m] *= inv
+        log_b = top + math.log(total)
+        lik[c] = log_b
+        peak = max(peak, log_b)
+    for c in range(n_mixtures):
+        lik[c] = math.exp(lik[c] - peak)
+    return peak
+
+
+@njit(parallel=True, cache=True)
+def mixture_likelihoods(component_log, n_components, lik, log_scale):
+    """`mixture_row` for every frame in parallel: ``lik`` (T, C) max-normalised emission rows of the
+    mixtures, ``log_scale`` (T,) their log peaks, ``component_log`` (T, C M) left holding r(m | c)."""
+    for t in prange(component_log.shape[0]):
+        log_scale[t] = mixture_row(component_log[t], n_components, lik[t])
