@@ -308,3 +308,21 @@ def stick_log_marginal(counts, concentration):
     u, v = stick_posterior(counts, concentration)
     gamma = float(concentration)
     return float((gammaln(u) + gammaln(v) - gammaln(u + v) + np.log(gamma)).sum())
+
+
+@njit(cache=True)
+def stick_mean_row(counts, concentration, out):
+    """out = MEAN's weights of `stick_table` from counts (K,), in numba for the collapsed updates."""
+    n_outcomes = counts.shape[0]
+    beyond = 0.0
+    for k in range(n_outcomes):
+        beyond += max(counts[k], 0.0)
+    passed = 1.0
+    for k in range(n_outcomes - 1):
+        count = max(counts[k], 0.0)
+        beyond -= count
+        u = 1.0 + count
+        v = concentration + max(beyond, 0.0)
+        out[k] = passed * u / (u + v)
+        passed *= v / (u + v)
+    out[n_outcomes - 1] = passed
