@@ -8,10 +8,11 @@ from .models.lda import LDA
 from .models.pcfg import PCFG
 from .models.pcfg_la import PCFGLA
 from .models.adaptor import AdaptorGrammar
+from .models.units import AcousticUnits
 from .core.units import ZeroProbabilityError
 from .schedules import IterationRecord
 
 __version__ = "0.1.0"
 
-__all__ = ["HMM", "AdaptorGrammar", "HDPHMM", "DMV", "LDA", "PCFG", "PCFGLA", "IterationRecord", "ZeroProbabilityError", "Corpus", "Vocabulary", "Categorical", "Gaussian",
+__all__ = ["HMM", "AcousticUnits", "AdaptorGrammar", "HDPHMM", "DMV", "LDA", "PCFG", "PCFGLA", "IterationRecord", "ZeroProbabilityError", "Corpus", "Vocabulary", "Categorical", "Gaussian",
            "read_text", "read_tagged", "read_conllu"]

@@ -289,6 +289,10 @@ class GaussianMixture:
     def n_stats(self):
         return self.components.n_stats()
 
+    def work(self, n_frames):
+        """About the multiply-adds of the emission rows of ``n_frames`` frames (`core.units.threads_for`)."""
+        return n_frames * self.n_mixtures * self.n_components * self.n_dims
+
     def weight_counts(self, stats):
         """(C, M) expected frames of every component, by mixture."""
         return np.maximum(stats[0], 0.0).reshape(self.n_mixtures, self.n_components)

@@ -91,7 +91,7 @@ from ..checkpoints import open_checkpoint, run_identity
 from ..core import rules
 from ..core.rules import MEAN, VB
 from ..core.statistics import DecayingCounts
-from ..core.units import ZeroProbabilityError, equal_token_chunks, max_length
+from ..core.units import ZeroProbabilityError, equal_token_chunks, max_length, threads_for
 from ..data.corpus import Corpus, as_corpus
 from ..families.gaussian import GaussianMixture, quadratic_features
 from ..families.ops import GAUSSIAN, state_stats
@@ -216,12 +216,13 @@ def unit_posteriors(family, n_states, tables, data):
     for a, b in data.blocks():
         x = data.features[data.offsets[a]:data.offsets[b]]
         offsets = data.offsets[a:b + 1] - data.offsets[a]
-        lik, log_scale, posterior = family.emission_rows(tables.emission, x)
-        marginals = np.empty_like(lik)
         unit_counts = np.zeros((b - a, n_units))
         log_z = np.empty(b - a)
-        batch_unit_posteriors(tables.entry, tables.stay, tables.leave, lik, log_scale, offsets, n_states,
-                              equal_token_chunks(offsets), marginals, unit_counts, log_z)
+        with threads_for(family.work(x.shape[0])):
+            lik, log_scale, posterior = family.emission_rows(tables.emission, x)
+            marginals = np.empty_like(lik)
+            batch_unit_posteriors(tables.entry, tables.stay, tables.leave, lik, log_scale, offsets, n_states,
+                                  equal_token_chunks(offsets), marginals, unit_counts, log_z)
         bad = np.flatnonzero(~np.isfinite(log_z))
         if bad.size:
             i = a + int(bad[0])
@@ -331,6 +332,8 @@ class CollapsedUnits:
                                (self.units, self.trans, self.stats),
                                (self.local_units, self.local_trans, self.kept, self.kept_weight), work)
         self.order = np.arange(n_utterances, dtype=np.int64)
+        # an utterance's emission rows run in parallel over its frames, worth it from some length on
+        self.work = family.work(data.n_frames / n_utterances)
         self.memory_bytes = (self.local_units.nbytes + self.local_trans.nbytes + self.kept.nbytes
                              + self.kept_weight.nbytes)
 
@@ -343,7 +346,8 @@ class CollapsedUnits:
         return UnitCounts(self.units, self.trans, self.stats)
 
     def sweep(self, iteration):
-        objective, bad = cvi_pass(self.state, self.order)
+        with threads_for(self.work):
+            objective, bad = cvi_pass(self.state, self.order)
         if bad >= 0:
             raise ZeroProbabilityError(f"utterance {bad} has probability zero under every path of units")
         return objective
@@ -387,16 +391,17 @@ class SampledUnits:
             x = data.features[begin:end]
             offsets = data.offsets[a:b + 1] - begin
             chunks = equal_token_chunks(offsets)
-            lik, _, responsibilities = model.family.emission_rows(tables.emission, x)
             log_z = np.empty(b - a)
-            batch_unit_sample(tables.entry, tables.stay, tables.leave, lik, offsets, model.n_states, chunks, seed, a,
-                              self.states[begin:end], self.starts[begin:end], log_z)
+            with threads_for(model.family.work(x.shape[0])):
+                lik, _, responsibilities = model.family.emission_rows(tables.emission, x)
+                batch_unit_sample(tables.entry, tables.stay, tables.leave, lik, offsets, model.n_states, chunks, seed,
+                                  a, self.states[begin:end], self.starts[begin:end], log_z)
+                sample_components(responsibilities, self.states[begin:end], model.family.n_components, offsets,
+                                  chunks, seed + 1, a, self.components[begin:end])
             bad = np.flatnonzero(~np.isfinite(log_z))
             if bad.size:
                 raise ZeroProbabilityError(f"utterance {a + int(bad[0])} has probability zero under every path "
                                            f"of units")
-            sample_components(responsibilities, self.states[begin:end], model.family.n_components, offsets, chunks,
-                              seed + 1, a, self.components[begin:end])
 
     def sweep(self, iteration):
         model = self.model
@@ -448,6 +453,8 @@ class AcousticUnits:
     n_units_used_ : the fewest units that hold 99 % of the training frames (thesis footnote 4)
     history_ : list of `schedules.IterationRecord`; ``objective_name_`` says what the objective is
     local_memory_bytes_, global_memory_bytes_ : the learner's per-utterance state and its global counts
+    sample_ : gibbs only: the current sample, every frame's composite state u S + s ("states"), component
+        ("components") and whether a unit starts there ("starts"), updated in place sweep by sweep
     """
 
     MODEL_NAME = "units"
@@ -523,6 +530,8 @@ class AcousticUnits:
     def _data(self, X, lengths, training):
         """How data become units: the utterances, checked (finite frames, D as fitted, at least S frames
         an utterance: a unit needs one a state)."""
+        if not training:
+            self._check_fitted()
         corpus = as_corpus(X, lengths)
         if corpus.is_discrete or corpus.observations.ndim != 2:
             raise ValueError("acoustic units need real-valued feature frames: a list of (T, D) float arrays, "
@@ -618,9 +627,9 @@ class AcousticUnits:
         self._check_params()
         if client is not None and self.algorithm != "vb":
             raise ValueError(f"algorithm {self.algorithm!r} does not run on shards; client= takes vb")
+        data = self._data(X, lengths, training=True)
         self.family = GaussianMixture(self.n_components, self.weight_prior, kappa=float(self.prior_kappa),
                                       shape=float(self.prior_shape))
-        data = self._data(X, lengths, training=True)
         self.family.prepare(data.corpus, self.n_units * self.n_states)
         spec = ALGORITHMS[self.algorithm]
         n_iter = int(self.n_iter or spec.default_iterations)
@@ -691,7 +700,8 @@ class AcousticUnits:
     def _run_gibbs(self, data, spec, n_iter, start, rng, bar, **options):
         """The blocked Gibbs sampler on `schedules.passes`, from a path drawn under the start."""
         state = SampledUnits(self, data, start, rng)
-        self._checkpoint.track_arrays("gibbs", state.arrays())
+        self.sample_ = state.arrays()
+        self._checkpoint.track_arrays("gibbs", self.sample_)
         self._checkpoint.track_generator("gibbs.rng", rng)
         passes(state.sweep, n_iter, self._record(bar, state.counts), checkpoint=self._checkpoint)
         self._set_fitted(state.counts())
@@ -710,9 +720,12 @@ class AcousticUnits:
         self.global_memory_bytes_ = sum(block.nbytes for block in blocks.values())
 
     # -- using a fitted model ------------------------------------------------------------------------
-    def _fitted_tables(self):
+    def _check_fitted(self):
         if not hasattr(self, "counts_"):
             raise RuntimeError("this AcousticUnits model is not fitted yet; call fit() first")
+
+    def _fitted_tables(self):
+        self._check_fitted()
         return self._tables(self.counts_, MEAN)
 
     def _viterbi(self, data):
@@ -722,10 +735,11 @@ class AcousticUnits:
         for a, b in data.blocks():
             begin, end = data.offsets[a], data.offsets[b]
             offsets = data.offsets[a:b + 1] - begin
-            lik, log_scale, _ = self.family.emission_rows(tables.emission, data.features[begin:end])
             scores = np.empty(b - a)
-            batch_unit_viterbi(tables.entry, tables.stay, tables.leave, lik, log_scale, offsets, self.n_states,
-                               equal_token_chunks(offsets), states[begin:end], starts[begin:end], scores)
+            with threads_for(self.family.work(end - begin)):
+                lik, log_scale, _ = self.family.emission_rows(tables.emission, data.features[begin:end])
+                batch_unit_viterbi(tables.entry, tables.stay, tables.leave, lik, log_scale, offsets, self.n_states,
+                                   equal_token_chunks(offsets), states[begin:end], starts[begin:end], scores)
             bad = np.flatnonzero(~np.isfinite(scores))
             if bad.size:
                 raise ZeroProbabilityError(f"utterance {a + int(bad[0])} has probability zero under every path")
@@ -759,9 +773,10 @@ class AcousticUnits:
         for a, b in data.blocks():
             begin, end = data.offsets[a], data.offsets[b]
             offsets = data.offsets[a:b + 1] - begin
-            lik, log_scale, _ = self.family.emission_rows(tables.emission, data.features[begin:end])
-            batch_unit_log_evidence(tables.entry, tables.stay, tables.leave, lik, log_scale, offsets, self.n_states,
-                                    equal_token_chunks(offsets), out[a:b])
+            with threads_for(self.family.work(end - begin)):
+                lik, log_scale, _ = self.family.emission_rows(tables.emission, data.features[begin:end])
+                batch_unit_log_evidence(tables.entry, tables.stay, tables.leave, lik, log_scale, offsets,
+                                        self.n_states, equal_token_chunks(offsets), out[a:b])
         return out
 
     def score(self, X: Any, lengths: ArrayLike | None = None) -> float:
@@ -771,8 +786,7 @@ class AcousticUnits:
     # -- files ------------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the fitted model to an ``.npz`` archive without pickles (atomically; `load` reads it)."""
-        if not hasattr(self, "counts_"):
-            raise RuntimeError("this AcousticUnits model is not fitted yet; call fit() first")
+        self._check_fitted()
         meta = {"format": SAVE_FORMAT, "model": self.MODEL_NAME, "params": self.get_params(),
                 "algorithm": self.fitted_algorithm_, "n_iter": int(self.n_iter_),
                 "history": [dataclasses.astuple(record) for record in self.history_]}
