@@ -19,13 +19,15 @@ def tiny_chain(rng, n_units, n_states, n_steps, normalised=True):
     return entry, stay, leave, lik
 
 
+def logs(*tables):
+    return [np.log(table) for table in tables]
+
+
 def run_posterior(entry, stay, leave, lik, n_states):
     n_steps, n_composite = lik.shape
     buffers = [np.empty((n_steps, n_composite)) for _ in range(3)]
-    scale = np.empty(n_steps + 1)
     counts = np.zeros(n_composite // n_states)
-    log_z = unit_forward_backward(entry, stay, leave, lik, n_steps, n_states, buffers[0], buffers[1], scale,
-                                  buffers[2], counts)
+    log_z = unit_forward_backward(*logs(entry, stay, leave, lik), n_steps, n_states, *buffers, counts)
     return log_z, buffers[2], counts
 
 
@@ -44,6 +46,26 @@ def test_forward_backward_matches_enumeration(n_units, n_states, n_steps, normal
     assert np.all(occupancy - counts[:, None] > -1e-12)
 
 
+def test_emissions_far_below_the_best_state_do_not_underflow():
+    """A frame whose best state is unreachable from the frame before, every reachable state 1,000 nats
+    below it: log space keeps the path (emission rows divided by their maximum would underflow to 0)."""
+    n_units, n_states = 2, 3
+    log_lik = np.zeros((4, n_units * n_states))
+    log_lik[1] = -1000.0
+    log_lik[1, 2] = 0.0   # the best state at frame 1 is unit 0's last, two steps from any start
+    n_steps = log_lik.shape[0]
+    buffers = [np.empty((n_steps, n_units * n_states)) for _ in range(3)]
+    counts = np.zeros(n_units)
+    entry, stay, leave = np.log(np.full(n_units, 0.5)), np.log(np.full(6, 0.5)), np.log(np.full(6, 0.5))
+    log_z = unit_forward_backward(entry, stay, leave, log_lik, n_steps, n_states, *buffers, counts)
+    assert np.isfinite(log_z) and log_z < -999
+    # the best state takes no path, so the chain is the one with frame 1 shifted up by 1,000 nats
+    lik = np.ones_like(log_lik)
+    exact_log_z, exact_marginals, _ = unit_posterior(np.exp(entry), np.exp(stay), np.exp(leave), lik, n_states)
+    assert log_z == pytest.approx(exact_log_z - 1000.0, rel=1e-12)
+    np.testing.assert_allclose(buffers[2], exact_marginals, atol=1e-12)
+
+
 def test_too_short_utterance_has_no_path():
     rng = np.random.default_rng(0)
     entry, stay, leave, lik = tiny_chain(rng, 2, 3, 2)
@@ -58,7 +80,7 @@ def test_viterbi_matches_enumeration(n_units, n_states, n_steps):
     states, starts, p = max(unit_paths(entry, stay, leave, lik, n_states), key=lambda path: path[2])
     got_states = np.empty(n_steps, dtype=np.int32)
     got_starts = np.empty(n_steps, dtype=np.bool_)
-    score = unit_viterbi(entry, stay, leave, lik, n_steps, n_states, got_states, got_starts)
+    score = unit_viterbi(*logs(entry, stay, leave, lik), n_steps, n_states, got_states, got_starts)
     assert score == pytest.approx(np.log(p), rel=1e-12)
     assert tuple(got_states) == states and tuple(got_starts) == starts
 
@@ -68,28 +90,28 @@ def test_batch_kernels_agree_with_one_utterance_kernels():
     n_units, n_states = 3, 2
     lengths = [5, 1, 6, 4]  # the 1-frame utterance has no path with two states a unit
     entry, stay, leave, lik = tiny_chain(rng, n_units, n_states, sum(lengths))
-    log_scale = rng.normal(size=sum(lengths))
+    tables = logs(entry, stay, leave, lik)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     chunks = equal_token_chunks(offsets)
     gamma = np.zeros_like(lik)
     counts = np.zeros((len(lengths), n_units))
     log_z = np.empty(len(lengths))
-    batch_unit_posteriors(entry, stay, leave, lik, log_scale, offsets, n_states, chunks, gamma, counts, log_z)
+    batch_unit_posteriors(*tables, offsets, n_states, chunks, gamma, counts, log_z)
     evidence = np.empty(len(lengths))
-    batch_unit_log_evidence(entry, stay, leave, lik, log_scale, offsets, n_states, chunks, evidence)
+    batch_unit_log_evidence(*tables, offsets, n_states, chunks, evidence)
     np.testing.assert_allclose(evidence, log_z)
     for i, (a, b) in enumerate(zip(offsets[:-1], offsets[1:])):
         if b - a < n_states:
             assert log_z[i] == -np.inf
             continue
         exact_log_z, exact_marginals, exact_counts = unit_posterior(entry, stay, leave, lik[a:b], n_states)
-        assert log_z[i] == pytest.approx(exact_log_z + log_scale[a:b].sum(), rel=1e-12)
+        assert log_z[i] == pytest.approx(exact_log_z, rel=1e-12)
         np.testing.assert_allclose(gamma[a:b], exact_marginals, atol=1e-12)
         np.testing.assert_allclose(counts[i], exact_counts, atol=1e-12)
     states = np.empty(offsets[-1], dtype=np.int32)
     starts = np.empty(offsets[-1], dtype=np.bool_)
     scores = np.empty(len(lengths))
-    batch_unit_viterbi(entry, stay, leave, lik, log_scale, offsets, n_states, chunks, states, starts, scores)
+    batch_unit_viterbi(*tables, offsets, n_states, chunks, states, starts, scores)
     assert scores[1] == -np.inf and np.all(np.isfinite(scores[[0, 2, 3]]))
 
 
@@ -109,8 +131,8 @@ def test_sampled_paths_follow_the_exact_posterior(n_states):
     states = np.empty(copies.shape[0], dtype=np.int32)
     starts = np.empty(copies.shape[0], dtype=np.bool_)
     log_z = np.empty(n_draws)
-    batch_unit_sample(entry, stay, leave, copies, offsets, n_states, equal_token_chunks(offsets), 5, 0, states,
-                      starts, log_z)
+    batch_unit_sample(*logs(entry, stay, leave, copies), offsets, n_states, equal_token_chunks(offsets), 5, 0,
+                      states, starts, log_z)
     np.testing.assert_allclose(log_z, np.log(total))
     drawn = {}
     for i in range(n_draws):

@@ -344,13 +344,12 @@ class GaussianMixture:
         return out
 
     def emission_rows(self, table, features):
-        """(lik (T, C), log_scale (T,), responsibilities (T, C M)): the mixtures' emission rows
-        max-normalised frame by frame (the chain kernels' convention) and r(m | c, x_t)."""
+        """(log_lik (T, C), responsibilities (T, C M)): the mixtures' log emission densities and the
+        components' shares r(m | c, x_t)."""
         component_log = self.component_log_densities(table, features)
-        lik = np.empty((features.shape[0], self.n_mixtures))
-        log_scale = np.empty(features.shape[0])
-        mixture_likelihoods(component_log, self.n_components, lik, log_scale)
-        return lik, log_scale, component_log
+        log_lik = np.empty((features.shape[0], self.n_mixtures))
+        mixture_likelihoods(component_log, self.n_components, log_lik)
+        return log_lik, component_log
 
     # -- objectives and estimates ---------------------------------------------------------------------
     def kl(self, stats):

@@ -275,12 +275,10 @@ def student_t_log_densities(features, loc, inverse_scale, power, log_norm, out):
 
 
 @njit(cache=True, fastmath=FAST)
-def mixture_row(component_log, n_components, lik):
-    """One frame: lik[c] = sum_m exp(component_log[c M + m]) / peak over the mixtures c, the
-    responsibilities r(m | c) written over ``component_log``; returns log peak."""
-    n_mixtures = lik.shape[0]
-    peak = -np.inf
-    for c in range(n_mixtures):
+def mixture_row(component_log, n_components, log_lik):
+    """One frame: log_lik[c] = log sum_m exp(component_log[c M + m]) for every mixture c, and the
+    responsibilities r(m | c) written over ``component_log``."""
+    for c in range(log_lik.shape[0]):
         first = c * n_components
         top = component_log[first]
         for m in range(1, n_components):
@@ -293,17 +291,12 @@ def mixture_row(component_log, n_components, lik):
         inv = 1.0 / total
         for m in range(n_components):
             component_log[first + m] *= inv
-        log_b = top + math.log(total)
-        lik[c] = log_b
-        peak = max(peak, log_b)
-    for c in range(n_mixtures):
-        lik[c] = math.exp(lik[c] - peak)
-    return peak
+        log_lik[c] = top + math.log(total)
 
 
 @njit(parallel=True, cache=True)
-def mixture_likelihoods(component_log, n_components, lik, log_scale):
-    """`mixture_row` for every frame in parallel: ``lik`` (T, C) max-normalised emission rows of the
-    mixtures, ``log_scale`` (T,) their log peaks, ``component_log`` (T, C M) left holding r(m | c)."""
+def mixture_likelihoods(component_log, n_components, log_lik):
+    """`mixture_row` for every frame in parallel: ``log_lik`` (T, C) the mixtures' log emission
+    densities, ``component_log`` (T, C M) left holding r(m | c)."""
     for t in prange(component_log.shape[0]):
-        log_scale[t] = mixture_row(component_log[t], n_components, lik[t])
+        mixture_row(component_log[t], n_components, log_lik[t])

@@ -90,6 +90,7 @@ from ..chains.composite import batch_unit_log_evidence, batch_unit_posteriors, b
 from ..checkpoints import open_checkpoint, run_identity
 from ..core import rules
 from ..core.rules import MEAN, VB
+from ..core.sampling import log_dirichlet_draws
 from ..core.statistics import DecayingCounts
 from ..core.units import ZeroProbabilityError, equal_token_chunks, max_length, threads_for
 from ..data.corpus import Corpus, as_corpus
@@ -148,12 +149,13 @@ class UnitCounts(NamedTuple):
 
 
 class UnitTables(NamedTuple):
-    """What the composite chain runs on: unit entry (U,), stay and leave (U S,), and the mixtures'
-    emission table (`families.gaussian.LinearTable` or `StudentTable`)."""
+    """What the composite chain runs on (`cvbayes.chains.composite`, in log space): log unit entry (U,),
+    log stay and log leave (U S,), and the mixtures' emission table (`families.gaussian.LinearTable` or
+    `StudentTable`)."""
 
-    entry: np.ndarray
-    stay: np.ndarray
-    leave: np.ndarray
+    log_entry: np.ndarray
+    log_stay: np.ndarray
+    log_leave: np.ndarray
     emission: Any
 
 
@@ -212,23 +214,23 @@ def unit_posteriors(family, n_states, tables, data):
     ZeroProbabilityError
         For the first utterance with no path (its emissions underflow everywhere).
     """
-    n_units = tables.entry.shape[0]
+    n_units = tables.log_entry.shape[0]
     for a, b in data.blocks():
         x = data.features[data.offsets[a]:data.offsets[b]]
         offsets = data.offsets[a:b + 1] - data.offsets[a]
         unit_counts = np.zeros((b - a, n_units))
         log_z = np.empty(b - a)
         with threads_for(family.work(x.shape[0])):
-            lik, log_scale, posterior = family.emission_rows(tables.emission, x)
-            marginals = np.empty_like(lik)
-            batch_unit_posteriors(tables.entry, tables.stay, tables.leave, lik, log_scale, offsets, n_states,
-                                  equal_token_chunks(offsets), marginals, unit_counts, log_z)
+            log_lik, posterior = family.emission_rows(tables.emission, x)
+            marginals = np.empty_like(log_lik)
+            batch_unit_posteriors(*tables[:3], log_lik, offsets, n_states, equal_token_chunks(offsets), marginals,
+                                  unit_counts, log_z)
         bad = np.flatnonzero(~np.isfinite(log_z))
         if bad.size:
             i = a + int(bad[0])
             raise ZeroProbabilityError(f"utterance {i} ({data.offsets[i + 1] - data.offsets[i]} frames) has "
                                        f"probability zero under every path of units")
-        posterior.reshape(x.shape[0], lik.shape[1], -1)[...] *= marginals[:, :, None]
+        posterior.reshape(x.shape[0], log_lik.shape[1], -1)[...] *= marginals[:, :, None]
         yield a, b, x, marginals, unit_counts, posterior, log_z
 
 
@@ -241,9 +243,9 @@ def transition_counts(occupancy, unit_counts, n_states):
 def unit_expectations(family, n_states, tables, data):
     """The E-step: (UnitCounts summed over utterances, log Z of every utterance) (eq. 3.13-3.17 on
     the chain of units); a pure function of the tables and the data, so that shards add up."""
-    n_units = tables.entry.shape[0]
+    n_units = tables.log_entry.shape[0]
     units = np.zeros(n_units)
-    occupancy = np.zeros(tables.stay.shape[0])
+    occupancy = np.zeros(tables.log_stay.shape[0])
     stats = np.zeros((family.n_stats(), occupancy.shape[0] * family.n_components))
     log_z = np.empty(data.n_utterances)
     for a, b, x, marginals, unit_counts, posterior, block_log_z in unit_posteriors(family, n_states, tables, data):
@@ -393,9 +395,9 @@ class SampledUnits:
             chunks = equal_token_chunks(offsets)
             log_z = np.empty(b - a)
             with threads_for(model.family.work(x.shape[0])):
-                lik, _, responsibilities = model.family.emission_rows(tables.emission, x)
-                batch_unit_sample(tables.entry, tables.stay, tables.leave, lik, offsets, model.n_states, chunks, seed,
-                                  a, self.states[begin:end], self.starts[begin:end], log_z)
+                log_lik, responsibilities = model.family.emission_rows(tables.emission, x)
+                batch_unit_sample(*tables[:3], log_lik, offsets, model.n_states, chunks, seed, a,
+                                  self.states[begin:end], self.starts[begin:end], log_z)
                 sample_components(responsibilities, self.states[begin:end], model.family.n_components, offsets,
                                   chunks, seed + 1, a, self.components[begin:end])
             bad = np.flatnonzero(~np.isfinite(log_z))
@@ -559,15 +561,16 @@ class AcousticUnits:
         sample = Corpus(data.features[take], np.array([0, take.shape[0]]))
         start = family.components.draw_start(rng, sample, n_columns)
         weights = np.full((n_composite, family.n_components), 1.0 / family.n_components)
-        return UnitTables(np.full(self.n_units, 1.0 / self.n_units), np.full(n_composite, START_STAY),
-                          np.full(n_composite, 1.0 - START_STAY),
+        return UnitTables(np.full(self.n_units, -np.log(self.n_units)), np.full(n_composite, np.log(START_STAY)),
+                          np.full(n_composite, np.log(1.0 - START_STAY)),
                           family.table_from_params(start["means"], start["covars"], weights))
 
     def _tables(self, counts, rule):
         """The tables of ``rule`` (VB or MEAN, `cvbayes.core.rules`) from expected counts."""
-        trans = rules.dirichlet_table(rule, counts.trans, self.transition_prior)
-        return UnitTables(rules.stick_table(rule, counts.units, self.gamma), np.ascontiguousarray(trans[:, 0]),
-                          np.ascontiguousarray(trans[:, 1]), self.family.table(counts.stats, rule))
+        log_trans = np.log(rules.dirichlet_table(rule, counts.trans, self.transition_prior))
+        return UnitTables(np.log(rules.stick_table(rule, counts.units, self.gamma)),
+                          np.ascontiguousarray(log_trans[:, 0]), np.ascontiguousarray(log_trans[:, 1]),
+                          self.family.table(counts.stats, rule))
 
     def _kl(self, counts):
         """KL(q(theta) || p(theta)) of the posterior the counts give: VB's penalty."""
@@ -583,11 +586,11 @@ class AcousticUnits:
     def _draw_tables(self, rng, counts):
         """Parameters drawn from the posterior of hard counts, as tables (the Gibbs sampler)."""
         u, v = rules.stick_posterior(counts.units, self.gamma)
-        sticks = rng.beta(u, v)
-        entry = np.maximum(np.append(sticks, 1.0) * np.concatenate([[1.0], np.cumprod(1.0 - sticks)]),
-                           np.finfo(float).tiny)
-        stay = rng.beta(counts.trans[:, 0] + self.transition_prior, counts.trans[:, 1] + self.transition_prior)
-        return UnitTables(entry, stay, 1.0 - stay, self.family.draw_table(rng, counts.stats))
+        log_sticks = log_dirichlet_draws(rng, np.stack([u, v], axis=1))
+        log_entry = np.append(log_sticks[:, 0], 0.0) + np.concatenate([[0.0], np.cumsum(log_sticks[:, 1])])
+        log_trans = log_dirichlet_draws(rng, counts.trans + self.transition_prior)
+        return UnitTables(log_entry, np.ascontiguousarray(log_trans[:, 0]), np.ascontiguousarray(log_trans[:, 1]),
+                          self.family.draw_table(rng, counts.stats))
 
     def _set_fitted(self, counts):
         """Statistics -> fitted attributes: the posterior means."""
@@ -737,9 +740,9 @@ class AcousticUnits:
             offsets = data.offsets[a:b + 1] - begin
             scores = np.empty(b - a)
             with threads_for(self.family.work(end - begin)):
-                lik, log_scale, _ = self.family.emission_rows(tables.emission, data.features[begin:end])
-                batch_unit_viterbi(tables.entry, tables.stay, tables.leave, lik, log_scale, offsets, self.n_states,
-                                   equal_token_chunks(offsets), states[begin:end], starts[begin:end], scores)
+                log_lik, _ = self.family.emission_rows(tables.emission, data.features[begin:end])
+                batch_unit_viterbi(*tables[:3], log_lik, offsets, self.n_states, equal_token_chunks(offsets),
+                                   states[begin:end], starts[begin:end], scores)
             bad = np.flatnonzero(~np.isfinite(scores))
             if bad.size:
                 raise ZeroProbabilityError(f"utterance {a + int(bad[0])} has probability zero under every path")
@@ -774,9 +777,9 @@ class AcousticUnits:
             begin, end = data.offsets[a], data.offsets[b]
             offsets = data.offsets[a:b + 1] - begin
             with threads_for(self.family.work(end - begin)):
-                lik, log_scale, _ = self.family.emission_rows(tables.emission, data.features[begin:end])
-                batch_unit_log_evidence(tables.entry, tables.stay, tables.leave, lik, log_scale, offsets,
-                                        self.n_states, equal_token_chunks(offsets), out[a:b])
+                log_lik, _ = self.family.emission_rows(tables.emission, data.features[begin:end])
+                batch_unit_log_evidence(*tables[:3], log_lik, offsets, self.n_states, equal_token_chunks(offsets),
+                                        out[a:b])
         return out
 
     def score(self, X: Any, lengths: ArrayLike | None = None) -> float:

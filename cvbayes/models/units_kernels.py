@@ -35,10 +35,9 @@ def cvi_workspace(longest, n_units, n_states, n_components, n_dims):
     n_composite = n_units * n_states
     n_columns = n_composite * n_components
     return (np.empty((longest, n_composite)), np.empty((longest, n_composite)), np.empty((longest, n_composite)),
-            np.empty((longest, n_composite)), np.empty(longest + 1), np.empty((longest, n_columns)),
-            np.empty(longest), np.empty((n_columns, n_dims)), np.empty((n_columns, n_dims)), np.empty(n_columns),
-            np.empty(n_columns), np.empty(n_units), np.empty(n_composite), np.empty(n_composite),
-            np.empty(n_units))
+            np.empty((longest, n_composite)), np.empty((longest, n_columns)), np.empty((n_columns, n_dims)),
+            np.empty((n_columns, n_dims)), np.empty(n_columns), np.empty(n_columns), np.empty(n_units),
+            np.empty(n_composite), np.empty(n_composite), np.empty(n_units))
 
 
 @njit(cache=True, fastmath=FAST)
@@ -86,24 +85,26 @@ def keep_largest(posterior, width, kept_row, weight_row):
 
 @njit(parallel=True, cache=True)
 def utterance_emissions(features, begin, n_steps, n_components, loc, inverse_scale, power, log_norm, component,
-                        lik, log_scale):
+                        log_lik):
     """Student-t emission rows of one utterance's frames, frames in parallel (the update's costly part)."""
     for t in prange(n_steps):
         student_t_row(features, begin + t, loc, inverse_scale, power, log_norm, component[t])
-        log_scale[t] = mixture_row(component[t], n_components, lik[t])
+        mixture_row(component[t], n_components, log_lik[t])
 
 
 @njit(cache=True, fastmath=FAST)
-def mean_tables(units, trans, stats, gamma_prior, trans_prior, weight_prior, prior, n_components, entry, stay,
-                leave, loc, inverse_scale, power, log_norm):
-    """The MEAN tables of counts (eq. 3.49-3.50, 3.96, and the sticks' posterior means): written to
+def mean_tables(units, trans, stats, gamma_prior, trans_prior, weight_prior, prior, n_components, log_entry,
+                log_stay, log_leave, loc, inverse_scale, power, log_norm):
+    """The MEAN tables of counts (eq. 3.49-3.50, 3.96, and the sticks' posterior means), in logs: unit
     entry (U,), stay and leave (U S,), and the components' Student-t constants with log w-bar added."""
-    stick_mean_row(units, gamma_prior, entry)
+    stick_mean_row(units, gamma_prior, log_entry)
+    for u in range(units.shape[0]):
+        log_entry[u] = np.log(log_entry[u])
     for c in range(trans.shape[0]):
         a = max(trans[c, 0], 0.0) + trans_prior
         b = max(trans[c, 1], 0.0) + trans_prior
-        stay[c] = a / (a + b)
-        leave[c] = b / (a + b)
+        log_stay[c] = np.log(a / (a + b))
+        log_leave[c] = np.log(b / (a + b))
     student_t_constants(stats, prior, loc, inverse_scale, power, log_norm)
     for c in range(trans.shape[0]):
         total = n_components * weight_prior
@@ -118,8 +119,8 @@ def mean_tables(units, trans, stats, gamma_prior, trans_prior, weight_prior, pri
 def update_utterance(state, i):
     """CVI's update of utterance i (module notes); returns its log normaliser, -inf without a path."""
     (features, offsets, n_states, n_components, gamma_prior, trans_prior, weight_prior, prior, units, trans, stats,
-     local_units, local_trans, kept, kept_weight, alpha, beta, gamma, lik, scale, component, log_scale, loc,
-     inverse_scale, power, log_norm, entry, stay, leave, unit_row) = state
+     local_units, local_trans, kept, kept_weight, alpha, beta, gamma, log_lik, component, loc, inverse_scale, power,
+     log_norm, log_entry, log_stay, log_leave, unit_row) = state
     begin = offsets[i]
     end = offsets[i + 1]
     n_steps = end - begin
@@ -131,12 +132,13 @@ def update_utterance(state, i):
         trans[c, 0] -= local_trans[i, c, 0]
         trans[c, 1] -= local_trans[i, c, 1]
     move_frames(features, begin, end, kept, kept_weight, stats, -1.0)
-    mean_tables(units, trans, stats, gamma_prior, trans_prior, weight_prior, prior, n_components, entry, stay,
-                leave, loc, inverse_scale, power, log_norm)
-    utterance_emissions(features, begin, n_steps, n_components, loc, inverse_scale, power, log_norm, component, lik,
-                        log_scale)
+    mean_tables(units, trans, stats, gamma_prior, trans_prior, weight_prior, prior, n_components, log_entry, log_stay,
+                log_leave, loc, inverse_scale, power, log_norm)
+    utterance_emissions(features, begin, n_steps, n_components, loc, inverse_scale, power, log_norm, component,
+                        log_lik)
     unit_row[:] = 0.0
-    log_z = unit_forward_backward(entry, stay, leave, lik, n_steps, n_states, alpha, beta, scale, gamma, unit_row)
+    log_z = unit_forward_backward(log_entry, log_stay, log_leave, log_lik, n_steps, n_states, alpha, beta, gamma,
+                                  unit_row)
     if log_z == -np.inf:
         return log_z
     for u in range(n_units):
@@ -159,7 +161,6 @@ def update_utterance(state, i):
             for m in range(n_components):
                 row[c * n_components + m] *= g
         keep_largest(row, width, kept[begin + t], kept_weight[begin + t])
-        log_z += log_scale[t]
     move_frames(features, begin, end, kept, kept_weight, stats, 1.0)
     return log_z
 
