@@ -16,6 +16,7 @@ from .commands.align import add_alignment_commands
 from .commands.dmv import add_dmv_commands
 from .commands.lda import add_lda_commands
 from .commands.segment import add_segment_commands
+from .commands.units import add_units_commands, route
 from .models.hmm_shards import SHARDED_ALGORITHMS, connect
 from .data import CorpusFormatError, ambiguity, fetch_bible, fetch_brown, fetch_nt_alignments, fetch_ptb, fetch_texts, fetch_tidigits
 from .data import fetch_eve, fetch_ewt, fetch_hkcancor, fetch_htb, fetch_morphology, fetch_news, fetch_pud
@@ -419,6 +420,7 @@ def build_parser():
     add_lda_commands(commands)
     add_dmv_commands(commands)
     add_segment_commands(commands)
+    add_units_commands(commands)
 
     compare = commands.add_parser(
         "compare", help="PoS induction on Brown with EM, VB, CVI-1, CVI-2 and CGS (the main job)",
@@ -710,7 +712,7 @@ def build_parser():
 
 
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(route(sys.argv[1:] if argv is None else list(argv)))
     try:
         check_writable(getattr(args, "output", None))
         args.handler(args)
