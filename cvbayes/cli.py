@@ -25,6 +25,7 @@ from .families import Categorical
 from .metrics import many_to_one
 from .models.hdp_hmm import ALGORITHMS as HDP_ALGORITHMS
 from .models.hmm import ALGORITHMS, OBJECTIVES, TAGGING_ALGORITHMS
+from .models.units import ALGORITHMS as UNIT_ALGORITHMS
 from .synthetic import random_hmm, sample_categorical_hmm
 from .tagging import (BROWN_NAMES, FORMATS, PREDICTED_TAG, fit_tagger, guess_format, load_corpus, map_to_gold,
                       random_baseline, score_states, tag_conllu_document, tag_dictionary, write_tagged)
@@ -110,7 +111,7 @@ def _emit(args, report, lines):
 def _algorithms(text, command):
     algorithms = text.split(",")
     for algorithm in algorithms:
-        if algorithm not in ALGORITHMS:
+        if algorithm not in ALGORITHMS and not (command == "experiment" and algorithm in UNIT_ALGORITHMS):
             raise SystemExit(f"cvbayes {command}: unknown algorithm {algorithm!r}; "
                              f"choose from {', '.join(ALGORITHMS)}")
     return algorithms
@@ -342,6 +343,10 @@ def run_experiment(args):
         from .experiments import lda as lda_experiment
 
         lda_experiment.run_from_command_line(args)
+    elif args.name == "units":
+        from .experiments import units as units_experiment
+
+        units_experiment.run_from_command_line(args)
     else:
         args.seeds = args.seeds or 10
         pos.EXPERIMENTS[args.name](args)
@@ -561,7 +566,8 @@ def build_parser():
                     "a scenario, default 10).")
     experiment.add_argument("name", choices=("grid-semi", "grid-unsup", "fig3.10", "fig3.11", "fig3.12", "fig3.13",
                                              "fig3.15", "fig3.16", "fig3.17", "fig5.2", "fig5.3", "fig5.4", "fig5.6", "fig5.7", "fig5.9", "fig5.10", "align-nt", "align-bible", "lda", "fig4.1-dmv",
-                                             "dp-hmm-tidigits", "fig4.1-morphology", "pcfg-planted", "fig4.2", "wordseg", "ewt-pos"))
+                                             "dp-hmm-tidigits", "fig4.1-morphology", "pcfg-planted", "fig4.2", "wordseg", "ewt-pos",
+                                             "units"))
     experiment.add_argument("--out", default="docs/results", help="results folder (default docs/results)")
     experiment.add_argument("--corpus", default="brown", help="'brown' (the fetched corpus) or a Brown folder")
     experiment.add_argument("--tagset", choices=("brown", "universal"), default="brown",
@@ -637,6 +643,12 @@ def build_parser():
         "states, learned gamma and sigma, held-out log-likelihood per frame (needs 'cvbayes data fetch "
         "tidigits'; --states K (default 60), --iterations, --burn-in, --seeds (default 3)). Writes results.json, "
         "table.md and PNGs under --out/dp_hmm_tidigits.")
+    experiment.description += (
+        " units: acoustic unit discovery (cvbayes.AcousticUnits) with vb, cvi, gibbs, svi and scvi on --corpus "
+        "tidigits (default: real speech, word-level checks), planted (synthetic data from the model itself) or "
+        "synthetic-brent (needs the speech front end and its corpus), comma-separated; --seeds (default 3), "
+        "--iterations passes (default 50; gibbs 5 sweeps a pass), --states the units' truncation (default 50). "
+        "Writes results.json, table.md and PNGs under --out/units.")
     experiment.add_argument("--burn-in", type=int, default=None,
                             help="dp-hmm-tidigits: passes before gamma and sigma are learned "
                                  "(default a third of --iterations)")

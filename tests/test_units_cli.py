@@ -90,3 +90,23 @@ def test_bad_inputs_are_refused_and_nothing_is_written(tmp_path, feature_folder,
     with pytest.raises(SystemExit, match=message):
         main(["units", str(folder), "-o", str(output), "--states", "3", "--quiet"])
     assert not output.exists()
+
+
+def test_experiment_driver_writes_results(tmp_path):
+    """The `cvbayes experiment units` driver on a tiny planted corpus and a tiny transcribed one."""
+    from cvbayes.experiments import units as experiment
+
+    features, labels, starts = sample_acoustic_units(6, n_units=3, n_states=3, n_dims=3, mean_frames=40, seed=2)
+    planted = experiment.UnitCorpus("planted", features, [f"u{i}" for i in range(6)], speech=False, phones=[
+        [(a * 0.01, b * 0.01, int(label[a])) for a, b in zip(np.flatnonzero(first),
+                                                            np.append(np.flatnonzero(first)[1:], len(label)))]
+        for label, first in zip(labels, starts)])
+    spoken = experiment.UnitCorpus("tidigits", features, [f"u{i}" for i in range(6)],
+                                   transcripts=["one two", "two", "oh one", "nine", "one", "two two"])
+    summaries = experiment.run([planted, spoken], tmp_path, ["vb", "gibbs"], seeds=1, n_units=6, passes=2, quiet=True)
+    assert {(s["corpus"], s["algorithm"]) for s in summaries} == {(c, a) for c in ("planted", "tidigits")
+                                                                    for a in ("vb", "gibbs")}
+    row = summaries[0]
+    assert 0 <= row["boundary_f1"] <= 1 and 0 <= row["nmi"] <= 1 and row["purity"] > 0.5
+    assert "word_detection_f1" in summaries[2] and "boundary_f1" not in summaries[2]
+    assert {p.name for p in tmp_path.iterdir()} >= {"results.json", "table.md", "units.png"}

@@ -106,7 +106,7 @@ SAVE_FORMAT = "cvbayes-units-1"
 # largest array of a pass (16,384 x 600 x 8 bytes = 79 MB at U = 100, S = 3, M = 2)
 BLOCK_FRAMES = 16_384
 # the frames k-means sees for the start (a uniform sample of them)
-START_FRAMES = 20_000
+START_FRAMES = 10_000
 START_STREAM = 30
 START_STAY = 0.5
 
