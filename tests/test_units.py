@@ -331,3 +331,11 @@ def test_bad_data_is_refused_before_any_work(utterances):
     fitted = small("vb", n_iter=1).fit(utterances)
     with pytest.raises(ValueError, match="fitted on 3-dimensional"):
         fitted.decode([np.zeros((6, 4))])
+
+
+def test_scikit_learn_clone_and_repr():
+    sklearn_base = pytest.importorskip("sklearn.base")
+    model = AcousticUnits(n_units=7, algorithm="scvi", kappa=0.7)
+    copy = sklearn_base.clone(model)
+    assert copy.get_params() == model.get_params() and copy is not model
+    assert repr(model) == "AcousticUnits(n_units=7, algorithm='scvi', kappa=0.7)"

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -67,18 +68,18 @@ DIFFERENCE = ("Published figures are on TIMIT (read English, hours of speech, 61
               "data drawn from the model itself (not speech).")
 
 
+@dataclass
 class UnitCorpus:
-    """Feature arrays of one corpus with what can be scored: gold intervals (seconds) or frame labels, or
-    transcripts."""
+    """Feature arrays of one corpus with what can be scored: per-utterance gold intervals (start, end,
+    label) in seconds, scored by the speech metrics (``speech``) or as planted frames, or transcripts."""
 
-    def __init__(self, name, features, names, phones=None, transcripts=None, first_frames=None, speech=True):
-        self.name = name
-        self.features = features
-        self.names = names
-        self.phones = phones
-        self.transcripts = transcripts
-        self.first_frames = first_frames
-        self.speech = speech
+    name: str
+    features: list
+    names: list
+    phones: list | None = None
+    transcripts: list | None = None
+    first_frames: list | None = None
+    speech: bool = True
 
     @property
     def seconds(self):

@@ -19,7 +19,7 @@ from ..chains.composite import unit_forward_backward
 from ..core.rules import stick_mean_row
 from ..core.sampling import pick, uniform, unit_generator
 from ..core.special import FAST
-from ..families.ops import mixture_row, student_t_constants, student_t_row
+from ..families.ops import GAUSSIAN, add_token_state, mixture_row, student_t_constants, student_t_row
 from ..schedules import leave_one_out
 
 
@@ -43,18 +43,12 @@ def cvi_workspace(longest, n_units, n_states, n_components, n_dims):
 @njit(cache=True, fastmath=FAST)
 def move_frames(features, begin, end, kept, kept_weight, stats, sign):
     """stats[:, k] += sign * w [1, x_t, x_t^2] for every stored (k, w) of frames begin..end."""
-    n_dims = features.shape[1]
+    no_index = np.empty(0, dtype=np.int32)
     for t in range(begin, end):
         for r in range(kept.shape[1]):
-            w = sign * np.float64(kept_weight[t, r])
-            if w == 0.0:
-                continue
-            k = kept[t, r]
-            stats[0, k] += w
-            for d in range(n_dims):
-                x = features[t, d]
-                stats[1 + d, k] += w * x
-                stats[1 + n_dims + d, k] += w * x * x
+            if kept_weight[t, r] != 0.0:
+                add_token_state(GAUSSIAN, stats, no_index, features, t, kept[t, r],
+                                sign * np.float64(kept_weight[t, r]))
 
 
 @njit(cache=True)
