@@ -229,7 +229,8 @@ class LinearTable(NamedTuple):
 
 class StudentTable(NamedTuple):
     """Component log densities log w_k + log t_k(x) of Student-t predictives (eq. 3.96), as
-    `ops.student_t_constants` lays them out (log w already in ``log_norm``)."""
+    `ops.student_t_constants` lays them out (``loc`` and ``inverse_scale`` (D, K); log w already in
+    ``log_norm``)."""
 
     loc: np.ndarray
     inverse_scale: np.ndarray
@@ -312,7 +313,7 @@ class GaussianMixture:
             return _linear(constant.sum(axis=1) + log_weights, precision * mu, precision)
         if rule == MEAN:
             n_columns, n_dims = stats.shape[1], self.n_dims
-            table = StudentTable(np.empty((n_columns, n_dims)), np.empty((n_columns, n_dims)), np.empty(n_columns),
+            table = StudentTable(np.empty((n_dims, n_columns)), np.empty((n_dims, n_columns)), np.empty(n_columns),
                                  np.empty(n_columns))
             student_t_constants(np.ascontiguousarray(stats, dtype=float), self.components.prior_array(), *table)
             table.log_norm[:] += log_weights
@@ -339,7 +340,7 @@ class GaussianMixture:
         if isinstance(table, LinearTable):
             return np.matmul(quadratic_features(features), table.weights, out=out)
         if out is None:
-            out = np.empty((features.shape[0], table.loc.shape[0]))
+            out = np.empty((features.shape[0], table.loc.shape[1]))
         student_t_log_densities(np.ascontiguousarray(features, dtype=float), *table, out)
         return out
 

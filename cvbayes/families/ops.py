@@ -216,18 +216,21 @@ def gaussian_log_density(features, means, precisions):
 # columns c * M .. c * M + M - 1.  The kernels below turn per-component log densities (T, K) into
 # per-mixture emission rows and the responsibilities of each mixture's components.
 
-# dimensions whose (1 + q) factors are multiplied before one log is taken: the Student-t's
-# sum_d log(1 + q_d) costs one log a group instead of one a dimension; 8 factors of q < 1e38 stay finite
-_LOG_GROUP = 8
+# the (1 + q) factors of this many dimensions are multiplied before the running product is cut back to
+# [0.5, 1) by its binary exponent (frexp), so that one log a component serves every dimension; 8 factors
+# of q < 1e38 stay finite
+_PRODUCT_GROUP = 8
+_LOG_2 = math.log(2.0)
 
 
 @njit(cache=True)
 def student_t_constants(stats, prior, loc, inverse_scale, power, log_norm):
     """The Student-t posterior predictive of every component (eq. 3.96), as the constants `student_t_row`
-    reads: location mu_n (K, D), 1 / (nu s^2) (K, D), (nu + 1) / 2 (K,) and the summed log normaliser
+    reads: location mu_n (D, K), 1 / (nu s^2) (D, K), (nu + 1) / 2 (K,) and the summed log normaliser
     sum_d [log Gamma((nu+1)/2) - log Gamma(nu/2) - log(nu pi s_d^2) / 2] (K,), with nu = 2 a_n and
     s_d^2 = b_nd (kappa_n + 1) / (a_n kappa_n).  The prior's Gamma shape a0 is one number
-    (`Gaussian.shape`), so a_n, nu and the power are one a component."""
+    (`Gaussian.shape`), so a_n, nu and the power are one a component.  Dimensions are rows, so that
+    `student_t_row` runs along the components."""
     n_dims = prior.shape[1]
     for k in range(stats.shape[1]):
         total = 0.0
@@ -236,34 +239,44 @@ def student_t_constants(stats, prior, loc, inverse_scale, power, log_norm):
             kappa, mean, a, b = normal_gamma_posterior(stats, prior, k, d, n_dims)
             nu = 2.0 * a
             scale2 = b * (kappa + 1.0) / (a * kappa)
-            loc[k, d] = mean
-            inverse_scale[k, d] = 1.0 / (nu * scale2)
+            loc[d, k] = mean
+            inverse_scale[d, k] = 1.0 / (nu * scale2)
             total -= 0.5 * math.log(nu * math.pi * scale2)
         power[k] = 0.5 * (nu + 1.0)
         log_norm[k] = total + n_dims * (math.lgamma(0.5 * (nu + 1.0)) - math.lgamma(0.5 * nu))
 
 
 @njit(cache=True, fastmath=FAST)
-def student_t_row(features, t, loc, inverse_scale, power, log_norm, out):
-    """out[k] = log t_k(x_t) for every component: log_norm_k - power_k sum_d log(1 + q_kd),
-    q_kd = (x_td - loc_kd)^2 inverse_scale_kd, a log taken once per `_LOG_GROUP` dimensions."""
+def student_t_row(features, t, loc, inverse_scale, power, log_norm, out, exponents):
+    """out[k] = log t_k(x_t) for every component: log_norm_k - power_k sum_d log(1 + q_kd) with
+    q_kd = (x_td - loc_dk)^2 inverse_scale_dk, as the log of a product kept in range by its binary
+    exponent (``exponents`` a work row of K); a product that overflows all the same (a frame some 1e19
+    scales out) is summed a log at a time."""
     n_dims = features.shape[1]
-    for k in range(loc.shape[0]):
-        log_sum = 0.0
-        d = 0
-        while d < n_dims:
-            stop = min(d + _LOG_GROUP, n_dims)
-            product = 1.0
-            for e in range(d, stop):
-                z = features[t, e] - loc[k, e]
-                product *= 1.0 + z * z * inverse_scale[k, e]
-            if product < 1e300:
-                log_sum += math.log(product)
-            else:  # a frame far out in some dimension: one log a factor
-                for e in range(d, stop):
-                    z = features[t, e] - loc[k, e]
-                    log_sum += math.log1p(z * z * inverse_scale[k, e])
-            d = stop
+    n_columns = out.shape[0]
+    for k in range(n_columns):
+        out[k] = 1.0
+        exponents[k] = 0.0
+    for d in range(n_dims):
+        x = features[t, d]
+        centre = loc[d]
+        weight = inverse_scale[d]
+        for k in range(n_columns):
+            z = x - centre[k]
+            out[k] *= 1.0 + z * z * weight[k]
+        if d % _PRODUCT_GROUP == _PRODUCT_GROUP - 1 or d == n_dims - 1:
+            for k in range(n_columns):
+                mantissa, exponent = math.frexp(out[k])
+                out[k] = mantissa
+                exponents[k] += exponent
+    for k in range(n_columns):
+        if out[k] < np.inf:
+            log_sum = math.log(out[k]) + exponents[k] * _LOG_2
+        else:
+            log_sum = 0.0
+            for d in range(n_dims):
+                z = features[t, d] - loc[d, k]
+                log_sum += math.log1p(z * z * inverse_scale[d, k])
         out[k] = log_norm[k] - power[k] * log_sum
 
 
@@ -271,7 +284,7 @@ def student_t_row(features, t, loc, inverse_scale, power, log_norm, out):
 def student_t_log_densities(features, loc, inverse_scale, power, log_norm, out):
     """out (T, K) = log t_k(x_t) of every frame and component (`student_t_row`), frames in parallel."""
     for t in prange(features.shape[0]):
-        student_t_row(features, t, loc, inverse_scale, power, log_norm, out[t])
+        student_t_row(features, t, loc, inverse_scale, power, log_norm, out[t], np.empty(out.shape[1]))
 
 
 @njit(cache=True, fastmath=FAST)

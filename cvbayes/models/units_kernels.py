@@ -35,8 +35,8 @@ def cvi_workspace(longest, n_units, n_states, n_components, n_dims):
     n_composite = n_units * n_states
     n_columns = n_composite * n_components
     return (np.empty((longest, n_composite)), np.empty((longest, n_composite)), np.empty((longest, n_composite)),
-            np.empty((longest, n_composite)), np.empty((longest, n_columns)), np.empty((n_columns, n_dims)),
-            np.empty((n_columns, n_dims)), np.empty(n_columns), np.empty(n_columns), np.empty(n_units),
+            np.empty((longest, n_composite)), np.empty((longest, n_columns)), np.empty((n_dims, n_columns)),
+            np.empty((n_dims, n_columns)), np.empty(n_columns), np.empty(n_columns), np.empty(n_units),
             np.empty(n_composite), np.empty(n_composite), np.empty(n_units))
 
 
@@ -82,7 +82,8 @@ def utterance_emissions(features, begin, n_steps, n_components, loc, inverse_sca
                         log_lik):
     """Student-t emission rows of one utterance's frames, frames in parallel (the update's costly part)."""
     for t in prange(n_steps):
-        student_t_row(features, begin + t, loc, inverse_scale, power, log_norm, component[t])
+        student_t_row(features, begin + t, loc, inverse_scale, power, log_norm, component[t],
+                      np.empty(component.shape[1]))
         mixture_row(component[t], n_components, log_lik[t])
 
 
