@@ -11,7 +11,7 @@ Corpora (``--corpus``):
   unit whose presence in an utterance best predicts the word's (F1 over utterances), averaged over the
   eleven words, against the same with the utterances' unit sets shuffled among them (chance).
 * ``planted``: utterances drawn from a known chain-of-units model (`cvbayes.synthetic.sample_acoustic_units`:
-  30 units of 3 states, 39 dimensions, 20 minutes): purity (many-to-one) and NMI of the frames' units
+  30 units of 3 states, 39 dimensions, 5 minutes): purity (many-to-one) and NMI of the frames' units
   against the planted ones, and the boundaries found within 2 frames (20 ms) of the planted ones.
 * ``synthetic-brent`` (when the speech front end, `cvbayes.speech`, and its corpus are installed):
   the synthetic Brent corpus's phones, scored by `cvbayes.metrics.speech.units_report` (boundary F1 at
@@ -51,7 +51,8 @@ NAME = "units"
 FRAME_SECONDS = 0.01
 SEEDS = 3
 DEFAULT_UNITS = 50
-GIBBS_SWEEPS_PER_PASS = 5  # the sampler's sweeps are cheaper than a variational pass and need more of them
+GIBBS_SWEEPS_PER_PASS = 5
+PLANTED_MINUTES = 5.0  # the sampler's sweeps are cheaper than a variational pass and need more of them
 # phones of every TIDIGITS word in Sphinx's test dictionary (tidigits/lm/tidigits.dic)
 PHONES = {"oh": 1, "two": 2, "eight": 2, "one": 3, "three": 3, "four": 3, "five": 3, "nine": 3, "six": 4,
           "zero": 4, "seven": 5}
@@ -94,7 +95,7 @@ def tidigits_corpus():
     return UnitCorpus("tidigits", features, data.utterance_ids, transcripts=data.transcripts)
 
 
-def planted_corpus(seed=0, minutes=20.0):
+def planted_corpus(seed=0, minutes=PLANTED_MINUTES):
     n_utterances = int(minutes * 60 / 3)
     features, labels, starts = sample_acoustic_units(n_utterances, n_units=30, n_states=3, n_dims=39,
                                                      mean_frames=300, seed=1000 + seed)

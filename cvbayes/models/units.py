@@ -260,7 +260,8 @@ def unit_expectations(family, n_states, tables, data):
 
 
 class BatchUnits:
-    """The structure of `schedules.batch` (VB): tables, E-step and penalty of the model on its data."""
+    """The structure of `schedules.batch` (VB) from the model's hooks only (`_tables`, `_expectations`,
+    `_kl`): tables, E-step and penalty of the model on its data."""
 
     def __init__(self, model, data):
         self.model = model
@@ -270,7 +271,7 @@ class BatchUnits:
         return self.model._tables(UnitCounts(*statistics), rule)
 
     def expectations(self, tables):
-        counts, log_z = unit_expectations(self.model.family, self.model.n_states, tables, self.data)
+        counts, log_z = self.model._expectations(tables, self.data)
         return counts, float(log_z.sum())
 
     def penalty(self, rule, statistics, tables):
@@ -278,9 +279,9 @@ class BatchUnits:
 
 
 class StochasticUnits:
-    """The structure of `schedules.stochastic` (SVI with rule VB, SCVI with rule MEAN): a minibatch's
-    E-step under the tables of the running counts ``counts`` (DecayingCounts blocks "units", "trans",
-    "stats"), scaled from the minibatch to the corpus (eq. 3.103-3.104)."""
+    """The structure of `schedules.stochastic` (SVI with rule VB, SCVI with rule MEAN) from the model's
+    hooks: a minibatch's E-step under the tables of the running counts ``counts`` (DecayingCounts blocks
+    "units", "trans", "stats"), scaled from the minibatch to the corpus (eq. 3.103-3.104)."""
 
     def __init__(self, model, data, rule, counts):
         self.model = model
@@ -294,8 +295,7 @@ class StochasticUnits:
 
     def minibatch(self, ids):
         batch_data = self.data.gather(ids)
-        tables = self.model._tables(self.current(), self.rule)
-        counts, log_z = unit_expectations(self.model.family, self.model.n_states, tables, batch_data)
+        counts, log_z = self.model._expectations(self.model._tables(self.current(), self.rule), batch_data)
         scale = self.n_units / ids.shape[0]
         return Minibatch([(name, slice(None), value, scale) for name, value in zip(UnitCounts._fields, counts)],
                          float(log_z.sum()), batch_data.n_frames)
@@ -572,6 +572,10 @@ class AcousticUnits:
                           np.ascontiguousarray(log_trans[:, 0]), np.ascontiguousarray(log_trans[:, 1]),
                           self.family.table(counts.stats, rule))
 
+    def _expectations(self, tables, data):
+        """The utterances' expected statistics under a table: (UnitCounts, log Z of every utterance)."""
+        return unit_expectations(self.family, self.n_states, tables, data)
+
     def _kl(self, counts):
         """KL(q(theta) || p(theta)) of the posterior the counts give: VB's penalty."""
         return (rules.stick_kl(counts.units, self.gamma) + rules.dirichlet_kl(counts.trans, self.transition_prior)
@@ -713,7 +717,7 @@ class AcousticUnits:
 
     def _run_stochastic(self, data, spec, n_iter, start, rng, bar, **options):
         """SVI (rule VB) and SCVI (rule MEAN) on `schedules.stochastic`, from the start's E-step."""
-        counts, _ = unit_expectations(self.family, self.n_states, start, data)
+        counts, _ = self._expectations(start, data)
         blocks = {name: DecayingCounts(value) for name, value in zip(UnitCounts._fields, counts)}
         structure = StochasticUnits(self, data, spec.rule, blocks)
         self.steps_ = stochastic(structure, blocks, n_iter, int(self.batch_size), float(self.kappa), float(self.tau0),
