@@ -606,7 +606,7 @@ class AcousticUnits:
         self.means_ = fitted["means"].reshape(*shape, self.n_components, -1)
         self.covars_ = fitted["covars"].reshape(self.means_.shape)
         self.mixture_weights_ = fitted["weights"].reshape(*shape, self.n_components)
-        frames = self.counts_.trans.sum(axis=1).reshape(shape).sum(axis=1)
+        frames = np.maximum(self.counts_.trans.sum(axis=1), 0.0).reshape(shape).sum(axis=1)
         self.n_units_used_ = effective_states(frames)
 
     # -- fitting -------------------------------------------------------------------------------------
