@@ -188,7 +188,8 @@ def words_of(line: str, symbols) -> list[tuple[str, ...]]:
 
 
 def output_blocks(path: Path):
-    """The parses the sampler printed: blocks of lines separated by an empty line."""
+    """The parses the sampler printed: blocks of lines, each closed by an empty line (an unclosed last block,
+    of a run still going or stopped, is left out)."""
     block = []
     with open(path, encoding="utf-8") as stream:
         for line in stream:
@@ -197,8 +198,6 @@ def output_blocks(path: Path):
             elif block:
                 yield block
                 block = []
-    if block:
-        yield block
 
 
 def trace_rows(path: Path) -> list[dict]:
@@ -269,26 +268,35 @@ def run_ag(folder: Path, args):
     (work / "grammar.lt").write_text(johnson_grammar(args.grammar, {x for s in symbols for x in s}), encoding="utf-8")
     command = [binary(folder, "ag"), work / "grammar.lt", *AG_ARGS, "-n", args.iterations, "-r", args.seed,
                "-u", work / "input.txt", "-c", "Word", "-F", work / "trace.txt"]
-    with open(work / "input.txt") as stdin, open(work / "parses.txt", "w") as stdout:
-        wall, cpu, peak = timed(command, stdin, stdout, work)
+    if args.score_only:     # a run made before, finished or not: its printed parses so far
+        wall = cpu = peak = None
+        if (work / "time.txt").is_file() and (work / "time.txt").read_text().strip():    # GNU time wrote it: ended
+            wall, user, system, peak_kib = (work / "time.txt").read_text().split()[-4:]
+            wall, cpu, peak = float(wall), float(user) + float(system), int(peak_kib) / 1024
+    else:
+        with open(work / "input.txt") as stdin, open(work / "parses.txt", "w") as stdout:
+            wall, cpu, peak = timed(command, stdin, stdout, work)
     trace = trace_rows(work / "trace.txt")
     blocks = list(output_blocks(work / "parses.txt"))
-    if len(blocks) != len(trace):     # a trace row and a parse every 10 sweeps and after the last
+    # a trace row and a parse every 10 sweeps and after the last; a stopped run may lack its last parse
+    if len(blocks) not in (len(trace), len(trace) - 1) or (cpu is not None and len(blocks) != len(trace)):
         sys.exit(f"{len(blocks)} printed parses against {len(trace)} trace rows")
     curve = []
     for row, block in zip(trace, blocks):
         predicted = [words_of(line, s) for line, s in zip(block, symbols)]
         curve.append({**row, **scores_of(predicted, corpus)})
     final = curve[-1]
+    partial = cpu is None
     report = {"system": "wordseg-ag (Johnson's py-cfg)", "grammar": args.grammar, "seed": args.seed,
-              "iterations": args.iterations, "command": " ".join(str(c) for c in command),
-              "arguments": " ".join(AG_ARGS), "wordseg_commit": COMMIT,
-              "wall_seconds": wall, "cpu_seconds": cpu, "peak_rss_mib": peak, "final": final, "curve": curve,
+              "iterations": final["sweep"], "planned_iterations": args.iterations, "stopped_early": partial,
+              "command": " ".join(str(c) for c in command), "arguments": " ".join(AG_ARGS), "wordseg_commit": COMMIT,
+              "wall_seconds": wall, "cpu_seconds": final["cpu_seconds"] if partial else cpu, "peak_rss_mib": peak,
+              "final": final, "curve": curve,
               "time_to_published": time_to(curve, PUBLISHED_TOKEN_F1[args.grammar]),
               "time_to_final_less_one_point": time_to(curve, final["token_f1"] - 0.01),
               "wordseg_evaluate": wordseg_evaluation(predicted, corpus) if args.wordseg_python else None,
               "utterances": len(corpus), "machine": machine()}
-    return report, f"ag_{args.grammar}_seed{args.seed}_n{args.iterations}.json"
+    return report, f"ag_{args.grammar}_seed{args.seed}.json"
 
 
 def run_dpseg(folder: Path, args):
@@ -329,6 +337,9 @@ def main(argv=None):
     ag = commands.add_parser("ag", help="run Johnson's adaptor grammar sampler on Brent")
     ag.add_argument("--grammar", choices=sorted(PUBLISHED_TOKEN_F1), default="unigram")
     ag.add_argument("--iterations", type=int, default=2000, help="sweeps (the C++ default 2000)")
+    ag.add_argument("--score-only", action="store_true",
+                    help="score the run of these settings made before, as far as it got (a run stopped early is "
+                         "marked so: its CPU seconds are the trace's, its wall time and memory unknown)")
     dpseg = commands.add_parser("dpseg", help="run Goldwater's dpseg on Brent")
     dpseg.add_argument("--ngram", type=int, choices=(1, 2), default=1)
     dpseg.add_argument("--iterations", type=int, default=2000, help="sweeps (the binary's default 2000)")
@@ -347,10 +358,10 @@ def main(argv=None):
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     (RESULTS_DIR / name).write_text(json.dumps(report, indent=1) + "\n")
     final = report["final"]
-    print(f"{report['system']} {report['grammar']} seed {args.seed}, {args.iterations} sweeps: token F1 "
+    print(f"{report['system']} {report['grammar']} seed {args.seed}, {report['iterations']} sweeps: token F1 "
           f"{100 * final['token_f1']:.1f}, boundary {100 * final['boundary_f1']:.1f}, lexicon "
-          f"{100 * final['lexicon_f1']:.1f}; {report['cpu_seconds']:.0f} s CPU, {report['wall_seconds']:.0f} s wall, "
-          f"{report['peak_rss_mib']:.0f} MiB; written to {RESULTS_DIR / name}")
+          f"{100 * final['lexicon_f1']:.1f}; {report['cpu_seconds']:.0f} s CPU, {report['wall_seconds']} s wall, "
+          f"{report['peak_rss_mib']} MiB peak; written to {RESULTS_DIR / name}")
 
 
 if __name__ == "__main__":

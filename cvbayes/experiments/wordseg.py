@@ -344,15 +344,20 @@ def _reference_table(runs, config):
              "and Goldwater's dpseg, on the same Brent input, on the same (shared, loaded) machine. Seconds: CPU "
              "time of the process (the sampler's own trace; wall time beside it, which includes waiting for the "
              "CPU). 'To published F1' and 'to final - 1': the first printed sweep (CPU seconds) at which its token "
-             "F1 reached the published figure, and its own final F1 less one point.", "",
+             "F1 reached the published figure, and its own final F1 less one point. A run 'stopped' was ended before "
+             "its planned sweeps (the machine's time ran out): its last printed parse is scored, its wall time and "
+             "memory were not measured.", "",
              "| grammar | system | seed | sweeps | CPU s | wall s | peak MiB | token F1 | boundary F1 | lexicon F1 | "
              "to published F1 | to final - 1 |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     order = {g: i for i, g in enumerate(config["grammars"])}
     for run in sorted(runs, key=lambda r: (order.get(r["grammar"], len(order)), r["system"], r["iterations"])):
         final = run["final"]
         published = run.get("time_to_published")
-        lines.append(f"| {run['grammar']} | {run['system']} | {run['seed']} | {run['iterations']} | "
-                     f"{run['cpu_seconds']:.0f} | {run['wall_seconds']:.0f} | {run['peak_rss_mib']:.0f} | "
+        sweeps = (f"{run['iterations']} (stopped; of {run['planned_iterations']})" if run.get("stopped_early")
+                  else f"{run['iterations']}")
+        wall, peak = (("–" if run[key] is None else f"{run[key]:.0f}") for key in ("wall_seconds", "peak_rss_mib"))
+        lines.append(f"| {run['grammar']} | {run['system']} | {run['seed']} | {sweeps} | "
+                     f"{run['cpu_seconds']:.0f} | {wall} | {peak} | "
                      + " | ".join(f"{100 * final[f'{s}_f1']:.1f}" for s in SCORES)
                      + f" | {_when(published) if published else '–'} | "
                      + (_when(run['time_to_final_less_one_point']) if run.get('time_to_final_less_one_point')
