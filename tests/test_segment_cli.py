@@ -240,6 +240,48 @@ def test_wordseg_experiment_quick(tmp_path, monkeypatch, capsys):
     assert (folder / "token_f1_by_time.png").exists()
 
 
+def test_wordseg_baselines_lengths_reference_and_append(tmp_path, monkeypatch):
+    from cvbayes.data import SegmentationData
+    from cvbayes.experiments import wordseg
+
+    gold = SegmentationData([[("b", "a"), ("d", "i")], [("a", "b", "a", "d", "i", "b", "a", "d", "i", "b", "a")]])
+    scores = wordseg.baselines(gold, vowels=("a", "i"))
+    assert scores["one word per utterance"]["token"]["matched"] == 1     # the second utterance is one word
+    assert scores["one word per symbol"]["boundary"]["recall"] == 1.0
+    # after every vowel: b a | d i, and a | b a | d i | b a | d i | b a (the last vowel's word ends the utterance)
+    assert scores["a boundary after every vowel"]["token"]["matched"] == 2
+    assert scores["a boundary after every vowel"]["token"]["predicted"] == 8
+    by_length = wordseg.scores_by_length([[("b", "a", "d", "i")], gold.segments[1]], gold.segments)
+    assert by_length == {"1-10": {"utterances": 1, "token_f1": 0.0, "words_per_gold_word": 0.5},
+                         "11-20": {"utterances": 1, "token_f1": 1.0, "words_per_gold_word": 1.0}}
+    # the reference's runs (benchmarks/bench_wordseg.py) come in a table of their own under Brent
+    reference = {"system": "wordseg-ag", "grammar": "unigram", "seed": 1, "iterations": 20, "planned_iterations": 40,
+                 "stopped_early": True, "cpu_seconds": 30.0, "wall_seconds": None, "peak_rss_mib": None,
+                 "final": {"token_f1": 0.6, "boundary_f1": 0.7, "lexicon_f1": 0.5},
+                 "curve": [{"sweep": 10, "cpu_seconds": 15.0, "token_f1": 0.5},
+                           {"sweep": 20, "cpu_seconds": 30.0, "token_f1": 0.6}],
+                 "time_to_published": {"target": 0.56, "sweep": 20, "seconds": 30.0},
+                 "time_to_final_less_one_point": {"target": 0.59, "sweep": 20, "seconds": 30.0}}
+    (tmp_path / "ref").mkdir()
+    (tmp_path / "ref" / "ag_unigram_seed1.json").write_text(json.dumps(reference))
+    monkeypatch.setattr(wordseg, "REFERENCE_DIR", tmp_path / "ref")
+    monkeypatch.setattr(wordseg.reference_runs, "__defaults__", (tmp_path / "ref",))
+    tiny = SegmentationData([[tuple(w) for w in line.split()] for line in GOLD_WORDS], description="tiny")
+    monkeypatch.setattr(wordseg, "load_corpus", lambda name, n=None: tiny)
+    argv = ["experiment", "wordseg", "--quick", "--quiet", "--out", str(tmp_path), "--grammars", "unigram",
+            "--corpora", "brent", "--algorithms"]
+    main(argv + ["vb"])
+    main(argv + ["mcmc", "--append"])
+    folder = tmp_path / "wordseg"
+    results = json.loads((folder / "results.json").read_text())
+    assert sorted(r["algorithm"] for r in results["results"]["brent"]["runs"]) == ["mcmc", "vb"]
+    assert results["config"]["command"].count(";") == 1
+    table = (folder / "table.md").read_text()
+    assert "| one word per utterance |" in table and "By utterance length" in table
+    assert "| unigram | wordseg-ag | 1 | 20 (stopped; of 40) | 30 | – | – | 60.0 | 70.0 | 50.0 | 20 (30 s) |" in table
+    assert (folder / "token_f1_against_reference_unigram.png").exists()
+
+
 def test_wordseg_options_are_checked():
     from cvbayes.experiments.wordseg import evaluation_points
 
