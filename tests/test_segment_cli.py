@@ -278,7 +278,7 @@ def test_wordseg_baselines_lengths_reference_and_append(tmp_path, monkeypatch):
     assert results["config"]["command"].count(";") == 1
     table = (folder / "table.md").read_text()
     assert "| one word per utterance |" in table and "By utterance length" in table
-    assert "| unigram | wordseg-ag | 1 | 20 (stopped; of 40) | 30 | – | – | 60.0 | 70.0 | 50.0 | 20 (30 s) |" in table
+    assert "| unigram | wordseg-ag | 1 | 20 (stopped; of 40) | 30 | – | – | 60.0 | 70.0 | 50.0 | – | 20 (30 s) |" in table
     assert (folder / "token_f1_against_reference_unigram.png").exists()
 
 

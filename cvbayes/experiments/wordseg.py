@@ -335,6 +335,12 @@ def _when(reached):
     return "not reached" if reached["sweep"] is None else f"{reached['sweep']} ({reached['seconds']:.0f} s)"
 
 
+def _wordseg_token(run):
+    """wordseg's own token F-score of the run's final segmentation (the cross-check), or a dash."""
+    evaluated = run.get("wordseg_evaluate") or {}
+    return f"{100 * evaluated['token_fscore']:.1f}" if "token_fscore" in evaluated else "–"
+
+
 def _reference_table(runs, config):
     if not runs:
         return []
@@ -343,12 +349,14 @@ def _reference_table(runs, config):
              "and b sampled, no annealing, one chain, its sampled parse of the training utterances every 10 sweeps) "
              "and Goldwater's dpseg, on the same Brent input, on the same (shared, loaded) machine. Seconds: CPU "
              "time of the process (the sampler's own trace; wall time beside it, which includes waiting for the "
-             "CPU). 'To published F1' and 'to final - 1': the first printed sweep (CPU seconds) at which its token "
+             "CPU). wordseg's token F: its own evaluate of the same segmentation (a cross-check of our scorer). "
+             "'To published F1' and 'to final - 1': the first printed sweep (CPU seconds) at which its token "
              "F1 reached the published figure, and its own final F1 less one point. A run 'stopped' was ended before "
              "its planned sweeps (the machine's time ran out): its last printed parse is scored, its wall time and "
              "memory were not measured.", "",
              "| grammar | system | seed | sweeps | CPU s | wall s | peak MiB | token F1 | boundary F1 | lexicon F1 | "
-             "to published F1 | to final - 1 |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "wordseg's token F | to published F1 | to final - 1 |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     order = {g: i for i, g in enumerate(config["grammars"])}
     for run in sorted(runs, key=lambda r: (order.get(r["grammar"], len(order)), r["system"], r["iterations"])):
         final = run["final"]
@@ -359,7 +367,7 @@ def _reference_table(runs, config):
         lines.append(f"| {run['grammar']} | {run['system']} | {run['seed']} | {sweeps} | "
                      f"{run['cpu_seconds']:.0f} | {wall} | {peak} | "
                      + " | ".join(f"{100 * final[f'{s}_f1']:.1f}" for s in SCORES)
-                     + f" | {_when(published) if published else '–'} | "
+                     + f" | {_wordseg_token(run)} | {_when(published) if published else '–'} | "
                      + (_when(run['time_to_final_less_one_point']) if run.get('time_to_final_less_one_point')
                         else "–") + " |")
     grammars = [g for g in config["grammars"] if any(r["grammar"] == g for r in runs)]
