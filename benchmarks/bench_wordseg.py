@@ -261,13 +261,13 @@ def timed(command, stdin, stdout, work: Path):
 
 
 def measured_by_time(work: Path):
-    """(wall seconds, CPU seconds, peak resident MiB) that GNU time wrote for a run, all None while it runs
-    or when it was stopped."""
+    """(wall seconds, CPU seconds, peak resident MiB) that GNU time wrote for a run when it ended (also when
+    it was stopped by a signal), all None while it runs."""
     path = work / "time.txt"
-    fields = path.read_text().split() if path.is_file() else []
-    if len(fields) < 4 or fields[0] == "Command":     # "Command terminated by signal ...": stopped
+    lines = path.read_text().strip().splitlines() if path.is_file() else []
+    if not lines or len(lines[-1].split()) != 4:
         return None, None, None
-    wall, user, system, peak_kib = fields[-4:]
+    wall, user, system, peak_kib = lines[-1].split()
     return float(wall), float(user) + float(system), int(peak_kib) / 1024
 
 
@@ -290,18 +290,21 @@ def run_ag(folder: Path, args):
     trace = trace_rows(work / "trace.txt")
     blocks = list(output_blocks(work / "parses.txt"))
     # a trace row and a parse every 10 sweeps and after the last; a stopped run may lack its last parse
-    if len(blocks) not in (len(trace), len(trace) - 1) or (cpu is not None and len(blocks) != len(trace)):
+    if len(blocks) not in (len(trace), len(trace) - 1):
         sys.exit(f"{len(blocks)} printed parses against {len(trace)} trace rows")
     curve = []
     for row, block in zip(trace, blocks):
         predicted = [words_of(line, s) for line, s in zip(block, symbols)]
         curve.append({**row, **scores_of(predicted, corpus)})
     final = curve[-1]
-    partial = cpu is None
+    # a run stopped before its sweeps: its time is the trace's CPU time at its last scored parse, and its
+    # wall time (until stopped) and peak memory are GNU time's, when it wrote them
+    partial = final["sweep"] < args.iterations
     report = {"system": "wordseg-ag (Johnson's py-cfg)", "grammar": args.grammar, "seed": args.seed,
               "iterations": final["sweep"], "planned_iterations": args.iterations, "stopped_early": partial,
               "command": " ".join(str(c) for c in command), "arguments": " ".join(AG_ARGS), "wordseg_commit": COMMIT,
-              "wall_seconds": wall, "cpu_seconds": final["cpu_seconds"] if partial else cpu, "peak_rss_mib": peak,
+              "wall_seconds": wall, "cpu_seconds": final["cpu_seconds"] if partial or cpu is None else cpu,
+              "peak_rss_mib": peak,
               "final": final, "curve": curve,
               "time_to_published": time_to(curve, PUBLISHED_TOKEN_F1[args.grammar]),
               "time_to_final_less_one_point": time_to(curve, final["token_f1"] - 0.01),
@@ -358,7 +361,7 @@ def main(argv=None):
         sub.add_argument("--seed", type=int, default=1, help="the sampler's random seed (-r / --randseed)")
         sub.add_argument("--score-only", action="store_true",
                          help="score the run of these settings made before, as far as it got (an ag run stopped "
-                              "early is marked so: its CPU seconds are the trace's, its wall time and memory unknown)")
+                              "early is marked so; its CPU seconds are the trace's at its last printed parse)")
     args = parser.parse_args(argv)
     folder = peers_folder(args.peers)
     if args.command == "build":

@@ -52,7 +52,7 @@ DEFAULT_CORPORA = ("brent", "hkcancor")
 PUBLISHED_TOKEN_F1 = {"unigram": 0.56, "colloc": 0.76, "colloc-syllable": 0.87}
 PUBLISHED = ("Johnson and Goldwater (2009), MCMC with sampled PY hyperparameters, Brent (9,790 utterances), "
              "token F1 as quoted in issue 20 (approximate); colloc-syllable is their grammar with word-initial and "
-             "word-final syllables (`syllable_grammar`); the rows 'colloc-syllable (no word edges)' are cvbayes's "
+             "word-final syllables (`syllable_grammar`); the rows 'colloc-syllable-no-edges' are cvbayes's "
              "earlier grammar without them")
 QUICK = {"utterances": 200, "iterations": 2, "mcmc_iterations": 4, "seeds": 1}
 SCORES = ("token", "boundary", "lexicon")
@@ -352,8 +352,8 @@ def _reference_table(runs, config):
              "CPU). wordseg's token F: its own evaluate of the same segmentation (a cross-check of our scorer). "
              "'To published F1' and 'to final - 1': the first printed sweep (CPU seconds) at which its token "
              "F1 reached the published figure, and its own final F1 less one point. A run 'stopped' was ended before "
-             "its planned sweeps (the machine's time ran out): its last printed parse is scored, its wall time and "
-             "memory were not measured.", "",
+             "its planned sweeps (the machine's time ran out): its last printed parse is scored, with the CPU "
+             "seconds to it; its wall time is until it was stopped.", "",
              "| grammar | system | seed | sweeps | CPU s | wall s | peak MiB | token F1 | boundary F1 | lexicon F1 | "
              "wordseg's token F | to published F1 | to final - 1 |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
