@@ -9,14 +9,12 @@ from dataclasses import asdict
 import numpy as np
 
 from ..files import atomic_write
-from . import check_writable
 from ..models.alignment.corpus import ParallelCorpus, read_fast_align, read_gold_alignments, read_parallel, read_pharaoh, write_pharaoh
 from ..models.alignment.evaluate import score_alignment
 from ..models.alignment.model import (ALGORITHMS, BATCH_SIZE, COLLAPSED, COLLAPSED_PRIOR, DEFAULT_ITERATIONS, KAPPA,
                                      MAX_JUMP, MODELS, NULL_PROB, OBJECTIVES, OTHER_PRIOR, TAU0, Aligner, default_prior)
 from ..models.alignment.symmetrize import SYMMETRIZATIONS, symmetrize
-
-__all__ = ["add_alignment_commands"]
+from .options import check_writable
 
 # pairs with a longer side are skipped, as eflomal and GIZA++ do by default
 MAX_LENGTH = 200
@@ -164,7 +162,7 @@ def run_evaluate_alignment(args) -> None:
     print(f"({scores['n_predicted']} predicted, {scores['n_sure']} sure, {scores['n_possible']} possible links)")
 
 
-def add_alignment_commands(commands) -> None:
+def register(commands) -> None:
     """Add ``align`` and ``evaluate-alignment`` to the ``cvbayes`` subcommands."""
     align = commands.add_parser(
         "align", help="word-align a parallel corpus (IBM1 or HMM; EM, VB, CVI-1, CVI-2, CGS, SVI or SCVI)",

@@ -1,7 +1,5 @@
 """``cvbayes induce`` and ``cvbayes parse``: dependency grammar induction with the DMV on CoNLL-U files.
 
-`add_dmv_commands` adds both subcommands to the ``cvbayes`` parser (`cvbayes.cli.build_parser`).
-
 ``cvbayes parse MODEL FILE`` writes FILE back with the model's trees: every byte of the file is kept
 (comments, multiword ranges, empty nodes, every other column, blank lines, line endings; through
 `cvbayes.data.conllu_io`) except the HEAD and DEPREL fields of the ordinary words (``--column head``),
@@ -19,12 +17,13 @@ import time
 
 import numpy as np
 
-from ..checkpoints import Checkpoint, add_checkpoint_arguments, announce_resume
+from ..checkpoints import Checkpoint
 from ..data.conllu_io import read_conllu_document
 from ..data.dependencies import read_dependencies, upos_tagset
 from ..files import write_bytes
 from ..metrics.dependency import attachment_scores
 from ..models.dmv import ALGORITHMS, INITS, DMV
+from .options import add_checkpoint_arguments, announce_resume
 
 PREDICTED_HEAD = "PredHead"
 
@@ -127,7 +126,7 @@ def _add_common(parser):
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no text summary")
 
 
-def add_dmv_commands(commands):
+def register(commands):
     """Add ``cvbayes induce`` and ``cvbayes parse`` to the ``cvbayes`` subcommands."""
     induce = commands.add_parser(
         "induce", help="dependency grammar induction: fit a DMV to the tags of a CoNLL-U file",

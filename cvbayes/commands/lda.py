@@ -1,17 +1,15 @@
-"""``cvbayes lda``: fit LDA to documents, print or plot its topics, evaluate it on held-out documents.
-
-`add_lda_commands` adds the subcommand to the ``cvbayes`` parser (`cvbayes.cli.build_parser`).
-"""
+"""``cvbayes lda``: fit LDA to documents, print or plot its topics, evaluate it on held-out documents."""
 import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from ..checkpoints import Checkpoint, add_checkpoint_arguments, announce_resume
+from ..checkpoints import Checkpoint
 from ..data.documents import read_folder, read_lines, read_tagged_documents
 from ..metrics.topics import document_completion, npmi_coherence
 from ..models.lda import ALGORITHMS, LDA
+from .options import add_checkpoint_arguments, announce_resume
 
 FORMATS = ("auto", "lines", "folder", "tagged")
 
@@ -137,7 +135,7 @@ def _add_reading(parser):
     parser.add_argument("--words", type=int, default=10, help="top words a topic (default 10)")
 
 
-def add_lda_commands(commands):
+def register(commands):
     """Add ``cvbayes lda fit | topics | evaluate`` to the ``cvbayes`` subcommands."""
     lda = commands.add_parser("lda", help="topic models: fit LDA to documents, show or evaluate its topics",
                               description="Latent Dirichlet allocation with six learners: " + ", ".join(
