@@ -32,24 +32,26 @@ def build_parser():
 
 
 def parse(argv=None):
-    """The parsed command line; an unknown option is refused with the usage of the command it was given to."""
+    """The parsed command line and the name of its command (``cvbayes lda fit``); an unknown option is
+    refused with the usage of the command it was given to."""
     args, unknown = build_parser().parse_known_args(argv)
     leaf = args.parser_
     del args.parser_
     if unknown:
         leaf.error(f"unrecognized arguments: {' '.join(unknown)}")
-    return args
+    return args, leaf.prog
 
 
 class ProgressLog:
     """Standard error when it is not a terminal, or under --quiet: tqdm redraws its bar in place with
-    carriage returns, which a log file keeps as one long line.  Here each redraw becomes a plain line,
-    at most one every ``every`` seconds besides a bar's first and its 100 % (none under ``quiet``); all
-    other text passes through unchanged."""
+    carriage returns, which a log file keeps as one long line.  Here a redraw becomes a plain line: a
+    bar's first, then at most one every ``every`` seconds, and the last it showed when it closes (none
+    under ``quiet``); all other text passes through unchanged."""
 
     def __init__(self, stream, every=30.0, quiet=False):
         self.stream, self.every, self.quiet = stream, every, quiet
-        self.last = None
+        self.last = None            # when the last line was written
+        self.pending = None         # a redraw not written yet
         self.after_bar = False
 
     def write(self, text):
@@ -59,14 +61,20 @@ class ProgressLog:
             self.after_bar = False
             return len(text)
         for status in text.replace("\x1b[A", "\r").split("\r"):
-            status = status.strip()
-            now = time.monotonic()
-            if status and not self.quiet and (self.last is None or now - self.last >= self.every
-                                              or "100%|" in status):
-                self.stream.write(status + "\n")
-                self.last = now
-                self.after_bar = True
+            if status.strip():
+                self.pending = status.strip()
+                if self.last is None or time.monotonic() - self.last >= self.every or "100%|" in status:
+                    self._line()
+        if not text.strip():                                # a bar cleared as it closes
+            self._line()
         return len(text)
+
+    def _line(self):
+        if self.pending is not None and not self.quiet:
+            self.stream.write(self.pending + "\n")
+            self.last = time.monotonic()
+            self.after_bar = True
+        self.pending = None
 
     def __getattr__(self, name):                            # flush, encoding, fileno, isatty, ...
         return getattr(self.stream, name)
@@ -74,35 +82,35 @@ class ProgressLog:
 
 def _show_warning(command):
     def show(message, category, filename, lineno, file=None, line=None):
-        print(f"cvbayes {command}: warning: {message}", file=sys.stderr)
+        print(f"{command}: warning: {message}", file=sys.stderr)
     return show
 
 
-def _interrupted(args):
+def _interrupted(args, command):
     """The line Ctrl-C leaves: where the run's checkpoint is, or how to make the next run resumable."""
     checkpoint = getattr(args, "checkpoint", None)
     if checkpoint and os.path.exists(checkpoint):
-        return (f"cvbayes {args.command}: interrupted; the checkpoint {checkpoint} holds the passes done so far: "
+        return (f"{command}: interrupted; the checkpoint {checkpoint} holds the passes done so far: "
                 f"run the same command again to resume")
     if hasattr(args, "checkpoint"):
-        return f"cvbayes {args.command}: interrupted; nothing saved (--checkpoint PATH makes a run resumable)"
-    return f"cvbayes {args.command}: interrupted"
+        return f"{command}: interrupted; nothing saved (--checkpoint PATH makes a run resumable)"
+    return f"{command}: interrupted"
 
 
 def main(argv=None):
-    args = parse(argv)
+    args, command = parse(argv)
     stderr = sys.stderr
     if args.quiet or not stderr.isatty():
         sys.stderr = ProgressLog(stderr, quiet=args.quiet)
     try:
         with warnings.catch_warnings():
-            warnings.showwarning = _show_warning(args.command)
+            warnings.showwarning = _show_warning(command)
             check_writable(getattr(args, "output", None))
             args.handler(args)
     except (CorpusFormatError, FileNotFoundError, ValueError) as error:
-        raise SystemExit(f"cvbayes {args.command}: {error}") from None
+        raise SystemExit(f"{command}: {error}") from None
     except KeyboardInterrupt:
-        print(("\n" if stderr.isatty() else "") + _interrupted(args), file=stderr)
+        print(("\n" if stderr.isatty() else "") + _interrupted(args, command), file=stderr)
         raise SystemExit(130) from None
     except BrokenPipeError:
         # the reader closed the pipe ('cvbayes ... | head'): stop quietly, as other Unix tools do; standard

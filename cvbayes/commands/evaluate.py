@@ -1,4 +1,6 @@
 """``cvbayes evaluate``: score a saved HMM on a gold-tagged corpus."""
+import sys
+
 import numpy as np
 
 from ..models.hmm import HMM
@@ -9,7 +11,7 @@ from .tag import decode_with
 
 def run_evaluate(args):
     model = HMM.load(args.model)
-    corpus = load_corpus(args.corpus, args.format, args.tagset, vocabulary=model.vocabulary_)
+    corpus = load_corpus(args.corpus, args.format, args.tagset, vocabulary=model.vocabulary_, tag=args.tag)
     if corpus.gold is None:
         raise SystemExit("cvbayes evaluate: the corpus has no gold tags")
     states, tags = decode_with(model, corpus)
@@ -18,7 +20,21 @@ def run_evaluate(args):
     if model.tag_dictionary is not None:
         gold = corpus.tagset.decode(corpus.gold)
         report["accuracy"] = float(np.mean([t == g for t, g in zip(tags, gold)]))
+        _check_tag_sets(args, model, corpus, gold, report)
     emit(args, report, [f"{key:<26}{value:.4f}" for key, value in report.items() if isinstance(value, float)])
+
+
+def _check_tag_sets(args, model, corpus, gold, report):
+    """Say so when the gold tags are not the model's tag set: accuracy compares names, which then differ."""
+    known = set(model.tagset_.symbols)
+    outside = [tag for tag in gold if tag not in known]
+    report["gold_tokens_with_tags_outside_the_model"] = len(outside) / len(gold)
+    if outside:
+        examples = ", ".join(sorted(set(outside), key=outside.count, reverse=True)[:5])
+        print(f"cvbayes evaluate: warning: {len(outside) / len(gold):.0%} of the gold tokens carry tags the model "
+              f"cannot give (e.g. {examples}): the model's {len(known)} tags and the {len(corpus.tagset)} tags of "
+              f"{args.corpus} are different tag sets, so the accuracy, which compares tag names, means little; the "
+              f"clustering metrics do not compare names", file=sys.stderr)
 
 
 def register(commands):

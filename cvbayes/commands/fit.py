@@ -1,12 +1,16 @@
 """``cvbayes fit``: train an HMM or HDP-HMM tagger on a corpus and save it."""
+import warnings
+
+import numpy as np
+
 from ..checkpoints import Checkpoint
 from ..chains.occupancy import METHODS as OCCUPANCY_METHODS
 from ..models.hdp_hmm import ALGORITHMS as HDP_ALGORITHMS
 from ..models.hdp_hmm import HDPHMM
-from ..models.hmm import ALGORITHMS
+from ..models.hmm import ALGORITHMS, NothingToLearnWarning
 from ..models.hmm_shards import SHARDED_ALGORITHMS, connect
 from ..tagging import fit_tagger, load_corpus, tag_dictionary
-from .options import (add_checkpoint_arguments, add_common, add_corpus, add_priors, announce_resume, emit,
+from .options import (add_checkpoint_arguments, add_common, add_corpus, add_priors, announce_resume, count, emit,
                       positive_int)
 
 
@@ -16,9 +20,11 @@ def run_fit(args):
     args.algorithm = args.algorithm or ("cvi" if hdp else "cvi2")
     if args.algorithm not in algorithms:
         raise SystemExit(f"cvbayes fit: --model {args.model} takes --algorithm {', '.join(algorithms)}")
+    if args.burn_in is not None and not (hdp and args.algorithm == "cvi"):
+        raise SystemExit("cvbayes fit: --burn-in is for --model hdp-hmm --algorithm cvi")
     if hdp and args.dictionary != "none":
         raise SystemExit("cvbayes fit: the HDP-HMM learns its states without a tag dictionary")
-    corpus = load_corpus(args.corpus, args.format, args.tagset, args.sentences)
+    corpus = load_corpus(args.corpus, args.format, args.tagset, args.sentences, tag=args.tag)
     if corpus.gold is None and args.dictionary != "none":
         raise SystemExit("cvbayes fit: a tag dictionary needs a tagged corpus")
     dictionary = tag_dictionary(corpus, args.dictionary, args.d)
@@ -34,31 +40,47 @@ def run_fit(args):
     if sharded and (hdp or args.algorithm not in SHARDED_ALGORITHMS):
         raise SystemExit(f"cvbayes fit: --scheduler and --workers take --model hmm with --algorithm "
                          f"{', '.join(SHARDED_ALGORITHMS)}")
-    with connect(args.scheduler, args.workers) as client:  # None without --scheduler or --workers
-        model, states, result = fit_tagger(corpus, args.algorithm, args.alpha, args.beta, args.iterations,
-                                           args.seed, dictionary=dictionary, n_states=n_states,
-                                           progress=not (args.quiet or args.json), batch_size=args.batch_size,
-                                           kappa=args.kappa, subchain_length=args.subchain_length,
-                                           n_init=args.restarts,
-                                           checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every,
-                                           model=HDPHMM(n_states, gamma=args.gamma, sigma=args.sigma, beta=args.beta,
-                                                        occupancy=args.occupancy) if hdp else None,
-                                           **({"client": client} if sharded else {}))
+    burn_in = args.iterations // 2 if args.burn_in is None else args.burn_in
+    try:
+        with connect(args.scheduler, args.workers) as client, warnings.catch_warnings():
+            # a run that cannot learn is refused before it starts, not saved as if all went well
+            warnings.simplefilter("error", NothingToLearnWarning)
+            model, states, result = fit_tagger(
+                corpus, args.algorithm, args.alpha, args.beta, args.iterations, args.seed, dictionary=dictionary,
+                n_states=n_states, progress=not (args.quiet or args.json), batch_size=args.batch_size,
+                kappa=args.kappa, subchain_length=args.subchain_length, n_init=args.restarts,
+                checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every,
+                model=HDPHMM(n_states, gamma=args.gamma, sigma=args.sigma, beta=args.beta, occupancy=args.occupancy,
+                             burn_in=burn_in) if hdp else None,
+                **({"client": client} if sharded else {}))
+    except NothingToLearnWarning:
+        raise SystemExit(f"cvbayes fit: {args.corpus} holds one sentence (one line), and {args.algorithm} leaves "
+                         f"one sentence out at a time, so it would learn nothing; give one sentence a line, or "
+                         f"--algorithm cvi3 (or scvi) with --subchain-length N to cut it into pieces") from None
     model.save(args.output)
     if args.checkpoint:  # the model is safely written: the checkpoint has done its work
         Checkpoint(args.checkpoint).remove()
     result.pop("curve")
+    used = int(np.unique(states).size)
+    result["states_used"] = used
     if hdp:
-        result.update(effective_states=model.n_effective_states_, gamma=model.gamma_, sigma=model.sigma_)
+        learned = (model.gamma_, model.sigma_) != (args.gamma, args.sigma)
+        result.update(effective_states=model.n_effective_states_, gamma=model.gamma_, sigma=model.sigma_,
+                      burn_in=burn_in, hyperparameters_learned=learned)
     report = {"model": args.output, "corpus": corpus.source, "tokens": corpus.n_tokens, "states": n_states,
               "dictionary": args.dictionary, **result}
     scores = ", ".join(f"{k} {v:.3f}" for k, v in result.items()
                        if k in ("accuracy", "many_to_one", "one_to_one", "v_measure"))
-    lines = [f"{args.algorithm}: {args.iterations} iterations in {result['train_seconds']:.1f} s"
-             + (f"; on the training corpus: {scores}" if scores else "")]
+    lines = [f"{args.algorithm}: {args.iterations} passes in {result['train_seconds']:.1f} s "
+             f"({result['wall_seconds']:.1f} s with the start, numba's compilation on first use and decoding)"
+             + (f"; on the training corpus: {scores}" if scores else ""),
+             f"decoding uses {used} of the {n_states} states"]
     if hdp:
         lines.append(f"{model.n_effective_states_} of {n_states} states cover 99 % of the tokens; "
-                     f"learned gamma {model.gamma_:.3g}, sigma {model.sigma_:.3g}")
+                     + (f"learned gamma {model.gamma_:.3g}, sigma {model.sigma_:.3g}" if learned else
+                        f"gamma {args.gamma:g} and sigma {args.sigma:g} were not learned: "
+                        + (f"the burn-in of {burn_in} passes is not shorter than the run (give --burn-in below "
+                           f"--iterations)" if args.algorithm == "cvi" else f"{args.algorithm} keeps them fixed")))
     emit(args, report, lines + [f"model saved to {args.output}"])
 
 
@@ -80,6 +102,9 @@ def register(commands):
                      help="hdp-hmm: starting concentration of the top-level stick (default 1)")
     fit.add_argument("--sigma", type=float, default=1.0,
                      help="hdp-hmm: starting concentration of every transition row (default 1)")
+    fit.add_argument("--burn-in", type=count, default=None, metavar="N",
+                     help="hdp-hmm, cvi: passes before gamma and sigma are learned (default half of --iterations; "
+                          "the states must separate first, thesis §5.5)")
     fit.add_argument("--occupancy", choices=OCCUPANCY_METHODS, default="heuristic",
                      help="hdp-hmm: how q(C_jk > 0) is computed (thesis §5.4; default heuristic)")
     fit.add_argument("--dictionary", choices=("none", "complete", "incomplete"), default="none",

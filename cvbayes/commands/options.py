@@ -25,6 +25,17 @@ def positive_int(text):
     return value
 
 
+def count(text):
+    """An argparse type: an integer of at least 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
+
+
 def fraction(text):
     """An argparse type: a number in [0, 1)."""
     try:
@@ -110,8 +121,10 @@ def add_corpus(parser, tagset=True):
     parser.add_argument("corpus", help="'brown' (fetched with 'cvbayes data fetch brown'), 'brown-embedded' "
                                        "(the 2,000-sentence slice shipped with cvbayes) or a file")
     parser.add_argument("--format", choices=FORMATS, default="auto",
-                        help="file format: word/TAG lines, CoNLL-U (UPOS) or plain text (default auto: .conllu by name, "
+                        help="file format: word/TAG lines, CoNLL-U or plain text (default auto: .conllu by name, "
                              "else guessed from the first lines)")
+    parser.add_argument("--tag", choices=("upos", "xpos"), default="upos",
+                        help="CoNLL-U: the column of the gold tags (default upos)")
     if tagset:
         parser.add_argument("--tagset", choices=("brown", "universal"), default="brown",
                             help="tag set for the Brown corpus: 104 base tags or the 12 universal tags")

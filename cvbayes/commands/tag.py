@@ -28,7 +28,7 @@ def run_tag(args):
     states, tags = decode_with(model, corpus)
     if args.map_to_gold:
         tags = map_to_gold(model, states, load_corpus(args.map_to_gold, "auto", args.tagset,
-                                                      vocabulary=model.vocabulary_))
+                                                      vocabulary=model.vocabulary_, tag=args.tag))
     to_stdout = args.output == "-"
     if args.output_format == "conllu" and fmt == "conllu":
         data = tag_conllu_document(args.corpus, tags, args.column).encode("utf-8")

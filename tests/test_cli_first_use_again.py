@@ -1,0 +1,240 @@
+"""What a new user hit on data the project never saw (issue 34): no useless model without being told, plain
+messages, and the options of the tools users already run."""
+import json
+
+import numpy as np
+import pytest
+
+from cvbayes.cli import main
+
+TEXT = "the cat sat on the mat\nthe dog ran\na cat ran on a mat\nthe dog sat\n"
+CONLLU = ("# sent_id = 1\n1\tCats\tcat\tNOUN\tNNS\t_\t2\tnsubj\t_\t_\n2\tsit\tsit\tVERB\tVBP\t_\t0\troot\t_\t_\n\n"
+          "# sent_id = 2\n1\tDogs\tdog\tNOUN\tNNS\t_\t2\tnsubj\t_\t_\n2\tran\trun\tVERB\tVBD\t_\t0\troot\t_\t_\n\n")
+
+
+@pytest.fixture
+def text_file(tmp_path):
+    path = tmp_path / "my.txt"
+    path.write_text(TEXT)
+    return path
+
+
+def test_the_default_learner_refuses_a_one_line_corpus(tmp_path, capsys):
+    one_line = tmp_path / "one.txt"
+    one_line.write_text("the cat sat on the mat and the dog ran to the cat\n")
+    model = tmp_path / "m.npz"
+    with pytest.raises(SystemExit) as exit_:
+        main(["fit", str(one_line), "--states", "3", "-o", str(model), "--quiet"])
+    message = str(exit_.value.code)
+    assert "one sentence" in message and "would learn nothing" in message and "--algorithm cvi3" in message
+    assert not model.exists()
+    main(["fit", str(one_line), "--states", "3", "-o", str(model), "--quiet", "--iterations", "2",
+          "--algorithm", "cvi3", "--subchain-length", "4"])
+    assert model.exists()
+
+
+def test_hdp_hmm_says_whether_gamma_and_sigma_were_learned(tmp_path, text_file, capsys):
+    common = ["fit", str(text_file), "--format", "text", "--model", "hdp-hmm", "--states", "4", "--gamma", "2.5",
+              "--sigma", "7", "--iterations", "4", "-o", str(tmp_path / "m.npz"), "--json"]
+    main(common)                                    # the default burn-in: half of --iterations
+    report = json.loads(capsys.readouterr().out)
+    assert report["burn_in"] == 2 and report["hyperparameters_learned"]
+    assert (report["gamma"], report["sigma"]) != (2.5, 7.0)
+    main(common[:-1] + ["--burn-in", "4"])
+    text = capsys.readouterr().out
+    assert "gamma 2.5 and sigma 7 were not learned" in text and "learned gamma" not in text
+    with pytest.raises(SystemExit, match="--burn-in is for --model hdp-hmm"):
+        main(["fit", str(text_file), "--states", "2", "--burn-in", "3", "-o", str(tmp_path / "m.npz")])
+
+
+def test_fit_says_how_many_states_decoding_uses_and_where_the_time_went(tmp_path, text_file, capsys):
+    main(["fit", str(text_file), "--states", "9", "--iterations", "3", "-o", str(tmp_path / "m.npz"), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert 1 <= report["states_used"] <= 9 and report["wall_seconds"] >= report["train_seconds"] > 0
+    main(["fit", str(text_file), "--states", "9", "--iterations", "3", "-o", str(tmp_path / "m.npz"), "--quiet"])
+    text = capsys.readouterr().out
+    assert f"decoding uses {report['states_used']} of the 9 states" in text
+    assert "with the start, numba's compilation on first use and decoding" in text
+
+
+def test_an_unknown_option_prints_the_usage_of_its_command(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["lda", "topics", "model.npz", "--bogus"])
+    error = capsys.readouterr().err
+    assert exit_.value.code == 2 and error.startswith("usage: cvbayes lda topics")
+    assert "unrecognized arguments: --bogus" in error
+
+
+def test_progress_bars_in_a_log_are_lines_without_carriage_returns(tmp_path, text_file, capsys):
+    main(["fit", str(text_file), "--states", "2", "--iterations", "3", "-o", str(tmp_path / "m.npz")])
+    error = capsys.readouterr().err                 # not a terminal, as a redirected log
+    assert "\r" not in error and error.startswith("cvi2:   0%|") and error.count("\ncvi2: ") == 1
+    main(["fit", str(text_file), "--states", "2", "--iterations", "3", "-o", str(tmp_path / "m.npz"), "--quiet"])
+    assert capsys.readouterr().err == ""
+
+
+def test_ctrl_c_says_how_to_resume(tmp_path, text_file, capsys, monkeypatch):
+    import cvbayes.commands.fit
+
+    checkpoint = tmp_path / "run.ckpt"
+
+    def interrupted(*args, **kwargs):
+        checkpoint.write_bytes(b"a checkpoint")     # passes done before Ctrl-C
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cvbayes.commands.fit, "fit_tagger", interrupted)
+    command = ["fit", str(text_file), "--states", "2", "-o", str(tmp_path / "m.npz")]
+    with pytest.raises(SystemExit) as exit_:
+        main(command + ["--checkpoint", str(checkpoint)])
+    error = capsys.readouterr().err
+    assert exit_.value.code == 130 and "Traceback" not in error and len(error.strip().splitlines()) == 1
+    assert f"the checkpoint {checkpoint}" in error and "run the same command again to resume" in error
+    checkpoint.unlink()
+    with pytest.raises(SystemExit):
+        main(command)
+    assert "nothing saved (--checkpoint PATH makes a run resumable)" in capsys.readouterr().err
+
+
+def test_library_warnings_are_one_line_without_a_source_path(tmp_path, text_file, capsys, monkeypatch):
+    import warnings
+
+    import cvbayes.commands.tag
+
+    def decode_with(model, corpus):
+        warnings.warn("a word of caution", UserWarning)
+        return np.zeros(corpus.n_tokens, dtype=int), ["0"] * corpus.n_tokens
+
+    main(["fit", str(text_file), "--states", "2", "--iterations", "2", "-o", str(tmp_path / "m.npz"), "--quiet"])
+    monkeypatch.setattr(cvbayes.commands.tag, "decode_with", decode_with)
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")            # as outside the test suite, where warnings are not errors
+        main(["tag", str(tmp_path / "m.npz"), str(text_file), "-o", str(tmp_path / "out.txt")])
+    assert capsys.readouterr().err == "cvbayes tag: warning: a word of caution\n"
+
+
+def test_fit_and_evaluate_read_the_xpos_column(tmp_path, capsys):
+    treebank = tmp_path / "tb.conllu"
+    treebank.write_text(CONLLU)
+    model = tmp_path / "m.npz"
+    main(["fit", str(treebank), "--tag", "xpos", "--dictionary", "complete", "--iterations", "2", "-o", str(model),
+          "--quiet"])
+    from cvbayes import HMM
+
+    assert set(HMM.load(model).tagset_.symbols) >= {"NNS", "VBP", "VBD"}
+    capsys.readouterr()
+    main(["evaluate", str(model), str(treebank), "--tag", "xpos", "--json"])
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["gold_tokens_with_tags_outside_the_model"] == 0.0 and captured.err == ""
+
+
+def test_evaluate_says_when_the_tag_sets_differ(tmp_path, capsys):
+    treebank = tmp_path / "tb.conllu"
+    treebank.write_text(CONLLU)
+    model = tmp_path / "m.npz"
+    main(["fit", str(treebank), "--dictionary", "complete", "--iterations", "2", "-o", str(model), "--quiet"])
+    capsys.readouterr()
+    main(["evaluate", str(model), str(treebank), "--tag", "xpos", "--json"])     # UPOS model, XPOS gold
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["gold_tokens_with_tags_outside_the_model"] == 1.0
+    assert "different tag sets" in captured.err and "e.g. NNS" in captured.err
+
+
+# -- LDA -------------------------------------------------------------------------------------------------
+
+WORDS = "apple bread cheese dates eggs figs grapes honey ice jam kale leek mango nuts olive pear".split()
+
+
+@pytest.fixture
+def documents(tmp_path):
+    """Sixty documents of two planted topics (the first and the second eight words)."""
+    rng = np.random.default_rng(0)
+    path = tmp_path / "docs.txt"
+    path.write_text("".join(" ".join(rng.choice(WORDS[:8] if d % 2 == 0 else WORDS[8:], size=30)) + "\n"
+                            for d in range(60)))
+    return path
+
+
+LDA_FIT = ["--topics", "2", "--min-count", "1", "--max-df", "1.0", "--quiet"]
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--heldout", "1.5", "--heldout: must be at least 0 and below 1"),
+    ("--heldout", "-0.5", "--heldout: must be at least 0 and below 1"),
+    ("--iterations", "-1", "--iterations: must be at least 1"),
+    ("--topics", "0", "--topics: must be at least 1"),
+])
+def test_lda_fit_refuses_bad_numbers_before_work(documents, tmp_path, capsys, option, value, message):
+    with pytest.raises(SystemExit) as exit_:
+        main(["lda", "fit", str(documents), *LDA_FIT, option, value, "-o", str(tmp_path / "m.npz")])
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "m.npz").exists()
+
+
+def test_lda_fit_keeps_a_document_to_train_on(documents, tmp_path):
+    with pytest.raises(SystemExit, match="cvbayes lda fit: --heldout 0.999 of 60 documents leaves none to train on"):
+        main(["lda", "fit", str(documents), *LDA_FIT, "--heldout", "0.999", "-o", str(tmp_path / "m.npz")])
+    assert not (tmp_path / "m.npz").exists()
+
+
+def test_lda_topics_words_and_weights(documents, tmp_path, capsys):
+    model = tmp_path / "m.npz"
+    main(["lda", "fit", str(documents), *LDA_FIT, "-o", str(model)])
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["lda", "topics", str(model), "--words", "-3"])
+    assert "--words: must be at least 1, got -3" in capsys.readouterr().err
+    main(["lda", "topics", str(model), "--words", "3", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    from cvbayes import LDA
+
+    fitted = LDA.load(model)
+    for words, weights in zip(report["top_words"], report["weights"]):
+        assert len(words) == len(weights) == 3 and weights == sorted(weights, reverse=True)
+    k = 0
+    ids = fitted.vocabulary_.encode(report["top_words"][k])
+    np.testing.assert_allclose(report["weights"][k], fitted.topic_word_[k, ids], atol=1e-6)
+    assert report["alpha"] == [0.1, 0.1]
+
+
+def test_lda_document_topics_of_training_and_new_documents(documents, tmp_path, capsys):
+    model, proportions = tmp_path / "m.npz", tmp_path / "doc-topics.txt"
+    main(["lda", "fit", str(documents), *LDA_FIT, "-o", str(model), "--output-doc-topics", str(proportions)])
+    lines = proportions.read_text().splitlines()
+    assert lines[0].startswith("#doc\tname\ttopic 0\ttopic 1") and len(lines) == 61
+    table = np.array([[float(v) for v in line.split("\t")[2:]] for line in lines[1:]])
+    np.testing.assert_allclose(table.sum(axis=1), 1.0, atol=1e-5)
+    assert [line.split("\t")[:2] for line in lines[1:3]] == [["0", "1"], ["1", "2"]]
+    topic = table.argmax(axis=1)
+    assert len(set(topic[::2])) == 1 and len(set(topic[1::2])) == 1 and topic[0] != topic[1]
+    new = tmp_path / "new.txt"
+    new.write_text("apple bread zebra cheese\nmango nuts olive quince\n")     # zebra, quince: never seen
+    capsys.readouterr()
+    main(["lda", "infer", str(model), str(new)])
+    rows = [[float(v) for v in line.split("\t")[2:]] for line in capsys.readouterr().out.splitlines()[1:]]
+    assert np.argmax(rows[0]) == topic[0] and np.argmax(rows[1]) == topic[1]
+
+
+def test_lda_transform_maps_documents_read_with_their_own_vocabulary(documents, tmp_path):
+    from cvbayes import LDA
+    from cvbayes.data.documents import read_lines
+
+    train = read_lines(documents, min_count=1, max_df=1.0)
+    model = LDA(2, n_iter=30).fit(train)
+    new = tmp_path / "new.txt"
+    new.write_text("zebra apple bread cheese\nmango nuts olive\n")
+    own = read_lines(new, min_count=1, max_df=1.0)                 # its own ids; 'zebra' unknown to the model
+    shared = read_lines(new, vocabulary=model.vocabulary_)
+    np.testing.assert_allclose(model.transform(own), model.transform(shared))
+    assert model.perplexity(own) == pytest.approx(model.perplexity(shared))
+    raw = own.__class__(own.observations + 100, own.offsets)      # raw ids the model cannot know
+    with pytest.raises(ValueError, match="read them with the model's vocabulary"):
+        model.transform(raw)
+
+
+def test_lda_doc_topic_survives_save_and_load(documents, tmp_path):
+    from cvbayes import LDA
+    from cvbayes.data.documents import read_lines
+
+    model = LDA(2, n_iter=20).fit(read_lines(documents, min_count=1, max_df=1.0))
+    model.save(tmp_path / "m.npz")
+    np.testing.assert_array_equal(LDA.load(tmp_path / "m.npz").doc_topic_, model.doc_topic_)
