@@ -238,3 +238,43 @@ def test_lda_doc_topic_survives_save_and_load(documents, tmp_path):
     model = LDA(2, n_iter=20).fit(read_lines(documents, min_count=1, max_df=1.0))
     model.save(tmp_path / "m.npz")
     np.testing.assert_array_equal(LDA.load(tmp_path / "m.npz").doc_topic_, model.doc_topic_)
+
+
+def test_an_unreachable_scheduler_is_named_within_a_timeout(tmp_path, text_file, monkeypatch):
+    import socket
+    import time
+
+    import cvbayes.commands.fit
+
+    pytest.importorskip("distributed")
+    monkeypatch.setattr(cvbayes.commands.fit, "CONNECT_TIMEOUT", 2)
+    with socket.socket() as free:                   # a port nothing listens on
+        free.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{free.getsockname()[1]}"
+    started = time.perf_counter()
+    with pytest.raises(SystemExit, match=f"--scheduler {address}: no Dask scheduler answered within 2 s"):
+        main(["fit", str(text_file), "--states", "2", "--algorithm", "em", "--scheduler", address,
+              "-o", str(tmp_path / "m.npz")])
+    assert time.perf_counter() - started < 30
+    with pytest.raises(SystemExit, match="--scheduler nonsense: not a scheduler address"):
+        main(["fit", str(text_file), "--states", "2", "--algorithm", "em", "--scheduler", "nonsense",
+              "-o", str(tmp_path / "m.npz")])
+
+
+def test_parse_rewrites_a_deps_column_that_would_contradict_head(tmp_path):
+    from cvbayes.data.conllu_io import read_conllu_document
+
+    treebank = tmp_path / "enhanced.conllu"
+    treebank.write_text(
+        "# sent_id = 1\n1\tCats\tcat\tNOUN\tNNS\t_\t2\tnsubj\t2:nsubj\t_\n2\tsit\tsit\tVERB\tVBP\t_\t0\troot\t0:root\t_\n"
+        "3\tdown\tdown\tADV\tRB\t_\t2\tadvmod\t2:advmod|3.1:dep\t_\n3.1\tit\t_\t_\t_\t_\t_\t_\t2:nsubj\t_\n\n"
+        "# sent_id = 2\n1\tDogs\tdog\tNOUN\tNNS\t_\t2\tnsubj\t_\t_\n2\tran\trun\tVERB\tVBD\t_\t0\troot\t_\t_\n\n")
+    model, parsed = tmp_path / "dmv.npz", tmp_path / "parsed.conllu"
+    main(["induce", str(treebank), "-o", str(model), "--iterations", "3", "--quiet"])
+    main(["parse", str(model), str(treebank), "-o", str(parsed), "--quiet"])
+    document = read_conllu_document(parsed)
+    for sentence, had_deps in zip(document, (True, False)):
+        heads, relations = sentence.column("head"), sentence.column("deprel")
+        expected = [f"{h}:{r}" for h, r in zip(heads, relations)] if had_deps else ["_"] * len(heads)
+        assert sentence.column("deps") == expected
+    assert "3.1\tit\t_\t_\t_\t_\t_\t_\t2:nsubj\t_\n" in parsed.read_text()       # the empty node as it was

@@ -2,7 +2,9 @@
 
 ``cvbayes parse MODEL FILE`` writes FILE back with the model's trees: every byte of the file is kept
 (comments, multiword ranges, empty nodes, every other column, blank lines, line endings; through
-`cvbayes.data.conllu_io`) except the HEAD and DEPREL fields of the ordinary words (``--column head``),
+`cvbayes.data.conllu_io`) except the HEAD and DEPREL fields of the ordinary words (``--column head``;
+their DEPS too, where the file has an enhanced graph, which would contradict the new HEAD: it becomes
+``HEAD:DEPREL``),
 or one ``PredHead=`` item added to their MISC field (``--column misc``, which leaves HEAD and DEPREL as
 they were, e.g. gold heads to compare with).  DEPREL becomes ``root`` for the root word and ``dep``
 (UD's unspecified dependency) for every other word.  Punctuation: when the model was trained without
@@ -95,8 +97,13 @@ def run_parse(args):
         # a sentence of punctuation only: its first word the root, the others attached to it
         values.extend(file_heads.get(index, np.r_[0, np.ones(sentence.n_words - 1, dtype=np.int32)]).tolist())
     if args.column == "head":
+        relations = ["root" if head == 0 else "dep" for head in values]
+        deps = [field for sentence in document.column("deps") for field in sentence]
         document.replace_column("head", values)
-        document.replace_column("deprel", ["root" if head == 0 else "dep" for head in values])
+        document.replace_column("deprel", relations)
+        # an enhanced graph the file had would now contradict HEAD: it becomes the new tree's
+        document.replace_column("deps", ["_" if old == "_" else f"{head}:{relation}"
+                                         for old, head, relation in zip(deps, values, relations)])
     else:
         document.set_misc(PREDICTED_HEAD, values)
     text = document.to_text().encode("utf-8")
@@ -158,7 +165,8 @@ def register(commands):
     parse = commands.add_parser(
         "parse", help="parse a CoNLL-U file with a DMV model: fill HEAD and DEPREL, keep every other byte",
         description="Write FILE back with the model's Viterbi trees: HEAD and DEPREL ('root' or 'dep') of "
-                    "every ordinary word change, every other byte stays (comments, ranges, empty nodes, other "
+                    "every ordinary word change (and DEPS, where the file has one, becomes HEAD:DEPREL, as the "
+                    "old enhanced graph would contradict the new tree), every other byte stays (comments, ranges, empty nodes, other "
                     "columns). Punctuation removed for training is removed before parsing and then attached "
                     "to the sentence's root word. The summary goes to standard output when the trees go to "
                     "a file (-o), else to standard error; it adds the accuracy against the file's own HEAD "

@@ -1,4 +1,6 @@
 """``cvbayes fit``: train an HMM or HDP-HMM tagger on a corpus and save it."""
+import contextlib
+import os
 import warnings
 
 import numpy as np
@@ -8,10 +10,46 @@ from ..chains.occupancy import METHODS as OCCUPANCY_METHODS
 from ..models.hdp_hmm import ALGORITHMS as HDP_ALGORITHMS
 from ..models.hdp_hmm import HDPHMM
 from ..models.hmm import ALGORITHMS, NothingToLearnWarning
-from ..models.hmm_shards import SHARDED_ALGORITHMS, connect
+from ..models.hmm_shards import SHARDED_ALGORITHMS
 from ..tagging import fit_tagger, load_corpus, tag_dictionary
 from .options import (add_checkpoint_arguments, add_common, add_corpus, add_priors, announce_resume, count, emit,
                       positive_int)
+
+
+# seconds to wait for the Dask scheduler of --scheduler
+CONNECT_TIMEOUT = 10
+
+
+@contextlib.contextmanager
+def connect(scheduler=None, workers=None):
+    """A Dask client for ``--scheduler ADDRESS`` (an existing cluster) or ``--workers N`` (a local cluster
+    of N processes sharing the cores); None (no Dask) without either."""
+    if scheduler is None and workers is None:
+        yield None
+        return
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise SystemExit('--scheduler and --workers need Dask: pip install "cvbayes[distributed]"') from None
+    if scheduler is not None:
+        try:
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT)
+        except ValueError as error:
+            raise SystemExit(f"cvbayes fit: --scheduler {scheduler}: not a scheduler address ({error}); "
+                             f"give tcp://HOST:PORT") from None
+        except OSError as error:
+            raise SystemExit(f"cvbayes fit: --scheduler {scheduler}: no Dask scheduler answered within "
+                             f"{CONNECT_TIMEOUT} s ({error})") from None
+        except Exception as error:                              # something answered, but not Dask
+            raise SystemExit(f"cvbayes fit: --scheduler {scheduler}: what answered is not a Dask scheduler "
+                             f"({type(error).__name__}: {error})") from None
+        with client:
+            yield client
+        return
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    with LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        yield client
 
 
 def run_fit(args):
