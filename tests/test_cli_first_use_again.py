@@ -278,3 +278,42 @@ def test_parse_rewrites_a_deps_column_that_would_contradict_head(tmp_path):
         expected = [f"{h}:{r}" for h, r in zip(heads, relations)] if had_deps else ["_"] * len(heads)
         assert sentence.column("deps") == expected
     assert "3.1\tit\t_\t_\t_\t_\t_\t_\t2:nsubj\t_\n" in parsed.read_text()       # the empty node as it was
+
+
+# -- HMM: what a model learned ---------------------------------------------------------------------------
+
+def test_states_prints_top_words_transitions_and_draws_the_curve(tmp_path, capsys):
+    from cvbayes import HMM
+
+    model = tmp_path / "m.npz"
+    main(["fit", "brown-embedded", "--tagset", "universal", "--dictionary", "complete", "--sentences", "200",
+          "--iterations", "3", "-o", str(model), "--quiet"])
+    capsys.readouterr()
+    main(["states", str(model), "--words", "3", "--transitions", "--curve", str(tmp_path / "curve.png"), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    fitted = HMM.load(model)
+    assert len(report["top_words"]) == 12 and all(len(words) == 3 for words in report["top_words"])
+    determiner = fitted.tagset_.index("DET")
+    assert report["top_words"][determiner][0] == "the"
+    ids = fitted.vocabulary_.encode(report["top_words"][determiner])
+    np.testing.assert_allclose(report["weights"][determiner], fitted.emissionprob_[determiner, ids], atol=1e-6)
+    np.testing.assert_allclose(report["transitions"], fitted.transmat_, atol=1e-6)
+    assert (tmp_path / "curve.png").stat().st_size > 0
+    main(["states", str(model), "--words", "2", "--transitions"])
+    text = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("state  DET: the ") for line in text)
+    assert "transitions (row: from, column: to)" in text and len(text) == 12 + 2 + 1 + 12
+
+
+def test_tag_decodes_by_viterbi_on_request(tmp_path, text_file, capsys):
+    from cvbayes import HMM
+    from cvbayes.data import read_text
+
+    model = tmp_path / "m.npz"
+    main(["fit", str(text_file), "--states", "3", "--iterations", "5", "-o", str(model), "--quiet"])
+    capsys.readouterr()
+    main(["tag", str(model), str(text_file), "--decode", "viterbi"])
+    tags = [int(token.rpartition("/")[2]) for token in capsys.readouterr().out.split()]
+    fitted = HMM.load(model)
+    _, path = fitted.decode(read_text(text_file, vocabulary=fitted.vocabulary_), algorithm="viterbi")
+    assert tags == path.tolist()

@@ -6,15 +6,15 @@ from ..files import write_bytes
 from ..models.hmm import HMM
 from ..tagging import BROWN_NAMES, PREDICTED_TAG, guess_format, load_corpus, map_to_gold, tag_conllu_document, write_tagged
 from .options import add_common, add_corpus
+from .states import state_names
 
 
-def decode_with(model, corpus):
-    """The model's states for the corpus and their names: tag names for a model trained with a tag
-    dictionary, else the state numbers."""
-    states = model.decode(corpus)
-    if model.tag_dictionary is not None and model.tagset_ is not None:
-        return states, model.tagset_.decode(states)
-    return states, [str(s) for s in states]
+def decode_with(model, corpus, method="map"):
+    """The model's states for the corpus (``map``: max posterior marginals; ``viterbi``: the most
+    probable path) and their names (`state_names`)."""
+    states = model.decode(corpus, method={"map": "mpd", "viterbi": "viterbi"}[method])
+    names = state_names(model)
+    return states, [names[s] for s in states]
 
 
 def run_tag(args):
@@ -25,7 +25,7 @@ def run_tag(args):
     # the file's own words are written back; the model reads them through its vocabulary
     own = load_corpus(args.corpus, fmt, args.tagset, gold=False)
     corpus = own if model.vocabulary_ is None else own.recoded(model.vocabulary_)
-    states, tags = decode_with(model, corpus)
+    states, tags = decode_with(model, corpus, args.decode)
     if args.map_to_gold:
         tags = map_to_gold(model, states, load_corpus(args.map_to_gold, "auto", args.tagset,
                                                       vocabulary=model.vocabulary_, tag=args.tag))
@@ -48,7 +48,8 @@ def run_tag(args):
 
 def register(commands):
     tag = commands.add_parser("tag", help="tag a corpus with a saved model",
-                              description="Decode a corpus with a saved model (maximum posterior marginals) "
+                              description="Decode a corpus with a saved model (maximum posterior marginals, or "
+                                          "Viterbi with --decode viterbi) "
                                           "and write word/TAG lines or CoNLL-U. States are tag names when "
                                           "the model was trained with a tag dictionary, else numbers.")
     tag.add_argument("model", help="model file written by 'cvbayes fit'")
@@ -62,6 +63,9 @@ def register(commands):
     tag.add_argument("--map-to-gold", metavar="GOLD", default=None,
                      help="write each state's most frequent gold tag on the tagged file GOLD (many-to-one) "
                           "instead of its number: for models trained without a tag dictionary")
+    tag.add_argument("--decode", choices=("map", "viterbi"), default="map",
+                     help="each token's most probable state (map, maximum posterior marginals; default) or the "
+                          "most probable state sequence (viterbi): hmmlearn's algorithm= of decode")
     tag.add_argument("-o", "--output", default="-", help="output file (default: standard output)")
     add_common(tag, seed=False)
     tag.set_defaults(handler=run_tag)

@@ -799,7 +799,10 @@ class HMM:
         With ``algorithm="viterbi"`` or ``"map"`` (hmmlearn's names and return value) it returns
         ``(log_prob, states)`` instead: for "viterbi" log p(x, z*) of the Viterbi paths under the
         fitted point estimates, for "map" (max posterior marginals) the sum over tokens of
-        log max_k q(z_t = k) (hmmlearn sums the marginals themselves).
+        log max_k q(z_t = k) (hmmlearn sums the marginals themselves).  hmmlearn's ``decode(X)``
+        means Viterbi and returns the pair; here ``decode(X)`` without ``algorithm`` returns the
+        states alone, as in every earlier release: write ``decode(X, algorithm="viterbi")`` for
+        hmmlearn's call.
         """
         if algorithm is not None:
             if algorithm not in ("viterbi", "map"):
