@@ -317,3 +317,66 @@ def test_tag_decodes_by_viterbi_on_request(tmp_path, text_file, capsys):
     fitted = HMM.load(model)
     _, path = fitted.decode(read_text(text_file, vocabulary=fitted.vocabulary_), algorithm="viterbi")
     assert tags == path.tolist()
+
+
+# -- PCFG and PCFG-LA -------------------------------------------------------------------------------------
+
+def test_pcfg_fit_parse_and_grammar(tmp_path, capsys):
+    from cvbayes import PCFG
+    from cvbayes.data.trees import format_tree
+    from cvbayes.trees import parse_grammar
+
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("the dog barks\na cat sleeps\n\nthe cat barks\n")
+    model = tmp_path / "pcfg.npz"
+    main(["pcfg", "fit", str(sentences), "--nonterminals", "3", "--algorithm", "vb", "--iterations", "4",
+          "-o", str(model), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["sentences"] == 3 and report["rules"] == PCFG.load(model).counts_.shape[0]
+    main(["pcfg", "parse", str(model), str(sentences), "-o", str(tmp_path / "trees.txt")])
+    lines = (tmp_path / "trees.txt").read_text().split("\n")
+    fitted = PCFG.load(model)
+    reference = fitted.parse([["the", "dog", "barks"], ["a", "cat", "sleeps"], ["the", "cat", "barks"]])
+    assert lines[:4] == [format_tree(reference[0]), format_tree(reference[1]), "", format_tree(reference[2])]
+    capsys.readouterr()
+    main(["pcfg", "grammar", str(model), "--min-prob", "0"])
+    text = capsys.readouterr().out
+    grammar = parse_grammar(text)                                  # the grammar format, probabilities first
+    assert len(grammar.rules) == fitted.counts_.shape[0]
+    np.testing.assert_allclose(sorted(rule.weight for rule in grammar.rules), sorted(fitted.rule_probs_), rtol=1e-5)
+
+
+def test_pcfg_parse_marks_a_sentence_without_a_tree(tmp_path, capsys):
+    grammar = tmp_path / "g.txt"
+    grammar.write_text('S -> NP V\nNP -> "the" N\nN -> "dog"\nN -> "cat"\nV -> "barks"\n')
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("the dog barks\nthe cat barks\n")
+    model = tmp_path / "m.npz"
+    main(["pcfg", "fit", str(sentences), "--grammar", str(grammar), "--iterations", "2", "-o", str(model), "--quiet"])
+    new = tmp_path / "new.txt"
+    new.write_text("the cat barks\nbarks the dog\n")
+    main(["pcfg", "parse", str(model), str(new)])
+    assert capsys.readouterr().out.splitlines() == ["(S (NP the (N cat)) (V barks))", "(())"]
+
+
+def test_pcfg_la_fit_parse_and_grammar(tmp_path, capsys):
+    from cvbayes import PCFGLA
+
+    treebank = tmp_path / "tb.mrg"
+    treebank.write_text("(S (NP (DT the) (NN dog)) (VP (VBZ barks)))\n(S (NP (DT a) (NN cat)) (VP (VBZ sleeps)))\n"
+                        "(S (NP (DT the) (NN cat)) (VP (VBZ barks) (ADVP (RB loudly))))\n")
+    model = tmp_path / "la.npz"
+    main(["pcfg-la", "fit", str(treebank), "--subtypes", "2", "--iterations", "3", "--min-count", "1",
+          "-o", str(model), "--quiet"])
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("a dog sleeps\n")
+    main(["pcfg-la", "parse", str(model), str(sentences)])
+    assert capsys.readouterr().out == "(S (NP (DT a) (NN dog)) (VP (VBZ sleeps)))\n"
+    main(["pcfg-la", "grammar", str(model), "--min-prob", "0", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    fitted = PCFGLA.load(model)
+    tables = fitted.tables_
+    assert len(report["rules"]) == tables.binary.size + tables.unary.size + tables.lexical.size
+    assert {"probability": pytest.approx(float(tables.lexical[0, 1])),
+            "rule": f'{fitted.grammar_.symbols[fitted.grammar_.lexical_rules[0, 0]]}[1] -> '
+                    f'"{fitted.grammar_.words[fitted.grammar_.lexical_rules[0, 1]]}"'} in report["rules"]
