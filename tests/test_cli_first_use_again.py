@@ -100,7 +100,7 @@ def test_library_warnings_are_one_line_without_a_source_path(tmp_path, text_file
 
     import cvbayes.commands.tag
 
-    def decode_with(model, corpus):
+    def decode_with(model, corpus, method):
         warnings.warn("a word of caution", UserWarning)
         return np.zeros(corpus.n_tokens, dtype=int), ["0"] * corpus.n_tokens
 
@@ -380,3 +380,68 @@ def test_pcfg_la_fit_parse_and_grammar(tmp_path, capsys):
     assert {"probability": pytest.approx(float(tables.lexical[0, 1])),
             "rule": f'{fitted.grammar_.symbols[fitted.grammar_.lexical_rules[0, 0]]}[1] -> '
                     f'"{fitted.grammar_.words[fitted.grammar_.lexical_rules[0, 1]]}"'} in report["rules"]
+
+
+# -- alignment: fast_align's -q, -N and -f --------------------------------------------------------------
+
+PAIRS = [("das haus ist klein", "the house is small"), ("das buch ist gross", "the book is big"),
+         ("ein haus", "a house"), ("das ist ein buch", "that is a book")] * 3
+
+
+@pytest.fixture
+def parallel(tmp_path):
+    path = tmp_path / "train.de-en"
+    path.write_text("".join(f"{s} ||| {t}\n" for s, t in PAIRS))
+    return path
+
+
+def test_align_takes_fast_aligns_q_and_n(parallel, tmp_path, capsys):
+    main(["align", "-i", str(parallel), "-r", "-q", "0.3", "--json", "--quiet"])
+    captured = capsys.readouterr()
+    assert json.loads(captured.err)["null_prob"] == 0.3
+    main(["align", "-i", str(parallel), "-r", "-N", "--quiet"])
+    links = [line.split() for line in capsys.readouterr().out.splitlines()]
+    # without NULL every target word (here the source side of the reversed direction) is linked
+    assert [len({link.split("-")[0] for link in line}) for line in links] == [len(s.split()) for s, _ in PAIRS]
+    with pytest.raises(SystemExit, match="IBM Model 1 here always has its NULL word"):
+        main(["align", "-i", str(parallel), "-N", "--model", "ibm1"])
+
+
+def test_align_force_aligns_with_a_table_as_fast_align_f(parallel, tmp_path, capsys):
+    from cvbayes.models.alignment.corpus import read_fast_align
+    from cvbayes.models.alignment.force import FLOOR, force_align, read_translation_table
+
+    table = tmp_path / "table"
+    table.write_text("das\tthe\t-0.1\nhaus\thouse\t-0.2\nklein\tsmall\t-0.3\nist\tis\t-0.05\n<eps>\tthe\t-3\n"
+                     "ist\tthe\t-1\nother\tword\t-0.5\n")
+    new = tmp_path / "new.de-en"
+    new.write_text("das haus ist klein ||| the house is small\nhaus ||| the house\n ||| \n")
+    main(["align", "-i", str(new), "-f", str(table), "--symmetrization", "forward", "-s"])
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" ||| ")[0] for line in lines] == ["0-0 1-1 2-2 3-3", "0-1", ""]
+    # the scores by hand: sum over target words of log((sum_i t(e_j | f_i) + t(e_j | NULL)) / (I + 1))
+    t = {("das", "the"): np.exp(-0.1), ("haus", "house"): np.exp(-0.2), ("klein", "small"): np.exp(-0.3),
+         ("ist", "is"): np.exp(-0.05), (None, "the"): np.exp(-3), ("ist", "the"): np.exp(-1)}
+    for line, (source, target) in zip(lines, [("das haus ist klein", "the house is small"), ("haus", "the house")]):
+        expected = sum(np.log(sum(t.get((f, e), FLOOR) for f in source.split() + [None]) / (len(source.split()) + 1))
+                       for e in target.split())
+        assert float(line.split(" ||| ")[1]) == pytest.approx(expected, rel=1e-5)
+    assert lines[2] == " ||| nan"
+    links, scores = force_align(read_fast_align(new), read_translation_table(table), null=False)
+    assert links[1] == {(0, 0), (0, 1)}                 # without NULL, "the" goes to the one source word
+    bad = tmp_path / "bad"
+    bad.write_text("das the -0.1\n")
+    with pytest.raises(SystemExit, match=r"bad, line 1: expected 'source<TAB>target<TAB>log t"):
+        main(["align", "-i", str(new), "-f", str(bad), "--symmetrization", "forward"])
+
+
+def test_align_reads_back_the_tables_it_wrote(parallel, tmp_path, capsys):
+    table = tmp_path / "tab"
+    main(["align", "-i", str(parallel), "-p", str(table), "--quiet", "--output", str(tmp_path / "trained.pharaoh")])
+    assert table.exists() and (tmp_path / "tab.reverse").exists()
+    main(["align", "-i", str(parallel), "-f", str(table), "--json"])
+    captured = capsys.readouterr()
+    report = json.loads(captured.err)
+    assert report["force_align"] and report["directions"]["reverse"]["table"] == f"{table}.reverse"
+    forced = [set(line.split()) for line in captured.out.splitlines()]
+    assert forced[0] >= {"0-0", "1-1"}                  # das-the, haus-house
