@@ -445,3 +445,14 @@ def test_align_reads_back_the_tables_it_wrote(parallel, tmp_path, capsys):
     assert report["force_align"] and report["directions"]["reverse"]["table"] == f"{table}.reverse"
     forced = [set(line.split()) for line in captured.out.splitlines()]
     assert forced[0] >= {"0-0", "1-1"}                  # das-the, haus-house
+
+
+def test_fit_says_how_large_the_checkpoint_was(tmp_path, text_file, capsys):
+    checkpoint = tmp_path / "run.ckpt"
+    main(["fit", str(text_file), "--states", "2", "--iterations", "2", "-o", str(tmp_path / "m.npz"),
+          "--checkpoint", str(checkpoint), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["checkpoint_bytes"] > 0 and not checkpoint.exists()
+    main(["fit", str(text_file), "--states", "2", "--iterations", "2", "-o", str(tmp_path / "m.npz"),
+          "--checkpoint", str(checkpoint), "--quiet"])
+    assert f"checkpoint {checkpoint} (" in capsys.readouterr().out

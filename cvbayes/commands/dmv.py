@@ -19,13 +19,12 @@ import time
 
 import numpy as np
 
-from ..checkpoints import Checkpoint
 from ..data.conllu_io import read_conllu_document
 from ..data.dependencies import read_dependencies, upos_tagset
 from ..files import write_bytes
 from ..metrics.dependency import attachment_scores
 from ..models.dmv import ALGORITHMS, INITS, DMV
-from .options import add_checkpoint_arguments, announce_resume
+from .options import add_checkpoint_arguments, announce_resume, remove_checkpoint
 
 PREDICTED_HEAD = "PredHead"
 
@@ -58,8 +57,6 @@ def run_induce(args):
               n_init=args.restarts, batch_size=args.batch_size, kappa=args.kappa, progress=not args.quiet,
               checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every)
     model.save(args.output)
-    if args.checkpoint:  # the model is safely written: the checkpoint has done its work
-        Checkpoint(args.checkpoint).remove()
     seconds = sum(record.seconds for record in model.history_)
     report = {"model": args.output, "file": args.train, "sentences": train.n_sentences, "words": train.n_tokens,
               "algorithm": args.algorithm, "alpha": args.alpha, "iterations": args.iterations,
@@ -72,7 +69,9 @@ def run_induce(args):
         heldout = read_dependencies(args.evaluate, tag=args.tag, tagset=model.tagset_, remove_punctuation=remove,
                                     max_length=args.max_length)
         lines.append(_scores(model, heldout, report, "evaluate"))
-    _report(args, report, lines + [f"model saved to {args.output}"], to_stdout=True)
+    lines.append(f"model saved to {args.output}")
+    remove_checkpoint(args.checkpoint, report, lines)
+    _report(args, report, lines, to_stdout=True)
 
 
 def _has_heads(path):

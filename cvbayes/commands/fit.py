@@ -5,7 +5,6 @@ import warnings
 
 import numpy as np
 
-from ..checkpoints import Checkpoint
 from ..chains.occupancy import METHODS as OCCUPANCY_METHODS
 from ..models.hdp_hmm import ALGORITHMS as HDP_ALGORITHMS
 from ..models.hdp_hmm import HDPHMM
@@ -13,7 +12,7 @@ from ..models.hmm import ALGORITHMS, NothingToLearnWarning
 from ..models.hmm_shards import SHARDED_ALGORITHMS
 from ..tagging import fit_tagger, load_corpus, tag_dictionary
 from .options import (add_checkpoint_arguments, add_common, add_corpus, add_priors, announce_resume, count, emit,
-                      positive_int)
+                      positive_int, remove_checkpoint)
 
 
 # seconds to wait for the Dask scheduler of --scheduler
@@ -96,8 +95,6 @@ def run_fit(args):
                          f"one sentence out at a time, so it would learn nothing; give one sentence a line, or "
                          f"--algorithm cvi3 (or scvi) with --subchain-length N to cut it into pieces") from None
     model.save(args.output)
-    if args.checkpoint:  # the model is safely written: the checkpoint has done its work
-        Checkpoint(args.checkpoint).remove()
     result.pop("curve")
     used = int(np.unique(states).size)
     result["states_used"] = used
@@ -119,7 +116,9 @@ def run_fit(args):
                         f"gamma {args.gamma:g} and sigma {args.sigma:g} were not learned: "
                         + (f"the burn-in of {burn_in} passes is not shorter than the run (give --burn-in below "
                            f"--iterations)" if args.algorithm == "cvi" else f"{args.algorithm} keeps them fixed")))
-    emit(args, report, lines + [f"model saved to {args.output}"])
+    lines.append(f"model saved to {args.output}")
+    remove_checkpoint(args.checkpoint, report, lines)
+    emit(args, report, lines)
 
 
 def register(commands):

@@ -6,12 +6,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..checkpoints import Checkpoint
 from ..data.documents import read_folder, read_lines, read_tagged_documents
 from ..files import write_text
 from ..metrics.topics import document_completion, npmi_coherence, top_words
 from ..models.lda import ALGORITHMS, LDA
-from .options import add_checkpoint_arguments, announce_resume, check_writable, fraction, positive_int
+from .options import add_checkpoint_arguments, announce_resume, check_writable, fraction, positive_int, remove_checkpoint
 
 FORMATS = ("auto", "lines", "folder", "tagged")
 
@@ -98,8 +97,9 @@ def run_lda_fit(args):
     if args.output:
         model.save(args.output)
         report["model"] = args.output
-    if args.checkpoint and args.output:  # the model is safely written: the checkpoint has done its work
-        Checkpoint(args.checkpoint).remove()
+    saved = [f"model written to {args.output}"] if args.output else []
+    if args.output:         # without a model file the complete checkpoint is the run's result: it stays
+        remove_checkpoint(args.checkpoint, report, saved)
     if args.json:
         print(json.dumps(report))
         return
@@ -108,8 +108,8 @@ def run_lda_fit(args):
     if heldout is not None:
         print(f"held-out document-completion perplexity ({heldout.n_sequences} documents): {report['perplexity']:.1f}")
     print("\n".join(_topic_lines(model, args.words)))
-    if args.output:
-        print(f"model written to {args.output}", file=sys.stderr)
+    if saved:
+        print("\n".join(saved), file=sys.stderr)
 
 
 def run_lda_topics(args):

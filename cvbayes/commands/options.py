@@ -4,7 +4,7 @@ import json
 import os
 import sys
 
-from ..checkpoints import checkpoint_passes
+from ..checkpoints import Checkpoint, checkpoint_passes
 
 COMMON_HELP = {
     "--seed": "random seed; this command has no randomness, so it has no effect (accepted on every command)",
@@ -88,6 +88,17 @@ def announce_resume(path, n_iter, command, quiet):
     saved = checkpoint_passes(path)
     if saved is not None and not quiet:
         print(f"{command}: resuming from {path} after pass {saved[0]} of {n_iter}", file=sys.stderr)
+
+
+def remove_checkpoint(path, report, lines):
+    """Once the model file is written the checkpoint at ``path`` (if any) has done its work: remove it, and
+    say how large it was, so that the next run knows what a checkpoint of this size of data costs (a
+    collapsed learner keeps every unit's expected counts: cvi2 an HMM's K x K a sentence and K a token)."""
+    if path is None or not os.path.exists(path):
+        return
+    report["checkpoint_bytes"] = os.path.getsize(path)
+    lines.append(f"checkpoint {path} ({report['checkpoint_bytes'] / 1e6:.1f} MB) removed")
+    Checkpoint(path).remove()
 
 
 def check_writable(path):

@@ -12,14 +12,13 @@ import sys
 
 import numpy as np
 
-from ..checkpoints import Checkpoint
 from ..data.errors import CorpusFormatError, read_text_file
 from ..data.trees import format_tree
 from ..files import write_text
 from ..models.pcfg import ALGORITHMS, PCFG
 from ..models.pcfg_la import ALGORITHMS as LA_ALGORITHMS
 from ..models.pcfg_la import PCFGLA
-from .options import add_checkpoint_arguments, add_common, announce_resume, count, positive_int
+from .options import add_checkpoint_arguments, add_common, announce_resume, count, positive_int, remove_checkpoint
 
 NO_TREE = "(())"
 
@@ -75,15 +74,15 @@ def run_pcfg_fit(args):
               terminals_from=extra, batch_size=args.batch_size, progress=not (args.quiet or args.json),
               checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every)
     model.save(args.output)
-    if args.checkpoint:         # the model is safely written: the checkpoint has done its work
-        Checkpoint(args.checkpoint).remove()
     seconds = sum(record.seconds for record in model.history_)
     report = {"model": args.output, "sentences": len(sentences), "tokens": sum(map(len, sentences)),
               "rules": int(model.counts_.shape[0]), "algorithm": args.algorithm, "iterations": args.iterations,
               "train_seconds": seconds, "objective": model.history_[-1].objective,
               "objective_is": model.objective_name_}
-    _summary(args, report, [f"{args.algorithm}: {args.iterations} passes over {len(sentences)} sentences "
-                            f"({report['rules']} rules) in {seconds:.1f} s", f"model saved to {args.output}"])
+    lines = [f"{args.algorithm}: {args.iterations} passes over {len(sentences)} sentences ({report['rules']} rules) "
+             f"in {seconds:.1f} s", f"model saved to {args.output}"]
+    remove_checkpoint(args.checkpoint, report, lines)
+    _summary(args, report, lines)
 
 
 def run_pcfg_parse(args):
