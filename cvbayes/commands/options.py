@@ -14,37 +14,25 @@ COMMON_HELP = {
 }
 
 
-def positive_int(text):
-    """An argparse type: an integer of at least 1, checked before any work starts."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+def bounded(convert, low, below=None):
+    """An argparse type: a number (``convert``: int or float) of at least ``low`` and, if given, below
+    ``below``, checked before any work starts."""
+    def check(text):
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if convert is int else 'a number'}, "
+                                             f"got {text!r}") from None
+        if value < low or (below is not None and not value < below):
+            raise argparse.ArgumentTypeError(f"must be at least {low}" + ("" if below is None else f" and below "
+                                                                          f"{below}") + f", got {text}")
+        return value
+    return check
 
 
-def count(text):
-    """An argparse type: an integer of at least 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
-    return value
-
-
-def fraction(text):
-    """An argparse type: a number in [0, 1)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0.0 <= value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be at least 0 and below 1, got {text}")
-    return value
+positive_int = bounded(int, 1)
+count = bounded(int, 0)
+fraction = bounded(float, 0, 1)
 
 
 def add_common(parser, seed=True):

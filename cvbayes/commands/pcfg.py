@@ -174,6 +174,20 @@ def _sentences_argument(parser, chars=True):
                             help="every character is a token (white space removed), as words for morphology")
 
 
+def _reader(verbs, action, help_text, command, handler):
+    """The parser of an action that reads a saved model (and takes no seed)."""
+    parser = verbs.add_parser(action, help=help_text)
+    parser.add_argument("model", help=f"model file written by 'cvbayes {command} fit'")
+    add_common(parser, seed=False)
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def _parse_options(parser, chars=True):
+    _sentences_argument(parser, chars)
+    parser.add_argument("-o", "--output", default="-", help="tree file (default: standard output)")
+
+
 def _min_prob(parser, default):
     parser.add_argument("--min-prob", type=float, default=default,
                         help=f"print only rules of at least this probability (default {default:g})")
@@ -206,21 +220,14 @@ def register(commands):
     add_common(fit)
     fit.set_defaults(handler=run_pcfg_fit)
 
-    parse = verbs.add_parser("parse", help="Viterbi (CKY) trees of sentences under a saved model")
-    parse.add_argument("model", help="model file written by 'cvbayes pcfg fit'")
-    _sentences_argument(parse)
+    parse = _reader(verbs, "parse", "Viterbi (CKY) trees of sentences under a saved model", "pcfg", run_pcfg_parse)
+    _parse_options(parse)
     parse.add_argument("--estimate", choices=("fitted", "mean"), default="fitted",
                        help="the fitted rule probabilities (em's MAP; the posterior mean otherwise; default) or "
                             "the posterior mean of the counts for every algorithm (smooths em's zeros)")
-    parse.add_argument("-o", "--output", default="-", help="tree file (default: standard output)")
-    add_common(parse, seed=False)
-    parse.set_defaults(handler=run_pcfg_parse)
-
-    grammar = verbs.add_parser("grammar", help="print the learned grammar, rule probabilities first")
-    grammar.add_argument("model", help="model file written by 'cvbayes pcfg fit'")
+    grammar = _reader(verbs, "grammar", "print the learned grammar, rule probabilities first", "pcfg",
+                      run_pcfg_grammar)
     _min_prob(grammar, 1e-4)
-    add_common(grammar, seed=False)
-    grammar.set_defaults(handler=run_pcfg_grammar)
 
     la = commands.add_parser(
         "pcfg-la", help="PCFGs with latent annotations: learn subtypes from a treebank, parse, print the grammar",
@@ -243,20 +250,13 @@ def register(commands):
     add_common(fit)
     fit.set_defaults(handler=run_la_fit)
 
-    parse = verbs.add_parser("parse", help="parse sentences with a saved PCFG-LA")
-    parse.add_argument("model", help="model file written by 'cvbayes pcfg-la fit'")
-    _sentences_argument(parse, chars=False)
+    parse = _reader(verbs, "parse", "parse sentences with a saved PCFG-LA", "pcfg-la", run_la_parse)
+    _parse_options(parse, chars=False)
     parse.add_argument("--decoder", choices=("max-rule", "viterbi"), default="max-rule",
                        help="max-rule-product (Petrov and Klein 2007; default) or the Viterbi annotated derivation")
     parse.add_argument("--pruning", type=float, default=1e-4,
                        help="skip chart items whose posterior under the unsplit grammar is below this (default "
                             "1e-4; 0: parse the whole chart)")
-    parse.add_argument("-o", "--output", default="-", help="tree file (default: standard output)")
-    add_common(parse, seed=False)
-    parse.set_defaults(handler=run_la_parse)
-
-    grammar = verbs.add_parser("grammar", help="print the annotated rules A[a] -> B[b] C[c] and their weights")
-    grammar.add_argument("model", help="model file written by 'cvbayes pcfg-la fit'")
+    grammar = _reader(verbs, "grammar", "print the annotated rules A[a] -> B[b] C[c] and their weights", "pcfg-la",
+                      run_la_grammar)
     _min_prob(grammar, 1e-3)
-    add_common(grammar, seed=False)
-    grammar.set_defaults(handler=run_la_grammar)
