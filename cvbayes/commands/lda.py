@@ -175,7 +175,8 @@ def _add_reading(parser):
 
 def register(commands):
     """Add ``cvbayes lda fit | topics | infer | evaluate`` to the ``cvbayes`` subcommands."""
-    lda = commands.add_parser("lda", help="topic models: fit LDA to documents, show or evaluate its topics",
+    lda = commands.add_parser("lda", help="topic models: fit LDA to documents, show its topics, infer those of new "
+                                          "documents, evaluate",
                               description="Latent Dirichlet allocation with six learners: " + ", ".join(
                                   f"{name} ({spec.paper})" for name, spec in ALGORITHMS.items()) + ".")
     verbs = lda.add_subparsers(dest="lda_command", required=True, metavar="ACTION")
