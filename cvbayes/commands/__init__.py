@@ -9,4 +9,5 @@ related ones) to argparse's subparsers ``commands`` and sets ``handler`` to the 
 A new command is one new module here and its name in `COMMANDS`.
 """
 
-COMMANDS = ("fit", "tag", "evaluate", "states", "compare", "demo", "lda", "align", "dmv", "pcfg", "segment", "experiment", "data")
+COMMANDS = ("fit", "tag", "evaluate", "states", "compare", "demo", "lda", "align", "dmv", "pcfg", "segment",
+            "experiment", "data")

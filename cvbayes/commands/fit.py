@@ -46,8 +46,8 @@ def connect(scheduler=None, workers=None):
             yield client
         return
     threads = max(1, (os.cpu_count() or 1) // workers)
-    with LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True, dashboard_address=":0") as cluster, \
-            Client(cluster) as client:
+    with LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True,
+                      dashboard_address=":0") as cluster, Client(cluster) as client:
         yield client
 
 
@@ -101,7 +101,7 @@ def run_fit(args):
     if hdp:
         learned = (model.gamma_, model.sigma_) != (args.gamma, args.sigma)
         result.update(effective_states=model.n_effective_states_, gamma=model.gamma_, sigma=model.sigma_,
-                      burn_in=burn_in, hyperparameters_learned=learned)
+                      hyperparameters_learned=learned, **({"burn_in": burn_in} if args.algorithm == "cvi" else {}))
     report = {"model": args.output, "corpus": corpus.source, "tokens": corpus.n_tokens, "states": n_states,
               "dictionary": args.dictionary, **result}
     scores = ", ".join(f"{k} {v:.3f}" for k, v in result.items()

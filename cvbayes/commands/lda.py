@@ -10,7 +10,8 @@ from ..data.documents import read_folder, read_lines, read_tagged_documents
 from ..files import write_text
 from ..metrics.topics import document_completion, npmi_coherence, top_words
 from ..models.lda import ALGORITHMS, LDA
-from .options import add_checkpoint_arguments, announce_resume, check_writable, fraction, positive_int, remove_checkpoint
+from .options import (add_checkpoint_arguments, announce_resume, check_writable, fraction, positive_int,
+                      remove_checkpoint)
 
 FORMATS = ("auto", "lines", "folder", "tagged")
 
@@ -196,7 +197,8 @@ def register(commands):
                      help="learn an asymmetric alpha by Minka's fixed point (vb, cvb0, cvb, cgs)")
     fit.add_argument("--frozen-counts", action="store_true",
                      help="cvb0: documents in parallel, topic-word counts frozen for each pass (an approximation)")
-    fit.add_argument("--batch-size", type=positive_int, default=128, help="online-vb, scvb0: documents a minibatch (128)")
+    fit.add_argument("--batch-size", type=positive_int, default=128,
+                     help="online-vb, scvb0: documents a minibatch (128)")
     fit.add_argument("--kappa", type=float, default=None,
                      help="online-vb, scvb0: step decay (default 0.7 for online-vb, 0.5 for scvb0)")
     fit.add_argument("--tau0", type=float, default=None,

@@ -147,13 +147,15 @@ def run_la_grammar(args):
     rules = []
     for (r, a, b, c) in zip(*np.nonzero(tables.binary >= args.min_prob)):
         parent, left, right = grammar.binary_rules[r]
-        rules.append((tables.binary[r, a, b, c], f"{symbols[parent]}[{a}] -> {symbols[left]}[{b}] {symbols[right]}[{c}]"))
+        rules.append((tables.binary[r, a, b, c],
+                      f"{symbols[parent]}[{a}] -> {symbols[left]}[{b}] {symbols[right]}[{c}]"))
     for (r, a, b) in zip(*np.nonzero(tables.unary >= args.min_prob)):
         parent, child = grammar.unary_rules[r]
         rules.append((tables.unary[r, a, b], f"{symbols[parent]}[{a}] -> {symbols[child]}[{b}]"))
     for (r, a) in zip(*np.nonzero(tables.lexical >= args.min_prob)):
         parent, word = grammar.lexical_rules[r]
-        rules.append((tables.lexical[r, a], f"{symbols[parent]}[{a}] -> {json.dumps(grammar.words[word], ensure_ascii=False)}"))
+        word = json.dumps(grammar.words[word], ensure_ascii=False)      # quoted, as parse_grammar's terminals
+        rules.append((tables.lexical[r, a], f"{symbols[parent]}[{a}] -> {word}"))
     total = tables.binary.size + tables.unary.size + tables.lexical.size
     if args.json:
         print(json.dumps({"model": args.model, "subtypes": model.n_subtypes, "hidden": total - len(rules),

@@ -62,7 +62,8 @@ def run_states(args):
         report["transitions"] = model.transmat_.round(6).tolist()
         width = max(6, max(len(name) for name in names) + 1)
         lines += ["", "transitions (row: from, column: to)", " " * width + "".join(f"{n:>{width}}" for n in names)]
-        lines += [f"{name:>{width}}" + "".join(f"{p:>{width}.3f}" for p in row) for name, row in zip(names, model.transmat_)]
+        lines += [f"{name:>{width}}" + "".join(f"{p:>{width}.3f}" for p in row)
+                  for name, row in zip(names, model.transmat_)]
     if args.curve:
         if not model.history_:
             raise ValueError(f"{args.model} holds no training history to plot")

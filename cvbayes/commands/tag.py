@@ -4,7 +4,8 @@ import sys
 
 from ..files import write_bytes
 from ..models.hmm import HMM
-from ..tagging import BROWN_NAMES, PREDICTED_TAG, guess_format, load_corpus, map_to_gold, tag_conllu_document, write_tagged
+from ..tagging import (BROWN_NAMES, PREDICTED_TAG, guess_format, load_corpus, map_to_gold, tag_conllu_document,
+                       write_tagged)
 from .options import add_common, add_corpus
 from .states import state_names
 

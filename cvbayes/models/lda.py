@@ -636,7 +636,7 @@ class LDA:
     def _in_model_words(self, X):
         """X, and a Corpus read with another vocabulary in the model's word ids (words the model never
         saw dropped, as they have no topic-word counts)."""
-        if not isinstance(X, Corpus) or X.vocabulary is None or self.vocabulary_ is None or X.vocabulary == self.vocabulary_:
+        if not isinstance(X, Corpus) or X.vocabulary is None or self.vocabulary_ in (None, X.vocabulary):
             return X
         types, inverse = np.unique(X.observations, return_inverse=True)
         words = X.vocabulary.decode(types)
