@@ -287,3 +287,15 @@ def test_bad_alignment_lines_are_refused_by_file_and_line(tmp_path, text, messag
     path.write_text(text)
     with pytest.raises(CorpusFormatError, match=r"bad\.wrd, " + message):
         read_alignments(path)
+
+
+@pytest.mark.skipif(not (TIDIGITS.parent / "goforward.raw").is_file(), reason="Sphinx test data not installed "
+                    "(apt-get install pocketsphinx-testdata)")
+def test_our_mfccs_of_real_speech_follow_sphinxs_own():
+    # Sphinx's cepstra of the same recording, from another filterbank (40 filters, 133-6855 Hz): the
+    # low-order coefficients must still move together frame by frame
+    ours = mfcc(read_audio(TIDIGITS.parent / "goforward.raw"))
+    theirs = read_mfc(TIDIGITS.parent / "goforward.mfc")
+    n = min(len(ours), len(theirs))
+    correlations = [np.corrcoef(ours[:n, k], theirs[:n, k])[0, 1] for k in range(6)]
+    assert min(correlations) > 0.8 and correlations[0] > 0.95

@@ -31,8 +31,6 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
-import numpy as np
-
 from .brown import cache_dir
 from .corpus import Corpus
 from .errors import CorpusFormatError

@@ -59,10 +59,11 @@ __all__ = ["ESPEAK_TO_ARPABET", "VOICES", "SyntheticBrent", "Voice", "fetch_synt
 
 NAME = "synthetic-brent"
 SEED = 20150701
-BUILD = 2  # raised when a change to the code changes the files: parts of another build are made again
+BUILD = 3  # raised when a change to the code changes the files: parts of another build are made again
 PAD_SECONDS = 0.2
 NOISE_DBFS = -60.0
 SILENCE = "SIL"
+ZERO_WIDTH_SPACE = "\u200b"
 _INSTALL_ESPEAK = "apt-get install espeak-ng"
 _INSTALL_FLITE = "apt-get install flite"
 
@@ -288,15 +289,32 @@ def _flite_segments(segments, tokens_owner: list[int]):
     return out
 
 
+def _espeak_words_apart(engine: _Espeak, spoken: list[str], owner: list[int], voice: str, speed: float, pitch: int):
+    """Samples and phone segments of espeak-ng speaking `spoken`, every token with phones of its own.
+
+    espeak-ng merges some function words into the next word's pronunciation ("for the" -> [f3D@], "in
+    the" -> [InD@]) and reports the merged phones under the first word.  A zero-width space before a
+    token that got no phones stops the merge without adding a pause (its phones then get their own word);
+    the utterance is spoken again until every token has phones (at most three times)."""
+    spoken = list(spoken)
+    for _ in range(3):
+        samples, events = engine.synthesize(" ".join(spoken), voice, speed, pitch)
+        starts = list(np.cumsum([0] + [len(t) + 1 for t in spoken[:-1]]) + 1)  # 1-based character of each token
+        phones = _espeak_segments(events, len(samples), engine.rate, starts, list(range(len(spoken))))
+        orphans = set(range(len(spoken))) - {token for *_, token in phones}
+        if not orphans:
+            break
+        spoken = [ZERO_WIDTH_SPACE + t if i in orphans else t for i, t in enumerate(spoken)]
+    return samples, [(s, e, label, None if token is None else owner[token]) for s, e, label, token in phones]
+
+
 def _speak(synthesizers: dict, tokens: Sequence[str], voice: Voice, speed: float, pitch: float,
            rng: np.random.Generator) -> _Spoken:
     spoken, owner = _spoken(tokens)
     text = " ".join(spoken)
     if voice.synthesizer == "espeak":
         engine = synthesizers.get("espeak") or synthesizers.setdefault("espeak", _Espeak())
-        samples, events = engine.synthesize(text, voice.name, speed, int(pitch))
-        starts = list(np.cumsum([0] + [len(t) + 1 for t in spoken[:-1]]) + 1)  # 1-based character of each token
-        phones = _espeak_segments(events, len(samples), engine.rate, starts, owner)
+        samples, phones = _espeak_words_apart(engine, spoken, owner, voice.name, speed, int(pitch))
         rate = engine.rate
     else:
         engine = synthesizers.get("flite") or synthesizers.setdefault("flite", _Flite())
@@ -313,7 +331,8 @@ def _speak(synthesizers: dict, tokens: Sequence[str], voice: Voice, speed: float
     audio += rng.normal(0.0, 10 ** (NOISE_DBFS / 20), audio.size).astype(np.float32)
     total = audio.size / SAMPLE_RATE
     phones = [(s + PAD_SECONDS, e + PAD_SECONDS, label, token) for s, e, label, token in phones]
-    phones = [(0.0, PAD_SECONDS, "_", None)] + [p for p in phones if p[1] > p[0]] + [(total - PAD_SECONDS, total, "_", None)]
+    phones = [(0.0, PAD_SECONDS, "_", None)] + [p for p in phones if p[1] > p[0]]
+    phones.append((phones[-1][1], total, "_", None))  # the padding, and any samples the events left over
     words = []
     for index, token in enumerate(tokens):
         mine = [(s, e) for s, e, _, t in phones if t == index]
