@@ -250,7 +250,8 @@ def test_load_corpus_takes_a_list_file_and_refuses_empty_folders_and_missing_fil
         load_corpus(folder, normalise="speaker", progress=False)
 
 
-@pytest.mark.skipif(not TIDIGITS.is_dir(), reason="TIDIGITS test data not installed (apt-get install pocketsphinx-testdata)")
+@pytest.mark.skipif(not TIDIGITS.is_dir(), reason="TIDIGITS test data not installed "
+                    "(apt-get install pocketsphinx-testdata)")
 def test_tidigits_is_read_through_the_same_front_end():
     corpus = load_corpus(TIDIGITS, normalise="speaker", speakers=lambda name: ".".join(name.split(".")[:2]),
                          progress=False)

@@ -28,7 +28,7 @@ def test_the_plan_is_fixed_and_the_held_out_voices_speak_only_the_test_split():
     assert all(0.8 <= task.speed <= 1.15 for task in plan)
 
 
-def test_every_espeak_phoneme_maps_into_the_39_arpabet_phones():
+def test_every_espeak_phoneme_maps_into_the_arpabet_phones():
     assert set(synthetic.ESPEAK_TO_ARPABET.values()) <= ARPABET
     assert synthetic._arpabet("espeak", "_:") == synthetic._arpabet("flite", "pau") == "SIL"
     with pytest.raises(ValueError, match="phoneme 'Q9' has no ARPAbet mapping"):
@@ -106,6 +106,7 @@ def test_a_tiny_build_resumes_and_loads(tmp_path, monkeypatch):
     (folder / "parts" / "0001.tsv").write_text("task\t1\tespeak:en-us+m1\t9.9\t1\nseconds\t1.0\n")
     assert synthetic.fetch_synthetic_brent(tmp_path, progress=False, workers=1) == folder
     assert not (folder / "parts").exists() and "SYNTHETIC SPEECH" in (folder / "README.txt").read_text()
+    assert (folder / "manifest.tsv").read_text().startswith("# SYNTHETIC SPEECH")
     data = synthetic.load_synthetic_brent("all", path=folder, progress=False)
     assert data.corpus.names == ["0001", "0002", "0003", "0004"]
     assert [row["voice"] for row in data.manifest] == [task.voice.name for task in tasks]
