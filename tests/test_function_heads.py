@@ -198,3 +198,30 @@ def test_a_cycle_is_an_error_naming_file_and_line(tmp_path):
         read_dependencies(path, heads="function")
     with pytest.raises(CorpusFormatError, match=r"cycle\.conllu, line 1: not a tree"):
         convert_document(read_conllu_document(path))
+
+
+def test_induce_and_parse_score_against_the_chosen_convention(tmp_path, capsys):
+    import json
+
+    from cvbayes import DMV
+    from cvbayes.cli import main
+    from cvbayes.metrics.dependency import attachment_scores
+
+    path = tmp_path / "x.conllu"
+    path.write_bytes((FILE + "\r\n\r\n" + FILE.split("\r\n\r\n\r\n")[0] + "\r\n").encode("utf-8"))
+    model_path = tmp_path / "dmv.npz"
+    reports = {}
+    for heads in ("content", "function"):
+        main(["induce", str(path), "-o", str(model_path), "--algorithm", "em", "--iterations", "2",
+              "--evaluate", str(path), "--heads", heads, "--json", "--quiet"])
+        reports[heads] = json.loads(capsys.readouterr().out)
+    model = DMV.load(model_path)
+    for heads, report in reports.items():
+        gold = read_dependencies(path, tagset=model.tagset_, remove_punctuation=True, heads=heads)
+        want = attachment_scores(model.parse_heads(gold)[0], gold.heads, gold.offsets).directed
+        assert report["train"]["heads"] == report["evaluate"]["heads"] == heads
+        assert report["evaluate"]["directed"] == pytest.approx(want)
+    main(["parse", str(model_path), str(path), "-o", str(tmp_path / "out.conllu"), "--heads", "function", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["heads"] == report["gold"]["heads"] == "function"
+    assert report["gold"]["directed"] == pytest.approx(reports["function"]["evaluate"]["directed"])
