@@ -288,19 +288,20 @@ def read_dependencies(
                 )
             words.append((token["head"], token["upos"], token[tag], number))
             lemma = token["lemma"]
-            columns.append((token["deprel"] or "_", token["feats"], lemma if lemma not in (None, "_") else token["form"]))
+            columns.append((token["deprel"] or "_", token["feats"],
+                            lemma if lemma not in (None, "_") else token["form"]))
         if not words:
             continue
         index += 1
         all_heads = _sentence_heads(words, path) if gold else None
-        if gold and heads == "function":
-            all_heads = _function_heads(all_heads, words, columns, path)
         keep = np.ones(len(words), dtype=bool)
         if remove_punctuation:
             keep = np.array([upos != "PUNCT" for _, upos, _, _ in words])
         kept = np.flatnonzero(keep)
         if kept.size == 0 or (max_length is not None and kept.size > max_length):
             continue
+        if gold and heads == "function":
+            all_heads = _function_heads(all_heads, words, columns, path)
         new_id = np.zeros(len(words) + 1, dtype=np.int64)
         new_id[kept + 1] = np.arange(1, kept.size + 1)
         if gold:
