@@ -51,7 +51,8 @@ fronted object over its auxiliary: *What did you see*, what <- see crosses did).
 only build projective trees, and issue 33 asks for conversions that keep projectivity, so a
 tree that was projective is made projective again by lifting (Nivre and Nilsson 2005, "Pseudo-
 projective dependency parsing", ACL: the shortest non-projective arc h -> d becomes head(h) ->
-d, repeated).  `FunctionHeadStats` counts how many arcs that moved (0.5 % of EWT's words).
+d, repeated).  `FunctionHeadStats` counts how many arcs that moved: 946 of EWT's 254,819 words
+(0.4 %), 1,000 of HTB's 160,379 (0.6 %), 73 of Czech PUD's 18,609 (0.4 %).
 
 Every operation moves a subtree under an ancestor or a sibling, so a tree stays a tree with its
 single root.  Only HEAD and DEPREL change (`convert_document`); every other byte of a file stays.
