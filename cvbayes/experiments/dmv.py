@@ -180,7 +180,8 @@ def baselines(split, seeds):
     out["random"] = {}
     for convention in CONVENTIONS:
         values = [d[convention] for d in draws]
-        out["random"][convention] = {key: float(np.mean([v[key] for v in values])) for key in ("directed", "undirected")}
+        out["random"][convention] = {key: float(np.mean([v[key] for v in values]))
+                                     for key in ("directed", "undirected")}
         out["random"][convention]["directed_std"] = float(np.std([v["directed"] for v in values]))
         out["random"][convention]["words"] = values[0]["words"]
     return out
@@ -379,7 +380,8 @@ def _setting_table(key, setting):
             label = "MLE (any α ≤ 1)" if algorithm == "em" else f"{alpha:g}"
             cells = [_cell(group, k, c) for k in ("test10", "test_all") for c in SHOWN]
             cells += [_cell(group, "dev10", c) if has_dev else "–" for c in SHOWN]
-            lines.append(f"| {algorithm.upper()} | {label} | " + " | ".join(cells) + f" | {_per_iteration(group):.3f} |")
+            lines.append(f"| {algorithm.upper()} | {label} | " + " | ".join(cells)
+                         + f" | {_per_iteration(group):.3f} |")
     for name in BASELINES:
         cells = []
         for k in ("test10", "test_all"):
