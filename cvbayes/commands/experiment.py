@@ -261,8 +261,10 @@ EXPERIMENTS = {
     "wordseg": Experiment(
         "wordseg", "word segmentation with adaptor grammars on Brent and a second language",
         "unigram, colloc and colloc-syllable by vb, cvi and mcmc on the Brent corpus and HKCanCor Jyutping "
-        "('cvbayes data fetch hkcancor'): token, boundary and lexicon F1 beside Johnson and Goldwater's (2009) "
-        "MCMC figures, training time; writes under --out/wordseg.",
+        "('cvbayes data fetch hkcancor'), or Buckeye's surface phones ('cvbayes data fetch buckeye'): token, "
+        "boundary and lexicon F1 beside Johnson and Goldwater's (2009) MCMC figures, the trivial segmentations, "
+        "F1 by utterance length, and the reference's runs (benchmarks/bench_wordseg.py); training time; writes "
+        "under --out/wordseg.",
         (option("--algorithms", type=comma_list, default=None, help="vb,cvi,mcmc (default: all three)"),
          option("--seed", type=int, default=0, help="the first seed: seeds SEED..SEED+N-1 (default 0)"),
          seeds(3), ITERATIONS.but(help="passes of vb and cvi (default 50)"),
@@ -271,8 +273,11 @@ EXPERIMENTS = {
                 help="comma-separated grammars (default unigram,colloc,colloc-syllable; colloc-syllable runs on "
                      "Brent only: its terminals are Brent's phonemes)"),
          option("--corpora", default=None,
-                help="comma-separated, of brent, hkcancor, eve (default brent,hkcancor); the later ones take as "
-                     "many utterances as the first"),
+                help="comma-separated, of brent, hkcancor, eve, buckeye (default brent,hkcancor); the later ones "
+                     "take as many utterances as the first"),
+         option("--append", action="store_true",
+                help="keep the runs already in OUT/wordseg/results.json (one of the same corpus, grammar, algorithm "
+                     "and seed is replaced) and add this command's"),
          option("--utterances", type=positive_int, default=None,
                 help="use only the first N utterances of each corpus (default: all of Brent, as many of the second "
                      "language)"),
