@@ -1,17 +1,17 @@
 """``cvbayes units``: discover acoustic units in speech, and decode utterances into them.
 
 ``cvbayes units AUDIO_DIR_OR_LIST -o units.npz`` fits `cvbayes.AcousticUnits`; ``cvbayes units decode
-units.npz AUDIO...`` writes every utterance's units with their times.  `add_units_commands` adds both
-to the ``cvbayes`` parser (`cvbayes.cli.build_parser`); `route` turns ``units decode`` into the decoding
-parser's name before parsing.
+units.npz AUDIO...`` writes every utterance's units with their times.  `register` adds both to the
+``cvbayes`` parser (`cvbayes.cli.build_parser`); `route` turns ``units decode`` into the decoding
+parser's name before parsing (argparse has no default subcommand).
 
 Files
 -----
 * **Input**: a folder (searched recursively), a list file (one path a line, relative to the list's
   folder, ``#`` starting a comment), or files, of ``.npy`` arrays (T, D) taken as they are, and of
-  ``.wav``, ``.raw`` and Sphinx ``.mfc`` files read by `utterance_features`: through the speech front end
-  `cvbayes.speech` (MFCC + deltas, 39 dimensions) when it is installed; without it ``.mfc`` files give their
-  13 cepstra, normalised to mean 0 and variance 1 over the utterance, and audio is refused.
+  ``.wav``, ``.raw`` and Sphinx ``.mfc`` files, which `utterance_features` reads through the speech front
+  end (`cvbayes.speech.features`: MFCC + delta + delta-delta, 39 dimensions, normalised over the
+  utterance; its ``[speech]`` extra).
 * **Output of decode**: one line an utterance: its name, then for every unit its number, start and end
   in seconds, tab-separated groups (``man.ah.111a<TAB>12 0.00 0.13<TAB>3 0.13 0.27``); ``--json`` gives a
   list of {"utterance", "units", "starts", "ends"} with the times in seconds.
@@ -24,11 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..checkpoints import Checkpoint, add_checkpoint_arguments, announce_resume
 from ..data.errors import CorpusFormatError
-from ..data.tidigits import read_mfc
 from ..files import write_text
 from ..models.units import ALGORITHMS, AcousticUnits
+from .options import add_checkpoint_arguments, announce_resume, positive_int, remove_checkpoint
 
 # features are computed every 10 ms (the speech front end's and Sphinx's frame shift)
 FRAME_SECONDS = 0.01
@@ -51,25 +50,14 @@ def route(argv):
     return argv
 
 
-def _speech():
-    """The speech front end, or None where it is not installed."""
-    try:
-        from .. import speech
-    except ImportError:
-        return None
-    return speech
-
-
 def utterance_features(path):
     """The feature frames (T, D) of one file: the single place where audio comes in.
 
-    ``.npy`` arrays are taken as they are; everything else goes through the speech front end
-    (`cvbayes.speech.features`: MFCC + delta + delta-delta, normalised over the utterance) when it is
-    importable, and otherwise ``.mfc`` files give their 13 cepstra normalised over the utterance.
+    ``.npy`` arrays are taken as they are; audio and Sphinx ``.mfc`` files go through the speech front end
+    (`cvbayes.speech.features`: MFCC + delta + delta-delta, normalised over the utterance).
     """
     path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix == ".npy":
+    if path.suffix.lower() == ".npy":
         try:
             frames = np.load(path, allow_pickle=False)
         except ValueError as error:
@@ -80,15 +68,12 @@ def utterance_features(path):
         if not np.isfinite(frames).all():
             raise CorpusFormatError("holds NaN or infinite values", path)
         return np.asarray(frames, dtype=np.float64)
-    speech = _speech()
-    if speech is not None:
+    from .. import speech
+
+    try:
         return speech.features(path)
-    if suffix != ".mfc":
-        raise CorpusFormatError("reading audio needs the speech front end (cvbayes.speech, "
-                                'pip install "cvbayes[speech]"); give .mfc or .npy feature files meanwhile', path)
-    frames = read_mfc(path)
-    scale = frames.std(axis=0)
-    return (frames - frames.mean(axis=0)) / np.where(scale > 0, scale, 1.0)
+    except ImportError as error:
+        raise CorpusFormatError(str(error), path) from None
 
 
 def input_files(sources):
@@ -158,11 +143,13 @@ def run_units_fit(args):
               "units_used": int(model.n_units_used_)}
     model.save(args.output)
     report["model"] = args.output
-    if args.checkpoint:  # the model is safely written: the checkpoint has done its work
-        Checkpoint(args.checkpoint).remove()
+    removed = []
+    remove_checkpoint(args.checkpoint, report, removed)  # the model is safely written
     if args.json:
         print(json.dumps(report))
         return
+    for line in removed:
+        print(line, file=sys.stderr)
     print(f"{report['utterances']} utterances, {n_frames} frames ({report['audio_seconds']} s of audio, "
           f"{report['dimensions']} dimensions); {args.algorithm}, {model.n_iter_} passes, median "
           f"{report['seconds_per_pass']} s a pass; {report['units_used']} of {args.units} units hold 99% of "
@@ -197,7 +184,7 @@ def run_units_decode(args):
         write_text(args.output, text)
 
 
-def add_units_commands(commands):
+def register(commands):
     """Add ``cvbayes units`` (fit) and ``cvbayes units decode`` to the ``cvbayes`` subcommands."""
     fit = commands.add_parser(
         "units", help="acoustic unit discovery: fit units to speech (cvbayes units decode: decode with them)",
@@ -209,25 +196,28 @@ def add_units_commands(commands):
                      help="folders, list files (.txt, .lst, .scp) or files of .npy features, .mfc, .wav or .raw")
     fit.add_argument("-o", "--output", required=True, help="write the model here (.npz)")
     fit.add_argument("--algorithm", choices=tuple(ALGORITHMS), default="vb", help="learner (default vb)")
-    fit.add_argument("--units", type=int, default=50, help="truncation of the units' Dirichlet process (default 50)")
-    fit.add_argument("--states", type=int, default=3, help="states of every unit's left-to-right HMM (default 3)")
-    fit.add_argument("--components", type=int, default=2, help="Gaussians of every state's mixture (default 2)")
-    fit.add_argument("--iterations", type=int, default=None,
+    fit.add_argument("--units", type=positive_int, default=50,
+                     help="truncation of the units' Dirichlet process (default 50)")
+    fit.add_argument("--states", type=positive_int, default=3,
+                     help="states of every unit's left-to-right HMM (default 3)")
+    fit.add_argument("--components", type=positive_int, default=2, help="Gaussians of every state's mixture (default 2)")
+    fit.add_argument("--iterations", type=positive_int, default=None,
                      help="passes (sweeps for gibbs); default 40 for vb and cvi, 200 for gibbs, 20 for svi, scvi")
     fit.add_argument("--gamma", type=float, default=1.0, help="concentration of the units' Dirichlet process (1)")
-    fit.add_argument("--batch-size", type=int, default=32, help="svi, scvi: utterances a minibatch (default 32)")
+    fit.add_argument("--batch-size", type=positive_int, default=32, help="svi, scvi: utterances a minibatch (default 32)")
     fit.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     fit.add_argument("--json", action="store_true", help="print a machine-readable JSON report")
     fit.add_argument("--quiet", action="store_true", help="no progress bars")
     add_checkpoint_arguments(fit)
     fit.set_defaults(handler=run_units_fit)
 
-    decode = commands.add_parser(DECODE, description="Decode utterances into the units of a fitted model: the "
-                                                     "most probable segmentation of each (Viterbi).")
+    decode = commands.add_parser(DECODE, prog="cvbayes units decode",
+                                 description="Decode utterances into the units of a fitted model: the most probable "
+                                             "segmentation of each (Viterbi).")
     decode.add_argument("model", help="a model written by 'cvbayes units -o'")
     decode.add_argument("inputs", nargs="+", metavar="AUDIO", help="folders, list files or files, as for fitting")
     decode.add_argument("-o", "--output", default=None, help="write here instead of standard output")
     decode.add_argument("--json", action="store_true", help="JSON instead of the text format")
     decode.add_argument("--quiet", action="store_true", help="no progress bars")
-    decode.set_defaults(handler=run_units_decode, command="units decode")
+    decode.set_defaults(handler=run_units_decode)
     return fit

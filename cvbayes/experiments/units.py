@@ -3,20 +3,23 @@ on a corpus of feature arrays, 3 seeds, with what can be checked of the units fo
 
 Corpora (``--corpus``):
 
-* ``tidigits``: the 31 TIDIGITS test utterances of CMU Sphinx (real speech, 13 cepstra a 10 ms frame,
-  normalised per utterance; `cvbayes.data.load_tidigits`).  Its phone alignments are not available, so
-  the checks are at the level of the words of its transcripts: (1) segments against phones: every
+* ``tidigits``: the 31 TIDIGITS test utterances of CMU Sphinx (real speech, 13 cepstra a 10 ms frame;
+  `cvbayes.data.load_tidigits`).  Its phone alignments are not available, so
+  the checks are at the level of the words of its transcripts (features: the cepstra with deltas, 39
+  dimensions, as the speech front end reads ``.mfc`` files): (1) segments against phones: every
   utterance's decoded units against the number of phones of its words in Sphinx's TIDIGITS dictionary
   (`PHONES`), their ratio and correlation over utterances; (2) word detection: for every digit word, the
   unit whose presence in an utterance best predicts the word's (F1 over utterances), averaged over the
   eleven words, against the same with the utterances' unit sets shuffled among them (chance).
 * ``planted``: utterances drawn from a known chain-of-units model (`cvbayes.synthetic.sample_acoustic_units`:
-  30 units of 3 states, 39 dimensions, 5 minutes): purity (many-to-one) and NMI of the frames' units
-  against the planted ones, and the boundaries found within 2 frames (20 ms) of the planted ones.
-* ``synthetic-brent`` (when the speech front end, `cvbayes.speech`, and its corpus are installed):
-  the synthetic Brent corpus's phones, scored by `cvbayes.metrics.speech.units_report` (boundary F1 at
-  20 ms, purity, NMI).  A folder of features with a ZeroSpeech ``.phn`` file goes the same way through
-  `run` (any list of feature arrays and per-utterance gold intervals).
+  30 units of 3 states, 39 dimensions, 5 minutes; not speech), scored against the planted units;
+* ``synthetic-brent`` and ``synthetic-brent-test`` (``cvbayes data fetch synthetic-brent``): synthetic
+  speech with exact phone alignments, its train split (9 voices) and its held-out voices, scored against
+  the phones.  Any list of feature arrays with per-utterance gold intervals goes the same way through
+  `run` (a folder of features with a ZeroSpeech ``.phn`` file, read by `cvbayes.speech.read_alignments`).
+
+Gold intervals are scored by `cvbayes.metrics.speech.units_report`: boundary precision, recall and F1
+at 20 ms, frame purity and NMI.
 
 Every run records the seconds a pass and the real-time factor (seconds a pass over seconds of audio),
 the units used (the fewest holding 99 % of the frames, and the distinct units decoded), and writes
@@ -42,7 +45,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..files import save_figure, write_json, write_text  # noqa: E402
-from ..metrics import many_to_one, v_measure  # noqa: E402
+from ..metrics.speech import WINDOW, units_report  # noqa: E402
 from ..models.units import ALGORITHMS, AcousticUnits  # noqa: E402
 from ..synthetic import sample_acoustic_units  # noqa: E402
 from .results import plain_json  # noqa: E402
@@ -51,6 +54,7 @@ NAME = "units"
 FRAME_SECONDS = 0.01
 SEEDS = 3
 DEFAULT_UNITS = 50
+DEFAULT_PASSES = 30
 GIBBS_SWEEPS_PER_PASS = 5
 PLANTED_MINUTES = 5.0  # the sampler's sweeps are cheaper than a variational pass and need more of them
 # phones of every TIDIGITS word in Sphinx's test dictionary (tidigits/lm/tidigits.dic)
@@ -64,7 +68,7 @@ PUBLISHED = [
      "units": 100},
 ]
 DIFFERENCE = ("Published figures are on TIMIT (read English, hours of speech, 61 phones folded to 39). "
-              "TIDIGITS here is 31 utterances (68 s) of two speakers saying digits, 13 cepstra without deltas, "
+              "TIDIGITS here is 31 utterances (68 s) of two speakers saying digits (13 cepstra with deltas), "
               "and has no phone alignments: only word-level checks are possible. The planted corpus is synthetic "
               "data drawn from the model itself (not speech).")
 
@@ -72,7 +76,7 @@ DIFFERENCE = ("Published figures are on TIMIT (read English, hours of speech, 61
 @dataclass
 class UnitCorpus:
     """Feature arrays of one corpus with what can be scored: per-utterance gold intervals (start, end,
-    label) in seconds, scored by the speech metrics (``speech``) or as planted frames, or transcripts."""
+    label) in seconds (with the first frame of each, for trimmed utterances), or transcripts."""
 
     name: str
     features: list
@@ -80,7 +84,6 @@ class UnitCorpus:
     phones: list | None = None
     transcripts: list | None = None
     first_frames: list | None = None
-    speech: bool = True
 
     @property
     def seconds(self):
@@ -88,29 +91,41 @@ class UnitCorpus:
 
 
 def tidigits_corpus():
+    """Sphinx's 13 cepstra with deltas and delta-deltas, normalised over each utterance (the speech front
+    end's treatment of ``.mfc`` files, `cvbayes.speech.features`)."""
+    from .. import speech
     from ..data import load_tidigits
 
     data = load_tidigits()
-    features = [(f - f.mean(axis=0)) / np.where(f.std(axis=0) > 0, f.std(axis=0), 1.0) for f in data.corpus]
+    features = [speech.cmvn(speech.add_deltas(frames)) for frames in data.corpus]
     return UnitCorpus("tidigits", features, data.utterance_ids, transcripts=data.transcripts)
 
 
-def planted_corpus(seed=0, minutes=PLANTED_MINUTES):
-    n_utterances = int(minutes * 60 / 3)
-    features, labels, starts = sample_acoustic_units(n_utterances, n_units=30, n_states=3, n_dims=39,
-                                                     mean_frames=300, seed=1000 + seed)
-    intervals = []
+def planted_intervals(labels, starts):
+    """Gold intervals (start, end, unit) in seconds of planted frame labels: frames a..b-1 of a unit span
+    the times between the frame boundaries of `cvbayes.metrics.speech.frame_boundaries`, so that every
+    frame's centre falls in its own unit's interval."""
+    shift = WINDOW / 2 - FRAME_SECONDS / 2
+    out = []
     for label, first in zip(labels, starts):
         cuts = np.append(np.flatnonzero(first), label.shape[0])
-        intervals.append([(a * FRAME_SECONDS, b * FRAME_SECONDS, int(label[a])) for a, b in zip(cuts[:-1], cuts[1:])])
-    return UnitCorpus("planted", features, [f"utt{i:04d}" for i in range(n_utterances)], phones=intervals,
-                      speech=False)
+        out.append([(a * FRAME_SECONDS + shift, b * FRAME_SECONDS + shift, int(label[a]))
+                    for a, b in zip(cuts[:-1], cuts[1:])])
+    return out
+
+
+def planted_corpus(minutes=PLANTED_MINUTES):
+    n_utterances = int(minutes * 60 / 3)
+    features, labels, starts = sample_acoustic_units(n_utterances, n_units=30, n_states=3, n_dims=39,
+                                                     mean_frames=300, seed=1000)
+    return UnitCorpus("planted", features, [f"utt{i:04d}" for i in range(n_utterances)],
+                      phones=planted_intervals(labels, starts))
 
 
 def synthetic_brent_corpus(split="train", limit=None):
     from .. import speech  # the speech front end (issue 30, items 1-2)
 
-    data = speech.load_synthetic_brent(split, limit=limit)
+    data = speech.load_synthetic_brent(split, limit=limit, progress=False)
     names = list(data.corpus.names)
     return UnitCorpus(f"synthetic-brent-{split}", list(data.corpus.features), names,
                       phones=[[(i.start, i.end, i.label) for i in data.phones[n]] for n in names],
@@ -119,32 +134,11 @@ def synthetic_brent_corpus(split="train", limit=None):
 
 # -- scores ------------------------------------------------------------------------------------------------
 
-def interval_scores(units, corpus, tolerance_frames=2):
-    """Scores against gold intervals: the speech metrics of `cvbayes.metrics.speech` (boundary F1 at 20 ms,
-    purity, NMI) when they are installed; for the planted corpus, frame labels and frame boundaries."""
-    if corpus.speech:
-        from ..metrics.speech import units_report
-
-        return units_report(units, corpus.phones, corpus.first_frames)
-    gold = [np.repeat([p[2] for p in phones], [round((p[1] - p[0]) / FRAME_SECONDS) for p in phones])
-            for phones in corpus.phones]
-    predicted, truth = np.concatenate(units), np.concatenate(gold)
-    hits = n_predicted = n_gold = 0
-    for u, phones in zip(units, corpus.phones):
-        found = np.flatnonzero(u[1:] != u[:-1]) + 1
-        planted = np.array([round(p[0] / FRAME_SECONDS) for p in phones[1:]])
-        n_predicted += found.size
-        n_gold += planted.size
-        used = np.zeros(found.size, dtype=bool)
-        for b in planted:  # one-to-one: the nearest unused boundary within the tolerance
-            near = np.flatnonzero(~used & (np.abs(found - b) <= tolerance_frames))
-            if near.size:
-                used[near[np.argmin(np.abs(found[near] - b))]] = True
-                hits += 1
-    precision, recall = hits / max(n_predicted, 1), hits / max(n_gold, 1)
-    return {"boundary_precision": precision, "boundary_recall": recall,
-            "boundary_f1": 2 * precision * recall / max(precision + recall, 1e-12),
-            "purity": many_to_one(predicted, truth), "nmi": v_measure(predicted, truth).v_measure}
+def interval_scores(units, corpus):
+    """Boundary F1 at 20 ms, purity and NMI of the frames' units against gold intervals
+    (`cvbayes.metrics.speech.units_report`)."""
+    report = units_report(units, corpus.phones, corpus.first_frames)
+    return {key: report[key] for key in ("boundary_precision", "boundary_recall", "boundary_f1", "purity", "nmi")}
 
 
 def word_scores(segments, transcripts, rng):
@@ -223,7 +217,7 @@ def table(summaries, corpora):
         rows = [s for s in summaries if s["corpus"] == corpus.name]
         scores = [k for k in SCORES if k in rows[0]]
         lines += [f"## {corpus.name} ({len(corpus.features)} utterances, {corpus.seconds:.0f} s"
-                  f"{', synthetic' if corpus.name != 'tidigits' else ', real speech'}; mean ± std over seeds)", "",
+                  f"{', real speech' if corpus.name == 'tidigits' else ', synthetic'}; mean ± std over seeds)", "",
                   "| algorithm | " + " | ".join(scores) + " |", "|---|" + "---:|" * len(scores)]
         for row in rows:
             cells = []
@@ -270,7 +264,8 @@ def plots(folder, rows, summaries, example):
         plt.close(figure)
 
 
-def run(corpora, out, algorithms=tuple(ALGORITHMS), seeds=SEEDS, n_units=DEFAULT_UNITS, passes=40, quiet=False):
+def run(corpora, out, algorithms=tuple(ALGORITHMS), seeds=SEEDS, n_units=DEFAULT_UNITS, passes=DEFAULT_PASSES,
+        quiet=False):
     """Fit every learner ``seeds`` times on every corpus (`UnitCorpus`), score, and write the results."""
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
@@ -295,17 +290,20 @@ def run(corpora, out, algorithms=tuple(ALGORITHMS), seeds=SEEDS, n_units=DEFAULT
 
 
 def run_from_command_line(args):
-    """``cvbayes experiment units``: --corpus tidigits (default), planted, synthetic-brent or a comma list;
-    --seeds (default 3); --iterations passes (the experiment command's default 50; gibbs sweeps 5 a pass);
-    --states: the units' truncation (default 50)."""
+    """``cvbayes experiment units`` (options in `cvbayes.commands.experiment`)."""
     out = Path(args.out) / NAME if args.out == "docs/results" else Path(args.out)
-    names = ["tidigits"] if args.corpus == "brown" else args.corpus.split(",")
-    builders = {"tidigits": tidigits_corpus, "planted": planted_corpus, "synthetic-brent": synthetic_brent_corpus}
-    unknown = [n for n in names if n not in builders]
+    builders = {"tidigits": tidigits_corpus, "planted": planted_corpus,
+                "synthetic-brent": lambda: synthetic_brent_corpus("train", args.utterances),
+                "synthetic-brent-test": lambda: synthetic_brent_corpus("test", args.utterances)}
+    unknown = [name for name in args.corpus if name not in builders]
     if unknown:
         raise ValueError(f"unknown corpus {unknown[0]!r} for the units experiment; choose from {', '.join(builders)}")
-    algorithms = [a for a in args.algorithms if a in ALGORITHMS]
-    if not algorithms or args.algorithms == ["em", "vb", "cvi1", "cvi2", "cgs"]:
-        algorithms = list(ALGORITHMS)
-    run([builders[n]() for n in names], out, algorithms, args.seeds or SEEDS, args.states or DEFAULT_UNITS,
-        args.iterations, quiet=args.quiet)
+    algorithms = args.algorithms or list(ALGORITHMS)
+    wrong = [a for a in algorithms if a not in ALGORITHMS]
+    if wrong:
+        raise ValueError(f"unknown algorithm {wrong[0]!r}; choose from {', '.join(ALGORITHMS)}")
+    run([builders[name]() for name in args.corpus], out, algorithms, args.seeds, args.units or DEFAULT_UNITS,
+        args.passes or DEFAULT_PASSES, quiet=args.quiet)
+
+
+EXPERIMENTS = {NAME: run_from_command_line}
