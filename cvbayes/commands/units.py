@@ -200,11 +200,13 @@ def register(commands):
                      help="truncation of the units' Dirichlet process (default 50)")
     fit.add_argument("--states", type=positive_int, default=3,
                      help="states of every unit's left-to-right HMM (default 3)")
-    fit.add_argument("--components", type=positive_int, default=2, help="Gaussians of every state's mixture (default 2)")
+    fit.add_argument("--components", type=positive_int, default=2,
+                     help="Gaussians of every state's mixture (default 2)")
     fit.add_argument("--iterations", type=positive_int, default=None,
                      help="passes (sweeps for gibbs); default 40 for vb and cvi, 200 for gibbs, 20 for svi, scvi")
     fit.add_argument("--gamma", type=float, default=1.0, help="concentration of the units' Dirichlet process (1)")
-    fit.add_argument("--batch-size", type=positive_int, default=32, help="svi, scvi: utterances a minibatch (default 32)")
+    fit.add_argument("--batch-size", type=positive_int, default=32,
+                     help="svi, scvi: utterances a minibatch (default 32)")
     fit.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     fit.add_argument("--json", action="store_true", help="print a machine-readable JSON report")
     fit.add_argument("--quiet", action="store_true", help="no progress bars")

@@ -14,7 +14,8 @@ Corpora (``--corpus``):
 * ``planted``: utterances drawn from a known chain-of-units model (`cvbayes.synthetic.sample_acoustic_units`:
   30 units of 3 states, 39 dimensions, 5 minutes; not speech), scored against the planted units;
 * ``synthetic-brent`` and ``synthetic-brent-test`` (``cvbayes data fetch synthetic-brent``): synthetic
-  speech with exact phone alignments, its train split (9 voices) and its held-out voices, scored against
+  speech with exact phone alignments, its train split (9 voices; the models fitted on it also decode the
+  3 held-out voices of the test split, the ``heldout_`` scores) and the test split alone, scored against
   the phones.  Any list of feature arrays with per-utterance gold intervals goes the same way through
   `run` (a folder of features with a ZeroSpeech ``.phn`` file, read by `cvbayes.speech.read_alignments`).
 
@@ -67,10 +68,13 @@ PUBLISHED = [
     {"system": "Ondel et al. 2016 (Gibbs re-run)", "data": "TIMIT", "boundary_f1": 0.594, "nmi": 0.351,
      "units": 100},
 ]
-DIFFERENCE = ("Published figures are on TIMIT (read English, hours of speech, 61 phones folded to 39). "
-              "TIDIGITS here is 31 utterances (68 s) of two speakers saying digits (13 cepstra with deltas), "
-              "and has no phone alignments: only word-level checks are possible. The planted corpus is synthetic "
-              "data drawn from the model itself (not speech).")
+DIFFERENCE = ("Published figures are on TIMIT (read English by 630 speakers, hours of speech, 61 phones folded to "
+              "39). The synthetic Brent corpus is SYNTHETIC speech: Brent's child-directed utterances spoken by "
+              "espeak-ng and flite voices, phones from the synthesizers (40 ARPAbet phones and silence), scored "
+              "on the training utterances and, with the same models, on 3 held-out voices. TIDIGITS here is 31 "
+              "utterances (68 s) of two speakers saying digits (13 cepstra with deltas) and has no phone "
+              "alignments: only word-level checks are possible. The planted corpus is data drawn from the model "
+              "itself (not speech).")
 
 
 @dataclass
@@ -84,6 +88,7 @@ class UnitCorpus:
     phones: list | None = None
     transcripts: list | None = None
     first_frames: list | None = None
+    heldout: UnitCorpus | None = None   # decoded by the model fitted on this corpus, and scored
 
     @property
     def seconds(self):
@@ -122,14 +127,17 @@ def planted_corpus(minutes=PLANTED_MINUTES):
                       phones=planted_intervals(labels, starts))
 
 
-def synthetic_brent_corpus(split="train", limit=None):
+def synthetic_brent_corpus(split="train", limit=None, heldout=None):
+    """The synthetic Brent corpus's ``split`` (the first ``limit`` utterances), with the held-out voices'
+    split as its ``heldout`` corpus when ``heldout`` names it."""
     from .. import speech  # the speech front end (issue 30, items 1-2)
 
     data = speech.load_synthetic_brent(split, limit=limit, progress=False)
     names = list(data.corpus.names)
     return UnitCorpus(f"synthetic-brent-{split}", list(data.corpus.features), names,
                       phones=[[(i.start, i.end, i.label) for i in data.phones[n]] for n in names],
-                      first_frames=list(data.corpus.first_frames))
+                      first_frames=list(data.corpus.first_frames),
+                      heldout=None if heldout is None else synthetic_brent_corpus(heldout, limit))
 
 
 # -- scores ------------------------------------------------------------------------------------------------
@@ -187,13 +195,17 @@ def fit_one(corpus, algorithm, seed, n_units, passes):
            "objective": model.history_[-1].objective, "objective_curve": [r.objective for r in model.history_]}
     if corpus.phones is not None:
         row.update(interval_scores(units, corpus))
+    if corpus.heldout is not None:
+        scores = interval_scores(model.predict(corpus.heldout.features), corpus.heldout)
+        row.update({f"heldout_{key}": value for key, value in scores.items()})
     if corpus.transcripts is not None:
         row.update(word_scores(model.decode(corpus.features), corpus.transcripts, np.random.default_rng(seed)))
     return row, model
 
 
-SCORES = ("boundary_f1", "purity", "nmi", "segments_per_phone", "segments_phones_correlation", "word_detection_f1",
-          "word_detection_f1_shuffled", "units_used", "units_decoded", "seconds_per_pass", "real_time_factor")
+SCORES = ("boundary_f1", "purity", "nmi", "heldout_boundary_f1", "heldout_purity", "heldout_nmi",
+          "segments_per_phone", "segments_phones_correlation", "word_detection_f1", "word_detection_f1_shuffled",
+          "units_used", "units_decoded", "seconds_per_pass", "real_time_factor")
 
 
 def summary(rows):
@@ -293,7 +305,7 @@ def run_from_command_line(args):
     """``cvbayes experiment units`` (options in `cvbayes.commands.experiment`)."""
     out = Path(args.out) / NAME if args.out == "docs/results" else Path(args.out)
     builders = {"tidigits": tidigits_corpus, "planted": planted_corpus,
-                "synthetic-brent": lambda: synthetic_brent_corpus("train", args.utterances),
+                "synthetic-brent": lambda: synthetic_brent_corpus("train", args.utterances, heldout="test"),
                 "synthetic-brent-test": lambda: synthetic_brent_corpus("test", args.utterances)}
     unknown = [name for name in args.corpus if name not in builders]
     if unknown:
