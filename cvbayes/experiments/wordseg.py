@@ -121,11 +121,11 @@ def run_one(corpus, grammar, algorithm, seed, n_iter, restarts=1, options=None):
             curve.append({"iteration": iteration + 1, "seconds": sum(r.seconds for r in model.history_),
                           **{f"{name}_f1": getattr(scores, name).f1 for name in SCORES}})
 
-    model = AdaptorGrammar(grammar, **(options or {}))
-    started = time.perf_counter()
     # seed k restarts from seeds k R, ..., k R + R - 1: the seeds' runs share no start
-    model.fit(utterances, algorithm=algorithm, n_iter=n_iter, seed=seed * restarts, callback=evaluate,
-              n_init=restarts)
+    model = AdaptorGrammar(grammar, algorithm=algorithm, n_iter=n_iter, random_state=seed * restarts,
+                           n_init=restarts, **(options or {}))
+    started = time.perf_counter()
+    model.fit(utterances, callback=evaluate)
     seconds = time.perf_counter() - started - sum(scoring)
     scores = segmentation_scores(model.segment(utterances), corpus.segments)
     kept = int(np.argmax(model.restart_objectives_))
@@ -252,7 +252,7 @@ def run_from_command_line(args):
     ``--iterations`` (vb, cvi; default 50), ``--cgs-iterations`` (mcmc sweeps), ``--corpora``, ``--utterances``,
     ``--quick``, ``--out`` (results under OUT/wordseg), ``--seed`` (the first seed: seeds SEED..SEED+N-1)."""
     from ..models.adaptor import AdaptorGrammar
-    from ..models.adaptor_mcmc import parse_anneal
+    from ..models.adaptor import parse_anneal
     from ..models.hmm import TAGGING_ALGORITHMS
 
     quick = getattr(args, "quick", False)

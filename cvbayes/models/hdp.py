@@ -37,6 +37,7 @@ from scipy.optimize import minimize
 from scipy.special import digamma, gammaln, polygamma
 
 from ..core import rules
+from ..core.restaurants import expected_tables, positive_mean
 
 # sigma's fixed point (eq. 5.20) is Minka's; it converges in a few dozen steps
 SIGMA_STEPS = 50
@@ -70,22 +71,11 @@ def transition_occupancy(start_counts, trans_counts, zero_start, zero_pairs, zer
                      np.clip(occupied_rows, 0.0, 1.0))
 
 
-def positive_mean(counts, occupied):
-    """E_+[C] = E[C] / q(C > 0) (eq. 5.34); zero where the count is surely zero."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(occupied > 0.0, counts / np.where(occupied > 0.0, occupied, 1.0), 0.0)
-
-
 def _log_gamma_gain(x, counts, occupied):
     """q(C > 0) (log Gamma(x + E_+[C]) - log Gamma(x)): E[log Gamma(x + C) - log Gamma(x)]
     split at zero with the Taylor step on C > 0 (eq. 5.30-5.35, integrated)."""
     gain = gammaln(x + positive_mean(counts, occupied)) - gammaln(x)
     return occupied * gain
-
-
-def expected_tables(x, counts, occupied):
-    """E[s] = x q(C > 0) (psi(x + E_+[C]) - psi(x)) (eq. 5.29, 5.35), elementwise."""
-    return x * occupied * (digamma(x + positive_mean(counts, occupied)) - digamma(x))
 
 
 def digamma_gap(sigma, totals, occupied_rows):

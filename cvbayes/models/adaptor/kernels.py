@@ -1,4 +1,4 @@
-"""The adaptor grammar's numba bindings: its rule tables and its units for the schedules of `cvbayes.schedules`.
+"""The adaptor grammar's numba kernels: its rule tables and its units for the schedules of `cvbayes.schedules`.
 
 An adaptor grammar runs on the PCFG's tree kernels (`cvbayes.trees.inside_outside`) through its *PCFG
 approximation* (Johnson, Griffiths and Goldwater 2007, §4): every adapted nonterminal X gets a span
@@ -16,62 +16,109 @@ only change the weights (`cvbayes.models.adaptor` documents the approximations):
   grammaton's K yields, base_X = exp E[log prod_k (1 - v_k)], theta = exp-digamma (thesis eq. 4.12);
 * CVI: the Pitman-Yor predictive of everything but the utterance, cache_X(s) = (n_s - a t_s) /
   (n + b), base_X = (b + a T) / (n + b), theta the MEAN rule (thesis eq. 4.24), with the expected
-  tables t_s a function of the customers n_s (thesis eq. 5.35, `expected_table_count`).
+  tables t_s a function of the customers n_s (thesis eq. 5.35,
+  `cvbayes.core.restaurants.expected_table_count`).
 
-Rule layout
------------
-``cache_of`` (R,) int32: the adapted nonterminal (0 .. M-1) whose cache family a global rule belongs
-to, -1 for a base rule (a Dirichlet cell of its parent's row, ``rule_parent``).  ``adapted_of``
-(n_nonterminals,) int32: a nonterminal's adapted index or -1; ``adapted_symbol`` (M,) its kernel symbol.
-
-CVI state (plain tuples, built by the model)
---------------------------------------------
-``sentences`` = (kernel, tokens, offsets, span_ids, span_offsets, cell_offsets, cell_rules), as the
-PCFG's (`cvbayes.models.pcfg_kernels`): the global rules a sentence can use are its cells.
-
-``model`` = (counts (R,) base-rule counts, row_totals (n_nonterminals,) over base rules only,
-rule_parent (R,), alpha, row_prior (n_nonterminals,) = |base rules of A| alpha, cache_of (R,),
-adapted_of, counted_symbol (the kernel symbols of the *top* adapted nonterminals, whose customers
-the utterances' charts count), customers (R,) and tables (R,) at cache cells, total_customers (M,),
-total_tables (M,), discount (M,), concentration (M,), table (R,) the work table, top_rule (R,) bool
-(a base rule outside every adapted subtree, counted from the utterances), theta (R,) b H_X(s) at
-cache cells, log_empty (R,) at cache cells sum_m log q(n^m_s = 0)).  The first fifteen are the MCMC
-proposal's state too (`mean_weight`, `fill_mean_table` read no more).
-
-``local`` = (local_counts, local_customers), float64 aligned with ``cell_rules``: a sentence's expected
-rule counts (cache cells: its expected cache uses) and, at cache cells of top adapted nonterminals,
-its expected customers.
-
-``work`` = (scratch_counts (R,), scratch_customers (R,) zeros, binary_outer, buffers, marginals).
+The rule layout is `cvbayes.models.adaptor.layout.RuleLayout`.  The collapsed learners' state is the
+named tuples below (numba reads their fields by name).
 """
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
-from scipy.special import gammaln
 
-from ..core.rules import log_geometric_cell, mean_cell
-from ..core.special import digamma
-from ..schedules import leave_one_out
-from ..trees.grammar import BINARY, LEXICAL, UNARY
-from ..trees.inside_outside import (add_binary_counts, build_tables, chart_buffers, sentence_inside_outside,
-                                    sentence_sample)
+from ...core.restaurants import expected_table_count
+from ...core.rules import log_geometric_cell, mean_cell
+from ...schedules import leave_one_out
+from ...trees.grammar import BINARY, LEXICAL, UNARY
+from ...trees.inside_outside import (add_binary_counts, build_tables, chart_buffers, sentence_inside_outside,
+                                     sentence_sample)
 
 
-def log_rising(b, a, tables):
-    """log prod_{i=1}^{T-1} (b + i a) for real T = ``tables`` >= 1 (the table factor of the Pitman-Yor
-    exchangeable partition probability): (T - 1) log a + log Gamma(z + T) - log Gamma(z + 1), z = b / a,
-    and (T - 1) log b at a = 0.  For large z (small a) the Gamma functions' difference loses every digit,
-    so it is taken from Stirling's series, (T - 1) log(b + a) + (z + T - 1/2) log1p((T - 1) / (z + 1))
-    - (T - 1) + 1/(12 (z + T)) - 1/(12 (z + 1)), whose error is below 1/(360 z^3) per Gamma function."""
-    steps = tables - 1.0
-    if a <= 0.0:
-        return steps * math.log(b)
-    z = b / a
-    if z < 1e4:
-        return steps * math.log(a) + gammaln(z + tables) - gammaln(z + 1.0)
-    return (steps * math.log(b + a) + (z + tables - 0.5) * math.log1p(steps / (z + 1.0)) - steps
-            + 1.0 / (12.0 * (z + tables)) - 1.0 / (12.0 * (z + 1.0)))
+class Restaurants(NamedTuple):
+    """The global statistics of the collapsed learners: CVI's expected counts, the sampler's counts.
+
+    ``counts`` (R,) base-rule counts; ``row_totals`` (n_nonterminals,) their row sums; ``rule_parent``,
+    ``alpha``, ``row_prior``, ``cache_of``, ``adapted_of`` as the rule layout; ``counted_symbol`` the kernel
+    symbols of the adapted nonterminals whose customers an utterance's chart counts (CVI: those outside
+    every adapted subtree; the sampler: all); ``customers`` and ``tables`` (R,) at cache rules, n_s and
+    t_s of yield s; ``total_customers`` and ``total_tables`` (M,), n and T of each adapted X;
+    ``discount`` and ``concentration`` (M,), a and b; ``table`` (R,) the work table a unit's weights are
+    written to (only at its cells).  CVI only: ``top_rule`` (R,) bool, a base rule outside every adapted
+    subtree (counted from the utterances); ``theta`` (R,) b H_X(s) at cache rules; ``log_empty`` (R,)
+    sum_m log q(n^m_s = 0) at cache rules.
+    """
+
+    counts: np.ndarray
+    row_totals: np.ndarray
+    rule_parent: np.ndarray
+    alpha: float
+    row_prior: np.ndarray
+    cache_of: np.ndarray
+    adapted_of: np.ndarray
+    counted_symbol: np.ndarray
+    customers: np.ndarray
+    tables: np.ndarray
+    total_customers: np.ndarray
+    total_tables: np.ndarray
+    discount: np.ndarray
+    concentration: np.ndarray
+    table: np.ndarray
+    top_rule: np.ndarray
+    theta: np.ndarray
+    log_empty: np.ndarray
+
+
+def empty_restaurants(compiled, layout, alpha, counted_symbol, discount, concentration) -> Restaurants:
+    """Restaurants without customers or counts (a fresh copy of discount and concentration)."""
+    n_rules, n_adapted = compiled.n_rules, layout.adapted_symbol.shape[0]
+    return Restaurants(np.zeros(n_rules), np.zeros(compiled.n_nonterminals), compiled.rule_parent, float(alpha),
+                       layout.row_prior, layout.cache_of, layout.adapted_of, counted_symbol, np.zeros(n_rules),
+                       np.zeros(n_rules), np.zeros(n_adapted), np.zeros(n_adapted), discount.copy(),
+                       concentration.copy(), np.zeros(n_rules), np.zeros(n_rules, dtype=np.bool_),
+                       np.zeros(n_rules), np.zeros(n_rules))
+
+
+class Sentences(NamedTuple):
+    """The corpus as the tree kernels read it (a `SentenceBatch`) and its cells (`cvbayes.trees.cells`)."""
+
+    kernel: object
+    tokens: np.ndarray
+    offsets: np.ndarray
+    span_ids: np.ndarray
+    span_offsets: np.ndarray
+    cell_offsets: np.ndarray
+    cell_rules: np.ndarray
+
+
+class Local(NamedTuple):
+    """Each sentence's statistics, float64 aligned with ``cell_rules``: its expected rule counts (cache
+    cells: its expected cache uses) and, at cache cells of the counted adapted nonterminals, its expected
+    customers."""
+
+    counts: np.ndarray
+    customers: np.ndarray
+
+
+class Work(NamedTuple):
+    """Scratch of one unit update: rule counts and customers (R,) kept at zero between units, the dense
+    binary outside scratch, the chart buffers and the span marginals."""
+
+    scratch_counts: np.ndarray
+    scratch_customers: np.ndarray
+    binary_outer: np.ndarray
+    buffers: tuple
+    marginals: np.ndarray
+
+
+class CviState(NamedTuple):
+    """Everything CVI's unit update reads and writes."""
+
+    sentences: Sentences
+    model: Restaurants
+    local: Local
+    work: Work
 
 
 # ------------------------------------------------------------------ one sentence
@@ -156,7 +203,7 @@ def cell_expectations(kernel, tables, tokens, offsets, span_ids, span_offsets, c
                       cell_rules, n_rules, adapted_symbol):
     """Each sentence's expected rule counts and customers at its cells, and its log Z (CVI's table charts).
 
-    Returns (counts, customers) aligned with ``cell_rules`` (`cvbayes.models.pcfg_kernels.sentence_cells`)
+    Returns (counts, customers) aligned with ``cell_rules`` (`cvbayes.trees.cells.sentence_cells`)
     and log_z (I,), so that the caller can weight every sentence by its own factor (a weighted batch
     inside-outside: the counts of sentence i times w_i).  Parallel over chunks of sentences.
     """
@@ -203,42 +250,28 @@ def vb_table(counts, row_totals, rule_parent, alpha, row_prior, cache_of, adapte
 
 # ------------------------------------------------------------------ CVI
 @njit(cache=True)
-def mean_weight(model, rule):
+def predictive_weight(model, rule):
     """The leave-one-out predictive weight of one global rule (CVI; the MCMC proposal).
 
     Base rule of A: MEAN (eq. 4.24) of its Dirichlet row, times (b + a T) / (n + b) when A is adapted;
     cache rule of X at yield s: max(n_s - a t_s, 0) / (n + b) (the Pitman-Yor predictive).
     """
-    counts, row_totals, rule_parent, alpha, row_prior, cache_of, adapted_of = model[:7]
-    customers, tables, total_customers, total_tables, discount, concentration = model[8:14]
-    x = cache_of[rule]
+    x = model.cache_of[rule]
     if x >= 0:
-        free = customers[rule] - discount[x] * tables[rule]
-        return max(free, 0.0) / (max(total_customers[x], 0.0) + concentration[x])
-    parent = rule_parent[rule]
-    weight = mean_cell(counts[rule], alpha, row_totals[parent], row_prior[parent])
-    owner = adapted_of[parent]
+        free = model.customers[rule] - model.discount[x] * model.tables[rule]
+        return max(free, 0.0) / (max(model.total_customers[x], 0.0) + model.concentration[x])
+    parent = model.rule_parent[rule]
+    weight = mean_cell(model.counts[rule], model.alpha, model.row_totals[parent], model.row_prior[parent])
+    owner = model.adapted_of[parent]
     if owner >= 0:
-        n = max(total_customers[owner], 0.0)
-        weight *= (concentration[owner] + discount[owner] * max(total_tables[owner], 0.0)) / (
-            n + concentration[owner])
+        n = max(model.total_customers[owner], 0.0)
+        weight *= (model.concentration[owner] + model.discount[owner] * max(model.total_tables[owner], 0.0)) / (
+            n + model.concentration[owner])
     return weight
 
 
 # q(n^m_s = 0) is floored here so that an utterance certain to use yield s can still be taken out
 EMPTY_FLOOR = 1e-12
-
-
-@njit(cache=True)
-def expected_table_count(theta, customers, occupied):
-    """E[t_s] = theta q(n_s > 0) (psi(theta + E_+[n_s]) - psi(theta)), E_+[n_s] = n_s / q(n_s > 0)
-    (thesis eq. 5.29-5.35 with sigma G[pi_k] -> theta_s = b H_X(s); 0 without customers or base mass).
-
-    Scalar numba twin of `cvbayes.models.hdp.expected_tables` (which the tests check it against).
-    """
-    if occupied <= 0.0 or customers <= 0.0 or theta <= 0.0:
-        return 0.0
-    return theta * occupied * (digamma(theta + customers / occupied) - digamma(theta))
 
 
 @njit(cache=True)
@@ -251,10 +284,10 @@ def move_sentence(model, cell_rules, first, last, local_counts, local_customers,
     T_X = sum_s t_s.  Base rules move only when outside every adapted subtree (``top_rule``); the
     others are counted from the tables (`AdaptorGrammar._refresh_tables`).
     """
-    counts, row_totals, rule_parent = model[0], model[1], model[2]
-    cache_of = model[5]
-    customers, tables, total_customers, total_tables = model[8], model[9], model[10], model[11]
-    top_rule, theta, log_empty = model[15], model[16], model[17]
+    counts, row_totals, rule_parent, cache_of = model.counts, model.row_totals, model.rule_parent, model.cache_of
+    customers, tables, total_customers, total_tables = (model.customers, model.tables, model.total_customers,
+                                                        model.total_tables)
+    top_rule, theta, log_empty = model.top_rule, model.theta, model.log_empty
     for c in range(first, last):
         rule = cell_rules[c]
         x = cache_of[rule]
@@ -277,26 +310,23 @@ def move_sentence(model, cell_rules, first, last, local_counts, local_customers,
 @njit(cache=True)
 def _predictive_tables(state, i):
     """Take sentence i's statistics out and build the rule tables of the leave-one-out predictive weights of
-    the rules it can use (`mean_weight`)."""
-    sentences, model, local, _ = state
-    kernel, cell_offsets, cell_rules = sentences[0], sentences[5], sentences[6]
-    table = model[14]
-    first, last = cell_offsets[i], cell_offsets[i + 1]
-    move_sentence(model, cell_rules, first, last, local[0], local[1], -1.0)
-    for c in range(first, last):
-        table[cell_rules[c]] = mean_weight(model, cell_rules[c])
-    return build_tables(kernel, table)
+    the rules it can use (`predictive_weight`)."""
+    sentences, model, local = state.sentences, state.model, state.local
+    cell_rules = sentences.cell_rules
+    first, last = sentences.cell_offsets[i], sentences.cell_offsets[i + 1]
+    move_sentence(model, cell_rules, first, last, local.counts, local.customers, -1.0)
+    return build_tables(sentences.kernel, fill_predictive_table(model, cell_rules, first, last))
 
 
 @njit(cache=True)
 def _put_back(state, i, found):
     """Copy the scratch statistics of sentence i into its local statistics (when ``found``; else its old ones
     stay), clear the scratch and add the sentence back."""
-    sentences, model, local, work = state
-    cell_offsets, cell_rules = sentences[5], sentences[6]
-    local_counts, local_customers = local
-    scratch_counts, scratch_customers = work[0], work[1]
-    first, last = cell_offsets[i], cell_offsets[i + 1]
+    sentences, local, work = state.sentences, state.local, state.work
+    cell_rules = sentences.cell_rules
+    local_counts, local_customers = local.counts, local.customers
+    scratch_counts, scratch_customers = work.scratch_counts, work.scratch_customers
+    first, last = sentences.cell_offsets[i], sentences.cell_offsets[i + 1]
     for c in range(first, last):
         rule = cell_rules[c]
         if found:
@@ -304,25 +334,30 @@ def _put_back(state, i, found):
             local_customers[c] = scratch_customers[rule]
         scratch_counts[rule] = 0.0
         scratch_customers[rule] = 0.0
-    move_sentence(model, cell_rules, first, last, local_counts, local_customers, 1.0)
+    move_sentence(state.model, cell_rules, first, last, local_counts, local_customers, 1.0)
+
+
+@njit(cache=True)
+def _sentence(sentences, i):
+    """Sentence i's tokens and span ids."""
+    tokens = sentences.tokens[sentences.offsets[i]:sentences.offsets[i + 1]]
+    return tokens, sentences.span_ids[sentences.span_offsets[i]:sentences.span_offsets[i + 1]]
 
 
 @njit(cache=True)
 def update_sentence(state, i):
     """CVI on sentence i: take its expected statistics out, run inside-outside on the leave-one-out
-    predictive weights of the rules it can use (`mean_weight`), put the new statistics back.
+    predictive weights of the rules it can use (`predictive_weight`), put the new statistics back.
 
     Returns log Z, the sentence's predictive log-probability under those weights (-inf: no tree, its
     statistics restored).
     """
-    sentences, model, _, work = state
-    kernel, tokens_all, offsets, span_ids, span_offsets = sentences[:5]
-    scratch_counts, scratch_customers, binary_outer, buffers, marginals = work
+    sentences, work = state.sentences, state.work
     tables = _predictive_tables(state, i)
-    tokens = tokens_all[offsets[i]:offsets[i + 1]]
-    spans = span_ids[span_offsets[i]:span_offsets[i + 1]]
-    log_z = sentence_expectations(kernel, tables, tokens, spans, buffers, binary_outer, marginals,
-                                  model[7], scratch_counts, scratch_customers)
+    tokens, spans = _sentence(sentences, i)
+    log_z = sentence_expectations(sentences.kernel, tables, tokens, spans, work.buffers, work.binary_outer,
+                                  work.marginals, state.model.counted_symbol, work.scratch_counts,
+                                  work.scratch_customers)
     _put_back(state, i, log_z > -np.inf)
     return log_z
 
@@ -355,19 +390,17 @@ def tree_statistics(kernel, rows, n_rows, spans, n_tokens, adapted_symbol, count
 
 @njit(cache=True)
 def start_sentence(state, i, seed, rows):
-    """CVI's sampled start for sentence i (the MCMC's initial state, `adaptor_mcmc.Sampler.initialise`):
+    """CVI's sampled start for sentence i (the MCMC's initial state, `cvbayes.models.adaptor.sampler.Sampler.initialise`):
     a tree drawn from the predictive weights of the sentences added before it, its indicator statistics
     as the sentence's local statistics.  Returns the tree's log weight (-inf: no tree)."""
-    sentences, model, _, work = state
-    kernel, tokens_all, offsets, span_ids, span_offsets = sentences[:5]
-    scratch_counts, scratch_customers, buffers = work[0], work[1], work[3]
+    sentences, work = state.sentences, state.work
     tables = _predictive_tables(state, i)
-    tokens = tokens_all[offsets[i]:offsets[i + 1]]
-    spans = span_ids[span_offsets[i]:span_offsets[i + 1]]
-    log_weight, n_rows = sentence_sample(kernel, tables, tokens, spans, buffers, seed, rows)
+    tokens, spans = _sentence(sentences, i)
+    log_weight, n_rows = sentence_sample(sentences.kernel, tables, tokens, spans, work.buffers, seed, rows)
     found = n_rows > 0
     if found:
-        tree_statistics(kernel, rows, n_rows, spans, tokens.shape[0], model[7], scratch_counts, scratch_customers)
+        tree_statistics(sentences.kernel, rows, n_rows, spans, tokens.shape[0], state.model.counted_symbol,
+                        work.scratch_counts, work.scratch_customers)
     _put_back(state, i, found)
     return log_weight if found else -np.inf
 
@@ -376,8 +409,7 @@ def start_sentence(state, i, seed, rows):
 def start_pass(state, order, seed):
     """`start_sentence` on the sentences in ``order`` (all local statistics zero before): returns the
     first sentence without a tree (-1 if none)."""
-    kernel = state[0][0]
-    offsets = state[0][2]
+    kernel, offsets = state.sentences.kernel, state.sentences.offsets
     longest = 1
     for i in range(offsets.shape[0] - 1):
         longest = max(longest, offsets[i + 1] - offsets[i])
@@ -395,20 +427,19 @@ def cvi_pass(state, order):
 
 
 @njit(cache=True)
-def all_mean_weights(model, n_rules):
-    """`mean_weight` of every global rule: the posterior predictive table of the final counts."""
+def all_predictive_weights(model, n_rules):
+    """`predictive_weight` of every global rule: the posterior predictive table of the final counts."""
     out = np.empty(n_rules)
     for r in range(n_rules):
-        out[r] = mean_weight(model, r)
+        out[r] = predictive_weight(model, r)
     return out
 
 
-
 @njit(cache=True)
-def fill_mean_table(model, cell_rules, first, last):
-    """table[r] = `mean_weight` of the rules cell_rules[first:last] (a sentence's cells): the weights of
+def fill_predictive_table(model, cell_rules, first, last):
+    """table[r] = `predictive_weight` of the rules cell_rules[first:last] (a sentence's cells): the weights of
     the MCMC proposal, the PCFG approximation of the current state (Johnson et al. 2007)."""
-    table = model[14]
+    table = model.table
     for c in range(first, last):
-        table[cell_rules[c]] = mean_weight(model, cell_rules[c])
+        table[cell_rules[c]] = predictive_weight(model, cell_rules[c])
     return table

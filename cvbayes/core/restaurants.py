@@ -1,0 +1,93 @@
+"""Chinese restaurant statistics shared by the Dirichlet and Pitman-Yor processes of the HDP-HMM and the
+adaptor grammar: expected table counts, the Pitman-Yor seating probability and its hyperprior.
+
+* `expected_tables` (thesis eq. 5.29-5.35, Teh, Kurihara and Welling 2008): the expected number of tables
+  of a dish with prior mass x whose customer count C is random under q, with the case C = 0 taken
+  exactly and the first-order Taylor step on C > 0; `expected_table_count` is its scalar numba twin.
+* `log_rising` and `log_seating_probability`: Pitman and Yor's (1997) exchangeable partition probability
+  of a seating, the likelihood of a restaurant's discount a and concentration b; `log_hyperprior` is
+  Johnson and Goldwater's (2009) prior on them.
+"""
+import math
+
+import numpy as np
+from numba import njit
+from scipy.special import digamma as scipy_digamma
+from scipy.special import gammaln
+
+from .special import digamma
+
+# Johnson and Goldwater (2009): a ~ Beta(1, 1), b ~ Gamma(shape 10, scale 0.1)
+DISCOUNT_PRIOR = (1.0, 1.0)
+CONCENTRATION_PRIOR = (10.0, 0.1)
+
+
+def positive_mean(counts, occupied):
+    """E_+[C] = E[C] / q(C > 0) (eq. 5.34); zero where the count is surely zero."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(occupied > 0.0, counts / np.where(occupied > 0.0, occupied, 1.0), 0.0)
+
+
+def expected_tables(x, counts, occupied):
+    """E[s] = x q(C > 0) (psi(x + E_+[C]) - psi(x)) (eq. 5.29, 5.35), elementwise."""
+    return x * occupied * (scipy_digamma(x + positive_mean(counts, occupied)) - scipy_digamma(x))
+
+
+@njit(cache=True)
+def expected_table_count(theta, customers, occupied):
+    """`expected_tables` of one dish: theta q(C > 0) (psi(theta + E_+[C]) - psi(theta)), 0 without
+    customers or prior mass."""
+    if occupied <= 0.0 or customers <= 0.0 or theta <= 0.0:
+        return 0.0
+    return theta * occupied * (digamma(theta + customers / occupied) - digamma(theta))
+
+
+def log_rising(b, a, tables):
+    """log prod_{i=1}^{T-1} (b + i a) for real T = ``tables`` >= 1 (the table factor of the Pitman-Yor
+    exchangeable partition probability): (T - 1) log a + log Gamma(z + T) - log Gamma(z + 1), z = b / a,
+    and (T - 1) log b at a = 0.  For large z (small a) the Gamma functions' difference loses every digit,
+    so it is taken from Stirling's series, (T - 1) log(b + a) + (z + T - 1/2) log1p((T - 1) / (z + 1))
+    - (T - 1) + 1/(12 (z + T)) - 1/(12 (z + 1)), whose error is below 1/(360 z^3) per Gamma function."""
+    steps = tables - 1.0
+    if a <= 0.0:
+        return steps * math.log(b)
+    z = b / a
+    if z < 1e4:
+        return steps * math.log(a) + gammaln(z + tables) - gammaln(z + 1.0)
+    return (steps * math.log(b + a) + (z + tables - 0.5) * math.log1p(steps / (z + 1.0)) - steps
+            + 1.0 / (12.0 * (z + tables)) - 1.0 / (12.0 * (z + 1.0)))
+
+
+def seating_statistics(sizes):
+    """(distinct table sizes, how many tables have each, customers n, tables T) of a seating."""
+    values, multiplicity = np.unique(np.asarray(sizes, dtype=np.int64), return_counts=True)
+    return values, multiplicity, int(values @ multiplicity), int(multiplicity.sum())
+
+
+def log_seating_probability(a, b, sizes):
+    """log of the Pitman-Yor probability of a seating with tables of ``sizes`` customers (Pitman and Yor
+    1997's exchangeable partition probability, the likelihood of a and b in Johnson and Goldwater 2009):
+
+        sum_{i=1}^{T-1} log(b + i a) - [log Gamma(b + n) - log Gamma(b + 1)]
+        + sum_t [log Gamma(c_t - a) - log Gamma(1 - a)],
+
+    n = sum_t c_t customers at T tables (a = 0: the Dirichlet process's (T - 1) log b + ...)."""
+    return seating_log_likelihood(a, b, *seating_statistics(sizes))
+
+
+def seating_log_likelihood(a, b, values, multiplicity, n, tables):
+    """`log_seating_probability` from `seating_statistics` (``multiplicity`` and ``tables`` may be real:
+    expected tables)."""
+    if tables == 0:
+        return 0.0
+    table_terms = float(multiplicity @ (gammaln(values - a) - gammaln(1.0 - a)))
+    return log_rising(b, a, float(tables)) - (gammaln(b + n) - gammaln(b + 1.0)) + table_terms
+
+
+def log_hyperprior(a, b):
+    """log Beta(a; 1, 1) + log Gamma(b; 10, 0.1) up to constants (-inf outside 0 <= a < 1, b > 0)."""
+    if not (0.0 <= a < 1.0 and b > 0.0):
+        return -math.inf
+    (p, q), (shape, scale) = DISCOUNT_PRIOR, CONCENTRATION_PRIOR
+    log_a = (p - 1.0) * math.log(a) if p != 1.0 else 0.0
+    return log_a + (q - 1.0) * math.log1p(-a) + (shape - 1.0) * math.log(b) - b / scale
