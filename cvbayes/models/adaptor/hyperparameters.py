@@ -1,6 +1,7 @@
-"""The Pitman-Yor discount a and concentration b of every adapted nonterminal, learned: maximised
-(empirical Bayes, vb and cvi: `maximise`) or slice-sampled under Johnson and Goldwater's (2009) prior
-(mcmc: `resample_py_parameters`).
+"""The Pitman-Yor discount a and concentration b of every adapted nonterminal, learned under Johnson and
+Goldwater's (2009) prior, a ~ Beta(1, 1), b ~ Gamma(10, 0.1): their posterior mode given the learner's
+expected statistics (vb and cvi: `maximise`) or slice-sampled given the seating (mcmc:
+`resample_py_parameters`).
 
 As in Johnson's py-cfg, a nonterminal whose a starts at 0 stays a Dirichlet process: only its b is learned.
 """
@@ -12,13 +13,17 @@ from scipy.optimize import minimize
 from ...core.restaurants import log_hyperprior, seating_log_likelihood, seating_statistics
 
 
-def maximise(loss, a, b, learn_discount):
-    """argmin of loss(a, log b) over a in [0, 0.99] (a = 0 unless ``learn_discount``) and log b in [-8, 12] by
-    L-BFGS-B from (a, b); returns (a, log b)."""
+def maximise(log_likelihood, a, b, learn_discount):
+    """The mode of log_likelihood(a, b) + `log_hyperprior`(a, b) over a in [0, 0.99] (a = 0 unless
+    ``learn_discount``) and log b in [-8, 12], by L-BFGS-B from (a, b); returns (a, b)."""
+    def loss(point):
+        a, b = point[0], math.exp(point[1])
+        return -(log_likelihood(a, b) + log_hyperprior(a, b))
+
     start = np.array([min(a, 0.98), math.log(max(b, 1e-3))])
     discounts = (0.0, 0.99) if learn_discount else (0.0, 0.0)
     found = minimize(loss, start, method="L-BFGS-B", bounds=[discounts, (-8.0, 12.0)])
-    return float(found.x[0]), float(found.x[1])
+    return float(found.x[0]), math.exp(float(found.x[1]))
 
 
 def resample_py_parameters(sizes, a, b, rng, sample_discount=True, n_rounds=5):

@@ -28,7 +28,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from ...core.restaurants import expected_table_count
+from ...core.restaurants import py_expected_tables
 from ...core.rules import log_geometric_cell, mean_cell
 from ...schedules import leave_one_out
 from ...trees.grammar import BINARY, LEXICAL, UNARY
@@ -46,8 +46,13 @@ class Restaurants(NamedTuple):
     t_s of yield s; ``total_customers`` and ``total_tables`` (M,), n and T of each adapted X;
     ``discount`` and ``concentration`` (M,), a and b; ``table`` (R,) the work table a unit's weights are
     written to (only at its cells).  CVI only: ``top_rule`` (R,) bool, a base rule outside every adapted
-    subtree (counted from the utterances); ``theta`` (R,) b H_X(s) at cache rules; ``log_empty`` (R,)
-    sum_m log q(n^m_s = 0) at cache rules.
+    subtree (counted from the utterances); ``base_mass`` (R,) H_X(s), the probability that X's base rules
+    generate yield s, at cache rules; ``log_empty`` (R,) log q(n_s = 0) = sum_m log q(n^m_s = 0) and
+    ``variance`` (R,) sum_m q(n^m_s > 0) q(n^m_s = 0) at cache rules (m: the units whose customers n_s
+    sums); ``reference_tables`` (M,) T_X at the last table refresh, which the yields' tables are seated
+    with during a pass (so that each t_s is a function of its own statistics); ``predictive`` (1,) which
+    predictive `predictive_weight` takes (FIRST_ORDER, ZERO_EXACT or SECOND_ORDER; the sampler's is
+    FIRST_ORDER, exact for its whole counts).
     """
 
     counts: np.ndarray
@@ -66,22 +71,33 @@ class Restaurants(NamedTuple):
     concentration: np.ndarray
     table: np.ndarray
     top_rule: np.ndarray
-    theta: np.ndarray
+    base_mass: np.ndarray
     log_empty: np.ndarray
+    variance: np.ndarray
+    reference_tables: np.ndarray
+    predictive: np.ndarray
 
 
-def empty_restaurants(compiled, layout, alpha, counted_symbol, discount, concentration) -> Restaurants:
+# the cache predictives of `predictive_weight` (module notes of `cvbayes.models.adaptor`)
+FIRST_ORDER, ZERO_EXACT, SECOND_ORDER = 0, 1, 2
+PREDICTIVES = {"first-order": FIRST_ORDER, "zero-exact": ZERO_EXACT, "second-order": SECOND_ORDER}
+
+
+def empty_restaurants(compiled, layout, alpha, counted_symbol, discount, concentration,
+                      predictive=FIRST_ORDER) -> Restaurants:
     """Restaurants without customers or counts (a fresh copy of discount and concentration)."""
     n_rules, n_adapted = compiled.n_rules, layout.adapted_symbol.shape[0]
     return Restaurants(np.zeros(n_rules), np.zeros(compiled.n_nonterminals), compiled.rule_parent, float(alpha),
                        layout.row_prior, layout.cache_of, layout.adapted_of, counted_symbol, np.zeros(n_rules),
                        np.zeros(n_rules), np.zeros(n_adapted), np.zeros(n_adapted), discount.copy(),
                        concentration.copy(), np.zeros(n_rules), np.zeros(n_rules, dtype=np.bool_),
-                       np.zeros(n_rules), np.zeros(n_rules))
+                       np.zeros(n_rules), np.zeros(n_rules), np.zeros(n_rules), np.zeros(n_adapted),
+                       np.array([predictive], np.int64))
 
 
 class Sentences(NamedTuple):
-    """The corpus as the tree kernels read it (a `SentenceBatch`) and its cells (`cvbayes.trees.cells`)."""
+    """The units as the tree kernels read them (a `SentenceBatch`), their cells (`cvbayes.trees.cells`) and
+    how many utterances each stands for (``weight``: 1, or the copies of an utterance type)."""
 
     kernel: object
     tokens: np.ndarray
@@ -90,6 +106,7 @@ class Sentences(NamedTuple):
     span_offsets: np.ndarray
     cell_offsets: np.ndarray
     cell_rules: np.ndarray
+    weight: np.ndarray
 
 
 class Local(NamedTuple):
@@ -231,6 +248,57 @@ def cell_expectations(kernel, tables, tokens, offsets, span_ids, span_offsets, c
 
 
 @njit(cache=True)
+def substring_occurrences(offsets, span_ids, span_offsets, n_substrings):
+    """(unit, begin) (2, S) of one occurrence of every substring id among the sentences (-1: none)."""
+    out = np.full((2, n_substrings), -1, dtype=np.int64)
+    for i in range(offsets.shape[0] - 1):
+        n_tokens = offsets[i + 1] - offsets[i]
+        spans = span_ids[span_offsets[i]:span_offsets[i + 1]]
+        for begin in range(n_tokens):
+            for end in range(begin + 1, n_tokens + 1):
+                substring = spans[begin * (n_tokens + 1) + end]
+                if substring >= 0 and out[0, substring] < 0:
+                    out[0, substring] = i
+                    out[1, substring] = begin
+    return out
+
+
+@njit(cache=True)
+def substring_batch(tokens, offsets, span_ids, span_offsets, occurrences, lengths, chosen):
+    """The substrings ``chosen`` as sentences (tokens, offsets, span ids, span offsets of a SentenceBatch),
+    cut from an occurrence in the sentences: a substring's span (j, l) has the id of its sentence's span
+    (begin + j, begin + l), so no substring is looked up again."""
+    n = chosen.shape[0]
+    out_offsets = np.zeros(n + 1, dtype=np.int64)
+    out_span_offsets = np.zeros(n + 1, dtype=np.int64)
+    for k in range(n):
+        length = lengths[chosen[k]]
+        out_offsets[k + 1] = out_offsets[k] + length
+        out_span_offsets[k + 1] = out_span_offsets[k] + (length + 1) * (length + 1)
+    out_tokens = np.empty(out_offsets[n], dtype=np.int32)
+    out_spans = np.full(out_span_offsets[n], -1, dtype=np.int64)
+    for k in range(n):
+        unit, begin, length = occurrences[0, chosen[k]], occurrences[1, chosen[k]], lengths[chosen[k]]
+        width = offsets[unit + 1] - offsets[unit] + 1
+        source = span_ids[span_offsets[unit]:span_offsets[unit + 1]]
+        for j in range(length):
+            out_tokens[out_offsets[k] + j] = tokens[offsets[unit] + begin + j]
+            for l in range(j + 1, length + 1):
+                out_spans[out_span_offsets[k] + j * (length + 1) + l] = source[(begin + j) * width + begin + l]
+    return out_tokens, out_offsets, out_spans, out_span_offsets
+
+
+@njit(cache=True)
+def seat_cells(model, cells):
+    """E[t_s] (`yield_tables`) of the yields ``cells`` of one adapted nonterminal; returns their sum."""
+    total = 0.0
+    for rule in cells:
+        model.tables[rule] = yield_tables(model, rule)
+        total += model.tables[rule]
+    return total
+
+
+@njit(cache=True)
 def vb_table(counts, row_totals, rule_parent, alpha, row_prior, cache_of, adapted_of, log_stick, log_rest,
              out):
     """VB's weights (Cohen, Blei and Smith 2010): exp E[log theta] (eq. 4.12) times the base mass
@@ -250,16 +318,50 @@ def vb_table(counts, row_totals, rule_parent, alpha, row_prior, cache_of, adapte
 
 # ------------------------------------------------------------------ CVI
 @njit(cache=True)
+def cache_weight(model, rule):
+    """The leave-one-out predictive mass of adapted X's cache at yield s (without its normaliser n + b):
+    what the chart's ``X -> s`` rule carries beside the base path, whose mass is theta'_s / (n + b) with
+    theta'_s = (b + a T) H_X(s) (module notes of `cvbayes.models.adaptor`).
+
+    FIRST_ORDER: max(n_s - a t_s, 0) (the Pitman-Yor predictive of the expected counts; the sampler's).
+    ZERO_EXACT: exp E[log(n_s - a t_s + theta'_s)] - theta'_s with the case n_s = 0 (then t_s = 0) exact
+    and the first-order value on n_s > 0: theta'^q0 (E_+[n_s - a t_s] + theta')^q+ - theta', q0 = q(n_s =
+    0), q+ = 1 - q0.  SECOND_ORDER: the same with -Var_+[n_s] / (2 (E_+[n_s - a t_s] + theta')^2) added to
+    the log on n_s > 0 (the variance of the customers given n_s > 0; t_s's own spread ignored).
+    """
+    x = model.cache_of[rule]
+    a = model.discount[x]
+    free = model.customers[rule] - a * model.tables[rule]
+    if model.predictive[0] == FIRST_ORDER:
+        return max(free, 0.0)
+    occupied = -math.expm1(min(model.log_empty[rule], 0.0))
+    if free <= 0.0 or occupied <= 0.0:
+        return 0.0
+    theta = (model.concentration[x] + a * max(model.total_tables[x], 0.0)) * model.base_mass[rule]
+    positive = free / occupied + theta
+    log_positive = math.log(positive)
+    if model.predictive[0] == SECOND_ORDER:
+        n = model.customers[rule]
+        spread = (model.variance[rule] + n * n) / occupied - (n / occupied) ** 2
+        log_positive -= min(max(spread, 0.0) / (2.0 * positive * positive), 1.0)
+    if theta <= 0.0:
+        return math.exp(log_positive) if occupied >= 1.0 else 0.0
+    gain = occupied * (log_positive - math.log(theta))
+    if gain > 30.0:      # theta' is below the first term's last digit
+        return math.exp(occupied * log_positive + (1.0 - occupied) * math.log(theta))
+    return theta * math.expm1(gain)
+
+
+@njit(cache=True)
 def predictive_weight(model, rule):
     """The leave-one-out predictive weight of one global rule (CVI; the MCMC proposal).
 
     Base rule of A: MEAN (eq. 4.24) of its Dirichlet row, times (b + a T) / (n + b) when A is adapted;
-    cache rule of X at yield s: max(n_s - a t_s, 0) / (n + b) (the Pitman-Yor predictive).
+    cache rule of X at yield s: `cache_weight` / (n + b) (the Pitman-Yor predictive).
     """
     x = model.cache_of[rule]
     if x >= 0:
-        free = model.customers[rule] - model.discount[x] * model.tables[rule]
-        return max(free, 0.0) / (max(model.total_customers[x], 0.0) + model.concentration[x])
+        return cache_weight(model, rule) / (max(model.total_customers[x], 0.0) + model.concentration[x])
     parent = model.rule_parent[rule]
     weight = mean_cell(model.counts[rule], model.alpha, model.row_totals[parent], model.row_prior[parent])
     owner = model.adapted_of[parent]
@@ -275,19 +377,28 @@ EMPTY_FLOOR = 1e-12
 
 
 @njit(cache=True)
-def move_sentence(model, cell_rules, first, last, local_counts, local_customers, sign):
-    """Add (sign +1) or take out (-1) one sentence's expected customers and top-level rule counts.
+def yield_tables(model, rule):
+    """E[t_s] of yield s of X: `py_expected_tables` of theta'_s = (b + a T_X) H_X(s) with T_X the reference
+    (T at the last refresh), E[n_s] and q(n_s > 0) (thesis eq. 5.35 at a = 0)."""
+    x = model.cache_of[rule]
+    a = model.discount[x]
+    theta = (model.concentration[x] + a * model.reference_tables[x]) * model.base_mass[rule]
+    occupied = -math.expm1(min(model.log_empty[rule], 0.0))
+    return py_expected_tables(theta, model.customers[rule], occupied, a)
 
-    At a cache cell of a top adapted X the customers n_s and log q(n_s = 0) = sum_m log q(n^m_s = 0)
-    move, with q(n^m_s = 0) = 1 - min(n^m_s, 1) (exact when an utterance has at most one X-node over
-    s in any parse), and the tables follow: t_s = `expected_table_count` (theta_s, n_s, q(n_s > 0)),
-    T_X = sum_s t_s.  Base rules move only when outside every adapted subtree (``top_rule``); the
-    others are counted from the tables (`AdaptorGrammar._refresh_tables`).
+
+@njit(cache=True)
+def move_sentence(model, cell_rules, first, last, local_counts, local_customers, sign):
+    """Add (sign +w) or take out (-w) one unit's expected customers and top-level rule counts (w: the
+    utterances it stands for).
+
+    At a cache cell of a counted adapted X the customers n_s, log q(n_s = 0) = sum_m log q(n^m_s = 0)
+    and the variance sum_m q(n^m_s > 0) q(n^m_s = 0) move, with q(n^m_s > 0) = min(n^m_s, 1) (exact when
+    an utterance has at most one X-node over s in any parse), and the tables follow (`yield_tables`).  Base
+    rules move only when outside every adapted subtree (``top_rule``); the others are counted from the
+    tables (`cvbayes.models.adaptor.cvi.CollapsedVariational.refresh_tables`).
     """
     counts, row_totals, rule_parent, cache_of = model.counts, model.row_totals, model.rule_parent, model.cache_of
-    customers, tables, total_customers, total_tables = (model.customers, model.tables, model.total_customers,
-                                                        model.total_tables)
-    top_rule, theta, log_empty = model.top_rule, model.theta, model.log_empty
     for c in range(first, last):
         rule = cell_rules[c]
         x = cache_of[rule]
@@ -295,14 +406,15 @@ def move_sentence(model, cell_rules, first, last, local_counts, local_customers,
             served = local_customers[c]
             if served == 0.0:
                 continue
-            customers[rule] += sign * served
-            total_customers[x] += sign * served
-            log_empty[rule] += sign * math.log(max(1.0 - min(served, 1.0), EMPTY_FLOOR))
-            occupied = -math.expm1(min(log_empty[rule], 0.0))
-            new_tables = expected_table_count(theta[rule], customers[rule], occupied)
-            total_tables[x] += new_tables - tables[rule]
-            tables[rule] = new_tables
-        elif top_rule[rule]:
+            occupied = min(served, 1.0)
+            model.customers[rule] += sign * served
+            model.total_customers[x] += sign * served
+            model.log_empty[rule] += sign * math.log(max(1.0 - occupied, EMPTY_FLOOR))
+            model.variance[rule] += sign * occupied * (1.0 - occupied)
+            new_tables = yield_tables(model, rule)
+            model.total_tables[x] += new_tables - model.tables[rule]
+            model.tables[rule] = new_tables
+        elif model.top_rule[rule]:
             counts[rule] += sign * local_counts[c]
             row_totals[rule_parent[rule]] += sign * local_counts[c]
 
@@ -314,7 +426,7 @@ def _predictive_tables(state, i):
     sentences, model, local = state.sentences, state.model, state.local
     cell_rules = sentences.cell_rules
     first, last = sentences.cell_offsets[i], sentences.cell_offsets[i + 1]
-    move_sentence(model, cell_rules, first, last, local.counts, local.customers, -1.0)
+    move_sentence(model, cell_rules, first, last, local.counts, local.customers, -sentences.weight[i])
     return build_tables(sentences.kernel, fill_predictive_table(model, cell_rules, first, last))
 
 
@@ -334,7 +446,7 @@ def _put_back(state, i, found):
             local_customers[c] = scratch_customers[rule]
         scratch_counts[rule] = 0.0
         scratch_customers[rule] = 0.0
-    move_sentence(state.model, cell_rules, first, last, local_counts, local_customers, 1.0)
+    move_sentence(state.model, cell_rules, first, last, local_counts, local_customers, sentences.weight[i])
 
 
 @njit(cache=True)
@@ -346,11 +458,11 @@ def _sentence(sentences, i):
 
 @njit(cache=True)
 def update_sentence(state, i):
-    """CVI on sentence i: take its expected statistics out, run inside-outside on the leave-one-out
+    """CVI on unit i: take its expected statistics out, run inside-outside on the leave-one-out
     predictive weights of the rules it can use (`predictive_weight`), put the new statistics back.
 
-    Returns log Z, the sentence's predictive log-probability under those weights (-inf: no tree, its
-    statistics restored).
+    Returns w log Z, log Z the unit's predictive log-probability under those weights, w the utterances it
+    stands for (-inf: no tree, its statistics restored).
     """
     sentences, work = state.sentences, state.work
     tables = _predictive_tables(state, i)
@@ -359,7 +471,7 @@ def update_sentence(state, i):
                                   work.marginals, state.model.counted_symbol, work.scratch_counts,
                                   work.scratch_customers)
     _put_back(state, i, log_z > -np.inf)
-    return log_z
+    return sentences.weight[i] * log_z
 
 
 @njit(cache=True)

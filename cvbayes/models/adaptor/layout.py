@@ -131,6 +131,8 @@ class Training(NamedTuple):
     alpha: float
     truncation: int
     init: str
+    unit: str
+    predictive: str
     anneal: tuple | None
     estimate: bool
     discount: np.ndarray

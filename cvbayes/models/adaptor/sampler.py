@@ -259,6 +259,10 @@ class MetropolisHastings:
         """The proposal's weights of the whole state (`segment`'s)."""
         return all_predictive_weights(self.sampler.state, self.training.compiled.n_rules)
 
+    def mean_weights(self):
+        """The predictive weights (`AdaptorGrammar.score`'s)."""
+        return self.weights()
+
     def customers(self):
         return self.sampler.state.customers
 

@@ -9,8 +9,6 @@ yield that enters it starts with its expected customers as its stick's count.  (
 grammaton's atoms are not counted in q(theta); the ELBO can dip when the grammaton changes and never
 does while it is fixed.)
 """
-import math
-
 import numpy as np
 from scipy.special import betaln, digamma
 
@@ -42,7 +40,16 @@ class VariationalBayes:
         self.log_rest = np.zeros(n_adapted)
         self.sticks = [(np.zeros(0, np.int64), np.zeros(0), np.zeros(0)) for _ in range(n_adapted)]
         self.cells = [np.flatnonzero(layout.cache_of == x) for x in range(n_adapted)]
-        self.chunks = cubic_chunks(training.batch.offsets)
+        # identical utterances have identical expectations: one E-step per utterance type, its statistics
+        # times its copies, the types grouped by their number of copies
+        copies = {}
+        for utterance in training.utterances:
+            copies[tuple(utterance)] = copies.get(tuple(utterance), 0) + 1
+        groups = {}
+        for key, count in copies.items():
+            groups.setdefault(count, []).append(list(key))
+        self.groups = [(float(count), batch_, cubic_chunks(batch_.offsets))
+                       for count, batch_ in ((count, compiled.prepare(members)) for count, members in groups.items())]
         if training.init == "sample":    # q(theta) and q(v) from the sampler's initial trees
             start = Sampler(compiled, layout, training.batch, training.alpha, training.discount,
                             training.concentration, rng)
@@ -65,15 +72,20 @@ class VariationalBayes:
         return make_tables(self.training.compiled, self.weights())
 
     def expectations(self, tables):
-        """The E-step: ((rule counts, customers), sum of log Z)."""
+        """The E-step: ((rule counts, customers), sum of log Z), over the utterance types."""
         training = self.training
-        batch_ = training.batch
-        counts, customers, log_z = batch_expectations(
-            training.compiled.kernel, tables, batch_.tokens, batch_.offsets, batch_.span_ids, batch_.span_offsets,
-            self.chunks, training.compiled.n_rules, training.layout.adapted_symbol)
-        if not np.all(np.isfinite(log_z)):
-            raise ZeroProbabilityError(f"utterance {int(np.flatnonzero(~np.isfinite(log_z))[0])} has no parse")
-        return (counts, customers), float(log_z.sum())
+        n_rules = training.compiled.n_rules
+        counts, customers, evidence = np.zeros(n_rules), np.zeros(n_rules), 0.0
+        for copies, batch_, chunks in self.groups:
+            found, served, log_z = batch_expectations(
+                training.compiled.kernel, tables, batch_.tokens, batch_.offsets, batch_.span_ids, batch_.span_offsets,
+                chunks, n_rules, training.layout.adapted_symbol)
+            if not np.all(np.isfinite(log_z)):
+                raise ZeroProbabilityError("an utterance has no parse under the grammar")
+            counts += copies * found
+            customers += copies * served
+            evidence += copies * float(log_z.sum())
+        return (counts, customers), evidence
 
     def penalty(self, rule, statistics, tables):
         """-KL(q(theta) || p(theta)) - KL(q(v) || p(v)) of the q the E-step uses (the ELBO's penalty)."""
@@ -126,6 +138,22 @@ class VariationalBayes:
                  layout.cache_of, layout.adapted_of, self.log_stick, self.log_rest, out)
         return out
 
+    def mean_weights(self) -> np.ndarray:
+        """The posterior mean of q: E[theta] = (C + alpha) / (C_A + |R_A| alpha) times the base's E[prod_k
+        (1 - v_k)], E[pi_k] = E[v_k] prod_{j < k} E[1 - v_j] at the grammaton (a proper predictive, for
+        `AdaptorGrammar.score`)."""
+        compiled, layout, alpha = self.training.compiled, self.training.layout, self.training.alpha
+        parent = compiled.rule_parent
+        row_totals = np.bincount(parent, weights=self.counts, minlength=compiled.n_nonterminals)
+        out = (self.counts + alpha) / np.maximum(row_totals[parent] + layout.row_prior[parent], 1e-300)
+        out[~layout.base] = 0.0
+        for x, (members, first, second) in enumerate(self.sticks):
+            keep = second / (first + second)
+            out[members] = first / (first + second) * np.concatenate([[1.0], np.cumprod(keep)[:-1]])
+            owned = layout.base & (layout.adapted_of[parent] == x)
+            out[owned] *= float(np.prod(keep))
+        return out
+
     def customers(self) -> np.ndarray:
         """The expected customers of the last E-step."""
         return self.served
@@ -153,7 +181,8 @@ class VariationalBayes:
         return total
 
     def estimate_hyperparameters(self):
-        """Empirical-Bayes a and b: maximise sum_k E_q[log Beta(v_k; 1 - a, b + k a)] of X's sticks."""
+        """a and b at the mode of sum_k E_q[log Beta(v_k; 1 - a, b + k a)] of X's sticks plus the prior
+        (`maximise`)."""
         training = self.training
         for x, (_, first, second) in enumerate(self.sticks):
             if first.shape[0] == 0:
@@ -162,11 +191,9 @@ class VariationalBayes:
             log_stop = digamma(first) - digamma(first + second)
             log_not = digamma(second) - digamma(first + second)
 
-            def loss(point):
-                a, b = point[0], math.exp(point[1])
+            def log_likelihood(a, b):
                 p, q = 1.0 - a, b + k * a
-                return -float((-betaln(p, q) + (p - 1) * log_stop + (q - 1) * log_not).sum())
+                return float((-betaln(p, q) + (p - 1) * log_stop + (q - 1) * log_not).sum())
 
-            training.discount[x], log_b = maximise(loss, training.discount[x], training.concentration[x],
-                                                   training.learn_discount[x])
-            training.concentration[x] = math.exp(log_b)
+            training.discount[x], training.concentration[x] = maximise(
+                log_likelihood, training.discount[x], training.concentration[x], training.learn_discount[x])
