@@ -415,10 +415,11 @@ def test_cvi_tables_and_base_counts_match_enumeration(name):
     assert model.learner_.table_counts.sum() > 0
 
 
-def test_cvi_table_count_does_not_decay_over_passes():
+def test_cvi_table_count_does_not_decay_below_the_words_in_use():
     """Left out in turn, every utterance sees the others' tables; counting an utterance's tables as its
     base-served customers made T fall from 3.5 to 0.015 in 10 passes here.  With the tables a function of
-    the customers (eq. 5.35) T stays near its value after one pass and the base rules keep their counts."""
+    the customers (eq. 5.35) T keeps a table for each of the two words every utterance uses (the pruned
+    third yield's goes), and the base rules keep the counts of their tables."""
     utterances = [list(u) for u in ("ab", "cd", "cdab", "abcdab", "ab", "cd", "abab")] * 4
     totals, base = [], []
 
@@ -427,8 +428,8 @@ def test_cvi_table_count_does_not_decay_over_passes():
         base.append(float(model.learner_.table_counts.sum()))
 
     model = AdaptorGrammar("unigram", b=1.0, algorithm="cvi", n_iter=10).fit(utterances, callback=record)
-    assert min(totals) > 0.5 * totals[0] and totals[-1] > 2.0, totals
-    assert min(base) > 0.5 * base[0], base
+    assert min(totals) > 2.0 and min(base) > 10.0, (totals, base)
+    assert model.segment(utterances[2:4]) == [[("c", "d"), ("a", "b")], [("a", "b"), ("c", "d"), ("a", "b")]]
     state = model.learner_.model
     assert totals[-1] == pytest.approx(state.tables[model.learner_.training.layout.cache_of == 0].sum(), rel=1e-9)
 

@@ -88,12 +88,18 @@ class AdaptorGrammar:
         + sum_s t_s (log Gamma(n_s / t_s - a) - log Gamma(1 - a)) (Pitman and Yor 1997's exchangeable
         partition probability with yield s's n_s expected customers spread evenly over its t_s expected
         tables, T = sum_s t_s real-valued through Gamma functions), vb E_q[log p(v | a, b)] of its sticks.
-    init : {"sample", "empty"}, default "sample"
-        vb and cvi start from the sampler's initial state (each utterance's tree drawn from the predictive
-        of those before it, `cvbayes.models.adaptor.sampler.Sampler.initialise`; for cvi, the trees'
-        statistics are the utterances' first local statistics, the thesis's random start of the local
-        posteriors, footnote 5); "empty": vb's first E-step under the prior, cvi's first pass adding the
-        utterances' expected statistics one by one.
+    init : {"sample", "empty"}, optional
+        The start (module notes).  "sample": each utterance's tree drawn from the predictive of those before it
+        (`cvbayes.models.adaptor.sampler.Sampler.initialise`), VB's q(theta) and q(v) from their counts, CVI's
+        local statistics their indicators; "empty": VB's first E-step under the prior, CVI's first pass
+        adding the units one by one with the first-order predictive.  Default: "empty" for cvi (a sampled
+        start is degenerate for its predictive), "sample" for vb (from the prior VB finds token F1 0.27
+        against 0.44-0.59 on 2,000 Brent utterances) and mcmc.
+    unit : {"type", "utterance"}, default "type"
+        cvi: the unit left out and put back, an utterance or all the copies of an utterance at once.
+    predictive : {"zero-exact", "second-order", "first-order"}, default "zero-exact"
+        cvi: the cache's leave-one-out predictive, E[log(n_s - a t_s + theta')] with the case n_s = 0 exact,
+        with the second-order term as well, or the first-order step alone (module notes).
     anneal : (float, int), optional
         mcmc only: (start temperature T0, sweeps): the first sweeps target p(tree | others)^(1/T) with
         1/T rising geometrically from 1/T0 to 1 (Johnson's py-cfg schedule, `annealing_temperature`).
@@ -137,7 +143,7 @@ class AdaptorGrammar:
     UNITS = ("utterance", "type")
 
     def __init__(self, grammar="unigram", a=0.0, b=1.0, alpha=1.0, truncation=10000, word="Word",
-                 estimate_hyperparameters=False, init="sample", unit="type", predictive="zero-exact", anneal=None,
+                 estimate_hyperparameters=False, init=None, unit="type", predictive="zero-exact", anneal=None,
                  algorithm="cvi", n_iter=20, random_state=0, n_init=1):
         self.grammar = grammar
         self.a, self.b, self.alpha, self.truncation, self.word = a, b, alpha, truncation, word
@@ -159,10 +165,10 @@ class AdaptorGrammar:
             raise ValueError(f"truncation must be a positive integer, got {self.truncation}")
         if self.word not in self.spec.grammar.nonterminals:
             raise ValueError(f"the grammar has no nonterminal {self.word!r} (the word level); pass word=...")
-        for name, value, choices in (("init", self.init, self.INITS), ("unit", self.unit, self.UNITS),
+        for name, value, choices in (("init", self.init, self.INITS + (None,)), ("unit", self.unit, self.UNITS),
                                      ("predictive", self.predictive, tuple(PREDICTIVES))):
             if value not in choices:
-                raise ValueError(f"unknown {name} {value!r}; choose one of {', '.join(choices)}")
+                raise ValueError(f"unknown {name} {value!r}; choose one of {', '.join(c for c in choices if c)}")
         anneal = self.anneal
         if anneal is not None and not (len(anneal) == 2 and anneal[0] >= 1.0 and int(anneal[1]) >= 1):
             raise ValueError(f"anneal must be (start temperature >= 1, sweeps >= 1), got {anneal!r}")
@@ -260,8 +266,9 @@ class AdaptorGrammar:
     def _fit_once(self, utterances, seed, progress, callback):
         self._reset_py_parameters()
         compiled, layout = compile_adaptor(self.spec, self.alpha, utterances)
+        init = self.init or ("empty" if self.algorithm == "cvi" else "sample")
         training = Training(self.spec, compiled, layout, compiled.prepare(utterances), utterances, self.alpha,
-                            self.truncation, self.init, self.unit, self.predictive, self.anneal,
+                            self.truncation, init, self.unit, self.predictive, self.anneal,
                             self.estimate_hyperparameters, self.discount, self.concentration,
                             self.discount > 0)   # a = 0 stays a Dirichlet process (py-cfg)
         self.algorithm_, self.grammar_, self._train = self.algorithm, compiled, utterances
