@@ -349,6 +349,12 @@ def test_py_table_count_is_eq_5_29_at_a_0_and_near_the_seating_expectation():
     assert worst < 0.03, worst      # the mean-field recursion's error: 2.2 % at a = 0.7, theta = 1, n = 20
     # a fractional last customer interpolates between whole counts
     assert py_table_count(1.0, 2.0, 0.5) < py_table_count(1.0, 2.5, 0.5) < py_table_count(1.0, 3.0, 0.5)
+    # beyond 64 customers the recursion's continuous limit: within 0.3 % of the recursion itself
+    for theta, a, n in [(1e-3, 0.3, 100), (1.0, 0.7, 1000), (100.0, 0.05, 20000), (1e-9, 0.95, 65)]:
+        t = 0.0
+        for k in range(n):
+            t += theta / (k - a * t + theta)
+        assert py_table_count(theta, float(n), a) == pytest.approx(t, rel=3e-3)
 
 
 @pytest.mark.parametrize("name", ["unigram", "colloc", SYLLABLE])

@@ -42,6 +42,10 @@ def expected_table_count(theta, customers, occupied):
     return theta * occupied * (digamma(theta + customers / occupied) - digamma(theta))
 
 
+# py_table_count's recursion runs over at most this many customers, then its continuous limit
+RECURSION_STEPS = 64
+
+
 @njit(cache=True)
 def py_table_count(theta, customers, discount):
     """The expected tables of one dish of a Pitman-Yor restaurant seen through its yields: with k customers
@@ -53,17 +57,40 @@ def py_table_count(theta, customers, discount):
     the expected count into the next step (its error is Jensen's, second order in t's spread: it falls
     short of the seating's expectation by up to 2.2 % at a = 0.7, 0.2 % at a = 0.3, tests), and a
     fractional last customer f adds theta (psi(x + f) - psi(x)), x = k - a t + theta, which at a = 0 is
-    exactly the psi form's increment.  ``customers`` may be real."""
+    exactly the psi form's increment.  ``customers`` may be real and large (n / q(n > 0) of a yield few
+    units are sure of): beyond RECURSION_STEPS customers the recursion follows its continuous limit
+    dt/dk = theta / (k - a t + theta), whose solution u = k - a t + theta satisfies u + a theta log(u - a
+    theta) = k + const (`_continued_tables`)."""
     if customers <= 0.0 or theta <= 0.0:
         return 0.0
     if discount <= 0.0:
         return theta * (digamma(theta + customers) - digamma(theta))
     tables = 0.0
-    whole = int(customers)
+    whole = int(min(customers, RECURSION_STEPS))
     for k in range(whole):
         tables += theta / (k - discount * tables + theta)
+    if customers > RECURSION_STEPS:
+        return _continued_tables(theta, discount, float(whole), tables, customers)
     x = whole - discount * tables + theta
     return tables + theta * (digamma(x + customers - whole) - digamma(x))
+
+
+@njit(cache=True)
+def _continued_tables(theta, discount, start, tables, customers):
+    """t at k = ``customers`` on the solution of dt/dk = theta / (k - a t + theta) through (start, tables):
+    with u = k - a t + theta, du/dk = 1 - a theta / u, so G(u) = u + a theta log(u - a theta) grows by k's
+    growth.  G is increasing and concave, so Newton's steps from the bracket's upper end u0 + (n - start)
+    reach the root from below after the first one."""
+    shift = discount * theta
+    u0 = start - discount * tables + theta
+    target = u0 + shift * math.log(u0 - shift) + (customers - start)
+    u = u0 + (customers - start)
+    for _ in range(60):
+        step = (u + shift * math.log(u - shift) - target) / (1.0 + shift / (u - shift))
+        u = max(u - step, 0.5 * (u + shift))     # stay right of the pole at a theta
+        if abs(step) <= 1e-13 * u:
+            break
+    return (customers + theta - u) / discount
 
 
 @njit(cache=True)
