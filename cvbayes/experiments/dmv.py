@@ -100,8 +100,8 @@ def run_one(data, algorithm, alpha, seed, n_iter, variant):
         heads, _ = fitted.parse_heads(short)
         curve.append(attachment_scores(heads, short.heads, short.offsets).directed)
 
-    model.fit(train, algorithm=algorithm, n_iter=n_iter, seed=seed, batch_size=batch_size(train.n_sentences),
-              callback=score_pass)
+    model.set_params(algorithm=algorithm, n_iter=n_iter, random_state=seed, batch_size=batch_size(train.n_sentences))
+    model.fit(train, callback=score_pass)
     result = {"algorithm": algorithm, "alpha": alpha, "seed": seed, "variant": variant, "iterations": n_iter,
               "curve": curve, "seconds": [record.seconds for record in model.history_],
               "objective": model.history_[-1].objective}
