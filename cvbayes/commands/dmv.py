@@ -1,10 +1,10 @@
 """``cvbayes induce`` and ``cvbayes parse``: dependency grammar induction with the DMV on CoNLL-U files.
 
-`add_dmv_commands` adds both subcommands to the ``cvbayes`` parser (`cvbayes.cli.build_parser`).
-
 ``cvbayes parse MODEL FILE`` writes FILE back with the model's trees: every byte of the file is kept
 (comments, multiword ranges, empty nodes, every other column, blank lines, line endings; through
-`cvbayes.data.conllu_io`) except the HEAD and DEPREL fields of the ordinary words (``--column head``),
+`cvbayes.data.conllu_io`) except the HEAD and DEPREL fields of the ordinary words (``--column head``;
+their DEPS too, where the file has an enhanced graph, which would contradict the new HEAD: it becomes
+``HEAD:DEPREL``),
 or one ``PredHead=`` item added to their MISC field (``--column misc``, which leaves HEAD and DEPREL as
 they were, e.g. gold heads to compare with).  DEPREL becomes ``root`` for the root word and ``dep``
 (UD's unspecified dependency) for every other word.  Punctuation: when the model was trained without
@@ -19,12 +19,12 @@ import time
 
 import numpy as np
 
-from ..checkpoints import Checkpoint, add_checkpoint_arguments, announce_resume
 from ..data.conllu_io import read_conllu_document
 from ..data.dependencies import read_dependencies, upos_tagset
 from ..files import write_bytes
 from ..metrics.dependency import attachment_scores
 from ..models.dmv import ALGORITHMS, INITS, DMV
+from .options import add_checkpoint_arguments, announce_resume, remove_checkpoint
 
 PREDICTED_HEAD = "PredHead"
 
@@ -57,8 +57,6 @@ def run_induce(args):
               n_init=args.restarts, batch_size=args.batch_size, kappa=args.kappa, progress=not args.quiet,
               checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every)
     model.save(args.output)
-    if args.checkpoint:  # the model is safely written: the checkpoint has done its work
-        Checkpoint(args.checkpoint).remove()
     seconds = sum(record.seconds for record in model.history_)
     report = {"model": args.output, "file": args.train, "sentences": train.n_sentences, "words": train.n_tokens,
               "algorithm": args.algorithm, "alpha": args.alpha, "iterations": args.iterations,
@@ -71,7 +69,9 @@ def run_induce(args):
         heldout = read_dependencies(args.evaluate, tag=args.tag, tagset=model.tagset_, remove_punctuation=remove,
                                     max_length=args.max_length)
         lines.append(_scores(model, heldout, report, "evaluate"))
-    _report(args, report, lines + [f"model saved to {args.output}"], to_stdout=True)
+    lines.append(f"model saved to {args.output}")
+    remove_checkpoint(args.checkpoint, report, lines)
+    _report(args, report, lines, to_stdout=True)
 
 
 def _has_heads(path):
@@ -96,8 +96,13 @@ def run_parse(args):
         # a sentence of punctuation only: its first word the root, the others attached to it
         values.extend(file_heads.get(index, np.r_[0, np.ones(sentence.n_words - 1, dtype=np.int32)]).tolist())
     if args.column == "head":
+        relations = ["root" if head == 0 else "dep" for head in values]
+        deps = [field for sentence in document.column("deps") for field in sentence]
         document.replace_column("head", values)
-        document.replace_column("deprel", ["root" if head == 0 else "dep" for head in values])
+        document.replace_column("deprel", relations)
+        # an enhanced graph the file had would now contradict HEAD: it becomes the new tree's
+        document.replace_column("deps", ["_" if old == "_" else f"{head}:{relation}"
+                                         for old, head, relation in zip(deps, values, relations)])
     else:
         document.set_misc(PREDICTED_HEAD, values)
     text = document.to_text().encode("utf-8")
@@ -127,7 +132,7 @@ def _add_common(parser):
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no text summary")
 
 
-def add_dmv_commands(commands):
+def register(commands):
     """Add ``cvbayes induce`` and ``cvbayes parse`` to the ``cvbayes`` subcommands."""
     induce = commands.add_parser(
         "induce", help="dependency grammar induction: fit a DMV to the tags of a CoNLL-U file",
@@ -159,7 +164,8 @@ def add_dmv_commands(commands):
     parse = commands.add_parser(
         "parse", help="parse a CoNLL-U file with a DMV model: fill HEAD and DEPREL, keep every other byte",
         description="Write FILE back with the model's Viterbi trees: HEAD and DEPREL ('root' or 'dep') of "
-                    "every ordinary word change, every other byte stays (comments, ranges, empty nodes, other "
+                    "every ordinary word change (and DEPS, where the file has one, becomes HEAD:DEPREL, as the "
+                    "old enhanced graph would contradict the new tree), every other byte stays (comments, ranges, empty nodes, other "
                     "columns). Punctuation removed for training is removed before parsing and then attached "
                     "to the sentence's root word. The summary goes to standard output when the trees go to "
                     "a file (-o), else to standard error; it adds the accuracy against the file's own HEAD "

@@ -330,3 +330,6 @@ def run_from_command_line(args):
     (training sentences, default 10), --quiet; writes under --out/fig4_1_dmv."""
     run(out=Path(args.out) / "fig4_1_dmv", seeds=args.seeds or DEFAULT_SEEDS, n_iter=args.passes or DEFAULT_ITERATIONS,
         max_length=args.max_length or 10, quiet=args.quiet)
+
+
+EXPERIMENTS = {"fig4.1-dmv": run_from_command_line}
