@@ -278,4 +278,4 @@ def test_package_is_typed():
     from importlib import resources
 
     assert resources.files("cvbayes").joinpath("py.typed").is_file()
-    assert HMM.decode.__annotations__ and HMM.fit.__annotations__["return"] in ("HMM", HMM)
+    assert HMM.decode.__annotations__ and HMM.fit.__annotations__["return"] == "Self"   # BayesModel.fit

@@ -72,16 +72,16 @@ def test_batch_equals_one_process(client, corpus, algorithm, init):
 @pytest.mark.parametrize("algorithm", ["svi", "scvi"])
 def test_stochastic_equals_one_process(client, corpus, algorithm):
     """SVI and SCVI draw their minibatches here with the same generator: the same run to 1e-9."""
-    options = dict(algorithm=algorithm, n_iter=2, seed=4, batch_size=60)
-    single = HMM(K).fit(corpus, **options)
-    sharded = HMM(K).fit(corpus, client=client, n_shards=3, **options)
+    options = dict(algorithm=algorithm, n_iter=2, random_state=4, batch_size=60)
+    single = HMM(K, **options).fit(corpus)
+    sharded = HMM(K, **options).fit(corpus, client=client, n_shards=3)
     _assert_same_run(single, sharded)
 
 
 def test_buffered_svi_subchains_equal_one_process(client, corpus):
     """SVI on subchains with buffers reads neighbouring tokens, always within the unit's shard."""
-    options = dict(algorithm="svi", n_iter=1, seed=1, batch_size=80, subchain_length=4, buffer=2)
-    _assert_same_run(HMM(K).fit(corpus, **options), HMM(K).fit(corpus, client=client, **options))
+    options = dict(algorithm="svi", n_iter=1, random_state=1, batch_size=80, subchain_length=4, buffer=2)
+    _assert_same_run(HMM(K, **options).fit(corpus), HMM(K, **options).fit(corpus, client=client))
 
 
 def test_one_shard_is_cvi2(corpus):

@@ -14,7 +14,12 @@ arguments given to ``fit``, still work for one release: they set those parameter
 from __future__ import annotations
 
 import inspect
+import os
 import warnings
+from collections.abc import Callable
+from typing import Any, Self
+
+import numpy as np
 
 from ..schedules import driver
 from .files import Persistent
@@ -85,8 +90,9 @@ class BayesModel(Persistent):
         return f"{type(self).__name__}({', '.join(changed)})"
 
     # -- fitting ------------------------------------------------------------------------------------------
-    def fit(self, X, y=None, *, progress=False, callback=None, callback_every=None, checkpoint=None,
-            checkpoint_every=1, **options):
+    def fit(self, X: Any, y: Any = None, *, progress: bool = False, callback: Callable | None = None,
+            callback_every: int | None = None, checkpoint: str | os.PathLike[str] | None = None,
+            checkpoint_every: int = 1, **options: Any) -> Self:
         """Learn from ``X`` by the constructor's ``algorithm``; returns the model.
 
         Parameters
@@ -152,6 +158,11 @@ class BayesModel(Persistent):
     def _restart_objective(self, data):
         """What ``n_init`` restarts compare: the last objective of ``history_``."""
         return self.history_[-1].objective
+
+    def _best_restart(self, runs, objectives, data):
+        """Which of the ``n_init`` fitted copies ``runs`` the model keeps: the one of the highest
+        objective, the first on ties (NaN counts as the lowest)."""
+        return int(np.argmax(np.nan_to_num(objectives, nan=-np.inf)))
 
     def _fingerprint(self, data):
         """The arrays that identify the training data in a checkpoint."""

@@ -18,10 +18,11 @@ records and supplies a few hooks; `fit` does the rest:
 * ``_set_fitted(statistics, rule, data)``: the fitted attributes from the statistics (``data`` is
   None when a file is loaded);
 * optional: ``_n_passes()`` (default ``n_iter``), ``_step_sizes()`` (default the model's
-  ``batch_size``, ``kappa`` and ``tau0``), ``_restart_objective(data)`` (default the last objective).
+  ``batch_size``, ``kappa`` and ``tau0``), ``_restart_objective(data)`` (default the last objective) and
+  ``_best_restart(runs, objectives, data)`` (default the run of the highest objective, the first on ties).
 
 Restart r of ``n_init`` runs on a copy of the model from seed ``random_state + r``; the model becomes
-the copy whose `_restart_objective` is highest (the first on ties).
+the copy `_best_restart` picks.
 """
 from __future__ import annotations
 
@@ -81,6 +82,7 @@ def check_positive_int(name, value):
 
 
 def check_seed(value):
+    """``random_state`` as an int: the seed of every stream a fit draws from."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ValueError(f"random_state must be an integer seed, got {value!r}")
     return int(value)
@@ -131,15 +133,12 @@ def fit(model, X, y=None, *, progress=False, callback=None, callback_every=None,
     if n_init == 1:
         _fit_once(model, seed, checkpoint, *arguments)
     else:
-        best, best_objective, objectives = None, -np.inf, []
+        runs = []
         for restart in range(n_init):
-            candidate = copy.deepcopy(model)
-            _fit_once(candidate, seed + restart, NO_CHECKPOINT, *arguments)
-            objective = float(candidate._restart_objective(data))
-            objectives.append(objective)
-            if best is None or np.nan_to_num(objective, nan=-np.inf) > best_objective:
-                best, best_objective = candidate, np.nan_to_num(objective, nan=-np.inf)
-        model.__dict__.update(best.__dict__)
+            runs.append(copy.deepcopy(model))
+            _fit_once(runs[-1], seed + restart, NO_CHECKPOINT, *arguments)
+        objectives = [float(run._restart_objective(data)) for run in runs]
+        model.__dict__.update(runs[model._best_restart(runs, objectives, data)].__dict__)
         model.restart_objectives_ = objectives
     model.resumed_from_ = checkpoint.resumed_from
     model.fit_seconds_ = time.perf_counter() - started
@@ -156,7 +155,7 @@ def _fit_once(model, seed, checkpoint, data, how, algorithm, n_iter, progress, c
         checkpoint.track_numba_random()
     built = getattr(model, HOOKS[schedule])(data, run)
     structure = built[0] if schedule is batch else built
-    description = f"{type(model).__name__} {algorithm}"
+    description = algorithm
     if schedule is stochastic:
         batch_size, kappa, tau0 = model._step_sizes()
         bar = Progress(n_iter * -(-structure.n_units // batch_size), description, progress, unit="batch")
