@@ -3,9 +3,12 @@
 On tiny data each learner fits to finite objectives; its model saves and loads back to the same
 predictions; a fit stopped after a few passes (the callback raises, as a KeyboardInterrupt would) and
 run again with the same call resumes from its checkpoint and ends as the uninterrupted fit; bad
-arguments are refused before any work; and the scikit-learn conventions hold (``get_params``,
-``set_params``, ``sklearn.base.clone``, the deprecated call form of before).
+arguments are refused before any work; the scikit-learn conventions hold (``get_params``,
+``set_params``, ``sklearn.base.clone``, the deprecated call form of before); and the files the models
+wrote before the protocol still load.
 """
+import json
+from pathlib import Path
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -209,3 +212,35 @@ def test_scikit_learn_conventions(name):
     with pytest.warns(DeprecationWarning, match="random_state"):
         old.fit(X, algorithm=algorithm, n_iter=N_ITER, seed=1)
     assert _same(spec.predict(old, X), spec.predict(_model(name, algorithm).fit(X), X))
+
+
+def test_model_files_written_before_the_protocol_load_to_their_predictions():
+    """tests/data/models_before_the_protocol: files the models of commit 5dc04f4 (before they were
+    BayesModels) wrote after fitting these tiny data, with what they predicted then (expected.json),
+    read by today's ``load``."""
+    from cvbayes.data.trees import parse_trees
+
+    folder = Path(__file__).parent / "data" / "models_before_the_protocol"
+    expected = json.loads((folder / "expected.json").read_text())
+    rng = np.random.default_rng(0)
+    sequences = [rng.integers(0, 5, size=6) for _ in range(6)]
+    X = rng.integers(0, 4, size=(6, 8))
+    hmm = cvbayes.HMM.load(folder / "hmm.npz")
+    assert hmm.score(sequences) == pytest.approx(expected["hmm"]["score"], rel=1e-12)
+    assert np.concatenate(hmm.predict(sequences)).tolist() == expected["hmm"]["states"]
+    hdp = cvbayes.HMM.load(folder / "hdp_hmm.npz")
+    assert isinstance(hdp, cvbayes.HDPHMM)
+    assert hdp.score(sequences) == pytest.approx(expected["hdp_hmm"]["score"], rel=1e-12)
+    np.testing.assert_allclose(cvbayes.LDA.load(folder / "lda.npz").transform(X), expected["lda"]["transform"],
+                               rtol=1e-12)
+    sentences = [["the", "dog", "ran"], ["a", "cat", "saw", "the", "dog"], ["the", "cat"]]
+    assert cvbayes.PCFG.load(folder / "pcfg.npz").score(sentences) == pytest.approx(expected["pcfg"]["score"],
+                                                                                   rel=1e-12)
+    tags = [["DET", "NOUN", "VERB"], ["NOUN", "VERB"], ["DET", "ADJ", "NOUN"]]
+    dmv = cvbayes.DMV.load(folder / "dmv.npz")
+    assert dmv.score(tags) == pytest.approx(expected["dmv"]["score"], rel=1e-12)
+    assert [heads.tolist() for heads in dmv.parse(tags)] == expected["dmv"]["heads"]
+    trees = parse_trees("(S (NP (D a) (N b)) (V c))\n(S (NP (N c)) (V a))\n")
+    la = cvbayes.PCFGLA.load(folder / "pcfg_la.npz")
+    assert [str(tree) for tree in la.parse([tree.leaves() for tree in trees], pruning=None)] == \
+        expected["pcfg_la"]["parses"]
