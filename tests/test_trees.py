@@ -7,7 +7,7 @@ import pytest
 from scipy.stats import chi2
 
 from cvbayes.data.trees import Tree, tree_rule_ids
-from cvbayes.trees.grammar import derivation_to_tree
+from cvbayes.trees.inside_outside import derivation_to_tree
 from cvbayes.trees import (compile_grammar, expected_counts, full_cnf_grammar, inside_outside, log_z, make_tables,
                            parse_grammar, sample_tree, viterbi, viterbi_batch)
 from cvbayes.trees.grammar import LEXICAL, SPAN, UNARY, Terminal
