@@ -7,8 +7,9 @@ from brute_latent import best_annotation, enumerate_annotations, parser_derivati
 from cvbayes.data.trees import parse_trees
 from cvbayes.trees.grammar import BINARY, LEXICAL
 from cvbayes.trees.latent import AnnotatedTables, treebank_weights
-from cvbayes.trees.latent_parse import (LatentParser, coarse_masks, full_masks, parse_sentence, parser_grammar,
-                                        prune_charts, remove_root, rows_to_tree, sum_pass)
+from cvbayes.trees.latent_chart import full_masks, sum_pass
+from cvbayes.trees.latent_parse import (LatentParser, coarse_masks, parse_sentence, parser_grammar, prune_charts,
+                                        remove_root, rows_to_tree)
 from cvbayes.trees.treebank import debinarise, prepare_treebank
 
 TREES = parse_trees("""
