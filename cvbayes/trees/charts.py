@@ -64,7 +64,7 @@ from numba import njit
 
 from ..core.special import FAST
 from .semiring import lift, one, plus, times, zero
-from .tables import rule_weight, span_weight
+from .tables import n_lexical, terminal_rule
 
 
 @njit(cache=True)
@@ -94,22 +94,12 @@ def chart_buffers(kernel, longest):
 @njit(cache=True, inline="always", fastmath=FAST)
 def _terminal_reference(kernel, rule_weights, tokens, span_ids, i, k):
     """Largest log weight of the lexical (k = i + 1) and span rules over span (i, k)."""
-    n_tokens = tokens.shape[0]
     best = -np.inf
-    if k == i + 1:
-        word = tokens[i]
-        if 0 <= word < kernel.lexical_offsets.shape[0] - 1:
-            for e in range(kernel.lexical_offsets[word], kernel.lexical_offsets[word + 1]):
-                w = rule_weight(rule_weights, kernel.lexical_rule[e])
-                if w > 0.0:
-                    best = max(best, math.log(w))
-    n_families = kernel.span_parent.shape[0]
-    if n_families > 0:
-        substring = span_ids[i * (n_tokens + 1) + k]
-        for p in range(n_families):
-            w = span_weight(kernel, rule_weights, p, substring)
-            if w > 0.0:
-                best = max(best, math.log(w))
+    lexical = n_lexical(kernel, tokens, i, k)
+    for m in range(lexical + kernel.span_parent.shape[0]):
+        w = terminal_rule(kernel, rule_weights, tokens, span_ids, i, k, m, lexical)[4]
+        if w > 0.0:
+            best = max(best, math.log(w))
     return best
 
 
@@ -117,23 +107,11 @@ def _terminal_reference(kernel, rule_weights, tokens, span_ids, i, k):
 def _add_terminals(viterbi, kernel, rule_weights, tokens, span_ids, i, k, reference, cell0):
     """cell0[A] (+)= weight(A -> x_i or A -> x_i..x_{k-1}), in the semiring (sum: scaled by
     exp(-reference))."""
-    n_tokens = tokens.shape[0]
-    if k == i + 1:
-        word = tokens[i]
-        if 0 <= word < kernel.lexical_offsets.shape[0] - 1:
-            for e in range(kernel.lexical_offsets[word], kernel.lexical_offsets[word + 1]):
-                w = rule_weight(rule_weights, kernel.lexical_rule[e])
-                if w > 0.0:
-                    a = kernel.lexical_parent[e]
-                    cell0[a] = plus(viterbi, cell0[a], lift(viterbi, w, reference))
-    n_families = kernel.span_parent.shape[0]
-    if n_families > 0:
-        substring = span_ids[i * (n_tokens + 1) + k]
-        for p in range(n_families):
-            w = span_weight(kernel, rule_weights, p, substring)
-            if w > 0.0:
-                a = kernel.span_parent[p]
-                cell0[a] = plus(viterbi, cell0[a], lift(viterbi, w, reference))
+    lexical = n_lexical(kernel, tokens, i, k)
+    for m in range(lexical + kernel.span_parent.shape[0]):
+        _, _, _, a, w, _ = terminal_rule(kernel, rule_weights, tokens, span_ids, i, k, m, lexical)
+        if w > 0.0:
+            cell0[a] = plus(viterbi, cell0[a], lift(viterbi, w, reference))
 
 
 @njit(cache=True, inline="always")
@@ -283,6 +261,26 @@ def _binary_terms(kernel, tables, inside, log_scale, i, k, log_pair, reference, 
 
 
 @njit(cache=True, fastmath=FAST)
+def _pair_terms(inside, log_scale, i, k, n, log_pair, work):
+    """The terms s_ij + s_jk + log inside[i,j,B] + log inside[j,k,C] of the dense pair P[B, C] over the
+    splits j: with an empty `work`, log_pair[B*N + C] = their maximum; otherwise
+    work[B*N + C] += exp(term - log_pair[B*N + C])."""
+    maximum = work.shape[0] == 0
+    for j in range(i + 1, k):
+        shift = log_scale[i, j] + log_scale[j, k]
+        if shift == -np.inf:
+            continue
+        for b in range(n):
+            for c in range(n):
+                v = _log_product(inside[i, j, b], inside[j, k, c])
+                x = b * n + c
+                if maximum:
+                    log_pair[x] = max(log_pair[x], shift + v)
+                elif v > -np.inf:
+                    work[x] += math.exp(shift + v - log_pair[x])
+
+
+@njit(cache=True, fastmath=FAST)
 def _cell_in_logs(kernel, tables, tokens, span_ids, inside, inside0, log_scale, i, k, log_pair):
     """Cell (i, k) against the exact largest single contribution, every term formed in log space.
 
@@ -300,24 +298,9 @@ def _cell_in_logs(kernel, tables, tokens, span_ids, inside, inside0, log_scale, 
         # log_pair[B*N + C] = log sum_j exp(s_ij + s_jk) inside[i,j,B] inside[j,k,C], by its own maximum
         for x in range(n * n):
             log_pair[x] = -np.inf
-        for j in range(i + 1, k):
-            shift = log_scale[i, j] + log_scale[j, k]
-            if shift == -np.inf:
-                continue
-            for b in range(n):
-                for c in range(n):
-                    v = _log_product(inside[i, j, b], inside[j, k, c])
-                    log_pair[b * n + c] = max(log_pair[b * n + c], shift + v)
+        _pair_terms(inside, log_scale, i, k, n, log_pair, log_pair[:0])
         work = np.zeros(n * n)
-        for j in range(i + 1, k):
-            shift = log_scale[i, j] + log_scale[j, k]
-            if shift == -np.inf:
-                continue
-            for b in range(n):
-                for c in range(n):
-                    v = _log_product(inside[i, j, b], inside[j, k, c])
-                    if v > -np.inf:
-                        work[b * n + c] += math.exp(shift + v - log_pair[b * n + c])
+        _pair_terms(inside, log_scale, i, k, n, log_pair, work)
         for x in range(n * n):
             if work[x] > 0.0:
                 log_pair[x] += math.log(work[x])
@@ -435,23 +418,11 @@ def sentence_max_inside(kernel, tables, tokens, span_ids, inside, inside0, log_s
 @njit(cache=True, inline="always", fastmath=FAST)
 def _add_terminal_counts(kernel, rule_weights, tokens, span_ids, i, k, scale, bottom, counts):
     """Expected counts of the lexical and span rules over (i, k) (eq. 4.9)."""
-    n_tokens = tokens.shape[0]
-    if k == i + 1:
-        word = tokens[i]
-        if 0 <= word < kernel.lexical_offsets.shape[0] - 1:
-            for e in range(kernel.lexical_offsets[word], kernel.lexical_offsets[word + 1]):
-                rule = kernel.lexical_rule[e]
-                w = rule_weight(rule_weights, rule)
-                if rule >= 0 and w > 0.0:
-                    counts[rule] += bottom[kernel.lexical_parent[e]] * math.exp(math.log(w) - scale)
-    n_families = kernel.span_parent.shape[0]
-    if n_families > 0:
-        substring = span_ids[i * (n_tokens + 1) + k]
-        for p in range(n_families):
-            w = span_weight(kernel, rule_weights, p, substring)
-            if w > 0.0:
-                counts[kernel.span_base[p] + substring] += bottom[kernel.span_parent[p]] * math.exp(
-                    math.log(w) - scale)
+    lexical = n_lexical(kernel, tokens, i, k)
+    for m in range(lexical + kernel.span_parent.shape[0]):
+        _, _, _, a, w, rule = terminal_rule(kernel, rule_weights, tokens, span_ids, i, k, m, lexical)
+        if rule >= 0 and w > 0.0:
+            counts[rule] += bottom[a] * math.exp(math.log(w) - scale)
 
 
 # Largest log factor exp(s_ij + s_jk - s_ik) a split is multiplied by in scaled space: a cell filled

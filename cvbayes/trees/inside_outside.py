@@ -208,16 +208,6 @@ class Derivation(NamedTuple):
     applications: np.ndarray
 
 
-def make_tables(grammar: CompiledGrammar, rule_weights) -> RuleTables:
-    """`build_tables` for a compiled grammar; checks the table's shape and values."""
-    weights = np.ascontiguousarray(rule_weights, dtype=np.float64)
-    if weights.shape != (grammar.n_rules,):
-        raise ValueError(f"rule_weights must have shape ({grammar.n_rules},), got {weights.shape}")
-    if weights.size and not (np.all(np.isfinite(weights)) and weights.min() >= 0.0):
-        raise ValueError("rule weights must be finite and non-negative")
-    return build_tables(grammar.kernel, weights)
-
-
 def _sentence_arrays(grammar: CompiledGrammar, sentence):
     tokens = grammar.encode(sentence)
     if grammar.substrings is not None:

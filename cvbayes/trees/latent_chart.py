@@ -170,6 +170,7 @@ def _combinations(g, i, k, slot_bottom, slot_top, alive, alive_list, alive_count
 SUM = 0
 VITERBI = 1
 MAX_RULE = 2
+OUTSIDE = 3   # the top layer only, transposed: outside values from top items down to bottom items
 
 
 @njit(cache=True, fastmath=FAST)
@@ -250,7 +251,7 @@ def _binary_step(mode, g, binary, r, s, left, right, j, factor, bottom, top, bot
 
 @njit(cache=True, inline="always")
 def _unary_step(mode, unary, r, t, child, bottom, top, top_back, in_bottom, out_top, work):
-    """Top item t by unary rule r over bottom item child."""
+    """Top item t by unary rule r over bottom item child (OUTSIDE: t's outside sent down to child)."""
     n_sub = top.shape[1]
     if mode == SUM:
         _unary_into(unary, r, bottom, child, top, t)
@@ -262,6 +263,12 @@ def _unary_step(mode, unary, r, t, child, bottom, top, top_back, in_bottom, out_
                     top[t, a] = score
                     top_back[t, a, 0] = r
                     top_back[t, a, 1] = b
+    elif mode == OUTSIDE:
+        for b in range(n_sub):
+            total = 0.0
+            for a in range(n_sub):
+                total += top[t, a] * unary[r, a, b]
+            bottom[child, b] += total
     elif bottom[child, 0] > -np.inf:
         work[0, :] = 0.0
         _unary_into(unary, r, in_bottom, child, work, 0)
@@ -270,6 +277,27 @@ def _unary_step(mode, unary, r, t, child, bottom, top, top_back, in_bottom, out_
             top[t, 0] = np.log(posterior) + bottom[child, 0]
             top_back[t, 0, 0] = r
             top_back[t, 0, 1] = 0
+
+
+@njit(cache=True, inline="always")
+def _top_layer(mode, g, unary, bottom_slots, top_slots, bottom, top, top_back, in_bottom, out_top, work):
+    """A span's top items: each the bottom item of its symbol, or a unary rule over another bottom item
+    (OUTSIDE: the same edges walked down, each top item's outside added to its bottom items')."""
+    for symbol in range(g.n_symbols):
+        t = top_slots[symbol]
+        if t < 0:
+            continue
+        s = bottom_slots[symbol]
+        if s >= 0:
+            for a in range(top.shape[1]):
+                if mode == OUTSIDE:
+                    bottom[s, a] += top[t, a]
+                else:
+                    top[t, a] = bottom[s, a]
+        for r in range(g.unary_offsets[symbol], g.unary_offsets[symbol + 1]):
+            child = bottom_slots[g.unary_child[r]]
+            if child >= 0:
+                _unary_step(mode, unary, r, t, child, bottom, top, top_back, in_bottom, out_top, work)
 
 
 @njit(cache=True)
@@ -352,18 +380,7 @@ def _chart(mode, g, binary, unary, lexical, words, slot_bottom, slot_top, bottom
                         j = combos[c, 0]
                         _binary_step(mode, g, binary, combos[c, 1], combos[c, 2], combos[c, 3], combos[c, 4], j,
                                      factors[j - i - 1], bottom, top, bottom_back, in_top, out_bottom, reached, work)
-            for symbol in range(g.n_symbols):
-                t = top_slots[symbol]
-                if t < 0:
-                    continue
-                s = bottom_slots[symbol]
-                if s >= 0:
-                    for a in range(top.shape[1]):
-                        top[t, a] = bottom[s, a]
-                for r in range(g.unary_offsets[symbol], g.unary_offsets[symbol + 1]):
-                    child = bottom_slots[g.unary_child[r]]
-                    if child >= 0:
-                        _unary_step(mode, unary, r, t, child, bottom, top, top_back, in_bottom, out_top, work)
+            _top_layer(mode, g, unary, bottom_slots, top_slots, bottom, top, top_back, in_bottom, out_top, work)
             if mode == SUM:
                 peak = _normalise(bottom_slots, top_slots, bottom, top)
                 if peak > 0.0:
@@ -481,6 +498,8 @@ def chart_outside(g, binary_weights, unary_weights, slot_bottom, slot_top, in_bo
     factors = np.empty(max(n_words, 1))
     combos = _combination_buffer(g, n_words)
     reached = np.zeros(g.n_symbols, dtype=np.bool_)
+    no_backs = _no_items(n_sub)[2]
+    no_work = np.empty((1, n_sub))
     root_out = 1.0 / root_inside
     s = slot_bottom[0, n_words, g.start]
     if s >= 0:
@@ -497,23 +516,8 @@ def chart_outside(g, binary_weights, unary_weights, slot_bottom, slot_top, in_bo
                 continue
             bottom_slots = slot_bottom[i, k]
             top_slots = slot_top[i, k]
-            for symbol in range(g.n_symbols):
-                t = top_slots[symbol]
-                if t < 0:
-                    continue
-                s = bottom_slots[symbol]
-                if s >= 0:
-                    for a in range(n_sub):
-                        out_bottom[s, a] += out_top[t, a]
-                for r in range(g.unary_offsets[symbol], g.unary_offsets[symbol + 1]):
-                    child = bottom_slots[g.unary_child[r]]
-                    if child < 0:
-                        continue
-                    for b in range(n_sub):
-                        total = 0.0
-                        for a in range(n_sub):
-                            total += out_top[t, a] * unary_weights[r, a, b]
-                        out_bottom[child, b] += total
+            _top_layer(OUTSIDE, g, unary_weights, bottom_slots, top_slots, out_bottom, out_top, no_backs, in_bottom,
+                       out_top, no_work)
             if width == 1 or not _mark_reached(bottom_slots, out_bottom, reached):
                 continue
             _split_factors(log_scale, i, k, log_scale[i, k], factors)

@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..data.trees import Tree
-from .grammar import BINARY, LEXICAL, UNARY
+from .grammar import BINARY, UNARY
 from .inside_outside import cubic_chunks
 from .latent import AnnotatedTables, treebank_weights
 from .latent_chart import chart_max_rule, chart_viterbi, full_masks, item_slots, keep_likely, sum_pass

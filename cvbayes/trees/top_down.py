@@ -24,9 +24,9 @@ from numba import njit
 
 from ..core.special import FAST
 from .charts import LARGEST_GAP, chart_buffers, sentence_inside, sentence_max_inside, term_in_logs
-from .grammar import BINARY, LEXICAL, SPAN, UNARY
+from .grammar import BINARY, LEXICAL, UNARY
 from .semiring import offer, zero
-from .tables import max_tables, rule_weight, span_weight, unary_index
+from .tables import max_tables, n_lexical, terminal_rule, unary_index
 
 
 @njit(cache=True, inline="always")
@@ -144,40 +144,21 @@ def _top_down(viterbi, kernel, tables, tokens, span_ids, inside, inside0, log_sc
         right_symbol = -1
         chosen_log = 0.0
         done = False
-        if k == i + 1:
-            word = tokens[i]
-            if 0 <= word < kernel.lexical_offsets.shape[0] - 1:
-                for e in range(kernel.lexical_offsets[word], kernel.lexical_offsets[word + 1]):
-                    if kernel.lexical_parent[e] != symbol:
-                        continue
-                    w = rule_weight(rule_weights, kernel.lexical_rule[e])
-                    if w <= 0.0:
-                        continue
-                    value = math.log(w) if viterbi else math.exp(math.log(w) - scale)
-                    take, done, target = offer(viterbi, value, target)
-                    if take:
-                        kind = LEXICAL
-                        index = e
-                        chosen_log = math.log(w)
-                    if done:
-                        break
-        if not done and kernel.span_parent.shape[0] > 0:
-            substring = span_ids[i * (n_tokens + 1) + k]
-            for p in range(kernel.span_parent.shape[0]):
-                if kernel.span_parent[p] != symbol:
-                    continue
-                w = span_weight(kernel, rule_weights, p, substring)
-                if w <= 0.0:
-                    continue
-                value = math.log(w) if viterbi else math.exp(math.log(w) - scale)
-                take, done, target = offer(viterbi, value, target)
-                if take:
-                    kind = SPAN
-                    index = p
-                    split = substring
-                    chosen_log = math.log(w)
-                if done:
-                    break
+        lexical = n_lexical(kernel, tokens, i, k)
+        for m in range(lexical + kernel.span_parent.shape[0]):
+            option_kind, option, substring, parent, w, _ = terminal_rule(kernel, rule_weights, tokens, span_ids, i,
+                                                                         k, m, lexical)
+            if parent != symbol or w <= 0.0:
+                continue
+            value = math.log(w) if viterbi else math.exp(math.log(w) - scale)
+            take, done, target = offer(viterbi, value, target)
+            if take:
+                kind = option_kind
+                index = option
+                split = substring
+                chosen_log = math.log(w)
+            if done:
+                break
         for j in range(i + 1, k):
             if done:
                 break
