@@ -64,7 +64,7 @@ from numba import njit
 
 from ..core.special import FAST
 from .semiring import lift, one, plus, times, zero
-from .tables import n_lexical, terminal_rule
+from .tables import rule_weight, span_weight
 
 
 @njit(cache=True)
@@ -91,27 +91,47 @@ def chart_buffers(kernel, longest):
 
 
 # ------------------------------------------------------------------ the cell's steps
+# What `_terminals` does with each terminal rule of positive weight over a span.
+REFERENCE = 0   # the largest log weight
+ADD = 1         # cell0[A] (+)= the weight, in the semiring
+COUNT = 2       # its expected count (eq. 4.9), from the outside of its parent
+
+
 @njit(cache=True, inline="always", fastmath=FAST)
-def _terminal_reference(kernel, rule_weights, tokens, span_ids, i, k):
-    """Largest log weight of the lexical (k = i + 1) and span rules over span (i, k)."""
-    best = -np.inf
-    lexical = n_lexical(kernel, tokens, i, k)
-    for m in range(lexical + kernel.span_parent.shape[0]):
-        w = terminal_rule(kernel, rule_weights, tokens, span_ids, i, k, m, lexical)[4]
-        if w > 0.0:
-            best = max(best, math.log(w))
+def _terminal(action, viterbi, a, w, rule, reference, cell, counts, best):
+    if action == REFERENCE:
+        return max(best, math.log(w))
+    if action == ADD:
+        cell[a] = plus(viterbi, cell[a], lift(viterbi, w, reference))
+    elif rule >= 0:
+        counts[rule] += cell[a] * math.exp(math.log(w) - reference)
     return best
 
 
 @njit(cache=True, inline="always", fastmath=FAST)
-def _add_terminals(viterbi, kernel, rule_weights, tokens, span_ids, i, k, reference, cell0):
-    """cell0[A] (+)= weight(A -> x_i or A -> x_i..x_{k-1}), in the semiring (sum: scaled by
-    exp(-reference))."""
-    lexical = n_lexical(kernel, tokens, i, k)
-    for m in range(lexical + kernel.span_parent.shape[0]):
-        _, _, _, a, w, _ = terminal_rule(kernel, rule_weights, tokens, span_ids, i, k, m, lexical)
-        if w > 0.0:
-            cell0[a] = plus(viterbi, cell0[a], lift(viterbi, w, reference))
+def _terminals(action, viterbi, kernel, rule_weights, tokens, span_ids, i, k, reference, cell, counts):
+    """Visit the lexical (k = i + 1) and span rules over span (i, k) of positive weight (`_terminal`):
+    REFERENCE returns the largest log weight; ADD adds each weight to ``cell`` (inside0, scaled by
+    exp(-reference) for the sum); COUNT adds ``cell`` (outside0) w exp(-reference) to ``counts``."""
+    n_tokens = tokens.shape[0]
+    best = -np.inf
+    if k == i + 1:
+        word = tokens[i]
+        if 0 <= word < kernel.lexical_offsets.shape[0] - 1:
+            for e in range(kernel.lexical_offsets[word], kernel.lexical_offsets[word + 1]):
+                rule = kernel.lexical_rule[e]
+                w = rule_weight(rule_weights, rule)
+                if w > 0.0:
+                    best = _terminal(action, viterbi, kernel.lexical_parent[e], w, rule, reference, cell, counts, best)
+    n_families = kernel.span_parent.shape[0]
+    if n_families > 0:
+        substring = span_ids[i * (n_tokens + 1) + k]
+        for p in range(n_families):
+            w = span_weight(kernel, rule_weights, p, substring)
+            if w > 0.0:
+                best = _terminal(action, viterbi, kernel.span_parent[p], w, kernel.span_base[p] + substring, reference,
+                                 cell, counts, best)
+    return best
 
 
 @njit(cache=True, inline="always")
@@ -127,9 +147,9 @@ def _split_factor(viterbi, log_scale, i, j, k, reference):
 
 
 @njit(cache=True, inline="always", fastmath=FAST)
-def _dense_step(viterbi, weights, inside, log_scale, i, k, reference, n, pair, cell0):
-    """Dense binary step: pair[B*N + C] = (+)_j f_j inside[i,j,B] inside[j,k,C], then
-    cell0[A] (+)= (+)_x W[A, x] pair[x].  Returns whether some split has two derivable children."""
+def _split_pairs(viterbi, inside, log_scale, i, k, reference, n, pair):
+    """pair[B*N + C] = (+)_j f_j inside[i,j,B] inside[j,k,C]; returns whether some split has two
+    derivable children."""
     possible = False
     for x in range(n * n):
         pair[x] = zero(viterbi)
@@ -147,6 +167,29 @@ def _dense_step(viterbi, weights, inside, log_scale, i, k, reference, n, pair, c
             row = b * n
             for c in range(n):
                 pair[row + c] = plus(viterbi, pair[row + c], times(viterbi, lb, right[c]))
+    return possible
+
+
+# `_split_pairs` compiled on its own, once a semiring: a call rather than inlined, as LLVM vectorises
+# its inner loop in a small function and not inside the whole inside pass
+@njit(cache=True, fastmath=FAST)
+def _sum_pairs(inside, log_scale, i, k, reference, n, pair):
+    return _split_pairs(False, inside, log_scale, i, k, reference, n, pair)
+
+
+@njit(cache=True)
+def _max_pairs(inside, log_scale, i, k, reference, n, pair):
+    return _split_pairs(True, inside, log_scale, i, k, reference, n, pair)
+
+
+@njit(cache=True, inline="always", fastmath=FAST)
+def _dense_step(viterbi, weights, inside, log_scale, i, k, reference, n, pair, cell0):
+    """Dense binary step: the split pairs P (`_split_pairs`), then cell0[A] (+)= (+)_x W[A, x] P[x].
+    Returns whether some split has two derivable children."""
+    if viterbi:
+        possible = _max_pairs(inside, log_scale, i, k, reference, n, pair)
+    else:
+        possible = _sum_pairs(inside, log_scale, i, k, reference, n, pair)
     for a in range(n):
         row = weights[a]
         total = zero(viterbi)
@@ -202,7 +245,7 @@ def _fill_cell(viterbi, kernel, tables, tokens, span_ids, inside, inside0, log_s
     cell = inside[i, k]
     for a in range(n):
         cell0[a] = zero(viterbi)
-    _add_terminals(viterbi, kernel, tables.rule_weights, tokens, span_ids, i, k, reference, cell0)
+    _terminals(ADD, viterbi, kernel, tables.rule_weights, tokens, span_ids, i, k, reference, cell0, pair[:0])
     possible = False
     if k > i + 1:
         if kernel.dense:
@@ -293,7 +336,8 @@ def _cell_in_logs(kernel, tables, tokens, span_ids, inside, inside0, log_scale, 
     """
     n = kernel.n_symbols
     rule_weights = tables.rule_weights
-    reference = _terminal_reference(kernel, rule_weights, tokens, span_ids, i, k)
+    reference = _terminals(REFERENCE, False, kernel, rule_weights, tokens, span_ids, i, k, 0.0, log_pair,
+                           log_pair[:0])
     if kernel.dense:
         # log_pair[B*N + C] = log sum_j exp(s_ij + s_jk) inside[i,j,B] inside[j,k,C], by its own maximum
         for x in range(n * n):
@@ -312,7 +356,7 @@ def _cell_in_logs(kernel, tables, tokens, span_ids, inside, inside0, log_scale, 
         cell0[a] = 0.0
     if reference == -np.inf:
         return 0.0, reference
-    _add_terminals(False, kernel, rule_weights, tokens, span_ids, i, k, reference, cell0)
+    _terminals(ADD, False, kernel, rule_weights, tokens, span_ids, i, k, reference, cell0, cell0[:0])
     _binary_terms(kernel, tables, inside, log_scale, i, k, log_pair, reference, cell0)
     peak = 0.0
     if kernel.unary_parent.shape[0] > 0:
@@ -351,7 +395,8 @@ def _inside(viterbi, kernel, tables, tokens, span_ids, inside, inside0, log_scal
                 continue
             cell0 = inside0[i, k]
             cell = inside[i, k]
-            terminal = _terminal_reference(kernel, tables.rule_weights, tokens, span_ids, i, k)
+            terminal = _terminals(REFERENCE, False, kernel, tables.rule_weights, tokens, span_ids, i, k, 0.0, pair,
+                                  pair[:0])
             reference = terminal
             for j in range(i + 1, k):
                 reference = max(reference, log_scale[i, j] + log_scale[j, k])
@@ -415,16 +460,6 @@ def sentence_max_inside(kernel, tables, tokens, span_ids, inside, inside0, log_s
 
 
 # ------------------------------------------------------------------ the outside pass (sum)
-@njit(cache=True, inline="always", fastmath=FAST)
-def _add_terminal_counts(kernel, rule_weights, tokens, span_ids, i, k, scale, bottom, counts):
-    """Expected counts of the lexical and span rules over (i, k) (eq. 4.9)."""
-    lexical = n_lexical(kernel, tokens, i, k)
-    for m in range(lexical + kernel.span_parent.shape[0]):
-        _, _, _, a, w, rule = terminal_rule(kernel, rule_weights, tokens, span_ids, i, k, m, lexical)
-        if rule >= 0 and w > 0.0:
-            counts[rule] += bottom[a] * math.exp(math.log(w) - scale)
-
-
 # Largest log factor exp(s_ij + s_jk - s_ik) a split is multiplied by in scaled space: a cell filled
 # against the quick reference has its peak above RESCALE_BELOW, so its splits stay below this; only
 # the cells of `_cell_in_logs` exceed it, and their splits are summed in logs.
@@ -605,7 +640,7 @@ def sentence_inside_outside(kernel, tables, tokens, span_ids, buffers, counts, b
             if want_marginals:
                 for a in range(n):
                     marginals[i, k, a] = bottom[a] * inside[i, k, a]
-            _add_terminal_counts(kernel, rule_weights, tokens, span_ids, i, k, scale, bottom, counts)
+            _terminals(COUNT, False, kernel, rule_weights, tokens, span_ids, i, k, scale, bottom, counts)
             if width == 1:
                 continue
             if dense and not _dense_gradient(tables.dense_binary, bottom, grad, pair, n):

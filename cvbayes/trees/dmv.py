@@ -610,6 +610,41 @@ def store_and_count(tags, begin, n, i, hm, none, head_offsets, head_store, none_
         add_posterior_counts(tags, begin, n, hm, none, 1.0, root, stop, attach)
 
 
+@njit(cache=True)
+def _dmv_sentence(mode, seed, i, tags, begin, n, log_root, log_stop, log_attach, buffers, state, head_offsets,
+                  head_store, none_store, heads_out, root, stop, attach):
+    """One sentence of `dmv_batch`: its chart and what ``mode`` does with it; returns log Z (or the
+    best tree's log weight), adding nothing when it is -inf."""
+    w_root, w_stop, w_attach, chart, posterior, terms, hm, none, stack, heads = buffers
+    if mode == RANDOM or mode == SAMPLE:
+        state[0] = unit_generator(seed, i)[0]
+    if mode == RANDOM:
+        random_weights(state, n, w_root, w_stop, w_attach)
+    else:
+        sentence_weights(tags, begin, n, log_root, log_stop, log_attach, w_root, w_stop, w_attach)
+    # the semiring as a literal at each call: numba then compiles one version of the chart for each
+    if mode == EXPECT or mode == RANDOM:
+        log_z = dmv_inside_outside(w_root, w_stop, w_attach, n, chart, posterior, terms, hm, none)
+    elif mode == DECODE:
+        log_z = dmv_inside(w_root, w_stop, w_attach, n, chart, terms, True)
+    else:
+        log_z = dmv_inside(w_root, w_stop, w_attach, n, chart, terms, False)
+    if mode == LOG_Z or log_z == -np.inf:
+        return log_z
+    if mode == EXPECT or mode == RANDOM:
+        store_and_count(tags, begin, n, i, hm, none, head_offsets, head_store, none_store, root, stop, attach)
+        return log_z
+    if mode == DECODE:
+        dmv_top_down(w_root, w_stop, n, chart, True, state, terms, stack, heads)
+    else:
+        dmv_top_down(w_root, w_stop, n, chart, False, state, terms, stack, heads)
+    for m in range(n):
+        heads_out[begin + m] = heads[m]
+    if mode == SAMPLE:
+        add_tree_counts(tags, begin, n, heads, 1.0, root, stop, attach)
+    return log_z
+
+
 @njit(parallel=True, cache=True)
 def dmv_batch(mode, seed, tags, offsets, chunk_bounds, log_root, log_stop, log_attach, head_offsets, head_store,
               none_store, heads_out, per_sentence):
@@ -642,17 +677,16 @@ def dmv_batch(mode, seed, tags, offsets, chunk_bounds, log_root, log_stop, log_a
         The expected (EXPECT, RANDOM) or drawn (SAMPLE) counts, log_evidence = sum_i log Z_i over the
         possible sentences, and the first sentence no tree explains (-1 if none).
     """
-    n_types = log_root.shape[0]
+    n_types = log_root.shape[0] if mode != LOG_Z and mode != DECODE else 0  # the modes that count
     n_chunks = chunk_bounds.shape[0] - 1
     longest = max_length(offsets)
-    keep = head_store.shape[0] > 0
     root_acc = np.zeros((n_chunks, n_types))
     stop_acc = np.zeros((n_chunks, n_types, 2, 2, 2))
     attach_acc = np.zeros((n_chunks, n_types, 2, n_types))
     log_z_acc = np.zeros(n_chunks)
     bad_acc = np.full(n_chunks, -1, dtype=np.int64)
     for c in prange(n_chunks):
-        w_root, w_stop, w_attach, chart, posterior, terms, hm, none, stack, heads = dmv_buffers(longest)
+        buffers = dmv_buffers(longest)
         state = np.ones(1, dtype=np.uint64)  # Viterbi draws nothing
         # accumulate in locals: neighbouring chunks' slots share a cache line
         chunk_log_z = 0.0
@@ -664,16 +698,9 @@ def dmv_batch(mode, seed, tags, offsets, chunk_bounds, log_root, log_stop, log_a
                 if mode == DECODE:
                     per_sentence[i] = 0.0
                 continue
-            if mode == RANDOM or mode == SAMPLE:
-                state = unit_generator(seed, i)
-            if mode == RANDOM:
-                random_weights(state, n, w_root, w_stop, w_attach)
-            else:
-                sentence_weights(tags, begin, n, log_root, log_stop, log_attach, w_root, w_stop, w_attach)
-            if mode == EXPECT or mode == RANDOM:
-                log_z = dmv_inside_outside(w_root, w_stop, w_attach, n, chart, posterior, terms, hm, none)
-            else:
-                log_z = dmv_inside(w_root, w_stop, w_attach, n, chart, terms, mode == DECODE)
+            log_z = _dmv_sentence(mode, seed, i, tags, begin, n, log_root, log_stop, log_attach, buffers, state,
+                                  head_offsets, head_store, none_store, heads_out, root_acc[c], stop_acc[c],
+                                  attach_acc[c])
             if mode == LOG_Z or mode == DECODE:
                 per_sentence[i] = log_z
             if mode == LOG_Z:
@@ -683,18 +710,6 @@ def dmv_batch(mode, seed, tags, offsets, chunk_bounds, log_root, log_stop, log_a
                     chunk_bad = i
                 continue
             chunk_log_z += log_z
-            if mode == EXPECT or mode == RANDOM:
-                if keep:
-                    store_and_count(tags, begin, n, i, hm, none, head_offsets, head_store, none_store, root_acc[c],
-                                    stop_acc[c], attach_acc[c])
-                else:
-                    add_posterior_counts(tags, begin, n, hm, none, 1.0, root_acc[c], stop_acc[c], attach_acc[c])
-                continue
-            dmv_top_down(w_root, w_stop, n, chart, mode == DECODE, state, terms, stack, heads)
-            for m in range(n):
-                heads_out[begin + m] = heads[m]
-            if mode == SAMPLE:
-                add_tree_counts(tags, begin, n, heads, 1.0, root_acc[c], stop_acc[c], attach_acc[c])
         log_z_acc[c] = chunk_log_z
         bad_acc[c] = chunk_bad
     return (root_acc.sum(axis=0), stop_acc.sum(axis=0), attach_acc.sum(axis=0), log_z_acc.sum(),

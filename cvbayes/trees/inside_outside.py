@@ -93,6 +93,18 @@ def _no_max_tables(tables):
     return MaxTables(tables.rule_weights, np.zeros(0), np.zeros((0, 0)), np.zeros((0, 0)), no_index, no_index)
 
 
+@njit(cache=True)
+def _sentence_chart(mode, kernel, tables, best, sentence, spans, buffers, counts, outer, marginals, rows):
+    """One sentence of `batch_charts`: (log Z or the best tree's log weight, rows used)."""
+    if mode == COUNTS:
+        return sentence_inside_outside(kernel, tables, sentence, spans, buffers, counts, outer, marginals), 0
+    if mode == LOG_Z:
+        inside, inside0, _, _, log_scale, work = buffers
+        return sentence_inside(kernel, tables, sentence, spans, inside, inside0, log_scale, work[0]), 0
+    score, n_out = viterbi_top_down(kernel, best, sentence, spans, buffers, rows)
+    return score, max(n_out, 0)
+
+
 @njit(parallel=True, cache=True)
 def batch_charts(kernel, tables, best, tokens, offsets, span_ids, span_offsets, chunk_bounds, mode, n_rules,
                  row_offsets):
@@ -136,20 +148,13 @@ def batch_charts(kernel, tables, best, tokens, offsets, span_ids, span_offsets, 
     has_spans = span_offsets.shape[0] == offsets.shape[0] and span_ids.shape[0] > 0
     for c in prange(n_chunks):
         buffers = chart_buffers(kernel, _longest_in(offsets, chunk_bounds[c], chunk_bounds[c + 1]))
-        inside, inside0, _, _, log_scale, work = buffers
         for i in range(chunk_bounds[c], chunk_bounds[c + 1]):
             sentence = tokens[offsets[i]:offsets[i + 1]]
             spans = span_ids[span_offsets[i]:span_offsets[i + 1]] if has_spans else span_ids[0:0]
-            if mode == COUNTS:
-                log_z[i] = sentence_inside_outside(kernel, tables, sentence, spans, buffers, counts_acc[c],
-                                                   outer_acc[c], no_marginals)
-            elif mode == LOG_Z:
-                log_z[i] = sentence_inside(kernel, tables, sentence, spans, inside, inside0, log_scale, work[0])
-            else:
-                score, n_out = viterbi_top_down(kernel, best, sentence, spans, buffers,
-                                                applications[row_offsets[i]:row_offsets[i + 1]])
-                log_z[i] = score
-                used[i] = max(n_out, 0)
+            log_z[i], used[i] = _sentence_chart(mode, kernel, tables, best, sentence, spans, buffers, counts_acc[c],
+                                                outer_acc[c], no_marginals,
+                                                applications[row_offsets[i]:row_offsets[i + 1]] if mode == VITERBI
+                                                else applications)
     counts = counts_acc.sum(axis=0)
     if outer_size > 0:
         add_binary_counts(kernel, tables, outer_acc.sum(axis=0), counts)
