@@ -7,9 +7,8 @@ from brute_latent import best_annotation, enumerate_annotations, parser_derivati
 from cvbayes.data.trees import parse_trees
 from cvbayes.trees.grammar import BINARY, LEXICAL
 from cvbayes.trees.latent import AnnotatedTables, treebank_weights
-from cvbayes.trees.latent_chart import full_masks, sum_pass
-from cvbayes.trees.latent_parse import (LatentParser, coarse_masks, parse_sentence, parser_grammar, prune_charts,
-                                        remove_root, rows_to_tree)
+from cvbayes.trees.latent_parse import (LatentParser, coarse_masks, full_masks, parse_sentence, parser_grammar,
+                                        prune_charts, remove_root, rows_to_tree, sum_pass)
 from cvbayes.trees.treebank import debinarise, prepare_treebank
 
 TREES = parse_trees("""
@@ -158,7 +157,7 @@ def test_words_without_a_tree_fall_back_to_their_signatures_then_to_none(grammar
 @pytest.mark.parametrize("n_sub", [1, 3])
 def test_counting_semiring_counts_derivations_and_annotations(grammar, n_sub):
     """Every weight 1: the sum chart counts every derivation's annotations, H^(nodes - 1) each (ROOT's
-    subtype is fixed), and both decoders' best is 1."""
+    subtype is fixed), and the Viterbi decoder's best is 1."""
     kernel = parser_grammar(grammar)
     weights = AnnotatedTables(*(np.ones_like(table) for table in random_weights(grammar, n_sub, seed=0)))
     for words in SENTENCES:
