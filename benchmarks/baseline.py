@@ -26,7 +26,9 @@ import numpy as np
 import cvbayes
 from cvbayes.data import load_embedded_brown
 
-BRENT = Path(__file__).resolve().parents[2] / "shared" / "data" / "brent" / "br-phonemes.txt"
+# ../shared beside the checkout (CI's layout); a worktree elsewhere finds it further up
+BRENT = next((folder / "shared" / "data" / "brent" / "br-phonemes.txt" for folder in Path(__file__).resolve().parents
+              if (folder / "shared" / "data" / "brent").is_dir()), None)
 
 
 def _fit(model, X, algorithm, n_iter, seed, **options):
