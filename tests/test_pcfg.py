@@ -15,7 +15,8 @@ from cvbayes.data.trees import tree_rule_ids
 from cvbayes.models.pcfg import (RuleRows, TreeCorpus, TreeSampler, ZeroProbabilityError, has_unary_cycle,
                                  uniform_tree_table)
 from cvbayes.trees import GrammarError, make_tables
-from cvbayes.trees.grammar import UNARY, derivation_to_tree
+from cvbayes.trees.grammar import UNARY
+from cvbayes.trees.inside_outside import derivation_to_tree
 
 CNF_SENTENCES = [s.split() for s in ["a b a", "b b", "a a b b", "b"]]
 SPAN_SENTENCES = [list(w) for w in ["lebona", "bona", "kebona", "lea"]]

@@ -26,10 +26,10 @@ from ..data import Vocabulary
 from ..data.corpus import Corpus
 from ..schedules import Algorithm, Minibatch, batch, gibbs, leave_one_out, stochastic
 from ..schedules.driver import check_positive_int
-from ..trees.grammar import (UNARY, CompiledGrammar, derivation_to_tree, Grammar, SentenceBatch, compile_grammar, format_grammar,
+from ..trees.grammar import (UNARY, CompiledGrammar, Grammar, SentenceBatch, compile_grammar, format_grammar,
                              full_cnf_grammar, parse_grammar, read_grammar)
-from ..trees.inside_outside import (batch_log_z, chart_buffers, cubic_chunks, expected_counts, make_tables,
-                                    viterbi_batch)
+from ..trees.inside_outside import (batch_log_z, chart_buffers, cubic_chunks, derivation_to_tree, expected_counts,
+                                    make_tables, viterbi_batch)
 from .base import BayesModel
 from .pcfg_kernels import (cvi_pass, local_expected_counts, mh_pass, sentence_cells, shared_rules,
                            start_trees)
