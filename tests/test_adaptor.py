@@ -14,8 +14,10 @@ from cvbayes.trees.grammar import LEXICAL, SPAN, GrammarError, Terminal
 from cvbayes.trees.inside_outside import chart_buffers, cubic_chunks, make_tables, sentence_sample
 
 UTTERANCES = [list("abab"), list("ab"), list("abb")]
-# the colloc-syllable grammar over UTTERANCES' alphabet: seven adapted nonterminals nested five deep
-SYLLABLE = pytest.param(syllable_grammar(["a"], ["b"]), id="colloc-syllable")
+# the colloc-syllable grammar without word edges over UTTERANCES' alphabet: seven adapted nonterminals nested
+# five deep; and Johnson and Goldwater's, with word-initial and word-final syllables (the built-in)
+SYLLABLE = pytest.param(syllable_grammar(["a"], ["b"], edges=False), id="colloc-syllable")
+SYLLABLE_EDGES = pytest.param(syllable_grammar(["a"], ["b"]), id="colloc-syllable-edges")
 
 
 # ------------------------------------------------------------------ brute force
@@ -90,13 +92,21 @@ def test_builtin_grammars_parse_with_plus_sugar():
 
 def test_syllable_grammar_covers_brent_and_names_symbols_it_cannot_derive():
     spec = parse_adaptor_grammar(BUILT_IN_GRAMMARS["colloc-syllable"])
-    assert set(spec.adapted) == {"Colloc", "Word", "Syllable", "Onset", "Rhyme", "Nucleus", "Coda"}
+    assert set(spec.adapted) == {"Colloc", "Word", "Onset", "OnsetI", "Nucleus", "Coda", "CodaF"}
     terminals = {r.lhs: set() for r in spec.grammar.rules}
     for rule in spec.grammar.rules:
         terminals[rule.lhs].update(x.text for x in rule.rhs if isinstance(x, Terminal))
-    assert terminals["Vowel"] == set(BRENT_VOWELS) and terminals["OnsetConsonant"] == set(BRENT_CONSONANTS)
+    assert terminals["Vowel"] == set(BRENT_VOWELS)
+    for cluster in ("Onset", "OnsetI", "Coda", "CodaF"):
+        assert terminals[cluster + "Consonant"] == set(BRENT_CONSONANTS)
     assert len(BRENT_VOWELS) + len(BRENT_CONSONANTS) == 50           # Brent's 50 phonemes, each once
-    assert adapted_regions(spec)[1]["Nucleus"] == "Rhyme"             # CVI can run it
+    assert adapted_regions(spec)[1]["CodaF"] == "Word"                # CVI can run it
+    words = {r.rhs for r in spec.grammar.rules if r.lhs == "Word"}
+    assert words == {("SyllableIF",), ("SyllableI", "SyllableF"), ("SyllableI", "Syllable", "SyllableF"),
+                     ("SyllableI", "Syllable", "Syllable", "SyllableF")}
+    old = parse_adaptor_grammar(syllable_grammar(BRENT_VOWELS, BRENT_CONSONANTS, edges=False))
+    assert set(old.adapted) == {"Colloc", "Word", "Syllable", "Onset", "Rhyme", "Nucleus", "Coda"}
+    assert adapted_regions(old)[1]["Nucleus"] == "Rhyme"
     # quoting: a terminal with a quote or a backslash reads back as itself
     odd = parse_adaptor_grammar(syllable_grammar(['"', "a"], ["\\", "b"]))
     assert {x.text for r in odd.grammar.rules for x in r.rhs if isinstance(x, Terminal)} == {'"', "a", "\\", "b"}
@@ -119,6 +129,8 @@ def test_py_parameters_per_nonterminal():
     ("S -> Word+\n@Word -> 'x'\n", 2),                                 # adapted with a terminal
     ("S -> Word+\nWord -> P+\nP -> <any:1>\n", None),                  # nothing adapted
     ("S -> Word+\n@Word -> P+\nP -> Q\n", 3),                          # Q has no rules
+    ("S -> Word+\n@Word -> Word\n@Word -> P+\nP -> <any:1>\n", 2),      # adapted, rewrites to itself
+    ("S -> C+\n@C -> W+\n@W -> P+\nP -> C\nP -> <any:1>\n", 2),        # ... through other nonterminals
 ])
 def test_grammar_errors_name_the_line(text, line):
     with pytest.raises(GrammarError) as error:
@@ -129,7 +141,7 @@ def test_grammar_errors_name_the_line(text, line):
 
 
 # ------------------------------------------------------------------ chart
-@pytest.mark.parametrize("name", ["unigram", "colloc", SYLLABLE])
+@pytest.mark.parametrize("name", ["unigram", "colloc", SYLLABLE, SYLLABLE_EDGES])
 def test_chart_matches_enumeration_of_parses(name):
     model = AdaptorGrammar(name)
     compiled, layout = compile_adaptor(model.spec, model.alpha, UTTERANCES)

@@ -227,10 +227,15 @@ EXPERIMENTS = {
          PASSES.but(type=float, help="scales every learner's default passes (default 1)"),
          option("--seed", type=int, default=0, help="random seed (default 0)"))),
     "fig4.1-dmv": Experiment(
-        "dmv", "the DMV with em/vb/cvi/scvi on UD EWT, HTB and PUD (thesis §4.5.2)",
-        "Needs 'cvbayes data fetch ewt', 'htb' and 'pud'; writes under --out/fig4_1_dmv (about 15-40 min).",
-        (seeds(5), PASSES.but(help="passes (default 100)"),
-         option("--max-length", type=positive_int, default=None, help="training sentences' words (default 10)"))),
+        "dmv", "the DMV with em/vb/cvi on UD EWT, HTB and PUD, content- and function-head gold (thesis §4.5.2)",
+        "Every run scored against UD's trees and against them with function words as heads, with UPOS and XPOS "
+        "tags. Needs 'cvbayes data fetch ewt', 'htb' and 'pud'; writes under --out/fig4_1_dmv (about 30-60 min).",
+        (seeds(3, "CVI's seeds (sentence orders)"), PASSES.but(help="passes (default 100)"),
+         option("--max-length", type=positive_int, default=None, help="training sentences' words (default 10)"),
+         option("--treebanks", type=comma_list, default=["ewt", "htb", "pud"],
+                help="comma-separated, of ewt, htb, pud (default all; pud needs ewt)"),
+         option("--algorithms", type=comma_list, default=["em", "vb", "cvi"],
+                help="comma-separated, of em, vb, cvi, scvi (default em,vb,cvi)"))),
     "fig4.1-morphology": Experiment(
         "pcfg", "PCFG morphology: em, vb, cvi and mh on Hebrew and English words (thesis §4.5.1)",
         "Needs 'cvbayes data fetch morphology'; writes under --out/fig4_1_morphology.", (seeds(5),) + PCFG),
@@ -256,8 +261,10 @@ EXPERIMENTS = {
     "wordseg": Experiment(
         "wordseg", "word segmentation with adaptor grammars on Brent and a second language",
         "unigram, colloc and colloc-syllable by vb, cvi and mcmc on the Brent corpus and HKCanCor Jyutping "
-        "('cvbayes data fetch hkcancor'): token, boundary and lexicon F1 beside Johnson and Goldwater's (2009) "
-        "MCMC figures, training time; writes under --out/wordseg.",
+        "('cvbayes data fetch hkcancor'), or Buckeye's surface phones ('cvbayes data fetch buckeye'): token, "
+        "boundary and lexicon F1 beside Johnson and Goldwater's (2009) MCMC figures, the trivial segmentations, "
+        "F1 by utterance length, and the reference's runs (benchmarks/bench_wordseg.py); training time; writes "
+        "under --out/wordseg.",
         (option("--algorithms", type=comma_list, default=None, help="vb,cvi,mcmc (default: all three)"),
          option("--seed", type=int, default=0, help="the first seed: seeds SEED..SEED+N-1 (default 0)"),
          seeds(3), ITERATIONS.but(help="passes of vb and cvi (default 50)"),
@@ -266,8 +273,11 @@ EXPERIMENTS = {
                 help="comma-separated grammars (default unigram,colloc,colloc-syllable; colloc-syllable runs on "
                      "Brent only: its terminals are Brent's phonemes)"),
          option("--corpora", default=None,
-                help="comma-separated, of brent, hkcancor, eve (default brent,hkcancor); the later ones take as "
-                     "many utterances as the first"),
+                help="comma-separated, of brent, hkcancor, eve, buckeye (default brent,hkcancor); the later ones "
+                     "take as many utterances as the first"),
+         option("--append", action="store_true",
+                help="keep the runs already in OUT/wordseg/results.json (one of the same corpus, grammar, algorithm "
+                     "and seed is replaced) and add this command's"),
          option("--utterances", type=positive_int, default=None,
                 help="use only the first N utterances of each corpus (default: all of Brent, as many of the second "
                      "language)"),

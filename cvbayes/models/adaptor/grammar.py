@@ -9,19 +9,26 @@ The PCFG text format of `cvbayes.trees.grammar.parse_grammar`, with three additi
   (unless the grammar writes rules for ``Y+`` itself).
 
 Rule weights are not written (the base rules have a symmetric Dirichlet prior ``alpha``), and an adapted
-nonterminal may not rewrite to single tokens or ``<any>`` itself (put them under a plain nonterminal).
+nonterminal may not rewrite to single tokens or ``<any>`` itself (put them under a plain nonterminal), nor
+lead back to itself through its rules (``@Word -> X``, ``X -> Word``).
 The built-in grammars::
 
     unigram                     colloc                      colloc-syllable (`syllable_grammar`)
     Sentence -> Word+           Sentence -> Colloc+         Sentence -> Colloc+
     @Word -> Phon+              @Colloc -> Word+            @Colloc -> Word+
-    Phon -> <any:1>             @Word -> Phon+              @Word -> Syllable (up to 4 of them)
-                                Phon -> <any:1>             @Syllable -> Onset Rhyme | Rhyme
-                                                            @Onset -> OnsetConsonant+
-                                                            @Rhyme -> Nucleus Coda | Nucleus
+    Phon -> <any:1>             @Word -> Phon+              @Word -> SyllableIF | SyllableI SyllableF
+                                Phon -> <any:1>               | SyllableI Syllable SyllableF
+                                                              | SyllableI Syllable Syllable SyllableF
+                                                            Syllable -> Onset Rhyme | Rhyme
+                                                            SyllableI -> OnsetI Rhyme | Rhyme
+                                                            SyllableF -> Onset RhymeF | RhymeF
+                                                            SyllableIF -> OnsetI RhymeF | RhymeF
+                                                            Rhyme -> Nucleus Coda | Nucleus
+                                                            RhymeF -> Nucleus CodaF | Nucleus
+                                                            @Onset -> OnsetConsonant+ (OnsetI, Coda,
+                                                              CodaF alike, each its own consonants)
                                                             @Nucleus -> Vowel+
-                                                            @Coda -> CodaConsonant+
-                                                            Vowel, OnsetConsonant, CodaConsonant -> "x"
+                                                            Vowel, OnsetConsonant, ... -> "x"
                                                             for every vowel or consonant x of Brent's
                                                             phonemes (BRENT_VOWELS, BRENT_CONSONANTS)
 """
@@ -42,14 +49,24 @@ BRENT_VOWELS = tuple("& 6 7 9 A E I O Q U a e i o u 3 R # % ( ) * ~ L M".split()
 BRENT_CONSONANTS = tuple("b c d f g h k l m n p r s t v w y z D G N S T W Z".split())
 
 
-def syllable_grammar(vowels, consonants) -> str:
+def syllable_grammar(vowels, consonants, edges=True) -> str:
     """The colloc-syllable grammar's text over the given nucleus and consonant symbols.
 
-    Johnson and Goldwater's (2009) collocations of words with syllable structure, without their
-    word-initial and word-final variants of syllables, onsets and codas: a word is one to four syllables,
-    a syllable an optional onset and a rhyme, a rhyme a nucleus and an optional coda.  Onsets and codas
-    draw their consonants from separate rules (``OnsetConsonant``, ``CodaConsonant``) so that every
-    nonterminal lies in one adapted subtree, as CVI needs (`adapted_regions`).
+    Johnson and Goldwater's (2009) collocations of words with syllable structure, as the grammar files of
+    the bootphon/wordseg repository write it (``data/ag/Coll3syllfnc_*.lt`` with one collocation level and
+    no function words): a word is one syllable with the word's own onset and coda (``SyllableIF``) or a
+    word-initial syllable, up to two inner ones and a word-final one; word-initial syllables have their own
+    onsets (``OnsetI``), word-final ones their own codas (``CodaF``), so that the consonant clusters that
+    begin and end words are learned apart from those inside them.  A syllable is an optional onset and a
+    rhyme, a rhyme a nucleus (one or more vowels) and an optional coda.  Adapted: Colloc, Word, Onset,
+    OnsetI, Nucleus, Coda, CodaF (their syllables and rhymes are not).  Unlike theirs, each of the four
+    onset and coda nonterminals draws its consonants from its own rules (``OnsetConsonant``,
+    ``OnsetIConsonant``, ``CodaConsonant``, ``CodaFConsonant``), so that every nonterminal lies in one
+    adapted subtree, as CVI needs (`adapted_regions`): their base distributions over consonants are learned
+    separately rather than shared.
+
+    ``edges=False`` gives the grammar without word-edge variants that cvbayes had before (a word is one to
+    four ``Syllable``; adapted: Colloc, Word, Syllable, Onset, Rhyme, Nucleus, Coda).
 
     Raises
     ------
@@ -67,11 +84,22 @@ def syllable_grammar(vowels, consonants) -> str:
         return '"' + symbol.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
     rules = ["Sentence -> Colloc+", "@Colloc -> Word+"]
-    rules += ["@Word -> " + " ".join(["Syllable"] * n) for n in range(1, 5)]
-    rules += ["@Syllable -> Onset Rhyme", "@Syllable -> Rhyme", "@Onset -> OnsetConsonant+",
-              "@Rhyme -> Nucleus Coda", "@Rhyme -> Nucleus", "@Nucleus -> Vowel+", "@Coda -> CodaConsonant+"]
+    if edges:
+        rules += ["@Word -> SyllableIF"] + ["@Word -> " + " ".join(["SyllableI"] + ["Syllable"] * n + ["SyllableF"])
+                                           for n in range(3)]
+        for syllable, onset, rhyme in (("Syllable", "Onset", "Rhyme"), ("SyllableI", "OnsetI", "Rhyme"),
+                                       ("SyllableF", "Onset", "RhymeF"), ("SyllableIF", "OnsetI", "RhymeF")):
+            rules += [f"{syllable} -> {onset} {rhyme}", f"{syllable} -> {rhyme}"]
+        rules += ["Rhyme -> Nucleus Coda", "Rhyme -> Nucleus", "RhymeF -> Nucleus CodaF", "RhymeF -> Nucleus"]
+        clusters = ("Onset", "OnsetI", "Coda", "CodaF")
+        rules += [f"@{cluster} -> {cluster}Consonant+" for cluster in clusters] + ["@Nucleus -> Vowel+"]
+    else:
+        rules += ["@Word -> " + " ".join(["Syllable"] * n) for n in range(1, 5)]
+        rules += ["@Syllable -> Onset Rhyme", "@Syllable -> Rhyme", "@Onset -> OnsetConsonant+",
+                  "@Rhyme -> Nucleus Coda", "@Rhyme -> Nucleus", "@Nucleus -> Vowel+", "@Coda -> CodaConsonant+"]
+        clusters = ("Onset", "Coda")
     rules += [f"Vowel -> {quoted(v)}" for v in vowels]
-    rules += [f"{place}Consonant -> {quoted(c)}" for place in ("Onset", "Coda") for c in consonants]
+    rules += [f"{cluster}Consonant -> {quoted(c)}" for cluster in clusters for c in consonants]
     return "\n".join(rules) + "\n"
 
 
@@ -110,9 +138,42 @@ class AdaptorGrammarSpec:
                                        f"plain nonterminal ({name} -> Y, Y -> ...)", grammar.path, rule.line)
         if not self.adapted:
             raise GrammarError("no adapted nonterminal (mark one with '@', e.g. '@Word -> Phon+')", grammar.path)
+        for name in self.adapted:
+            cycle = _rewrites_to_itself(grammar, name)
+            if cycle is not None:
+                raise GrammarError(f"adapted {name} rewrites to itself ({' -> '.join(cycle[0])}): the cache of an "
+                                   "adapted nonterminal cannot be part of its own base", grammar.path, cycle[1])
 
     def __repr__(self) -> str:
         return f"AdaptorGrammarSpec({self.grammar!r}, adapted={sorted(self.adapted)})"
+
+
+def _rewrites_to_itself(grammar: Grammar, name: str):
+    """(chain, line): the shortest chain of nonterminals from `name` back to itself through the grammar's
+    rules and the line of `name`'s rule that starts it; None when there is none."""
+    rules = {}
+    for rule in grammar.rules:
+        rules.setdefault(rule.lhs, []).append(rule)
+    # breadth first from name's own rules; way[child] = (parent, the rule of name's that starts the path)
+    way, queue = {}, []
+    for rule in rules.get(name, []):
+        for child in rule.rhs:
+            if isinstance(child, str) and child not in way:
+                way[child] = (name, rule)
+                queue.append(child)
+    for current in queue:
+        if current == name:
+            chain, node = [name], way[name][0]
+            while node != name:
+                chain.insert(0, node)
+                node = way[node][0]
+            return [name] + chain, way[name][1].line
+        for rule in rules.get(current, []):
+            for child in rule.rhs:
+                if isinstance(child, str) and child not in way:
+                    way[child] = (current, way[current][1])
+                    queue.append(child)
+    return None
 
 
 def parse_adaptor_grammar(text: str, path=None) -> AdaptorGrammarSpec:
