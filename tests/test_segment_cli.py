@@ -297,7 +297,7 @@ def test_segment_restarts_and_learned_hyperparameters(files, capsys):
     main(["segment", files["input"], "--iterations", "2", "-o", files["out"], "--json"])
     report = json.loads(capsys.readouterr().out)
     assert report["algorithm"] == "vb" and report["restarts"] == 5 and len(report["restart_objectives"]) == 5
-    assert report["objective"] == max(report["restart_objectives"])
+    assert report["objective"] in report["restart_objectives"]     # the kept restart (AdaptorGrammar.n_init)
     main(["segment", files["input"], "--algorithm", "mcmc", "--iterations", "3", "--discount", "0.3",
           "--estimate-hyperparameters", "-o", files["out"], "--json"])
     report = json.loads(capsys.readouterr().out)

@@ -259,7 +259,7 @@ def run_segment(args):
         raise ValueError("--max-length and --max-substrings must be at least 1")
     restarts = args.restarts if args.restarts is not None else (5 if args.algorithm == "vb" else 1)
     from ..models.adaptor import AdaptorGrammar
-    from ..models.adaptor_mcmc import parse_anneal
+    from ..models.adaptor import parse_anneal
 
     if args.anneal is not None and args.algorithm != "mcmc":
         raise ValueError("--anneal is for --algorithm mcmc (only the sampler has a temperature)")
@@ -270,20 +270,20 @@ def run_segment(args):
     gold = read_gold(args.gold, utterances) if args.gold else None
     phone, word = separators(args, utterances)
     options = {name: value for name, value in (("a", args.discount), ("b", args.concentration),
-                                               ("alpha", args.alpha), ("truncation", args.truncation))
+                                               ("alpha", args.alpha), ("truncation", args.truncation),
+                                               ("n_iter", args.iterations))
                if value is not None}
     model = AdaptorGrammar(_grammar(args, utterances), estimate_hyperparameters=args.estimate_hyperparameters,
-                           anneal=anneal, **options)
+                           anneal=anneal, algorithm=args.algorithm, random_state=args.seed, n_init=restarts,
+                           **options)
     unknown = model.underivable_symbol(utterances)
     if unknown is not None:
         number = unknown[0] + 1
         hint = " (give --vowels to build it over the input's own symbols)" if args.grammar == "colloc-syllable" else ""
         raise CorpusFormatError(f"the symbol {unknown[1]!r} is not a terminal of the grammar {args.grammar}{hint}; "
                                 f"its terminals: {model.terminals_text()}", args.input, number)
-    fit_options = {} if args.iterations is None else {"n_iter": args.iterations}
     started = time.perf_counter()
-    model.fit(utterances, algorithm=args.algorithm, seed=args.seed, progress=not (args.quiet or args.json),
-              n_init=restarts, **fit_options)
+    model.fit(utterances, progress=not (args.quiet or args.json))
     trained = time.perf_counter()
     words = model.segment(utterances)
     segmented = time.perf_counter()

@@ -42,6 +42,7 @@ import numpy as np
 
 from ..files import write_json, write_text
 from ..metrics.segmentation import segmentation_scores
+from .memory import peak_mib, reset_peak
 from .plots import _save, curves, plt
 from .results import plain_json
 
@@ -166,17 +167,19 @@ def run_one(corpus, grammar, algorithm, seed, n_iter, restarts=1, options=None, 
             curve.append({"iteration": iteration + 1, "seconds": sum(r.seconds for r in model.history_),
                           **{f"{name}_f1": getattr(scores, name).f1 for name in SCORES}})
 
-    model = AdaptorGrammar(text or grammar, **(options or {}))
-    started = time.perf_counter()
     # seed k restarts from seeds k R, ..., k R + R - 1: the seeds' runs share no start
-    model.fit(utterances, algorithm=algorithm, n_iter=n_iter, seed=seed * restarts, callback=evaluate,
-              n_init=restarts)
+    model = AdaptorGrammar(text or grammar, algorithm=algorithm, n_iter=n_iter, random_state=seed * restarts,
+                           n_init=restarts, **(options or {}))
+    reset_peak()
+    started = time.perf_counter()
+    model.fit(utterances, callback=evaluate)
     seconds = time.perf_counter() - started - sum(scoring)
+    peak = peak_mib()
     segmented = model.segment(utterances)
     scores = segmentation_scores(segmented, corpus.segments)
     kept = int(np.argmax(model.restart_objectives_))
     return {"grammar": grammar, "algorithm": algorithm, "seed": seed, "iterations": len(model.history_),
-            "restarts": restarts, "seconds": seconds, "objective": model.history_[-1].objective,
+            "restarts": restarts, "seconds": seconds, "peak_mib": peak, "objective": model.history_[-1].objective,
             "restart_objectives": model.restart_objectives_, "scores": scores.as_dict(),
             "lexicon_size": len(model.lexicon_), "curve": list(curves.values())[kept] if curves else [],
             "by_length": scores_by_length(segmented, corpus.segments), "model": model.settings()}
@@ -216,8 +219,9 @@ def table(results, config):
              "held-out set; no hyperparameter was tuned on these scores: the model's defaults, a = 0, b = 1, "
              "unless the algorithm column says otherwise). "
              "Mean ± std over the seeds. Seconds: training (the wall time of fit, the start "
-             "and every restart included, scoring excluded). vb keeps the best of its restarts by the ELBO "
-             "(passes: 'best of R').", "",
+             "and every restart included, scoring excluded); peak MiB: the largest over the seeds of the fit's "
+             "peak resident memory (VmHWM reset before it). 'best of R': the restart kept among R (the model's "
+             "n_init rule).", "",
              f"Published: {PUBLISHED}.", ""]
     for corpus, block in results.items():
         lines += [f"## {corpus}: {block['data']['description']}", "",
@@ -225,18 +229,20 @@ def table(results, config):
                   f"{block['data']['symbols']} symbols.", ""]
         lines += [f"Not run: {note}." for note in block.get("skipped", [])] + ([""] if block.get("skipped") else [])
         lines += [
-                  "| grammar | algorithm | seeds | passes | seconds | token F1 | boundary F1 | lexicon F1 | "
-                  "published token F1 |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+                  "| grammar | algorithm | seeds | passes | seconds | peak MiB | token F1 | boundary F1 | lexicon F1 | "
+                  "published token F1 |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for grammar in config["grammars"]:
             of_grammar = [r for r in block["runs"] if r["grammar"] == grammar]
             for algorithm in _labels(of_grammar, config["algorithms"]):
                 runs = [r for r in of_grammar if _label(r) == algorithm]
                 published = PUBLISHED_TOKEN_F1.get(grammar) if corpus == "brent" else None
                 seconds = _mean_std([r["seconds"] for r in runs], 1, 1)
+                peaks = [r["peak_mib"] for r in runs if r.get("peak_mib") is not None]
+                peak = f"{max(peaks):,.0f}" if peaks else "–"
                 lines.append(
                     f"| {grammar} | {algorithm} | {len(runs)} | {runs[0]['iterations']}"
                     + (f" (best of {runs[0]['restarts']})" if runs[0].get("restarts", 1) > 1 else "")
-                    + f" | {seconds} | "
+                    + f" | {seconds} | {peak} | "
                     + " | ".join(_mean_std([r["scores"][name]["f1"] for r in runs]) for name in SCORES)
                     + f" | {'–' if published is None else f'{100 * published:.0f}'} |")
         lines += [""] + [f"![{corpus} {g} F1 against passes and time](token_f1_by_{axis}_{corpus}_{g}.png)"
@@ -438,7 +444,7 @@ def run_from_command_line(args):
     ``--iterations`` (vb, cvi; default 50), ``--cgs-iterations`` (mcmc sweeps), ``--corpora``, ``--utterances``,
     ``--quick``, ``--out`` (results under OUT/wordseg), ``--seed`` (the first seed: seeds SEED..SEED+N-1)."""
     from ..models.adaptor import AdaptorGrammar
-    from ..models.adaptor_mcmc import parse_anneal
+    from ..models.adaptor import parse_anneal
 
     quick = getattr(args, "quick", False)
     grammars = (args.grammars.split(",") if getattr(args, "grammars", None) else list(GRAMMARS))
