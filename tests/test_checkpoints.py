@@ -1,6 +1,6 @@
 """Checkpoints (cvbayes.checkpoints): a fit stopped after some passes and started again with the same call
 ends bit for bit as an uninterrupted one (fitted arrays and history objectives), for every algorithm of the
-HMM, LDA, the PCFG and the DMV (every model's, on less: test_contract.py); other runs' and damaged
+HMM, LDA, the PCFG and the DMV (every model's, on less: models/test_contract.py); other runs' and damaged
 checkpoints are refused by name; and `cvbayes fit --checkpoint` killed with SIGKILL at random moments,
 inside saves too, resumes to the uninterrupted model."""
 import os

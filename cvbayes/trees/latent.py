@@ -51,7 +51,7 @@ out[n] · S_n / Z, with S_n the product of the scales below and at n, so that
 node posteriors are simply outside · inside and a child's outside is its
 parent's divided by the parent's own s_n. Nothing grows or shrinks with the
 depth of the tree: a flat phrase of 1,500 words, binarised into a chain
-1,500 deep, is exact to 1e-10 (tests/test_latent.py).
+1,500 deep, is exact to 1e-10 (tests/trees/test_latent.py).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ import itertools
 import numpy as np
 import pytest
 
-from brute import guarded_posterior
+from tests.brute import guarded_posterior
 from cvbayes.chains.forward_backward import add_pair_outer, chain_marginals
 from cvbayes.chains.guarded import add_left_guard_pairs, add_right_guard_pairs, guard_end, guard_start
 

@@ -9,7 +9,7 @@ import pytest
 from scipy import integrate, stats as scipy_stats
 from scipy.special import digamma
 
-from brute import unit_paths
+from tests.brute import unit_paths
 from cvbayes import AcousticUnits
 from cvbayes.chains.composite import unit_forward
 from cvbayes.checkpoints import checkpoint_passes
@@ -20,7 +20,7 @@ from cvbayes.models.units import ALGORITHMS, UnitCounts, Utterances, unit_expect
 from cvbayes.models.units_kernels import update_utterance
 from cvbayes.synthetic import sample_acoustic_units
 
-from test_checkpoints import Interrupted, stopping_after
+from tests.test_checkpoints import Interrupted, stopping_after
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from brute_dmv import projective_trees
+from tests.brute_dmv import projective_trees
 from cvbayes.metrics.dependency import (AttachmentScores, attach_left_heads, attach_right_heads,
                                         attachment_scores, directed_accuracy, random_projective_heads,
                                         undirected_accuracy)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from brute_dmv import exact_posterior, projective_trees, tree_counts, tree_log_weight
+from tests.brute_dmv import exact_posterior, projective_trees, tree_counts, tree_log_weight
 from cvbayes.trees.dmv import (CONTINUE, HAS_DEPENDENT, NO_DEPENDENT, STOP, DMVCounts, LocalPosteriors,
                                add_posterior_counts, add_tree_counts, dmv_batch_sample, dmv_buffers,
                                dmv_expected_counts, dmv_inside, dmv_inside_outside, dmv_log_evidence, dmv_parse,

@@ -6,7 +6,7 @@ from collections import Counter
 import numpy as np
 import pytest
 from scipy.special import digamma, gammaln
-from test_trees import CYCLE, MORPHOLOGY, UNARY_NARY, chi_square_p_value, enumerate_trees, exact_posterior, random_weights
+from tests.trees.test_trees import CYCLE, MORPHOLOGY, UNARY_NARY, chi_square_p_value, enumerate_trees, exact_posterior, random_weights
 
 import cvbayes
 from cvbayes import PCFG

@@ -222,7 +222,7 @@ def test_bad_arguments_raise_clear_errors(planted):
 def test_em_decodes_and_scores_new_text_with_unseen_words(tmp_path):
     """EM's MLE gives <unk> probability zero; decoding and scoring give unseen types their posterior mean
     beta / (C_k + W beta) and leave text of training words as the MLE has it."""
-    from brute import best_path, chain_posterior
+    from tests.brute import best_path, chain_posterior
     from cvbayes.data import read_text
 
     (tmp_path / "train.txt").write_text("the cat sat on the mat\na dog ran\nthe dog sat on a cat\n")

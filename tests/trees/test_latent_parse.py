@@ -2,7 +2,7 @@
 Viterbi, the coarse posteriors behind the pruning, and pruning off or tiny = the exact parser."""
 import numpy as np
 import pytest
-from brute_latent import best_annotation, enumerate_annotations, parser_derivations
+from tests.brute_latent import best_annotation, enumerate_annotations, parser_derivations
 
 from cvbayes.data.trees import parse_trees
 from cvbayes.trees.grammar import BINARY, LEXICAL

@@ -4,7 +4,7 @@ import itertools
 import numpy as np
 import pytest
 
-from brute import chain_posterior
+from tests.brute import chain_posterior
 from cvbayes.chains import occupancy
 from cvbayes.core.rules import MEAN
 from cvbayes.models import hdp

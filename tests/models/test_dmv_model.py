@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.special import digamma, gammaln
 
-from brute_dmv import exact_posterior
+from tests.brute_dmv import exact_posterior
 from cvbayes import DMV
 from cvbayes.cli import main
 from cvbayes.core.rules import MEAN, dirichlet_table

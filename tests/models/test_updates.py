@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import cvbayes
-from brute import chain_posterior, collapsed_log_joint, corpus_expectations
+from tests.brute import chain_posterior, collapsed_log_joint, corpus_expectations
 from cvbayes.core import rules
 from cvbayes.core.sampling import seed_numba
 from cvbayes.data import Corpus

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from brute import guarded_posterior
+from tests.brute import guarded_posterior
 from cvbayes import HMM
 from cvbayes.families.ops import CATEGORICAL
 from cvbayes.models.hmm_kernels import subchain_pass, subchain_state, subchain_workspace

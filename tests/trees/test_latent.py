@@ -2,7 +2,7 @@
 import numba
 import numpy as np
 import pytest
-from brute_latent import annotated_nodes, enumerate_annotations, random_tree
+from tests.brute_latent import annotated_nodes, enumerate_annotations, random_tree
 
 from cvbayes.data.trees import Tree
 from cvbayes.trees.latent import (AnnotatedTables, RowLayout, add_posteriors, add_row_totals,

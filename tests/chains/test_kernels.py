@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from brute import best_path, chain_posterior
+from tests.brute import best_path, chain_posterior
 from cvbayes.chains.forward_backward import (fill_rows_from_table, forward_backward, forward_log_z,
                                              mat_vec, vec_mat, viterbi)
 

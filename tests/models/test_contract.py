@@ -215,7 +215,7 @@ def test_scikit_learn_conventions(name):
 
 
 def test_model_files_written_before_the_protocol_load_to_their_predictions():
-    """tests/data/models_before_the_protocol: files the models of commit 5dc04f4 (before they were
+    """tests/models/data/models_before_the_protocol: files the models of commit 5dc04f4 (before they were
     BayesModels) wrote after fitting these tiny data, with what they predicted then (expected.json),
     read by today's ``load``."""
     from cvbayes.data.trees import parse_trees

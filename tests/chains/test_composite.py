@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from brute import unit_paths, unit_posterior
+from tests.brute import unit_paths, unit_posterior
 from cvbayes.chains.composite import (batch_unit_log_evidence, batch_unit_posteriors, batch_unit_sample,
                                       batch_unit_viterbi, unit_forward_backward, unit_viterbi)
 from cvbayes.core.units import equal_token_chunks

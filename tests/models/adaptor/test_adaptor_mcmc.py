@@ -168,7 +168,7 @@ def test_annealing_schedule_falls_geometrically_to_one():
 def test_annealed_steps_target_the_tempered_conditional(temperature):
     """On one utterance (the others' state is then empty) the MH chain at temperature T visits each parse
     with probability proportional to p(parse)^(1/T), p the sequential probability `log_target` (checked
-    against enumeration at T = 1 in tests/test_adaptor.py)."""
+    against enumeration at T = 1 in tests/models/adaptor/test_adaptor.py)."""
     from cvbayes.models.adaptor.sampler import BEGIN, END, SYMBOL, log_target
     model = AdaptorGrammar("unigram", a=0.0, b=1.0, alpha=0.5, algorithm="mcmc", n_iter=0,
                            random_state=3).fit([list("abab")])

@@ -2,7 +2,7 @@
 save/load, and core.rules' rows of different widths."""
 import numpy as np
 import pytest
-from brute_latent import enumerate_annotations, random_tree
+from tests.brute_latent import enumerate_annotations, random_tree
 from scipy.special import digamma, gammaln
 
 from cvbayes import PCFGLA
