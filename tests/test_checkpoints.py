@@ -68,6 +68,7 @@ def hmm_fitted(model):
 
 
 # the eight of thesis ch. 3 (cvi2-sharded's shards do not save their local statistics yet)
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["em", "vb", "cvi1", "cvi2", "cvi3", "cgs", "svi", "scvi"])
 def test_every_hmm_algorithm_resumes_bit_for_bit(tmp_path, algorithm):
     corpus = hmm_corpus()
@@ -184,6 +185,7 @@ def pcfg_fitted(model):
     return arrays
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", list(PCFG_ALGORITHMS))
 def test_every_pcfg_algorithm_resumes_bit_for_bit(tmp_path, algorithm):
     rng = np.random.default_rng(1)
@@ -224,6 +226,7 @@ def wait_for(condition, process, timeout=300.0):
     raise AssertionError("the fit neither trained nor ended in time")
 
 
+@pytest.mark.slow
 def test_cvbayes_fit_killed_at_random_moments_resumes_to_the_uninterrupted_model(tmp_path, capsys):
     from cvbayes.cli import main
 
@@ -306,6 +309,7 @@ def test_cvbayes_fit_killed_at_random_moments_resumes_to_the_uninterrupted_model
               f"{left_by_kills} temporary files left by kills, each removed by the next run; no broken file")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["em", "vb", "cvi", "scvi"])
 def test_every_dmv_algorithm_resumes_bit_for_bit(tmp_path, algorithm):
     from cvbayes.models.dmv import DMV

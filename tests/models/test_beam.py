@@ -361,6 +361,7 @@ def test_emission_draws_have_the_conjugate_posterior_mean():
 # the whole sampler against the exact posterior of tiny data sets
 
 
+@pytest.mark.slow
 def test_categorical_posterior_matches_enumeration():
     """Two sequences (3 + 2 tokens, W = 2): sampled partition frequencies vs the exact posterior.
 
@@ -390,6 +391,7 @@ def test_categorical_posterior_matches_enumeration():
     assert tv(freq, posterior(1.0, 2.0)) > tolerance
 
 
+@pytest.mark.slow
 def test_gaussian_posterior_matches_enumeration():
     """Two sequences of 1-d Gaussian data (2 + 2 tokens), Normal-Gamma prior.
 

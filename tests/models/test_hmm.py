@@ -50,6 +50,7 @@ def best_of_restarts(make_model, corpus, algorithm):
     return max(fitted, key=lambda model: model.score(held_out))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_every_algorithm_recovers_planted_categorical_states(planted, algorithm):
     _, corpus = planted

@@ -117,6 +117,7 @@ def test_one_vb_update_matches_enumeration(case):
     np.testing.assert_allclose(model._rows.table("vb", start_counts), table, rtol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_one_cvi_pass_matches_enumeration(case):
     alpha = 0.3
@@ -342,6 +343,7 @@ MH_CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(MH_CASES))
 def test_mh_samples_the_exact_collapsed_posterior(case):
     options, sentences, alpha = MH_CASES[case]

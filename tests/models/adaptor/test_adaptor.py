@@ -141,6 +141,7 @@ def test_grammar_errors_name_the_line(text, line):
 
 
 # ------------------------------------------------------------------ chart
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["unigram", "colloc", SYLLABLE, SYLLABLE_EDGES])
 def test_chart_matches_enumeration_of_parses(name):
     model = AdaptorGrammar(name)
@@ -188,6 +189,7 @@ def test_sampled_trees_have_the_statistics_and_frequencies_of_enumerated_parses(
     assert tv < 0.04, tv
 
 
+@pytest.mark.slow
 def test_sampled_start_adds_every_utterance_once():
     """After CVI's sampled start the counts are the sum of the units' local statistics (one tree each, times
     the copies of the utterance type)."""
@@ -301,6 +303,7 @@ def _left_out(model, u):
     return stats, top
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, a, b, mode", [("unigram", 0.0, 1.0, "first-order"), ("unigram", 0.0, 1.0, "zero-exact"),
                                               ("unigram", 0.4, 2.0, "zero-exact"), ("unigram", 0.4, 2.0, "second-order"),
                                               ("colloc", 0.3, 1.5, "zero-exact"), ("colloc", 0.3, 1.5, "first-order"),
