@@ -15,8 +15,10 @@ pass (VB, online VB, SCVB0) are built with the NumPy rules by the caller and pas
   counts frozen for a pass.
 * `scvb0_minibatch`: SCVB0's per-document work on a minibatch (Foulds et al. 2013), ``prange`` over
   documents.
-* `gibbs_document`: the collapsed Gibbs sampler's draws for a document's tokens (Griffiths and
-  Steyvers 2004), for `cvbayes.schedules.gibbs`.
+* `sparse_document`: the collapsed Gibbs sampler's draws for a document's tokens (Griffiths and
+  Steyvers 2004) with SparseLDA's buckets (Yao, Mimno and McCallum 2009), for `cvbayes.schedules.gibbs`;
+  `gibbs_sweep` runs it over every document (exact), `partitioned_gibbs_sweep` on partitions of the
+  documents and the vocabulary in parallel (Yan, Xu and Qi 2009).
 """
 import math
 
@@ -24,7 +26,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..core.rules import log_geometric_cell, mean_cell
-from ..core.sampling import draw
+from ..core.sampling import uniform, unit_generator
 from ..core.units import first_bad
 from ..schedules.collapsed import leave_one_out
 from ..schedules.sampling import gibbs
@@ -361,7 +363,7 @@ def scvb0_minibatch(doc_start, entry_word, entry_count, table, alpha, burn_in, l
             log_z[d] = total
 
 
-# -- collapsed Gibbs -----------------------------------------------------------------------------
+# -- collapsed Gibbs: SparseLDA's buckets, documents and vocabulary partitioned for threads ------
 
 
 @njit(cache=True)
@@ -376,152 +378,257 @@ def topic_normaliser(topic_count, eta_total):
 
 
 @njit(cache=True)
-def gibbs_document(state, d, power):
-    """Redraw the topic of each token of document d in turn from p(z_i = k | rest) ∝ (n_dk + alpha_k)
-    MEAN(n_wk; eta)_k over the counts without token i (Griffiths and Steyvers 2004, eq. 5), with
-    `core.sampling.draw`.
+def word_lists(token_word, assignment, n_words, n_topics):
+    """Each word's topics of nonzero count as (topic, count) pairs: word w's are the rows
+    ``list_start[w] .. list_start[w] + list_length[w] - 1`` of ``pairs`` (n, 2) int32, with room for
+    min(K, frequency of w) of them.  Returns (pairs, list_start, list_length)."""
+    frequency = np.zeros(n_words, dtype=np.int64)
+    for i in range(token_word.shape[0]):
+        frequency[token_word[i]] += 1
+    list_start = np.zeros(n_words + 1, dtype=np.int64)
+    for w in range(n_words):
+        list_start[w + 1] = list_start[w] + min(frequency[w], n_topics)
+    pairs = np.zeros((list_start[n_words], 2), dtype=np.int32)
+    list_length = np.zeros(n_words, dtype=np.int32)
+    for i in range(token_word.shape[0]):
+        _list_add(pairs, list_start[token_word[i]], list_length, token_word[i], assignment[i])
+    return pairs, list_start, list_length
 
-    The Gibbs schedule's site is the document: its tokens are still redrawn one at a time (a systematic
-    scan), and a call per document instead of per token saves the call's cost (about 100 ns a token).
+
+@njit(cache=True)
+def _list_add(pairs, first, list_length, w, k):
+    """One more token of word w on topic k: its pair's count + 1, or the pair (k, 1) in the first
+    pair of count 0 (left by `sparse_document`) or at the end."""
+    free = -1
+    for j in range(first, first + list_length[w]):
+        if pairs[j, 0] == k:
+            pairs[j, 1] += 1
+            return
+        if free < 0 and pairs[j, 1] == 0:
+            free = j
+    if free < 0:
+        free = first + list_length[w]
+        list_length[w] += 1
+    pairs[free, 0] = k
+    pairs[free, 1] = 1
+
+
+@njit(cache=True)
+def compact_word_lists(pairs, list_start, list_length):
+    """Drop the pairs of count 0, heaviest first: the sampler leaves a word's emptied topics in its
+    list during a sweep (dropping one would cost a search) and a heavy topic early ends the word
+    bucket's search sooner."""
+    for w in range(list_length.shape[0]):
+        first = list_start[w]
+        kept = 0
+        for j in range(first, first + list_length[w]):
+            if pairs[j, 1] > 0:
+                topic, count = pairs[j, 0], pairs[j, 1]
+                at = first + kept
+                while at > first and pairs[at - 1, 1] < count:  # insertion sort, heaviest first
+                    pairs[at, 0], pairs[at, 1] = pairs[at - 1, 0], pairs[at - 1, 1]
+                    at -= 1
+                pairs[at, 0], pairs[at, 1] = topic, count
+                kept += 1
+        list_length[w] = kept
+
+
+@njit(cache=True)
+def word_topic_counts(pairs, list_start, list_length, n_topics):
+    """The dense (W, K) topic-word counts from the word lists."""
+    out = np.zeros((list_length.shape[0], n_topics), dtype=np.int32)
+    for w in range(list_length.shape[0]):
+        for j in range(list_start[w], list_start[w] + list_length[w]):
+            out[w, pairs[j, 0]] += pairs[j, 1]
+    return out
+
+
+@njit(cache=True)
+def _move(d, k, step, doc_topic, topic, normaliser, alpha, eta, eta_total, coefficient, masses):
+    """n_dk and n_k += step, and what depends on them: k's normaliser and word-bucket coefficient
+    (n_dk + alpha_k) / (n_k + W eta), the smoothing mass masses[0] = sum alpha_k eta / (n_k + W eta)
+    and the document mass masses[1] = sum n_dk eta / (n_k + W eta) (Yao et al. 2009, eq. 2)."""
+    old_count = doc_topic[d, k]
+    old_normaliser = normaliser[k]
+    doc_topic[d, k] = old_count + step
+    topic[k] += step
+    new_normaliser = topic_normaliser(np.float64(topic[k]), eta_total)
+    normaliser[k] = new_normaliser
+    masses[0] += alpha[k] * eta * (new_normaliser - old_normaliser)
+    masses[1] += eta * ((old_count + step) * new_normaliser - old_count * old_normaliser)
+    coefficient[k] = (old_count + step + alpha[k]) * new_normaliser
+
+
+@njit(cache=True)
+def sparse_document(state, d, power):
+    """Redraw the topics of document d's tokens in ``first[d] .. stop[d] - 1`` in turn from
+    p(z_i = k | rest) ∝ (n_dk + alpha_k) MEAN(n_wk; eta)_k over the counts without token i (Griffiths
+    and Steyvers 2004, eq. 5), split as SparseLDA does (Yao, Mimno and McCallum 2009, eq. 2) into
+    alpha_k eta / (n_k + W eta) (smoothing), n_dk eta / (n_k + W eta) (document) and
+    (n_dk + alpha_k) n_wk / (n_k + W eta) (word): the first two masses are kept up to date as counts
+    move, the third summed over the word's list of nonzero topics, so that a token costs the word's
+    topics (3 to 8 on the benchmark's corpora once the chain has settled) rather than K.  A bucket is
+    picked by its mass, then a topic inside it.  Exact: every draw is from the full conditional.
+
+    The document's tokens are grouped by word, so a word's list stays in cache over its repeats.
+    Draws come from the block's own generator (``generator``, `core.sampling.uniform`).  LDA does
+    not anneal: ``power`` (the `schedules.gibbs` signature's) is 1.
     """
-    token_word, token_start, assignment, doc_topic, word_topic, topic, normaliser, alpha, eta, eta_total, weights = state
-    n_topics = weights.shape[0]
-    for i in range(token_start[d], token_start[d + 1]):
-        w = token_word[i]
-        z = assignment[i]
-        doc_topic[d, z] -= 1
-        word_topic[w, z] -= 1
-        topic[z] -= 1
-        normaliser[z] = topic_normaliser(np.float64(topic[z]), eta_total)
-        for k in range(n_topics):
-            weights[k] = (doc_topic[d, k] + alpha[k]) * (word_topic[w, k] + eta) * normaliser[k]
-        z = draw(weights, n_topics, power)
-        assignment[i] = z
-        doc_topic[d, z] += 1
-        word_topic[w, z] += 1
-        topic[z] += 1
-        normaliser[z] = topic_normaliser(np.float64(topic[z]), eta_total)
-    return True
-
-
-@njit(cache=True)
-def gibbs_pass(state, order, power):
-    """One Gibbs sweep over the documents in ``order`` (the cached entry point of `gibbs`)."""
-    return gibbs(gibbs_document, state, order, power)
-
-
-# -- collapsed Gibbs with SparseLDA's buckets -----------------------------------------------------
-
-
-@njit(cache=True)
-def build_topic_lists(word_topic, start, topics, length, position):
-    """Each word's topics of nonzero count, as SparseLDA keeps them (Yao, Mimno and McCallum 2009):
-    word w's list is topics[start[w] : start[w] + length[w]], and position[w, k] is k's index in it
-    (-1 when n_wk = 0).  Unsorted: a topic joins at the end and leaves by swapping with the last."""
-    for w in range(word_topic.shape[0]):
-        length[w] = 0
-        for k in range(word_topic.shape[1]):
-            position[w, k] = -1
-            if word_topic[w, k] > 0:
-                topics[start[w] + length[w]] = k
-                position[w, k] = length[w]
-                length[w] += 1
-
-
-@njit(cache=True)
-def _list_add(topics, start, length, position, row, k):
-    position[row, k] = length[row]
-    topics[start[row] + length[row]] = k
-    length[row] += 1
-
-
-@njit(cache=True)
-def _list_remove(topics, start, length, position, row, k):
-    at = position[row, k]
-    last = topics[start[row] + length[row] - 1]
-    topics[start[row] + at] = last
-    position[row, last] = at
-    position[row, k] = -1
-    length[row] -= 1
-
-
-@njit(cache=True)
-def gibbs_document_sparse(state, d, power):
-    """`gibbs_document` with SparseLDA's three buckets (Yao, Mimno and McCallum 2009): the weight of
-    topic k, (n_dk + alpha_k)(n_wk + eta) / (n_k + W eta), splits into alpha_k eta / (.) (smoothing,
-    its total kept up to date), n_dk eta / (.) (the document's topics) and (n_dk + alpha_k) n_wk / (.)
-    (the word's topics, from its list of nonzero counts); a bucket is drawn by its mass, then a topic
-    inside it, both with `core.sampling.draw`.  A token costs the word's and the document's nonzero
-    topics instead of K.  Exact for ``power`` = 1 (the buckets do not temper); other powers fall back
-    to the dense draw."""
-    (token_word, token_start, assignment, doc_topic, word_topic, topic, normaliser, alpha, eta, eta_total, weights,
-     word_topics, word_start, word_length, word_position, coefficient, masses, doc_topics, doc_start, doc_length,
-     doc_position) = state
-    if power != 1.0:
-        return gibbs_document(state[:11], d, power)
-    n_topics = weights.shape[0]
-    # the document's nonzero topics: one list (row 0 of the doc_* arrays), rebuilt per document
-    doc_length[0] = 0
-    smoothing = 0.0
-    in_document = 0.0
+    (token_word, assignment, first, stop, doc_topic, topic, normaliser, pairs, list_start, list_length, alpha,
+     eta, eta_total, coefficient, cumulative, masses, generator) = state
+    n_topics = topic.shape[0]
+    if first[d] == stop[d]:
+        return True
+    masses[0] = 0.0
+    masses[1] = 0.0
     for k in range(n_topics):
-        doc_position[0, k] = -1
-        if doc_topic[d, k] > 0:
-            _list_add(doc_topics, doc_start, doc_length, doc_position, 0, k)
-            in_document += doc_topic[d, k] * eta * normaliser[k]
-        smoothing += alpha[k] * eta * normaliser[k]
+        masses[0] += alpha[k] * eta * normaliser[k]
+        masses[1] += eta * doc_topic[d, k] * normaliser[k]
         coefficient[k] = (doc_topic[d, k] + alpha[k]) * normaliser[k]
-    for i in range(token_start[d], token_start[d + 1]):
+    for i in range(first[d], stop[d]):
         w = token_word[i]
         z = assignment[i]
-        for sign in (-1, 1):
-            if sign == 1:
-                # draw: the word bucket's weights first (they decide most draws)
-                in_word = 0.0
-                first = word_start[w]
-                for j in range(word_length[w]):
-                    k = word_topics[first + j]
-                    weights[j] = coefficient[k] * word_topic[w, k]
-                    in_word += weights[j]
-                masses[0] = smoothing
-                masses[1] = in_document
-                masses[2] = in_word
-                bucket = draw(masses, 3, 1.0)
-                if bucket == 2:
-                    z = word_topics[first + draw(weights, word_length[w], 1.0)]
-                elif bucket == 1:
-                    for j in range(doc_length[0]):
-                        k = doc_topics[j]
-                        weights[j] = doc_topic[d, k] * eta * normaliser[k]
-                    z = doc_topics[draw(weights, doc_length[0], 1.0)]
-                else:
-                    for k in range(n_topics):
-                        weights[k] = alpha[k] * eta * normaliser[k]
-                    z = draw(weights, n_topics, 1.0)
-                assignment[i] = z
-            old_normaliser = normaliser[z]
-            old_doc = doc_topic[d, z]
-            doc_topic[d, z] += sign
-            word_topic[w, z] += sign
-            topic[z] += sign
-            normaliser[z] = topic_normaliser(np.float64(topic[z]), eta_total)
-            smoothing += alpha[z] * eta * (normaliser[z] - old_normaliser)
-            in_document += eta * (doc_topic[d, z] * normaliser[z] - old_doc * old_normaliser)
-            coefficient[z] = (doc_topic[d, z] + alpha[z]) * normaliser[z]
-            if sign == -1:
-                if doc_topic[d, z] == 0:
-                    _list_remove(doc_topics, doc_start, doc_length, doc_position, 0, z)
-                if word_topic[w, z] == 0:
-                    _list_remove(word_topics, word_start, word_length, word_position, w, z)
-            else:
-                if doc_topic[d, z] == 1:
-                    _list_add(doc_topics, doc_start, doc_length, doc_position, 0, z)
-                if word_topic[w, z] == 1:
-                    _list_add(word_topics, word_start, word_length, word_position, w, z)
+        _move(d, z, -1, doc_topic, topic, normaliser, alpha, eta, eta_total, coefficient, masses)
+        # the word bucket, taking the token out of its word's list on the way (a pair emptied stays,
+        # weighing nothing, until `compact_word_lists`)
+        row = list_start[w]
+        n_pairs = list_length[w]
+        in_word = 0.0
+        for j in range(n_pairs):
+            k = pairs[row + j, 0]
+            count = pairs[row + j, 1] - (k == z)
+            pairs[row + j, 1] = count
+            in_word += coefficient[k] * count
+            cumulative[j] = in_word
+        u = uniform(generator) * (in_word + masses[1] + masses[0])
+        if u < in_word:
+            j = 0
+            while j < n_pairs - 1 and cumulative[j] <= u:
+                j += 1
+            z = pairs[row + j, 0]
+            pairs[row + j, 1] += 1
+        else:
+            u -= in_word
+            if u < masses[1]:  # the document bucket: topics with n_dk > 0
+                for k in range(n_topics):
+                    if doc_topic[d, k] > 0:
+                        z = k
+                        u -= eta * doc_topic[d, k] * normaliser[k]
+                        if u < 0.0:
+                            break
+            else:  # smoothing
+                u -= masses[1]
+                for k in range(n_topics):
+                    z = k
+                    u -= alpha[k] * eta * normaliser[k]
+                    if u < 0.0:
+                        break
+            _list_add(pairs, row, list_length, w, z)
+        assignment[i] = z
+        _move(d, z, 1, doc_topic, topic, normaliser, alpha, eta, eta_total, coefficient, masses)
     return True
 
 
 @njit(cache=True)
-def gibbs_pass_sparse(state, order, power):
-    """One sweep of `gibbs_document_sparse` over the documents in ``order`` (`gibbs`)."""
-    return gibbs(gibbs_document_sparse, state, order, power)
+def _sample_block(token_word, assignment, first, stop, doc_topic, topic, normaliser, pairs, list_start,
+                  list_length, alpha, eta, eta_total, doc_from, doc_to, generator):
+    """`sparse_document` over documents doc_from .. doc_to - 1, each on its tokens first[d] .. stop[d] - 1."""
+    n_topics = topic.shape[0]
+    state = (token_word, assignment, first, stop, doc_topic, topic, normaliser, pairs, list_start, list_length,
+             alpha, eta, eta_total, np.empty(n_topics), np.empty(n_topics), np.empty(2), generator)
+    gibbs(sparse_document, state, np.arange(doc_from, doc_to), 1.0)
+
+
+@njit(cache=True)
+def gibbs_sweep(token_word, assignment, token_start, doc_topic, topic, normaliser, pairs, list_start, list_length,
+                alpha, eta, eta_total, seed, sweep):
+    """One sweep of the exact collapsed Gibbs sampler, `sparse_document` over every document in turn,
+    drawing from a generator seeded by (seed, sweep): a sweep resumes without a saved generator."""
+    compact_word_lists(pairs, list_start, list_length)
+    _sample_block(token_word, assignment, token_start[:-1], token_start[1:], doc_topic, topic, normaliser, pairs,
+                  list_start, list_length, alpha, eta, eta_total, 0, token_start.shape[0] - 1,
+                  unit_generator(seed, sweep))
+
+
+@njit(parallel=True, cache=True)
+def partitioned_gibbs_sweep(token_word, assignment, doc_topic, topic, normaliser, pairs, list_start, list_length,
+                            alpha, eta, eta_total, doc_parts, word_offsets, seed, sweep):
+    """One sweep of the partitioned parallel sampler of Yan, Xu and Qi (2009) (tomotopy's default) with
+    `sparse_document`, on P = len(doc_parts) - 1 partitions.
+
+    Documents are cut into P parts (``doc_parts``) and the vocabulary into P parts (a document's tokens
+    of vocabulary part q are ``word_offsets[q, d] .. word_offsets[q + 1, d] - 1``), both of equal
+    tokens; in step s = 0 .. P - 1 thread p samples the block (documents p, words (p + s) mod P), so no
+    two threads share a document's counts or a word's, and each keeps its own copy of the topic totals
+    n_k, merged after the step.  The one approximation: within a step a thread's draws do not see the
+    other threads' changes to n_k.  P = 1 is `gibbs_sweep`.
+
+    Block (step s, part p) of sweep t draws from its own generator seeded by (seed, (t P + s) P + p):
+    a sweep depends on P and the seed, never on the number of threads.
+    """
+    n_parts = doc_parts.shape[0] - 1
+    n_topics = topic.shape[0]
+    compact_word_lists(pairs, list_start, list_length)
+    local_topic = np.empty((n_parts, n_topics), dtype=topic.dtype)
+    local_normaliser = np.empty((n_parts, n_topics))
+    for step in range(n_parts):
+        # copied element by element before the parallel loop: numba 0.68 rewrote a row assigned inside
+        # it (local[part] = normaliser) into the shared array itself, and the threads raced on it
+        for part in range(n_parts):
+            for k in range(n_topics):
+                local_topic[part, k] = topic[k]
+                local_normaliser[part, k] = normaliser[k]
+        for part in prange(n_parts):
+            words = (part + step) % n_parts
+            _sample_block(token_word, assignment, word_offsets[words], word_offsets[words + 1], doc_topic,
+                          local_topic[part], local_normaliser[part], pairs, list_start, list_length, alpha, eta,
+                          eta_total, doc_parts[part], doc_parts[part + 1],
+                          unit_generator(seed, (sweep * n_parts + step) * n_parts + part))
+        for k in range(n_topics):
+            total = topic[k]
+            for part in range(n_parts):
+                total += local_topic[part, k] - topic[k]
+            topic[k] = total
+            normaliser[k] = topic_normaliser(np.float64(total), eta_total)
+
+
+@njit(cache=True)
+def partition_offsets(token_word, token_start, word_bounds):
+    """(P + 1, D): where each document's tokens of vocabulary part q (words word_bounds[q] ..
+    word_bounds[q + 1] - 1) start; a document's tokens are sorted by word."""
+    n_parts = word_bounds.shape[0] - 1
+    n_documents = token_start.shape[0] - 1
+    offsets = np.empty((n_parts + 1, n_documents), dtype=np.int64)
+    for d in range(n_documents):
+        i = token_start[d]
+        for q in range(n_parts):
+            while i < token_start[d + 1] and token_word[i] < word_bounds[q]:
+                i += 1
+            offsets[q, d] = i
+        offsets[n_parts, d] = token_start[d + 1]
+    return offsets
+
+
+@njit(cache=True)
+def gibbs_log_joint(doc_topic, doc_length, topic, pairs, list_start, list_length, alpha, eta, n_words):
+    """log p(w, z | alpha, eta) = sum_d log DirMult(n_d. | alpha) + sum_k log DirMult(n_.k | eta)
+    (Griffiths and Steyvers 2004, eq. 2-3; `core.rules.dirichlet_log_marginal` of both count tables),
+    with log Gamma taken only at nonzero counts (the others add nothing)."""
+    alpha_total = 0.0
+    for k in range(alpha.shape[0]):
+        alpha_total += alpha[k]
+    total = 0.0
+    for d in range(doc_topic.shape[0]):
+        total += math.lgamma(alpha_total) - math.lgamma(alpha_total + doc_length[d])
+        for k in range(doc_topic.shape[1]):
+            if doc_topic[d, k] > 0:
+                total += math.lgamma(doc_topic[d, k] + alpha[k]) - math.lgamma(alpha[k])
+    eta_total = n_words * eta
+    for k in range(topic.shape[0]):
+        total += math.lgamma(eta_total) - math.lgamma(eta_total + topic[k])
+    lgamma_eta = math.lgamma(eta)
+    for w in range(list_length.shape[0]):
+        for j in range(list_start[w], list_start[w] + list_length[w]):
+            if pairs[j, 1] > 0:
+                total += math.lgamma(pairs[j, 1] + eta) - lgamma_eta
+    return total
