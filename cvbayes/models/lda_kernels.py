@@ -26,7 +26,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..core.rules import log_geometric_cell, mean_cell
-from ..core.sampling import uniform, unit_generator
+from ..core.sampling import next_uniform, unit_generator
 from ..core.units import first_bad
 from ..schedules.collapsed import leave_one_out
 from ..schedules.sampling import gibbs
@@ -444,19 +444,16 @@ def word_topic_counts(pairs, list_start, list_length, n_topics):
 
 
 @njit(cache=True)
-def _move(d, k, step, doc_topic, topic, normaliser, alpha, eta, eta_total, coefficient, masses):
-    """n_dk and n_k += step, and what depends on them: k's normaliser and word-bucket coefficient
-    (n_dk + alpha_k) / (n_k + W eta), the smoothing mass masses[0] = sum alpha_k eta / (n_k + W eta)
-    and the document mass masses[1] = sum n_dk eta / (n_k + W eta) (Yao et al. 2009, eq. 2)."""
-    old_count = doc_topic[d, k]
-    old_normaliser = normaliser[k]
-    doc_topic[d, k] = old_count + step
-    topic[k] += step
-    new_normaliser = topic_normaliser(np.float64(topic[k]), eta_total)
-    normaliser[k] = new_normaliser
-    masses[0] += alpha[k] * eta * (new_normaliser - old_normaliser)
-    masses[1] += eta * ((old_count + step) * new_normaliser - old_count * old_normaliser)
-    coefficient[k] = (old_count + step + alpha[k]) * new_normaliser
+def _moved(old_count, step, topic_count, old_normaliser, alpha_k, eta, eta_total, smoothing, in_document):
+    """After n_dk (was ``old_count``) and n_k (now ``topic_count``) moved by ``step``: topic k's
+    normaliser and word-bucket coefficient (n_dk + alpha_k) / (n_k + W eta), and the smoothing mass
+    sum alpha_k eta / (n_k + W eta) and document mass sum n_dk eta / (n_k + W eta) (Yao et al. 2009,
+    eq. 2) updated from their old values.  Scalars only: a call with arrays would pay numba's
+    reference counts on every token."""
+    normaliser = topic_normaliser(np.float64(topic_count), eta_total)
+    count = old_count + step
+    return (normaliser, (count + alpha_k) * normaliser, smoothing + alpha_k * eta * (normaliser - old_normaliser),
+            in_document + eta * (count * normaliser - old_count * old_normaliser))
 
 
 @njit(cache=True)
@@ -471,24 +468,27 @@ def sparse_document(state, d, power):
     picked by its mass, then a topic inside it.  Exact: every draw is from the full conditional.
 
     The document's tokens are grouped by word, so a word's list stays in cache over its repeats.
-    Draws come from the block's own generator (``generator``, `core.sampling.uniform`).  LDA does
-    not anneal: ``power`` (the `schedules.gibbs` signature's) is 1.
+    Draws come from the block's own xorshift generator (``generator``, `core.sampling.next_uniform`).
+    LDA does not anneal: ``power`` (the `schedules.gibbs` signature's) is 1.
     """
     (token_word, assignment, first, stop, doc_topic, topic, normaliser, pairs, list_start, list_length, alpha,
-     eta, eta_total, coefficient, cumulative, masses, generator) = state
+     eta, eta_total, coefficient, cumulative, generator) = state
     n_topics = topic.shape[0]
-    if first[d] == stop[d]:
-        return True
-    masses[0] = 0.0
-    masses[1] = 0.0
+    smoothing = 0.0
+    in_document = 0.0
     for k in range(n_topics):
-        masses[0] += alpha[k] * eta * normaliser[k]
-        masses[1] += eta * doc_topic[d, k] * normaliser[k]
+        smoothing += alpha[k] * eta * normaliser[k]
+        in_document += eta * doc_topic[d, k] * normaliser[k]
         coefficient[k] = (doc_topic[d, k] + alpha[k]) * normaliser[k]
+    x = generator[0]
     for i in range(first[d], stop[d]):
         w = token_word[i]
         z = assignment[i]
-        _move(d, z, -1, doc_topic, topic, normaliser, alpha, eta, eta_total, coefficient, masses)
+        old_count, old_normaliser = doc_topic[d, z], normaliser[z]
+        doc_topic[d, z] -= 1
+        topic[z] -= 1
+        normaliser[z], coefficient[z], smoothing, in_document = _moved(
+            old_count, -1, topic[z], old_normaliser, alpha[z], eta, eta_total, smoothing, in_document)
         # the word bucket, taking the token out of its word's list on the way (a pair emptied stays,
         # weighing nothing, until `compact_word_lists`)
         row = list_start[w]
@@ -500,7 +500,8 @@ def sparse_document(state, d, power):
             pairs[row + j, 1] = count
             in_word += coefficient[k] * count
             cumulative[j] = in_word
-        u = uniform(generator) * (in_word + masses[1] + masses[0])
+        x, u = next_uniform(x)
+        u *= in_word + in_document + smoothing
         if u < in_word:
             j = 0
             while j < n_pairs - 1 and cumulative[j] <= u:
@@ -509,7 +510,7 @@ def sparse_document(state, d, power):
             pairs[row + j, 1] += 1
         else:
             u -= in_word
-            if u < masses[1]:  # the document bucket: topics with n_dk > 0
+            if u < in_document:  # the document bucket: topics with n_dk > 0
                 for k in range(n_topics):
                     if doc_topic[d, k] > 0:
                         z = k
@@ -517,7 +518,7 @@ def sparse_document(state, d, power):
                         if u < 0.0:
                             break
             else:  # smoothing
-                u -= masses[1]
+                u -= in_document
                 for k in range(n_topics):
                     z = k
                     u -= alpha[k] * eta * normaliser[k]
@@ -525,7 +526,12 @@ def sparse_document(state, d, power):
                         break
             _list_add(pairs, row, list_length, w, z)
         assignment[i] = z
-        _move(d, z, 1, doc_topic, topic, normaliser, alpha, eta, eta_total, coefficient, masses)
+        old_count, old_normaliser = doc_topic[d, z], normaliser[z]
+        doc_topic[d, z] += 1
+        topic[z] += 1
+        normaliser[z], coefficient[z], smoothing, in_document = _moved(
+            old_count, 1, topic[z], old_normaliser, alpha[z], eta, eta_total, smoothing, in_document)
+    generator[0] = x
     return True
 
 
@@ -535,7 +541,7 @@ def _sample_block(token_word, assignment, first, stop, doc_topic, topic, normali
     """`sparse_document` over documents doc_from .. doc_to - 1, each on its tokens first[d] .. stop[d] - 1."""
     n_topics = topic.shape[0]
     state = (token_word, assignment, first, stop, doc_topic, topic, normaliser, pairs, list_start, list_length,
-             alpha, eta, eta_total, np.empty(n_topics), np.empty(n_topics), np.empty(2), generator)
+             alpha, eta, eta_total, np.empty(n_topics), np.empty(n_topics), generator)
     gibbs(sparse_document, state, np.arange(doc_from, doc_to), 1.0)
 
 
