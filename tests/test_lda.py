@@ -246,8 +246,10 @@ def test_partitioned_gibbs_is_the_sampler_on_one_partition_and_keeps_the_counts_
     X, _ = planted(n_docs=40, n_topics=4, seed=9)
     documents = Documents(X)
 
+    alpha = np.array([0.2, 0.3, 0.4, 0.5])  # asymmetric: the log joint's other branch
+
     def run(n_jobs, n_sweeps=5, threads=None):
-        sampler = GibbsLDA(documents, 4, np.full(4, 0.3), 0.1, np.random.default_rng(4), n_jobs=n_jobs)
+        sampler = GibbsLDA(documents, 4, alpha.copy(), 0.1, np.random.default_rng(4), n_jobs=n_jobs)
         shared = (sampler.doc_topic, sampler.topic, sampler.normaliser, sampler.pairs, sampler.list_start,
                   sampler.list_length, sampler.alpha, sampler.eta, sampler.eta_total)
         previous = numba.get_num_threads()
@@ -260,7 +262,7 @@ def test_partitioned_gibbs_is_the_sampler_on_one_partition_and_keeps_the_counts_
             numba.set_num_threads(previous)
         return sampler
 
-    exact = GibbsLDA(documents, 4, np.full(4, 0.3), 0.1, np.random.default_rng(4))
+    exact = GibbsLDA(documents, 4, alpha.copy(), 0.1, np.random.default_rng(4))
     for sweep in range(5):
         exact.sweep(sweep)
     assert np.array_equal(run(1).assignment, exact.assignment)

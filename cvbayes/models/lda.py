@@ -377,11 +377,13 @@ class GibbsLDA:
         self.eta = float(eta)
         self.eta_total = float(documents.n_words * eta)
         self.normaliser = np.array([kernels.topic_normaliser(float(count), self.eta_total) for count in self.topic])
+        frequency = np.bincount(self.token_word, minlength=documents.n_words)
+        self.eta_terms = kernels.log_gamma_ratios(self.eta, int(frequency.max(initial=0)))
         self.token_start = np.concatenate([[0], np.cumsum(documents.doc_length)]).astype(np.int64)
-        word_start = np.concatenate([[0], np.cumsum(np.bincount(self.token_word, minlength=documents.n_words))])
         self.doc_parts = equal_token_chunks(self.token_start, n_jobs)
         self.word_offsets = kernels.partition_offsets(self.token_word, self.token_start,
-                                                      equal_token_chunks(word_start, n_jobs))
+                                                      equal_token_chunks(np.concatenate([[0], np.cumsum(frequency)]),
+                                                                         n_jobs))
 
     def checkpointed(self):
         """The arrays a sweep changes (the lists' order too: the draws depend on it), and the seed."""
@@ -403,7 +405,7 @@ class GibbsLDA:
         """log p(w, z | alpha, eta) (Griffiths and Steyvers 2004, eq. 2-3)."""
         return kernels.gibbs_log_joint(self.doc_topic, self.documents.doc_length, self.topic, self.pairs,
                                        self.list_start, self.list_length, self.alpha, self.eta,
-                                       self.documents.n_words)
+                                       self.documents.n_words, self.eta_terms)
 
     @property
     def word_topic(self):

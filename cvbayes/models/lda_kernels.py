@@ -624,25 +624,43 @@ def partition_offsets(token_word, token_start, word_bounds):
 
 
 @njit(cache=True)
-def gibbs_log_joint(doc_topic, doc_length, topic, pairs, list_start, list_length, alpha, eta, n_words):
+def log_gamma_ratios(prior, largest):
+    """lgamma(n + prior) - lgamma(prior) for n = 0 .. largest: a count's term of a Dirichlet-multinomial."""
+    out = np.empty(largest + 1)
+    base = math.lgamma(prior)
+    for n in range(largest + 1):
+        out[n] = math.lgamma(n + prior) - base
+    return out
+
+
+@njit(cache=True)
+def gibbs_log_joint(doc_topic, doc_length, topic, pairs, list_start, list_length, alpha, eta, n_words, eta_terms):
     """log p(w, z | alpha, eta) = sum_d log DirMult(n_d. | alpha) + sum_k log DirMult(n_.k | eta)
     (Griffiths and Steyvers 2004, eq. 2-3; `core.rules.dirichlet_log_marginal` of both count tables),
-    with log Gamma taken only at nonzero counts (the others add nothing)."""
+    with log Gamma taken only at nonzero counts (the others add nothing) and looked up in tables:
+    ``eta_terms`` = `log_gamma_ratios` (eta, the largest word frequency), and alpha's when alpha is
+    symmetric (then computed here, as alpha may have been learnt)."""
+    n_topics = alpha.shape[0]
     alpha_total = 0.0
-    for k in range(alpha.shape[0]):
+    symmetric = True
+    for k in range(n_topics):
         alpha_total += alpha[k]
+        symmetric = symmetric and alpha[k] == alpha[0]
+    longest = 0
+    for d in range(doc_length.shape[0]):
+        longest = max(longest, int(doc_length[d]))
+    alpha_terms = log_gamma_ratios(alpha[0], longest if symmetric else 0)
     total = 0.0
     for d in range(doc_topic.shape[0]):
         total += math.lgamma(alpha_total) - math.lgamma(alpha_total + doc_length[d])
-        for k in range(doc_topic.shape[1]):
-            if doc_topic[d, k] > 0:
-                total += math.lgamma(doc_topic[d, k] + alpha[k]) - math.lgamma(alpha[k])
+        for k in range(n_topics):
+            count = doc_topic[d, k]
+            if count > 0:
+                total += alpha_terms[count] if symmetric else math.lgamma(count + alpha[k]) - math.lgamma(alpha[k])
     eta_total = n_words * eta
     for k in range(topic.shape[0]):
         total += math.lgamma(eta_total) - math.lgamma(eta_total + topic[k])
-    lgamma_eta = math.lgamma(eta)
     for w in range(list_length.shape[0]):
         for j in range(list_start[w], list_start[w] + list_length[w]):
-            if pairs[j, 1] > 0:
-                total += math.lgamma(pairs[j, 1] + eta) - lgamma_eta
+            total += eta_terms[pairs[j, 1]]
     return total
