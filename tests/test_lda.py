@@ -464,3 +464,6 @@ def test_command_line_fit_topics_evaluate(tmp_path, capsys):
     assert out.count("topic") == 3 and (tmp_path / "topics.png").stat().st_size > 0
     _run(["lda", "evaluate", str(model), str(text), "--json"])
     assert json.loads(capsys.readouterr().out)["perplexity"] > 1
+    _run(["lda", "fit", str(text), "--topics", "3", "--algorithm", "cgs", "--jobs", "2", "--iterations", "5",
+          "--min-count", "1", "--max-df", "1.0", "--quiet", "--json"])
+    assert json.loads(capsys.readouterr().out)["iterations"] == 5
