@@ -257,7 +257,7 @@ def test_partitioned_gibbs_is_the_sampler_on_one_partition_and_keeps_the_counts_
         try:
             for sweep in range(n_sweeps):
                 kernels.partitioned_gibbs_sweep(sampler.token_word, sampler.assignment, *shared, sampler.doc_parts,
-                                                sampler.word_offsets, sampler.seed[0], sweep)
+                                                sampler.word_bounds, sampler.word_offsets, sampler.seed[0], sweep)
         finally:
             numba.set_num_threads(previous)
         return sampler

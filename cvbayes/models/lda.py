@@ -381,9 +381,8 @@ class GibbsLDA:
         self.eta_terms = kernels.log_gamma_ratios(self.eta, int(frequency.max(initial=0)))
         self.token_start = np.concatenate([[0], np.cumsum(documents.doc_length)]).astype(np.int64)
         self.doc_parts = equal_token_chunks(self.token_start, n_jobs)
-        self.word_offsets = kernels.partition_offsets(self.token_word, self.token_start,
-                                                      equal_token_chunks(np.concatenate([[0], np.cumsum(frequency)]),
-                                                                         n_jobs))
+        self.word_bounds = equal_token_chunks(np.concatenate([[0], np.cumsum(frequency)]), n_jobs)
+        self.word_offsets = kernels.partition_offsets(self.token_word, self.token_start, self.word_bounds)
 
     def checkpointed(self):
         """The arrays a sweep changes (the lists' order too: the draws depend on it), and the seed."""
@@ -397,7 +396,7 @@ class GibbsLDA:
         if self.doc_parts.shape[0] == 2:
             kernels.gibbs_sweep(self.token_word, self.assignment, self.token_start, *shared, self.seed[0], iteration)
         else:
-            kernels.partitioned_gibbs_sweep(self.token_word, self.assignment, *shared, self.doc_parts,
+            kernels.partitioned_gibbs_sweep(self.token_word, self.assignment, *shared, self.doc_parts, self.word_bounds,
                                             self.word_offsets, self.seed[0], iteration)
         return self.log_joint()
 

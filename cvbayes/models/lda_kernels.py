@@ -419,11 +419,11 @@ def _list_add(pairs, first, list_length, w, k):
 
 
 @njit(cache=True)
-def compact_word_lists(pairs, list_start, list_length):
-    """Drop the pairs of count 0, heaviest first: the sampler leaves a word's emptied topics in its
-    list during a sweep (dropping one would cost a search) and a heavy topic early ends the word
-    bucket's search sooner."""
-    for w in range(list_length.shape[0]):
+def compact_word_lists(pairs, list_start, list_length, word_from, word_to):
+    """Drop the pairs of count 0 of words word_from .. word_to - 1, heaviest first: the sampler leaves
+    a word's emptied topics in its list during a sweep (dropping one would cost a search) and a heavy
+    topic early ends the word bucket's search sooner."""
+    for w in range(word_from, word_to):
         first = list_start[w]
         kept = 0
         for j in range(first, first + list_length[w]):
@@ -558,7 +558,7 @@ def gibbs_sweep(token_word, assignment, token_start, doc_topic, topic, normalise
                 alpha, eta, eta_total, seed, sweep):
     """One sweep of the exact collapsed Gibbs sampler, `sparse_document` over every document in turn,
     drawing from a generator seeded by (seed, sweep): a sweep resumes without a saved generator."""
-    compact_word_lists(pairs, list_start, list_length)
+    compact_word_lists(pairs, list_start, list_length, 0, list_length.shape[0])
     _sample_block(token_word, assignment, token_start[:-1], token_start[1:], doc_topic, topic, normaliser, pairs,
                   list_start, list_length, alpha, eta, eta_total, 0, token_start.shape[0] - 1,
                   unit_generator(seed, sweep))
@@ -566,25 +566,27 @@ def gibbs_sweep(token_word, assignment, token_start, doc_topic, topic, normalise
 
 @njit(parallel=True, cache=True)
 def partitioned_gibbs_sweep(token_word, assignment, doc_topic, topic, normaliser, pairs, list_start, list_length,
-                            alpha, eta, eta_total, doc_parts, word_offsets, seed, sweep):
+                            alpha, eta, eta_total, doc_parts, word_bounds, word_offsets, seed, sweep):
     """One sweep of the partitioned parallel sampler of Yan, Xu and Qi (2009) (tomotopy's default) with
     `sparse_document`, on P = len(doc_parts) - 1 partitions.
 
-    Documents are cut into P parts (``doc_parts``) and the vocabulary into P parts (a document's tokens
-    of vocabulary part q are ``word_offsets[q, d] .. word_offsets[q + 1, d] - 1``), both of equal
-    tokens; in step s = 0 .. P - 1 thread p samples the block (documents p, words (p + s) mod P), so no
-    two threads share a document's counts or a word's, and each keeps its own copy of the topic totals
-    n_k, merged after the step.  The one approximation: within a step a thread's draws do not see the
-    other threads' changes to n_k.  P = 1 is `gibbs_sweep`.
+    Documents are cut into P parts (``doc_parts``) and the vocabulary into P parts (``word_bounds``; a
+    document's tokens of vocabulary part q are ``word_offsets[q, d] .. word_offsets[q + 1, d] - 1``),
+    both of equal tokens; in step s = 0 .. P - 1 thread p samples the block (documents p, words
+    (p + s) mod P), so no two threads share a document's counts or a word's, and each keeps its own
+    copy of the topic totals n_k, merged after the step.  The one approximation: within a step a
+    thread's draws do not see the other threads' changes to n_k.  P = 1 is `gibbs_sweep`.
 
     Block (step s, part p) of sweep t draws from its own generator seeded by (seed, (t P + s) P + p):
     a sweep depends on P and the seed, never on the number of threads.
     """
     n_parts = doc_parts.shape[0] - 1
     n_topics = topic.shape[0]
-    compact_word_lists(pairs, list_start, list_length)
-    local_topic = np.empty((n_parts, n_topics), dtype=topic.dtype)
-    local_normaliser = np.empty((n_parts, n_topics))
+    # the threads' copies a cache line (64 bytes) apart at least, or a token's count moves would make
+    # the line they share bounce between the cores
+    width = n_topics + 8
+    local_topic = np.empty((n_parts, width), dtype=topic.dtype)
+    local_normaliser = np.empty((n_parts, width))
     for step in range(n_parts):
         # copied element by element before the parallel loop: numba 0.68 rewrote a row assigned inside
         # it (local[part] = normaliser) into the shared array itself, and the threads raced on it
@@ -594,9 +596,11 @@ def partitioned_gibbs_sweep(token_word, assignment, doc_topic, topic, normaliser
                 local_normaliser[part, k] = normaliser[k]
         for part in prange(n_parts):
             words = (part + step) % n_parts
+            if step == 0:  # the block's own words, which no other thread touches in this step
+                compact_word_lists(pairs, list_start, list_length, word_bounds[words], word_bounds[words + 1])
             _sample_block(token_word, assignment, word_offsets[words], word_offsets[words + 1], doc_topic,
-                          local_topic[part], local_normaliser[part], pairs, list_start, list_length, alpha, eta,
-                          eta_total, doc_parts[part], doc_parts[part + 1],
+                          local_topic[part, :n_topics], local_normaliser[part, :n_topics], pairs, list_start,
+                          list_length, alpha, eta, eta_total, doc_parts[part], doc_parts[part + 1],
                           unit_generator(seed, (sweep * n_parts + step) * n_parts + part))
         for k in range(n_topics):
             total = topic[k]
@@ -639,7 +643,9 @@ def gibbs_log_joint(doc_topic, doc_length, topic, pairs, list_start, list_length
     (Griffiths and Steyvers 2004, eq. 2-3; `core.rules.dirichlet_log_marginal` of both count tables),
     with log Gamma taken only at nonzero counts (the others add nothing) and looked up in tables:
     ``eta_terms`` = `log_gamma_ratios` (eta, the largest word frequency), and alpha's when alpha is
-    symmetric (then computed here, as alpha may have been learnt)."""
+    symmetric (then computed here, as alpha may have been learnt).  One thread: on a loaded machine the
+    two parallel loops cost more in waking threads than they saved (a Brown sweep on two threads took
+    twice as long)."""
     n_topics = alpha.shape[0]
     alpha_total = 0.0
     symmetric = True
