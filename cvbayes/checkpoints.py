@@ -26,7 +26,6 @@ previous checkpoint or the new one, and a damaged file is refused by name.
 import hashlib
 import json
 import os
-import sys
 from contextlib import suppress
 
 import numpy as np
@@ -298,21 +297,3 @@ def _difference(saved, now):
 def _short(value):
     text = json.dumps(value)
     return text if len(text) <= 80 else text[:77] + "..."
-
-
-# -- the command line's --checkpoint -----------------------------------------------------------------------
-
-def add_checkpoint_arguments(parser):
-    """``--checkpoint PATH`` and ``--checkpoint-every N`` on a command that fits a model."""
-    parser.add_argument("--checkpoint", metavar="PATH", default=None,
-                        help="save the run's state to PATH as it trains; the same command again resumes from it "
-                             "and ends exactly as an uninterrupted run; removed once the model is written")
-    parser.add_argument("--checkpoint-every", metavar="N", type=int, default=1,
-                        help="passes between checkpoints (default 1)")
-
-
-def announce_resume(path, n_iter, command, quiet):
-    """Say on standard error that a run resumes from the checkpoint at ``path``, if there is one."""
-    saved = checkpoint_passes(path)
-    if saved is not None and not quiet:
-        print(f"{command}: resuming from {path} after pass {saved[0]} of {n_iter}", file=sys.stderr)

@@ -25,7 +25,7 @@ PREDICTED_TAG = "PredTag"
 BROWN_NAMES = ("brown", "brown-embedded")
 
 
-def load_corpus(source, fmt="auto", tagset="brown", n_sentences=None, vocabulary=None, gold=True):
+def load_corpus(source, fmt="auto", tagset="brown", n_sentences=None, vocabulary=None, gold=True, tag="upos"):
     """Read a corpus named on the command line.
 
     Parameters
@@ -45,7 +45,9 @@ def load_corpus(source, fmt="auto", tagset="brown", n_sentences=None, vocabulary
         Encode words with this vocabulary (a fitted model's); unseen words get
         its unknown id.
     gold : bool
-        Read CoNLL-U's UPOS column; False for files to be tagged, whose tags may be ``_``.
+        Read CoNLL-U's tag column; False for files to be tagged, whose tags may be ``_``.
+    tag : {"upos", "xpos"}
+        The CoNLL-U column that holds the gold tags.
     """
     if source in BROWN_NAMES:
         loader = load_embedded_brown if source == "brown-embedded" else load_brown
@@ -59,7 +61,7 @@ def load_corpus(source, fmt="auto", tagset="brown", n_sentences=None, vocabulary
         if guessed:
             fmt = guess_format(source)
         reader = {"conllu": read_conllu, "tagged": read_tagged, "text": read_text}[fmt]
-        options = {} if fmt != "conllu" or gold else {"tag": None}
+        options = {} if fmt != "conllu" else {"tag": tag if gold else None}
         try:
             corpus = reader(source, vocabulary=vocabulary, **options)
         except CorpusFormatError as error:

@@ -335,7 +335,7 @@ def test_lda_fit_command_resumes_from_its_checkpoint_and_removes_it_once_the_mod
            "--algorithm", "cgs", "--json"]
     main(fit + ["--checkpoint", str(checkpoint)])                 # no -o: the complete checkpoint stays
     assert checkpoint_passes(checkpoint) == (5, True)
-    with pytest.raises(SystemExit, match=f"cvbayes lda: {checkpoint}: the checkpoint of another run "
+    with pytest.raises(SystemExit, match=f"cvbayes lda fit: {checkpoint}: the checkpoint of another run "
                                          f"\\(seed: saved 0, now 1\\)"):
         main(fit + ["--checkpoint", str(checkpoint), "--seed", "1"])
     capsys.readouterr()

@@ -76,16 +76,16 @@ def test_states_below_one_is_refused_before_any_work(tmp_path, capsys):
 
 
 def test_unwritable_output_is_refused_before_training(tmp_path, text_file, monkeypatch):
-    import cvbayes.cli
+    import cvbayes.commands.fit
 
-    monkeypatch.setattr(cvbayes.cli, "fit_tagger", lambda *a, **k: pytest.fail("trained before checking -o"))
+    monkeypatch.setattr(cvbayes.commands.fit, "fit_tagger", lambda *a, **k: pytest.fail("trained before checking -o"))
     with pytest.raises(SystemExit, match=r"cannot write there, the folder .*missing does not exist"):
         main(["fit", str(text_file), "--states", "2", "-o", str(tmp_path / "missing" / "m.npz")])
     with pytest.raises(SystemExit, match="is a folder"):
         main(["fit", str(text_file), "--states", "2", "-o", str(tmp_path)])
 
 
-COMMANDS = [["compare"], ["data", "fetch"], ["fit"], ["tag"], ["evaluate"], ["experiment"], ["demo"], ["align"],
+COMMANDS = [["compare"], ["data", "fetch"], ["fit"], ["tag"], ["evaluate"], ["experiment", "fig3.10"], ["demo"], ["align"],
             ["evaluate-alignment"], ["lda", "fit"], ["lda", "topics"], ["lda", "evaluate"], ["induce"], ["parse"]]
 
 

@@ -21,7 +21,7 @@ from cvbayes.data.documents import (
     tokenize_document,
 )
 from cvbayes.data.errors import CorpusFormatError
-from cvbayes.commands.lda import add_lda_commands
+from cvbayes.commands.lda import register as add_lda_commands
 from cvbayes.metrics.topics import document_completion, document_topics, npmi_coherence, split_halves, top_words
 from cvbayes.models import lda_kernels as kernels
 from cvbayes.models.lda import ALGORITHMS, LDA, BatchVB, CollapsedLDA, Documents, GibbsLDA, minka_alpha

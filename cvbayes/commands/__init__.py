@@ -1,15 +1,13 @@
-"""The ``cvbayes`` subcommands of the larger models, each adding its parser to `cvbayes.cli.build_parser`."""
-import os
+"""The ``cvbayes`` command line: one module a command.
 
+Each module named in `COMMANDS` defines ``register(commands)``, which adds its subcommand (or a few
+related ones) to argparse's subparsers ``commands`` and sets ``handler`` to the function that runs it
+(``parser.set_defaults(handler=run_...)``).  `cvbayes.cli.build_parser` registers them in the order of
+`COMMANDS`, which is the order of ``cvbayes --help``.  Options several commands share (--seed, --json,
+--quiet, the corpus arguments, --checkpoint) live in `options`.
 
-def check_writable(path):
-    """Refuse an output path that cannot be written, before any training (``-`` is standard output)."""
-    if path in (None, "-"):
-        return
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise ValueError(f"{path}: is a folder, not an output file")
-    if not os.path.isdir(folder):
-        raise ValueError(f"{path}: cannot write there, the folder {folder} does not exist")
-    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise ValueError(f"{path}: cannot write there, permission denied")
+A new command is one new module here and its name in `COMMANDS`.
+"""
+
+COMMANDS = ("fit", "tag", "evaluate", "states", "compare", "demo", "lda", "align", "dmv", "pcfg", "segment",
+            "experiment", "data")

@@ -9,14 +9,13 @@ from dataclasses import asdict
 import numpy as np
 
 from ..files import atomic_write
-from . import check_writable
 from ..models.alignment.corpus import ParallelCorpus, read_fast_align, read_gold_alignments, read_parallel, read_pharaoh, write_pharaoh
 from ..models.alignment.evaluate import score_alignment
+from ..models.alignment.force import NULL_WORD, force_align, read_translation_table
 from ..models.alignment.model import (ALGORITHMS, BATCH_SIZE, COLLAPSED, COLLAPSED_PRIOR, DEFAULT_ITERATIONS, KAPPA,
                                      MAX_JUMP, MODELS, NULL_PROB, OBJECTIVES, OTHER_PRIOR, TAU0, Aligner, default_prior)
 from ..models.alignment.symmetrize import SYMMETRIZATIONS, symmetrize
-
-__all__ = ["add_alignment_commands"]
+from .options import check_writable
 
 # pairs with a longer side are skipped, as eflomal and GIZA++ do by default
 MAX_LENGTH = 200
@@ -59,21 +58,20 @@ def _skip_long_pairs(corpus: ParallelCorpus, max_length: int, quiet: bool) -> Pa
                           corpus.source_vocabulary, corpus.target_vocabulary)
 
 
-# fast_align's name for NULL in its -p tables
-NULL_WORD = "<eps>"
+def _write_table(aligner: Aligner, corpus: ParallelCorpus, path) -> None:
+    """One direction's -p table: fast_align's 'source<TAB>target<TAB>log t' lines."""
+    source, target, log_prob = aligner.translation_table()
+    source_words = corpus.source_vocabulary.decode(np.maximum(source, 0))
+    target_words = corpus.target_vocabulary.decode(target)
+    with atomic_write(path, "w", encoding="utf-8") as out:
+        for f, word, e, value in zip(source.tolist(), source_words, target_words, log_prob.tolist()):
+            out.write(f"{NULL_WORD if f < 0 else word}\t{e}\t{value:.6g}\n")
 
 
-def _write_results(aligner: Aligner, corpus: ParallelCorpus, args, scores: list, parameters) -> None:
-    """One direction's -p table (``parameters``, a path or None) and -s scores (appended to ``scores``)."""
-    if parameters:
-        source, target, log_prob = aligner.translation_table()
-        source_words = corpus.source_vocabulary.decode(np.maximum(source, 0))
-        target_words = corpus.target_vocabulary.decode(target)
-        with atomic_write(parameters, "w", encoding="utf-8") as out:
-            for f, word, e, value in zip(source.tolist(), source_words, target_words, log_prob.tolist()):
-                out.write(f"{NULL_WORD if f < 0 else word}\t{e}\t{value:.6g}\n")
-    if args.scores:
-        scores.append(aligner.pair_log_likelihoods())
+def _table_path(base, method, direction):
+    """Where -p writes (and -f reads) a direction's table: FILE, and FILE.reverse for the reverse
+    direction when both are trained."""
+    return base if direction == "forward" or method == "reverse" else base + ".reverse"
 
 
 def run_align(args) -> None:
@@ -83,14 +81,22 @@ def run_align(args) -> None:
         raise SystemExit("cvbayes align: give --source SRC and --target TGT, or -i FILE with 'source ||| target' "
                          "lines")
     method = "reverse" if args.reverse else args.symmetrization
+    directions_run = [d for d in ("forward", "reverse") if method != {"forward": "reverse", "reverse": "forward"}[d]]
     if args.variational_bayes and args.algorithm == "em":
         raise SystemExit("cvbayes align: -v asks for a Dirichlet prior, which --algorithm em does not use")
     if args.max_length < 1:
         raise SystemExit(f"cvbayes align: --max-length must be at least 1, got {args.max_length}")
+    if args.no_null_word and args.model == "ibm1" and not (args.favor_diagonal or args.force_align):
+        raise SystemExit("cvbayes align: -N leaves NULL out of the HMM aligner; IBM Model 1 here always has its "
+                         "NULL word (use --model hmm, the default)")
+    if args.force_align is not None and args.parameters is not None:
+        raise SystemExit("cvbayes align: -f aligns with the tables of an earlier -p; it learns none to write")
     if args.parameters is not None:
-        check_writable(args.parameters)
-        if method not in ("forward", "reverse"):
-            check_writable(args.parameters + ".reverse")
+        for direction in directions_run:
+            check_writable(_table_path(args.parameters, method, direction))
+    tables = {}
+    if args.force_align is not None:
+        tables = {d: read_translation_table(_table_path(args.force_align, method, d)) for d in directions_run}
     if not args.quiet and (args.optimize_tension or args.tension is not None):
         print("cvbayes align: note: -o and -T (fast_align's diagonal tension) have no analogue here: the HMM "
               "learns its jump distribution; ignored", file=sys.stderr)
@@ -102,33 +108,33 @@ def run_align(args) -> None:
     corpus = _skip_long_pairs(corpus, args.max_length, args.quiet)
     prior = args.prior if args.prior is not None else default_prior(args.algorithm)
     options = dict(model="hmm" if args.favor_diagonal else args.model, algorithm=args.algorithm, n_iter=n_iter,
-                   prior=prior, seed=args.seed, null_prob=args.null_prob, max_jump=args.max_jump)
+                   prior=prior, seed=args.seed, null_prob=0.0 if args.no_null_word else args.null_prob,
+                   max_jump=args.max_jump)
     if args.algorithm in ("svi", "scvi"):
         options.update(batch_size=args.batch_size, kappa=args.kappa, tau0=args.tau0)
     started = time.perf_counter()
     directions = {}
-    forward = reverse = None
+    links = {}
     scores = []
-    if method != "reverse":
-        aligner = Aligner(**options).fit(corpus, progress=not args.quiet)
-        forward = aligner.links()
-        directions["forward"] = _direction_report(aligner, corpus.n_target_tokens)
-        _write_results(aligner, corpus, args, scores, args.parameters)
-    if method != "forward":
-        backward = corpus.reversed()
-        aligner = Aligner(**options).fit(backward, progress=not args.quiet)
-        reverse = [{(i, j) for j, i in pair} for pair in aligner.links()]
-        directions["reverse"] = _direction_report(aligner, corpus.n_source_tokens)
-        _write_results(aligner, backward, args, scores, args.parameters and (
-            args.parameters if method == "reverse" else args.parameters + ".reverse"))
-    if forward is None:
-        links = reverse
-    elif reverse is None:
-        links = forward
+    for direction in directions_run:
+        data = corpus if direction == "forward" else corpus.reversed()
+        if tables:
+            found, pair_scores = force_align(data, tables[direction], null=not args.no_null_word)
+            directions[direction] = {"table": _table_path(args.force_align, method, direction)}
+        else:
+            aligner = Aligner(**options).fit(data, progress=not args.quiet)
+            found, pair_scores = aligner.links(), aligner.pair_log_likelihoods() if args.scores else None
+            directions[direction] = _direction_report(aligner, data.n_target_tokens)
+            if args.parameters:
+                _write_table(aligner, data, _table_path(args.parameters, method, direction))
+        links[direction] = found if direction == "forward" else [{(i, j) for j, i in pair} for pair in found]
+        scores.append(pair_scores)
+    if len(links) == 2:
+        links = symmetrize(links["forward"], links["reverse"], method)
     else:
-        links = symmetrize(forward, reverse, method)
+        (links,) = links.values()
     seconds = time.perf_counter() - started
-    # -s: per pair, one score a trained direction (forward first)
+    # -s: per pair, one score a direction (forward first)
     per_pair = list(zip(*scores)) if args.scores else None
     write_pharaoh(links, sys.stdout if args.output == "-" else args.output, per_pair)
     if args.json:
@@ -139,6 +145,10 @@ def run_align(args) -> None:
                   "symmetrization": method, "seconds": seconds,
                   "tokens_per_second": (corpus.n_source_tokens + corpus.n_target_tokens) / seconds,
                   "objective_is": OBJECTIVES[args.algorithm], "directions": directions}
+        if tables:
+            report = {key: report[key] for key in ("pairs", "source_tokens", "target_tokens", "symmetrization",
+                                                   "seconds", "tokens_per_second", "directions")}
+            report["force_align"] = True
         # the alignments are the command's data: the summary takes the other stream
         print(json.dumps(report), file=sys.stderr if args.output == "-" else sys.stdout)
 
@@ -164,7 +174,7 @@ def run_evaluate_alignment(args) -> None:
     print(f"({scores['n_predicted']} predicted, {scores['n_sure']} sure, {scores['n_possible']} possible links)")
 
 
-def add_alignment_commands(commands) -> None:
+def register(commands) -> None:
     """Add ``align`` and ``evaluate-alignment`` to the ``cvbayes`` subcommands."""
     align = commands.add_parser(
         "align", help="word-align a parallel corpus (IBM1 or HMM; EM, VB, CVI-1, CVI-2, CGS, SVI or SCVI)",
@@ -173,7 +183,8 @@ def add_alignment_commands(commands) -> None:
                     "are trained and symmetrised unless --symmetrization is forward or reverse. IBM Model 1 "
                     "runs first and starts the HMM, as GIZA++ does.")
     align.description += (
-        " fast_align's options are accepted with fast_align's meanings: -i, -r, -d, -o, -v, -a, -T, -I "
+        " fast_align's options are accepted with fast_align's meanings: -i, -r, -d, -o, -v, -a, -T, -I, -p, -s, -q, "
+        "-N, -f "
         "(see each below; -o and -T have no analogue here and are ignored, saying so). Unlike fast_align, both "
         "directions are trained and symmetrised by default (-r or --symmetrization forward for one direction), "
         "the alignments go to --output (standard output by default), and our own options are long ones only.")
@@ -222,8 +233,17 @@ def add_alignment_commands(commands) -> None:
     align.add_argument("--model", choices=MODELS, default="hmm", help="alignment model (default hmm)")
     align.add_argument("--algorithm", choices=ALGORITHMS, default="cvi1",
                        help="training algorithm (default cvi1, as the thesis)")
-    align.add_argument("--null-prob", type=float, default=NULL_PROB,
-                       help=f"HMM: fixed probability p0 of aligning to NULL (default {NULL_PROB})")
+    align.add_argument("-q", "--p0", "--null-prob", dest="null_prob", type=float, default=NULL_PROB,
+                       help=f"HMM: fixed probability p0 of aligning to NULL (fast_align's -q; default {NULL_PROB}, "
+                            f"fast_align's 0.08)")
+    align.add_argument("-N", "--no-null-word", action="store_true",
+                       help="fast_align's -N: no NULL word, every target word links to a source word (the HMM "
+                            "aligner's p0 = 0; IBM Model 1, which starts it, keeps its NULL)")
+    align.add_argument("-f", "--force-align", metavar="FILE", default=None,
+                       help="fast_align's -f: align the input with the table an earlier run wrote with -p FILE "
+                            "(and FILE.reverse for the reverse direction), learning nothing: each target word to "
+                            "the source word or NULL of the highest t(target | source), IBM Model 1's rule (the "
+                            "table holds no jump distribution); word pairs the table lacks get 1e-9")
     align.add_argument("--max-jump", type=int, default=MAX_JUMP,
                        help=f"HMM: jump widths are clipped to +-M (default {MAX_JUMP})")
     align.add_argument("--batch-size", type=int, default=BATCH_SIZE,

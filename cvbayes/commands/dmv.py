@@ -1,10 +1,10 @@
 """``cvbayes induce`` and ``cvbayes parse``: dependency grammar induction with the DMV on CoNLL-U files.
 
-`add_dmv_commands` adds both subcommands to the ``cvbayes`` parser (`cvbayes.cli.build_parser`).
-
 ``cvbayes parse MODEL FILE`` writes FILE back with the model's trees: every byte of the file is kept
 (comments, multiword ranges, empty nodes, every other column, blank lines, line endings; through
-`cvbayes.data.conllu_io`) except the HEAD and DEPREL fields of the ordinary words (``--column head``),
+`cvbayes.data.conllu_io`) except the HEAD and DEPREL fields of the ordinary words (``--column head``;
+their DEPS too, where the file has an enhanced graph, which would contradict the new HEAD: it becomes
+``HEAD:DEPREL``),
 or one ``PredHead=`` item added to their MISC field (``--column misc``, which leaves HEAD and DEPREL as
 they were, e.g. gold heads to compare with).  DEPREL becomes ``root`` for the root word and ``dep``
 (UD's unspecified dependency) for every other word.  Punctuation: when the model was trained without
@@ -12,6 +12,11 @@ punctuation, the words whose UPOS is PUNCT are removed before parsing and then a
 sentence's root word (`cvbayes.data.dependencies.DependencyCorpus.file_heads`), so every sentence is
 still one tree; a sentence of punctuation only gets its first word as the root and the others attached
 to it.
+
+``--heads function`` (both commands) scores against the gold trees converted to function heads
+(`cvbayes.data.function_heads`: adpositions, subordinators, auxiliaries and copulas head their
+content words, as in the WSJ dependencies the DMV was designed on); ``content`` (the default) scores
+against the file's own HEAD column.  The summary names the convention.
 """
 import json
 import sys
@@ -19,12 +24,13 @@ import time
 
 import numpy as np
 
-from ..checkpoints import Checkpoint, add_checkpoint_arguments, announce_resume
 from ..data.conllu_io import read_conllu_document
 from ..data.dependencies import read_dependencies, upos_tagset
+from ..data.function_heads import CONVENTIONS
 from ..files import write_bytes
 from ..metrics.dependency import attachment_scores
 from ..models.dmv import ALGORITHMS, INITS, DMV
+from .options import add_checkpoint_arguments, announce_resume, remove_checkpoint
 
 PREDICTED_HEAD = "PredHead"
 
@@ -41,24 +47,29 @@ def _report(args, report, lines, to_stdout):
 def _scores(model, corpus, report, key):
     """Directed and undirected accuracy of the model's Viterbi trees against the corpus's gold heads."""
     heads, offsets = model.parse_heads(corpus)
+    return _score_line(heads, corpus, offsets, report, key, f"{key}:")
+
+
+def _score_line(heads, corpus, offsets, report, key, what):
+    """Score ``heads`` against the corpus's gold (in its convention) into report[key]; the summary line."""
     scores = attachment_scores(heads, corpus.heads, offsets)
-    report[key] = {"directed": scores.directed, "undirected": scores.undirected, "words": scores.n_tokens}
-    return f"{key}: directed {scores.directed:.3f}, undirected {scores.undirected:.3f} ({scores.n_tokens} words)"
+    report[key] = {"directed": scores.directed, "undirected": scores.undirected, "words": scores.n_tokens,
+                   "heads": corpus.convention}
+    return (f"{what} directed {scores.directed:.3f}, undirected {scores.undirected:.3f} ({scores.n_tokens} words, "
+            f"{corpus.convention} heads)")
 
 
 def run_induce(args):
     remove = not args.keep_punctuation
     tagset = upos_tagset(remove) if args.tag == "upos" else None
     train = read_dependencies(args.train, tag=args.tag, tagset=tagset, remove_punctuation=remove,
-                              max_length=args.max_length, gold=_has_heads(args.train))
+                              max_length=args.max_length, gold=_has_heads(args.train), heads=args.heads)
     model = DMV(alpha=args.alpha)
     announce_resume(args.checkpoint, args.iterations, "cvbayes induce", args.quiet or args.json)
     model.fit(train, algorithm=args.algorithm, init=args.init, n_iter=args.iterations, seed=args.seed,
               n_init=args.restarts, batch_size=args.batch_size, kappa=args.kappa, progress=not args.quiet,
               checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every)
     model.save(args.output)
-    if args.checkpoint:  # the model is safely written: the checkpoint has done its work
-        Checkpoint(args.checkpoint).remove()
     seconds = sum(record.seconds for record in model.history_)
     report = {"model": args.output, "file": args.train, "sentences": train.n_sentences, "words": train.n_tokens,
               "algorithm": args.algorithm, "alpha": args.alpha, "iterations": args.iterations,
@@ -69,9 +80,11 @@ def run_induce(args):
         lines.append(_scores(model, train, report, "train"))
     if args.evaluate:
         heldout = read_dependencies(args.evaluate, tag=args.tag, tagset=model.tagset_, remove_punctuation=remove,
-                                    max_length=args.max_length)
+                                    max_length=args.max_length, heads=args.heads)
         lines.append(_scores(model, heldout, report, "evaluate"))
-    _report(args, report, lines + [f"model saved to {args.output}"], to_stdout=True)
+    lines.append(f"model saved to {args.output}")
+    remove_checkpoint(args.checkpoint, report, lines)
+    _report(args, report, lines, to_stdout=True)
 
 
 def _has_heads(path):
@@ -88,7 +101,8 @@ def run_parse(args):
     has_heads = all(head.isdigit() for heads in document.column("head") for head in heads)
     remove = model.punctuation_removed_ if args.punctuation == "auto" else args.punctuation == "remove"
     tag = args.tag or model.tag_column_ or "upos"
-    corpus = read_dependencies(args.file, tag=tag, tagset=model.tagset_, remove_punctuation=remove, gold=has_heads)
+    corpus = read_dependencies(args.file, tag=tag, tagset=model.tagset_, remove_punctuation=remove, gold=has_heads,
+                               heads=args.heads)
     heads, offsets = model.parse_heads(corpus, method=args.method, seed=args.seed)
     file_heads = dict(zip(corpus.sentence_ids.tolist(), corpus.file_heads(heads)))
     values = []
@@ -96,8 +110,13 @@ def run_parse(args):
         # a sentence of punctuation only: its first word the root, the others attached to it
         values.extend(file_heads.get(index, np.r_[0, np.ones(sentence.n_words - 1, dtype=np.int32)]).tolist())
     if args.column == "head":
+        relations = ["root" if head == 0 else "dep" for head in values]
+        deps = [field for sentence in document.column("deps") for field in sentence]
         document.replace_column("head", values)
-        document.replace_column("deprel", ["root" if head == 0 else "dep" for head in values])
+        document.replace_column("deprel", relations)
+        # an enhanced graph the file had would now contradict HEAD: it becomes the new tree's
+        document.replace_column("deps", ["_" if old == "_" else f"{head}:{relation}"
+                                         for old, head, relation in zip(deps, values, relations)])
     else:
         document.set_misc(PREDICTED_HEAD, values)
     text = document.to_text().encode("utf-8")
@@ -110,24 +129,24 @@ def run_parse(args):
     report = {"model": args.model, "file": args.file, "output": args.output,
               "sentences": sum(1 for s in document if s.n_words), "words": len(values),
               "parsed_words": int(offsets[-1]), "method": args.method, "punctuation_removed": remove,
-              "seconds": time.perf_counter() - started}
+              "heads": args.heads, "seconds": time.perf_counter() - started}
     lines = [f"parsed {report['sentences']} sentences ({len(values)} words, {report['parsed_words']} without "
              f"removed punctuation) in {report['seconds']:.2f} s"]
     if has_heads:
-        scores = attachment_scores(heads, corpus.heads, offsets)
-        report["gold"] = {"directed": scores.directed, "undirected": scores.undirected, "words": scores.n_tokens}
-        lines.append(f"against the file's HEAD column: directed {scores.directed:.3f}, "
-                     f"undirected {scores.undirected:.3f} ({scores.n_tokens} words)")
+        lines.append(_score_line(heads, corpus, offsets, report, "gold", "against the file's HEAD column:"))
     _report(args, report, lines, to_stdout=to_file)
 
 
 def _add_common(parser):
+    parser.add_argument("--heads", choices=CONVENTIONS, default="content",
+                        help="gold convention for the accuracy: content (the file's UD heads, default) or function "
+                             "(converted so that adpositions, subordinators, auxiliaries and copulas head, as SUD)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--json", action="store_true", help="print the summary as machine-readable JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no text summary")
 
 
-def add_dmv_commands(commands):
+def register(commands):
     """Add ``cvbayes induce`` and ``cvbayes parse`` to the ``cvbayes`` subcommands."""
     induce = commands.add_parser(
         "induce", help="dependency grammar induction: fit a DMV to the tags of a CoNLL-U file",
@@ -159,7 +178,8 @@ def add_dmv_commands(commands):
     parse = commands.add_parser(
         "parse", help="parse a CoNLL-U file with a DMV model: fill HEAD and DEPREL, keep every other byte",
         description="Write FILE back with the model's Viterbi trees: HEAD and DEPREL ('root' or 'dep') of "
-                    "every ordinary word change, every other byte stays (comments, ranges, empty nodes, other "
+                    "every ordinary word change (and DEPS, where the file has one, becomes HEAD:DEPREL, as the "
+                    "old enhanced graph would contradict the new tree), every other byte stays (comments, ranges, empty nodes, other "
                     "columns). Punctuation removed for training is removed before parsing and then attached "
                     "to the sentence's root word. The summary goes to standard output when the trees go to "
                     "a file (-o), else to standard error; it adds the accuracy against the file's own HEAD "

@@ -1,17 +1,17 @@
-"""``cvbayes lda``: fit LDA to documents, print or plot its topics, evaluate it on held-out documents.
-
-`add_lda_commands` adds the subcommand to the ``cvbayes`` parser (`cvbayes.cli.build_parser`).
-"""
+"""``cvbayes lda``: fit LDA to documents, print or plot its topics, infer the topics of new documents, evaluate
+it on held-out documents."""
 import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from ..checkpoints import Checkpoint, add_checkpoint_arguments, announce_resume
 from ..data.documents import read_folder, read_lines, read_tagged_documents
-from ..metrics.topics import document_completion, npmi_coherence
+from ..files import write_text
+from ..metrics.topics import document_completion, npmi_coherence, top_words
 from ..models.lda import ALGORITHMS, LDA
+from .options import (add_checkpoint_arguments, announce_resume, check_writable, fraction, positive_int,
+                      remove_checkpoint)
 
 FORMATS = ("auto", "lines", "folder", "tagged")
 
@@ -50,17 +50,32 @@ def load_documents(source, document_format="auto", keep_tags=None, **options):
     return read_lines(path, **options)
 
 
+def write_doc_topics(path, doc_topic):
+    """MALLET's --output-doc-topics file: a line a document, its number (0-based), its name (here its
+    1-based number in the input) and its K topic proportions, tab-separated; ``-`` is standard output."""
+    lines = ["#doc\tname\t" + "\t".join(f"topic {k}" for k in range(doc_topic.shape[1]))]
+    lines += [f"{d}\t{d + 1}\t" + "\t".join(f"{p:.6g}" for p in row) for d, row in enumerate(doc_topic)]
+    text = "\n".join(lines) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+    else:
+        write_text(path, text)
+
+
 def _topic_lines(model, n_words):
     return [f"topic {k:3d}: {' '.join(map(str, words))}" for k, words in enumerate(model.top_words(n_words))]
 
 
 def run_lda_fit(args):
+    check_writable(args.output_doc_topics)
     corpus = load_documents(args.documents, args.format, args.keep_tags, **_cleaning(args))
     heldout = None
     if args.heldout:
         rng = np.random.default_rng(args.seed)
         order = rng.permutation(corpus.n_sequences)
         n_heldout = max(1, int(round(args.heldout * corpus.n_sequences)))
+        if n_heldout >= corpus.n_sequences:
+            raise ValueError(f"--heldout {args.heldout:g} of {corpus.n_sequences} documents leaves none to train on")
         heldout, corpus = corpus[np.sort(order[:n_heldout])], corpus[np.sort(order[n_heldout:])]
     model = LDA(args.topics, alpha=args.alpha if args.alpha is not None else 0.1, eta=args.eta,
                 algorithm=args.algorithm, n_iter=args.iterations, seed=args.seed, batch_size=args.batch_size,
@@ -76,11 +91,17 @@ def run_lda_fit(args):
     if heldout is not None:
         completion = document_completion(model.components_, heldout, model.alpha_)
         report.update(heldout_documents=heldout.n_sequences, perplexity=completion.perplexity)
+    if args.output_doc_topics:
+        # online-vb and scvb0 keep no document proportions: the trained topics fold the documents in
+        doc_topic = model.doc_topic_ if model.doc_topic_ is not None else model.transform(corpus)
+        write_doc_topics(args.output_doc_topics, doc_topic)
+        report["doc_topics"] = args.output_doc_topics
     if args.output:
         model.save(args.output)
         report["model"] = args.output
-    if args.checkpoint and args.output:  # the model is safely written: the checkpoint has done its work
-        Checkpoint(args.checkpoint).remove()
+    saved = [f"model written to {args.output}"] if args.output else []
+    if args.output:         # without a model file the complete checkpoint is the run's result: it stays
+        remove_checkpoint(args.checkpoint, report, saved)
     if args.json:
         print(json.dumps(report))
         return
@@ -89,8 +110,8 @@ def run_lda_fit(args):
     if heldout is not None:
         print(f"held-out document-completion perplexity ({heldout.n_sequences} documents): {report['perplexity']:.1f}")
     print("\n".join(_topic_lines(model, args.words)))
-    if args.output:
-        print(f"model written to {args.output}", file=sys.stderr)
+    if saved:
+        print("\n".join(saved), file=sys.stderr)
 
 
 def run_lda_topics(args):
@@ -101,9 +122,25 @@ def run_lda_topics(args):
         plot_topics(model, args.plot, n_words=args.words)
         print(f"plot written to {args.plot}", file=sys.stderr)
     if args.json:
-        print(json.dumps({"top_words": model.top_words(args.words)}))
+        topic_word = model.topic_word_
+        weights = np.take_along_axis(topic_word, top_words(model.components_, args.words), axis=1)
+        print(json.dumps({"top_words": model.top_words(args.words), "weights": weights.round(6).tolist(),
+                          "alpha": np.broadcast_to(model.alpha_, topic_word.shape[:1]).tolist()}))
     else:
         print("\n".join(_topic_lines(model, args.words)))
+
+
+def run_lda_infer(args):
+    check_writable(args.output_doc_topics)
+    model = LDA.load(args.model)
+    if model.vocabulary_ is None:
+        raise ValueError(f"{args.model} has no vocabulary, so text documents cannot be read against it")
+    corpus = load_documents(args.documents, args.format, args.keep_tags, **_cleaning(args, model.vocabulary_))
+    write_doc_topics(args.output_doc_topics, model.transform(corpus))
+    report = {"model": args.model, "documents": corpus.n_sequences, "tokens": corpus.n_tokens,
+              "doc_topics": args.output_doc_topics}
+    if args.json:      # on standard error when the proportions took standard output
+        print(json.dumps(report), file=sys.stderr if args.output_doc_topics == "-" else sys.stdout)
 
 
 def run_lda_evaluate(args):
@@ -135,12 +172,13 @@ def _add_reading(parser):
                         help="drop the built-in English stop words (default) or none")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON instead of text")
-    parser.add_argument("--words", type=int, default=10, help="top words a topic (default 10)")
+    parser.add_argument("--words", type=positive_int, default=10, help="top words a topic (default 10)")
 
 
-def add_lda_commands(commands):
-    """Add ``cvbayes lda fit | topics | evaluate`` to the ``cvbayes`` subcommands."""
-    lda = commands.add_parser("lda", help="topic models: fit LDA to documents, show or evaluate its topics",
+def register(commands):
+    """Add ``cvbayes lda fit | topics | infer | evaluate`` to the ``cvbayes`` subcommands."""
+    lda = commands.add_parser("lda", help="topic models: fit LDA to documents, show its topics, infer those of new "
+                                          "documents, evaluate",
                               description="Latent Dirichlet allocation with six learners: " + ", ".join(
                                   f"{name} ({spec.paper})" for name, spec in ALGORITHMS.items()) + ".")
     verbs = lda.add_subparsers(dest="lda_command", required=True, metavar="ACTION")
@@ -149,9 +187,9 @@ def add_lda_commands(commands):
                            description="Read documents, drop stop words and rare or too common words, fit LDA, "
                                        "print each topic's top words and save the model (-o).")
     _add_reading(fit)
-    fit.add_argument("--topics", type=int, default=20, help="number of topics K (default 20)")
+    fit.add_argument("--topics", type=positive_int, default=20, help="number of topics K (default 20)")
     fit.add_argument("--algorithm", choices=tuple(ALGORITHMS), default="cvb0", help="learner (default cvb0)")
-    fit.add_argument("--iterations", type=int, default=None,
+    fit.add_argument("--iterations", type=positive_int, default=None,
                      help="passes (Gibbs sweeps for cgs); default: 100 for vb, cvb0, cvb; 20 for online-vb, "
                           "scvb0; 1000 for cgs")
     fit.add_argument("--alpha", type=float, default=None, help="document-topic prior (default 0.1)")
@@ -160,10 +198,11 @@ def add_lda_commands(commands):
                      help="learn an asymmetric alpha by Minka's fixed point (vb, cvb0, cvb, cgs)")
     fit.add_argument("--frozen-counts", action="store_true",
                      help="cvb0: documents in parallel, topic-word counts frozen for each pass (an approximation)")
-    fit.add_argument("--jobs", type=int, default=1,
+    fit.add_argument("--jobs", type=positive_int, default=1,
                      help="cgs: sample this many partitions of the documents and words on as many threads (an "
                           "approximation: each thread sees the others' topic totals once a step; default 1, exact)")
-    fit.add_argument("--batch-size", type=int, default=128, help="online-vb, scvb0: documents a minibatch (128)")
+    fit.add_argument("--batch-size", type=positive_int, default=128,
+                     help="online-vb, scvb0: documents a minibatch (128)")
     fit.add_argument("--kappa", type=float, default=None,
                      help="online-vb, scvb0: step decay (default 0.7 for online-vb, 0.5 for scvb0)")
     fit.add_argument("--tau0", type=float, default=None,
@@ -173,20 +212,37 @@ def add_lda_commands(commands):
     fit.add_argument("--max-df", type=float, default=0.5,
                      help="drop words in more than this fraction of the documents (default 0.5)")
     fit.add_argument("--max-words", type=int, default=None, help="keep only the most frequent words")
-    fit.add_argument("--heldout", type=float, default=0.0,
-                     help="hold out this fraction of the documents and report their document-completion "
-                          "perplexity (default 0: train on all)")
+    fit.add_argument("--heldout", type=fraction, default=0.0,
+                     help="hold out this fraction (at least 0, below 1) of the documents and report their "
+                          "document-completion perplexity (default 0: train on all)")
     fit.add_argument("-o", "--output", default=None, help="write the model here (.npz)")
+    fit.add_argument("--output-doc-topics", metavar="FILE", default=None,
+                     help="write the training documents' topic proportions to FILE (MALLET's option and format: "
+                          "a line a document, its number, its name (its 1-based number in the input) and the K "
+                          "proportions, tab-separated; '-' for standard output)")
     fit.add_argument("--quiet", action="store_true", help="no progress bar")
     add_checkpoint_arguments(fit)
     fit.set_defaults(handler=run_lda_fit)
 
     topics = verbs.add_parser("topics", help="print (and plot) the top words of a saved model")
     topics.add_argument("model", help="model file written by 'cvbayes lda fit -o'")
-    topics.add_argument("--words", type=int, default=10, help="top words a topic (default 10)")
+    topics.add_argument("--words", type=positive_int, default=10, help="top words a topic (default 10)")
     topics.add_argument("--plot", default=None, help="also draw the topics' top words to this PNG")
-    topics.add_argument("--json", action="store_true", help="print machine-readable JSON instead of text")
+    topics.add_argument("--json", action="store_true",
+                        help="print machine-readable JSON instead of text: each topic's top words, their weights "
+                             "p(word | topic) and the topic's alpha")
     topics.set_defaults(handler=run_lda_topics)
+
+    infer = verbs.add_parser("infer", help="topic proportions of new documents under a saved model",
+                             description="Read documents with the model's vocabulary (words it never saw are "
+                                         "dropped) and fold each in on the trained topics (MALLET's infer-topics, "
+                                         "gensim's get_document_topics).")
+    infer.add_argument("model", help="model file written by 'cvbayes lda fit -o'")
+    _add_reading(infer)
+    infer.add_argument("--output-doc-topics", metavar="FILE", default="-",
+                       help="where the proportions go, in lda fit's --output-doc-topics format (default: standard "
+                            "output)")
+    infer.set_defaults(handler=run_lda_infer)
 
     evaluate = verbs.add_parser("evaluate", help="document-completion perplexity and NPMI on held-out documents",
                                 description="Read documents with the model's vocabulary; fold each in on its "

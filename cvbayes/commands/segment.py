@@ -1,7 +1,5 @@
 """``cvbayes segment``: unsupervised word segmentation with a Pitman-Yor adaptor grammar.
 
-`add_segment_commands` adds the subcommand to the ``cvbayes`` parser (`cvbayes.cli.build_parser`).
-
 Files
 -----
 * **Input**: one utterance a line, its symbols (phonemes, syllables) separated by white space; with
@@ -210,7 +208,7 @@ def run_segment(args):
         print("\n".join(lines_out), file=stream)
 
 
-def add_segment_commands(commands):
+def register(commands):
     """Add ``cvbayes segment`` to the ``cvbayes`` subcommands."""
     segment = commands.add_parser(
         "segment", help="unsupervised word segmentation with an adaptor grammar (vb, cvi, mcmc)",

@@ -18,6 +18,13 @@ numbers of their sentence.  A file to be parsed may have no heads (``_``):
 ``gold=False`` does not read the HEAD column (punctuation is then dropped
 without re-attaching anything, and ``heads`` is None).
 
+``heads="function"`` reads the gold trees with function words as heads: each
+sentence's UD tree goes through the UD-to-SUD conversion
+(`cvbayes.data.function_heads`) before punctuation is removed, so adpositions,
+subordinators, auxiliaries and copulas head their content words, as in the
+WSJ dependencies the DMV was designed on.  The words and tags are the same
+under either convention; only ``heads`` differs.
+
 `UPOS_TAGS` is the fixed inventory of the 17 universal tags (in UD's order),
 for a tag set that does not depend on which tags one file happens to hold.
 """
@@ -33,6 +40,7 @@ import numpy as np
 
 from .corpus import Corpus
 from .errors import CorpusFormatError
+from .function_heads import CONVENTIONS, function_heads
 from .readers import _CONLLU_COLUMNS, _RAW_COLUMNS, _conllu_sentences, _encode, _read_lines
 from .vocabulary import Vocabulary
 
@@ -75,6 +83,8 @@ class DependencyCorpus:
         The file read.
     tag_column : str
         ``"upos"`` or ``"xpos"``.
+    convention : str
+        The gold heads' convention, ``"content"`` (the file's) or ``"function"``.
     """
 
     tags: np.ndarray
@@ -86,6 +96,7 @@ class DependencyCorpus:
     sentence_words: np.ndarray
     source: str
     tag_column: str
+    convention: str = "content"
 
     @property
     def n_sentences(self) -> int:
@@ -185,6 +196,17 @@ def _kept_heads(
     return sentence_heads
 
 
+def _function_heads(all_heads, words, columns, path):
+    """One sentence's gold heads converted to function heads; a HEAD column that is not a
+    tree is an error naming the sentence's first word line."""
+    deprels, feats, lemmas = zip(*columns)
+    try:
+        converted, _ = function_heads(all_heads, deprels, [upos for _, upos, _, _ in words], feats, lemmas)
+    except ValueError as error:
+        raise CorpusFormatError(f"the gold heads are not a tree: {error}", path, words[0][3]) from None
+    return converted
+
+
 def read_dependencies(
     path: PathLike,
     tag: str = "upos",
@@ -194,6 +216,7 @@ def read_dependencies(
     max_length: int | None = None,
     encoding: str = "utf-8",
     gold: bool = True,
+    heads: str = "content",
 ) -> DependencyCorpus:
     """Read tag sequences and gold heads from a CoNLL-U file (module notes).
 
@@ -214,6 +237,9 @@ def read_dependencies(
     gold : bool, default True
         Read the HEAD column as gold heads; False for a file to be parsed,
         whose HEAD column may hold anything (``_``).
+    heads : {"content", "function"}, default "content"
+        The convention of the gold heads: the file's own (UD: content words
+        head) or converted to function heads (module notes).
 
     Returns
     -------
@@ -225,11 +251,14 @@ def read_dependencies(
         Naming the file and line: an empty file, a token line without 10
         tab-separated fields, an invalid or out-of-sequence word ID, a HEAD
         that is not a word number of its sentence, a cycle met while
-        re-attaching, a missing (``_``) tag or one outside a fixed `tagset`;
+        re-attaching, a missing (``_``) tag or one outside a fixed `tagset`,
+        gold heads that are not a tree (with ``heads="function"``);
         naming the file: no sentence left.
     """
     if tag not in ("upos", "xpos"):
         raise ValueError(f"tag must be 'upos' or 'xpos', got {tag!r}")
+    if heads not in CONVENTIONS:
+        raise ValueError(f"heads must be one of {', '.join(CONVENTIONS)}, got {heads!r}")
     if max_length is not None and max_length < 1:
         raise ValueError(f"max_length must be at least 1, got {max_length}")
     lines = _read_lines(path, encoding)
@@ -239,7 +268,7 @@ def read_dependencies(
     )
     tags: list[str] = []
     token_lines: list[int] = []
-    heads: list[np.ndarray] = []
+    gold_heads: list[np.ndarray] = []
     word_ids: list[np.ndarray] = []
     offsets = [0]
     sentence_ids: list[int] = []
@@ -248,6 +277,8 @@ def read_dependencies(
     for sentence, numbers in zip(parsed, sentence_lines, strict=True):
         # (HEAD, UPOS, the tag column, line) of each syntactic word
         words = []
+        # (DEPREL, FEATS, lemma or form) of each word, for the function-head conversion
+        columns = []
         for token, number in zip(sentence, numbers, strict=True):
             if not isinstance(token["id"], int):
                 continue
@@ -256,6 +287,9 @@ def read_dependencies(
                     f"word ID {token['id']} out of sequence, expected {len(words) + 1}", path, number
                 )
             words.append((token["head"], token["upos"], token[tag], number))
+            lemma = token["lemma"]
+            columns.append((token["deprel"] or "_", token["feats"],
+                            lemma if lemma not in (None, "_") else token["form"]))
         if not words:
             continue
         index += 1
@@ -266,10 +300,12 @@ def read_dependencies(
         kept = np.flatnonzero(keep)
         if kept.size == 0 or (max_length is not None and kept.size > max_length):
             continue
+        if gold and heads == "function":
+            all_heads = _function_heads(all_heads, words, columns, path)
         new_id = np.zeros(len(words) + 1, dtype=np.int64)
         new_id[kept + 1] = np.arange(1, kept.size + 1)
         if gold:
-            heads.append(_kept_heads(all_heads, keep, kept, new_id, words, path))
+            gold_heads.append(_kept_heads(all_heads, keep, kept, new_id, words, path))
         for position in kept:
             _, _, value, number = words[position]
             # conllu reads "_" as None in XPOS but keeps it in UPOS.
@@ -290,11 +326,12 @@ def read_dependencies(
     return DependencyCorpus(
         tags=ids,
         offsets=np.array(offsets, dtype=np.int64),
-        heads=np.concatenate(heads) if gold else None,
+        heads=np.concatenate(gold_heads) if gold else None,
         tagset=tagset,
         word_ids=np.concatenate(word_ids).astype(np.int32),
         sentence_ids=np.array(sentence_ids, dtype=np.int64),
         sentence_words=np.array(sentence_words, dtype=np.int32),
         source=os.fspath(path),
         tag_column=tag,
+        convention=heads,
     )

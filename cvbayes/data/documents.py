@@ -289,6 +289,9 @@ def document_term_matrix(corpus: Corpus, n_words: int | None = None) -> scipy.sp
         raise ValueError("a document-term matrix needs integer token ids")
     if n_words is None:
         n_words = len(corpus.vocabulary) if corpus.vocabulary is not None else int(corpus.observations.max(initial=-1)) + 1
+    elif corpus.n_tokens and int(corpus.observations.max()) >= n_words:
+        raise ValueError(f"the documents hold word id {int(corpus.observations.max())}, but the model knows {n_words} "
+                         f"words: read them with the model's vocabulary (vocabulary=model.vocabulary_)")
     documents = np.repeat(np.arange(corpus.n_sequences), np.diff(corpus.offsets))
     matrix = scipy.sparse.csr_matrix((np.ones(corpus.n_tokens, dtype=np.int64), (documents, corpus.observations)),
                                      shape=(corpus.n_sequences, n_words))

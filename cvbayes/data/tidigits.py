@@ -8,11 +8,8 @@ feature file each, 6,761 frames in all, and their transcripts in
 TIDIGITS utterance and has no transcript, would make 32 utterances and 7,025
 frames; it is not read.)
 
-A ``.mfc`` file is in Sphinx feature format: a 4-byte integer holding the
-number of float32 values that follow, then the values, 13 cepstra a frame
-(c0 first). The files here are big-endian; as Sphinx itself does, a file whose
-big-endian count disagrees with its size is read little-endian when the
-swapped count matches, and is malformed otherwise. A line of ``tidigits.lsn``
+A ``.mfc`` file is in Sphinx feature format, read by `cvbayes.speech.read_mfc`
+(re-exported here). A line of ``tidigits.lsn``
 is the spoken words, then the utterance id in parentheses::
 
     two nine three four zero (man.ah.2934za)
@@ -34,11 +31,10 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
-import numpy as np
-
 from .brown import cache_dir
 from .corpus import Corpus
 from .errors import CorpusFormatError
+from ..speech.audio import N_CEPSTRA, read_mfc
 
 __all__ = [
     "N_CEPSTRA",
@@ -53,7 +49,6 @@ __all__ = [
 TIDIGITS_PACKAGE = "pocketsphinx-testdata"
 SYSTEM_FOLDER = Path("/usr/share/pocketsphinx/test/data/tidigits")
 TRANSCRIPTS = "tidigits.lsn"
-N_CEPSTRA = 13
 _LSN_LINE = re.compile(r"^(?P<words>.*?)\s*\((?P<id>[^()\s]+)\)\s*$")
 
 
@@ -74,46 +69,6 @@ class TidigitsData(NamedTuple):
     corpus: Corpus
     utterance_ids: list[str]
     transcripts: list[str]
-
-
-def read_mfc(path: str | os.PathLike[str], n_cepstra: int = N_CEPSTRA) -> np.ndarray:
-    """Read one Sphinx ``.mfc`` feature file as a float64 array (frames, `n_cepstra`).
-
-    Raises
-    ------
-    CorpusFormatError
-        If the header's count disagrees with the file size in both byte
-        orders, is not a multiple of `n_cepstra`, is zero, or the values are
-        not finite. The message names the file.
-    """
-    path = Path(path)
-    data = path.read_bytes()
-    if len(data) < 4:
-        raise CorpusFormatError(f"{len(data)} bytes, too short for the 4-byte header of a Sphinx feature file",
-                                path)
-    n_values = (len(data) - 4) // 4
-    big = int(np.frombuffer(data, dtype=">i4", count=1)[0])
-    little = int(np.frombuffer(data, dtype="<i4", count=1)[0])
-    if (len(data) - 4) % 4 == 0 and big == n_values:
-        order = ">"
-    elif (len(data) - 4) % 4 == 0 and little == n_values:
-        order = "<"
-    else:
-        raise CorpusFormatError(
-            f"header says {big} float32 values (big-endian; {little} little-endian), but the file's "
-            f"{len(data)} bytes hold a 4-byte header and {(len(data) - 4) / 4:g} values: "
-            "not a Sphinx feature file, or truncated",
-            path,
-        )
-    if n_values == 0:
-        raise CorpusFormatError("holds no frames", path)
-    if n_values % n_cepstra:
-        raise CorpusFormatError(f"{n_values} values are not a whole number of {n_cepstra}-cepstra frames", path)
-    frames = np.frombuffer(data, dtype=f"{order}f4", offset=4).astype(np.float64).reshape(-1, n_cepstra)
-    if not np.isfinite(frames).all():
-        bad = int(np.flatnonzero(~np.isfinite(frames).all(axis=1))[0])
-        raise CorpusFormatError(f"frame {bad} holds NaN or infinite values", path)
-    return frames
 
 
 def read_lsn(path: str | os.PathLike[str]) -> dict[str, str]:

@@ -122,3 +122,6 @@ def run_from_command_line(args):
         plot(folder / "ewt_pos.png", runs, algorithms)
     write_text(folder / "table.md", f"# EWT {split}, K = {N_STATES}\n\nCommand: `{command}`\n\n{DATA_NOTE}\n\n{text}\n")
     print(f"{DATA_NOTE}\n\n{text}")
+
+
+EXPERIMENTS = {"ewt-pos": run_from_command_line}

@@ -733,3 +733,6 @@ def run_from_command_line(args):
         args.out = "docs/results/lda"
     run(out=args.out, topics=tuple(args.k_values or DEFAULT_TOPICS), scale=float(args.passes or 1), seed=args.seed,
         quiet=args.quiet)
+
+
+EXPERIMENTS = {"lda": run_from_command_line}

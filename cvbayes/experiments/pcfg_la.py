@@ -328,22 +328,9 @@ def run_from_command_line(args):
     """``cvbayes experiment fig4.2``: options --la-subtypes, --la-alphas, --seeds (runs, default 5),
     --la-iterations, --la-dev-sentences, --la-threshold, --la-decoder, --out (default docs/results/fig4_2)."""
     out = args.out if args.out != "docs/results" else "docs/results/fig4_2"
-    run(out=out, subtypes=tuple(args.la_subtypes), alphas=tuple(args.la_alphas), runs=args.seeds or 5,
-        iterations=args.la_iterations, dev_sentences=args.la_dev_sentences, threshold=args.la_threshold,
+    run(out=out, subtypes=tuple(args.la_subtypes or DEFAULT_SUBTYPES), alphas=tuple(args.la_alphas or DEFAULT_ALPHAS),
+        runs=args.seeds or 5, iterations=args.la_iterations, dev_sentences=args.la_dev_sentences, threshold=args.la_threshold,
         decoder=args.la_decoder, quiet=args.quiet)
 
 
-def add_arguments(parser):
-    """The fig4.2 options of ``cvbayes experiment``."""
-    parser.add_argument("--la-subtypes", type=int, nargs="+", default=list(DEFAULT_SUBTYPES),
-                        help="fig4.2: subtypes H to run (default 1 2 4; add 8, about 4x H = 4's time)")
-    parser.add_argument("--la-alphas", type=float, nargs="+", default=list(DEFAULT_ALPHAS),
-                        help="fig4.2: the alpha grid of VB and CVI (default 1 0.1 0.01 0.001)")
-    parser.add_argument("--la-iterations", type=int, default=50, help="fig4.2: passes of every algorithm (default 50)")
-    parser.add_argument("--la-dev-sentences", type=int, default=500,
-                        help="fig4.2: size of the development subset that chooses alpha and the seed (default 500)")
-    parser.add_argument("--la-threshold", type=float, default=1e-4,
-                        help="fig4.2: coarse-to-fine pruning threshold (default 1e-4)")
-    parser.add_argument("--la-decoder", choices=("max-rule", "viterbi"), default="max-rule",
-                        help="fig4.2: max-rule-product (default) or Viterbi decoding")
-
+EXPERIMENTS = {"fig4.2": run_from_command_line}

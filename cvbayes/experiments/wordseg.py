@@ -48,44 +48,6 @@ EVALUATIONS = 12   # log-spaced scoring points along a run
 RESTARTS = {"vb": 5}
 
 
-def add_arguments(parser):
-    """The wordseg options of ``cvbayes experiment`` (``--algorithms`` is shared: its names are let through
-    when they are all word segmentation algorithms)."""
-    parser.add_argument("--grammars", default=None,
-                        help="wordseg: comma-separated grammars (default unigram,colloc,colloc-syllable; "
-                             "colloc-syllable runs on Brent only: its terminals are Brent's phonemes)")
-    parser.add_argument("--corpora", default=None,
-                        help="wordseg: comma-separated, of brent, hkcancor, eve (default brent,hkcancor); the "
-                             "later ones take as many utterances as the first")
-    parser.add_argument("--utterances", type=int, default=None,
-                        help="wordseg: use only the first N utterances of each corpus (default: all of Brent, "
-                             "as many of the second language)")
-    parser.add_argument("--quick", action="store_true",
-                        help="wordseg: a smoke run (200 utterances, 2 passes, 1 seed)")
-    parser.add_argument("--discount", type=float, default=None,
-                        help="wordseg: the Pitman-Yor discount a of every adapted nonterminal (default 0)")
-    parser.add_argument("--estimate-hyperparameters", action="store_true",
-                        help="wordseg: learn a and b after each pass (mcmc samples them, as Johnson and Goldwater "
-                             "2009); an a of 0 stays 0, so give --discount > 0 to learn it")
-    parser.add_argument("--anneal", default=None, metavar="T0,SWEEPS",
-                        help="wordseg, mcmc: anneal from temperature T0 to 1 over the first SWEEPS sweeps")
-    parser.description += (
-        " wordseg: word segmentation with adaptor grammars (unigram, colloc, colloc-syllable) by vb, cvi and mcmc "
-        "on the Brent corpus and a second language (HKCanCor Jyutping; 'cvbayes data fetch hkcancor'): token, "
-        "boundary and lexicon F1 beside Johnson and Goldwater's (2009) MCMC figures, training time; --seeds "
-        "(default 3), --iterations (vb, cvi), --cgs-iterations (mcmc); writes results.json, table.md and PNGs "
-        "under --out/wordseg.")
-    shared = parser._option_string_actions["--algorithms"]
-    tagging = shared.type
-
-    def algorithms(text):
-        names = text.split(",")
-        return names if set(names) <= set(ALGORITHMS) else tagging(text)
-
-    shared.type = algorithms
-    shared.help += "; wordseg: vb,cvi,mcmc (default: those the model has)"
-
-
 def evaluation_points(n_iter, count=EVALUATIONS):
     """1-based passes to score at: log-spaced from 1 to ``n_iter`` (the last always)."""
     points = np.unique(np.round(np.geomspace(1, n_iter, min(count, n_iter))).astype(int))
@@ -253,11 +215,10 @@ def run_from_command_line(args):
     ``--quick``, ``--out`` (results under OUT/wordseg), ``--seed`` (the first seed: seeds SEED..SEED+N-1)."""
     from ..models.adaptor import AdaptorGrammar
     from ..models.adaptor_mcmc import parse_anneal
-    from ..models.hmm import TAGGING_ALGORITHMS
 
     quick = getattr(args, "quick", False)
     grammars = (args.grammars.split(",") if getattr(args, "grammars", None) else list(GRAMMARS))
-    algorithms = (list(ALGORITHMS) if args.algorithms in (None, list(TAGGING_ALGORITHMS)) else list(args.algorithms))
+    algorithms = list(args.algorithms or ALGORITHMS)
     for name in grammars:
         if name not in GRAMMARS:
             raise ValueError(f"wordseg: unknown grammar {name!r}; choose from {', '.join(GRAMMARS)}")
@@ -319,3 +280,6 @@ def run_from_command_line(args):
     if not args.quiet and not getattr(args, "json", False):
         print(text)
     return results
+
+
+EXPERIMENTS = {"wordseg": run_from_command_line}

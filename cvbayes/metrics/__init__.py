@@ -5,6 +5,8 @@ from .dependency import (AttachmentScores, attach_left_heads, attach_right_heads
 from .parsing import BracketScores, bracket_scores, brackets, parsing_report
 from .segmentation import (PrecisionRecall, SegmentationScores, precision_recall_f1, segmentation_report,
                            segmentation_scores, word_boundaries, word_spans)
+from .speech import (BoundaryScores, boundary_scores, frame_boundaries, frame_labels, normalized_mutual_info,
+                     phone_boundaries, unit_purity, units_report)
 from .tagging import (
     VMeasure,
     accuracy,
@@ -35,6 +37,14 @@ __all__ = [
     "directed_accuracy",
     "random_projective_heads",
     "undirected_accuracy",
+    "BoundaryScores",
+    "boundary_scores",
+    "frame_boundaries",
+    "frame_labels",
+    "normalized_mutual_info",
+    "phone_boundaries",
+    "unit_purity",
+    "units_report",
     "VMeasure",
     "accuracy",
     "contingency",

@@ -92,6 +92,10 @@ ANNEAL_END = 0.08
 ANNEAL_START_FROM_PARAMETERS = 1.0
 
 
+class NothingToLearnWarning(UserWarning):
+    """A fit whose algorithm cannot learn from the data it was given (the command line refuses it)."""
+
+
 class Counts(NamedTuple):
     """The expected counts of a fitted posterior: the start row (K,), the transitions (K, K), and
     the emission family's statistics (S, K) (families/ops.py: for categorical emissions rows w < W
@@ -327,7 +331,7 @@ class HMM:
             # leaving the only sequence out leaves no data to learn from; CVI-3 (thesis §3.6) cuts it into subchains
             warnings.warn(f"algorithm {algorithm!r} leaves one sequence out at a time, so it cannot learn from a "
                           f"corpus of a single sequence; use 'cvi3' (or 'scvi'), which cut it into subchains",
-                          UserWarning, stacklevel=2)
+                          NothingToLearnWarning, stacklevel=2)
         self.algorithm_ = algorithm
         self.objective_name_ = self.OBJECTIVES[algorithm]
         self.history_ = []
@@ -795,7 +799,10 @@ class HMM:
         With ``algorithm="viterbi"`` or ``"map"`` (hmmlearn's names and return value) it returns
         ``(log_prob, states)`` instead: for "viterbi" log p(x, z*) of the Viterbi paths under the
         fitted point estimates, for "map" (max posterior marginals) the sum over tokens of
-        log max_k q(z_t = k) (hmmlearn sums the marginals themselves).
+        log max_k q(z_t = k) (hmmlearn sums the marginals themselves).  hmmlearn's ``decode(X)``
+        means Viterbi and returns the pair; here ``decode(X)`` without ``algorithm`` returns the
+        states alone, as in every earlier release: write ``decode(X, algorithm="viterbi")`` for
+        hmmlearn's call.
         """
         if algorithm is not None:
             if algorithm not in ("viterbi", "map"):

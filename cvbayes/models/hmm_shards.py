@@ -35,7 +35,6 @@ Dask (``pip install "cvbayes[distributed]"``) is imported only when a client is 
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import tempfile
@@ -459,28 +458,5 @@ class ShardedSweep:
             self.threads.shutdown()
 
 
-# ------------------------------------------------------------------------ the command line
-
 # the algorithms fit(client=...) runs
 SHARDED_ALGORITHMS = ("em", "vb", "svi", "scvi", "cvi2-sharded")
-
-
-@contextlib.contextmanager
-def connect(scheduler=None, workers=None):
-    """A Dask client for ``cvbayes fit --scheduler ADDRESS`` (an existing cluster) or ``--workers N``
-    (a local cluster of N processes sharing the cores); None (no Dask) without either."""
-    if scheduler is None and workers is None:
-        yield None
-        return
-    try:
-        from distributed import Client, LocalCluster
-    except ImportError:
-        raise SystemExit('--scheduler and --workers need Dask: pip install "cvbayes[distributed]"') from None
-    if scheduler is not None:
-        with Client(scheduler) as client:
-            yield client
-        return
-    threads = max(1, (os.cpu_count() or 1) // workers)
-    with LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True, dashboard_address=":0") as cluster, \
-            Client(cluster) as client:
-        yield client

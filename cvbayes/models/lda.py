@@ -466,7 +466,7 @@ class LDA:
     alpha_ : (K,) the document-topic prior (learnt with ``learn_alpha``)
     history_ : list of `schedules.IterationRecord` (objective of `OBJECTIVES`, seconds a pass)
     n_iter_, n_batch_iter_ : passes run, and stochastic steps run
-    doc_topic_ : (D, K) the training documents' topic proportions (not for online-vb and scvb0)
+    doc_topic_ : (D, K) the training documents' topic proportions (not for online-vb and scvb0); kept by `save`
     vocabulary_ : the `Vocabulary` of a Corpus fitted, else None
     """
 
@@ -636,7 +636,23 @@ class LDA:
 
     def _matrix(self, X):
         self._fitted()
-        return Documents.from_input(X, self.components_.shape[1]).matrix
+        return Documents.from_input(self._in_model_words(X), self.components_.shape[1]).matrix
+
+    def _in_model_words(self, X):
+        """X, and a Corpus read with another vocabulary in the model's word ids (words the model never
+        saw dropped, as they have no topic-word counts)."""
+        if not isinstance(X, Corpus) or X.vocabulary is None or self.vocabulary_ in (None, X.vocabulary):
+            return X
+        types, inverse = np.unique(X.observations, return_inverse=True)
+        words = X.vocabulary.decode(types)
+        known = np.array([word in self.vocabulary_ for word in words], dtype=bool)
+        renumber = np.full(types.size, -1, dtype=np.int32)
+        renumber[known] = self.vocabulary_.encode([word for word, keep in zip(words, known) if keep])
+        observations = renumber[inverse.ravel()]
+        kept = observations >= 0
+        document = np.repeat(np.arange(X.n_sequences), np.diff(X.offsets))
+        offsets = np.concatenate([[0], np.cumsum(np.bincount(document[kept], minlength=X.n_sequences))])
+        return Corpus(observations[kept], offsets, vocabulary=self.vocabulary_, source=X.source)
 
     def transform(self, X):
         """Topic proportions (D, K) of the documents X, folded in on the fitted topics
@@ -653,13 +669,13 @@ class LDA:
         fold in on each document's first half, score its second half; a count matrix's tokens are cut
         into halves at random with seed 0, whatever the model's seed).  Not scikit-learn's bound."""
         self._fitted()
-        documents = X if isinstance(X, Corpus) else self._matrix(X)
+        documents = self._in_model_words(X) if isinstance(X, Corpus) else self._matrix(X)
         return document_completion(self.components_, documents, self.alpha_).log_likelihood
 
     def perplexity(self, X):
         """exp(-score / tokens scored): the held-out document-completion perplexity of X."""
         self._fitted()
-        documents = X if isinstance(X, Corpus) else self._matrix(X)
+        documents = self._in_model_words(X) if isinstance(X, Corpus) else self._matrix(X)
         return document_completion(self.components_, documents, self.alpha_).perplexity
 
     @property
@@ -691,6 +707,8 @@ class LDA:
             "vocabulary": None if self.vocabulary_ is None else self.vocabulary_.to_json(),
         }
         arrays = {"components": self.components_, "alpha": self.alpha_}
+        if getattr(self, "doc_topic_", None) is not None:
+            arrays["doc_topic"] = self.doc_topic_
         write_model(path, meta, arrays)
 
     @classmethod
@@ -706,7 +724,7 @@ class LDA:
         model.n_batch_iter_ = meta["n_batch_iter"]
         model.history_ = [IterationRecord(*record) for record in meta["history"]]
         model.vocabulary_ = None if meta["vocabulary"] is None else Vocabulary.from_json(meta["vocabulary"])
-        model.doc_topic_ = None
+        model.doc_topic_ = arrays.get("doc_topic")
         return model
 
 

@@ -145,7 +145,8 @@ class Aligner:
     seed : int
         Seeds the Gibbs sampler and the minibatches of svi and scvi (the others are deterministic).
     null_prob : float
-        p0, the HMM's fixed probability of a jump to NULL.
+        p0, the HMM's fixed probability of a jump to NULL; 0 leaves NULL out of the HMM (fast_align's
+        ``-N``; IBM1, which starts it, keeps its NULL word).
     max_jump : int
         M: jump widths are clipped to [-M, M] (2M + 1 buckets).
     batch_size, kappa, tau0 : int, float, float
@@ -171,8 +172,8 @@ class Aligner:
             prior = default_prior(algorithm)
         if not prior > 0:
             raise ValueError(f"prior must be positive, got {prior}")
-        if not 0.0 < null_prob < 1.0:
-            raise ValueError(f"null_prob must lie in (0, 1), got {null_prob}")
+        if not 0.0 <= null_prob < 1.0:
+            raise ValueError(f"null_prob must lie in [0, 1), got {null_prob}")
         if max_jump < 1:
             raise ValueError(f"max_jump must be at least 1, got {max_jump}")
         if batch_size < 1 or not kappa >= 0 or not tau0 > 0:
@@ -415,17 +416,22 @@ class Aligner:
         NULL, and pairs with an empty side, get none.
         """
         self._check_fitted()
-        data = self._data
-        best = _best_candidates(data, self._cells)
-        n_tgt = np.diff(data.tgt_offsets)
-        n_src = np.repeat(np.diff(data.src_offsets), n_tgt)
-        target_j = np.arange(data.n_target_tokens) - np.repeat(data.tgt_offsets[:-1], n_tgt)
-        pair = np.repeat(data.pairs, n_tgt)
-        real = best < n_src
-        out: list[set[tuple[int, int]]] = [set() for _ in range(self._n_pairs)]
-        for p, i, j in zip(pair[real].tolist(), best[real].tolist(), target_j[real].tolist()):
-            out[p].add((i, j))
-        return out
+        return best_links(self._data, self._cells, self._n_pairs)
+
+
+def best_links(data: AlignmentData, cells: np.ndarray, n_pairs: int) -> list[set[tuple[int, int]]]:
+    """Per pair of a corpus of ``n_pairs``, the links (source_i, target_j) of each target token to its
+    highest cell (ties to the lower position); none for a token whose best is NULL."""
+    best = _best_candidates(data, cells)
+    n_tgt = np.diff(data.tgt_offsets)
+    n_src = np.repeat(np.diff(data.src_offsets), n_tgt)
+    target_j = np.arange(data.n_target_tokens) - np.repeat(data.tgt_offsets[:-1], n_tgt)
+    pair = np.repeat(data.pairs, n_tgt)
+    real = best < n_src
+    out: list[set[tuple[int, int]]] = [set() for _ in range(n_pairs)]
+    for p, i, j in zip(pair[real].tolist(), best[real].tolist(), target_j[real].tolist()):
+        out[p].add((i, j))
+    return out
 
 
 def _best_candidates(data: AlignmentData, cells: np.ndarray) -> np.ndarray:

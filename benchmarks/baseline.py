@@ -1,0 +1,259 @@
+"""Every learner's trajectory on tiny data, recorded before a refactoring and compared after it.
+
+    python benchmarks/baseline.py record before.json            # on the old tree
+    python benchmarks/baseline.py record after.json             # on the new tree
+    python benchmarks/baseline.py compare before.json after.json
+
+A case is one model and one algorithm, fitted from a fixed seed for a few passes on data small enough
+for the whole record to take a few minutes; it keeps the objective after every pass (``history_``)
+and what the fitted model says about its training data (a score or a decoding).  `compare` prints the
+worst relative difference of each case and exits 1 if any exceeds ``--tolerance`` (1e-9: the
+arithmetic may be reordered, nothing more).  ``--only hmm,pcfg`` records the cases whose name starts
+with one of the prefixes.
+
+Call forms: the cases use the fit signatures of the tree they run on; where a model moved its options
+from ``fit`` to its constructor, `_fit` tries the new form first.
+"""
+import argparse
+import inspect
+import json
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+import cvbayes
+from cvbayes.data import load_embedded_brown
+
+BRENT = Path(__file__).resolve().parents[2] / "shared" / "data" / "brent" / "br-phonemes.txt"
+
+
+def _fit(model, X, algorithm, n_iter, seed, **options):
+    """model.fit in whichever form the tree has: algorithm, n_iter and the seed in the constructor
+    (scikit-learn's convention) or in fit."""
+    constructor = inspect.signature(type(model).__init__).parameters
+    if "algorithm" in constructor and hasattr(model, "set_params"):
+        seed_name = "random_state" if "random_state" in constructor else "seed"
+        model.set_params(algorithm=algorithm, n_iter=n_iter, **{seed_name: seed})
+        return model.fit(X, **options)
+    return model.fit(X, algorithm=algorithm, n_iter=n_iter, seed=seed, **options)
+
+
+def _objectives(model):
+    return [float(record.objective) for record in model.history_]
+
+
+def _brown(n_sentences):
+    return load_embedded_brown(n_sentences=n_sentences)
+
+
+def hmm_case(algorithm, n_iter=4, **options):
+    def run():
+        corpus = _brown(150)
+        model = _fit(cvbayes.HMM(n_states=8), corpus, algorithm, n_iter, 3, **options)
+        return {"objectives": _objectives(model), "score": [float(model.score(corpus))],
+                "states": np.asarray(model.predict(corpus.observations, corpus.lengths)).tolist()}
+    return run
+
+
+def gaussian_hmm_case(algorithm, n_iter=4):
+    def run():
+        rng = np.random.default_rng(7)
+        means = np.array([[-2.0, 0.0], [0.0, 2.0], [2.0, -1.0]])
+        states = rng.integers(0, 3, size=600)
+        X = means[states] + rng.normal(size=(600, 2))
+        lengths = np.full(20, 30)
+        model = _fit(cvbayes.HMM(n_states=3, emission="gaussian"), X, algorithm, n_iter, 5, lengths=lengths)
+        return {"objectives": _objectives(model), "score": [float(model.score(X, lengths))]}
+    return run
+
+
+def hdp_case(algorithm, n_iter=4):
+    def run():
+        corpus = _brown(150)
+        model = _fit(cvbayes.HDPHMM(n_states=10, burn_in=2), corpus, algorithm, n_iter, 3)
+        return {"objectives": _objectives(model), "score": [float(model.score(corpus))]}
+    return run
+
+
+def _count_matrix():
+    rng = np.random.default_rng(11)
+    topics = rng.dirichlet(np.full(40, 0.1), size=4)
+    rows = []
+    for _ in range(60):
+        theta = rng.dirichlet(np.full(4, 0.3))
+        rows.append(rng.multinomial(50, theta @ topics))
+    return np.array(rows)
+
+
+def lda_case(algorithm, n_iter=5):
+    def run():
+        X = _count_matrix()
+        model = cvbayes.LDA(4, alpha=0.2, eta=0.05, algorithm=algorithm, n_iter=n_iter, seed=2,
+                            **({"batch_size": 16} if algorithm in ("online-vb", "scvb0") else {}))
+        model.fit(X)
+        return {"objectives": _objectives(model), "components": np.asarray(model.components_).ravel().tolist()}
+    return run
+
+
+def _cnf_sentences():
+    rng = np.random.default_rng(5)
+    words = ["the", "dog", "cat", "saw", "a", "ran"]
+    return [list(rng.choice(words, size=rng.integers(2, 6))) for _ in range(30)]
+
+
+def pcfg_case(algorithm, n_iter=3, **options):
+    def run():
+        sentences = _cnf_sentences()
+        model = _fit(cvbayes.PCFG(n_nonterminals=3, alpha=0.5), sentences, algorithm, n_iter, 1, **options)
+        return {"objectives": _objectives(model), "score": [float(model.score(sentences))]}
+    return run
+
+
+def dmv_case(algorithm, n_iter=3, **options):
+    def run():
+        corpus = _brown(120)
+        tagset = corpus.tagset
+        sentences = [[tagset.symbols[t] for t in corpus.gold[start:end]]
+                     for start, end in zip(corpus.offsets[:-1], corpus.offsets[1:]) if end - start <= 10]
+        model = _fit(cvbayes.DMV(alpha=0.5), sentences, algorithm, n_iter, 4, **options)
+        return {"objectives": _objectives(model), "score": [float(model.score(sentences))]}
+    return run
+
+
+def pcfg_la_case(algorithm, n_iter=3):
+    def run():
+        from cvbayes.data.trees import parse_trees
+        trees = parse_trees("""
+(S (NP (D a) (N b)) (V c))
+(S (NP (N b)) (V c) (NP (D a) (N b)))
+(NP (D a) (N b))
+(S (NP (N c)) (V a))
+(S (NP (D a) (N c)) (V b) (NP (N a)))
+""")
+        model = _fit(cvbayes.PCFGLA(n_subtypes=2, alpha=0.5, min_count=1), trees, algorithm, n_iter, 6)
+        return {"objectives": _objectives(model)}
+    return run
+
+
+def aligner_case(model_name, algorithm):
+    def run():
+        from cvbayes.models.alignment import Aligner, ParallelCorpus
+        rng = np.random.default_rng(9)
+        lexicon = {f"s{i}": f"t{i}" for i in range(12)}
+        source, target = [], []
+        for _ in range(80):
+            words = list(rng.choice(list(lexicon), size=rng.integers(2, 7)))
+            source.append(words)
+            target.append([lexicon[w] for w in words[::-1]] + (["the"] if rng.random() < 0.5 else []))
+        corpus = ParallelCorpus.from_tokens(source, target)
+        aligner = Aligner(model_name, algorithm, n_iter=(3, 3) if model_name == "hmm" else 3, seed=0).fit(corpus)
+        return {"objectives": _objectives(aligner),
+                "links": [sorted(map(list, links)) for links in aligner.links()]}
+    return run
+
+
+def adaptor_case(grammar, algorithm, n_iter=3):
+    def run():
+        lines = BRENT.read_text().splitlines()[:60]
+        utterances = [line.split() for line in lines]
+        model = _fit(cvbayes.AdaptorGrammar(grammar), utterances, algorithm, n_iter, 1)
+        return {"objectives": _objectives(model),
+                "segmentation": [[list(word) for word in u] for u in model.segment(utterances)]}
+    return run
+
+
+CASES = {
+    **{f"hmm/{a}": hmm_case(a) for a in ("em", "vb", "cvi1", "cvi2", "cgs")},
+    "hmm/cvi3": hmm_case("cvi3", subchain_length=5),
+    "hmm/svi": hmm_case("svi", batch_size=40),
+    "hmm/scvi": hmm_case("scvi", batch_size=40),
+    **{f"hmm-gaussian/{a}": gaussian_hmm_case(a) for a in ("em", "vb", "cvi2", "scvi")},
+    **{f"hdp-hmm/{a}": hdp_case(a) for a in ("cvi", "scvi", "svi-p")},
+    **{f"lda/{a}": lda_case(a) for a in ("vb", "online-vb", "cvb0", "cvb", "scvb0", "cgs")},
+    **{f"pcfg/{a}": pcfg_case(a) for a in ("em", "vb", "cvi", "mh")},
+    "pcfg/scvi": pcfg_case("scvi", batch_size=10),
+    **{f"dmv/{a}": dmv_case(a) for a in ("em", "vb", "cvi")},
+    "dmv/scvi": dmv_case("scvi", batch_size=16),
+    **{f"pcfg-la/{a}": pcfg_la_case(a) for a in ("em", "vb", "cvi")},
+    **{f"align-{m}/{a}": aligner_case(m, a) for m in ("ibm1", "hmm") for a in ("em", "vb", "cvi2", "cgs", "scvi")},
+    **{f"adaptor-{g}/{a}": adaptor_case(g, a) for g in ("unigram", "colloc") for a in ("vb", "cvi", "mcmc")},
+}
+
+
+def record(path, only):
+    results = {}
+    for name, run in CASES.items():
+        if only and not any(name.startswith(prefix) for prefix in only):
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                results[name] = run()
+            except Exception as error:  # a case the tree cannot run is recorded as such, not fatal
+                results[name] = {"error": f"{type(error).__name__}: {error}"}
+        print(f"{name:28s} {'error: ' + results[name]['error'] if 'error' in results[name] else 'ok'}",
+              flush=True)
+    Path(path).write_text(json.dumps(results))
+
+
+def _worst(old, new):
+    """The worst relative difference between two records of one case (inf where shapes differ)."""
+    worst = 0.0
+    for key in old.keys() | new.keys():
+        a, b = old.get(key), new.get(key)
+        if a is None or b is None:
+            return np.inf
+        try:
+            a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+        except ValueError:  # ragged: decodings and segmentations compare exactly
+            if a != b:
+                return np.inf
+            continue
+        if a.shape != b.shape:
+            return np.inf
+        both_inf = np.isinf(a) & np.isinf(b) & (np.sign(a) == np.sign(b))
+        difference = np.where(both_inf, 0.0, np.abs(a - b) / np.maximum(np.abs(a), 1e-300))
+        worst = max(worst, float(np.max(difference, initial=0.0)))
+    return worst
+
+
+def compare(old_path, new_path, tolerance):
+    old, new = json.loads(Path(old_path).read_text()), json.loads(Path(new_path).read_text())
+    failed = False
+    for name in old:
+        if name not in new:
+            print(f"{name:28s} missing from {new_path}")
+            failed = True
+            continue
+        if "error" in old[name] or "error" in new[name]:
+            print(f"{name:28s} {old[name].get('error', 'ok')} -> {new[name].get('error', 'ok')}")
+            failed = failed or "error" in new[name]
+            continue
+        worst = _worst(old[name], new[name])
+        flag = "" if worst <= tolerance else "  <-- differs"
+        failed = failed or worst > tolerance
+        print(f"{name:28s} worst relative difference {worst:.3g}{flag}")
+    return 1 if failed else 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    recorder = commands.add_parser("record", help="run every case and write their trajectories")
+    recorder.add_argument("output")
+    recorder.add_argument("--only", default="", help="comma-separated name prefixes (hmm,pcfg,...)")
+    comparer = commands.add_parser("compare", help="worst relative difference per case")
+    comparer.add_argument("old")
+    comparer.add_argument("new")
+    comparer.add_argument("--tolerance", type=float, default=1e-9)
+    args = parser.parse_args(argv)
+    if args.command == "record":
+        record(args.output, [p for p in args.only.split(",") if p])
+        return 0
+    return compare(args.old, args.new, args.tolerance)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""Options and checks that several ``cvbayes`` commands share, each written once."""
+import argparse
+import json
+import os
+import sys
+
+from ..checkpoints import Checkpoint, checkpoint_passes
+
+COMMON_HELP = {
+    "--seed": "random seed; this command has no randomness, so it has no effect (accepted on every command)",
+    "--quiet": "no progress bars; this command shows none (accepted on every command)",
+    "--json": "print the summary as machine-readable JSON (on standard error when standard output "
+              "carries the command's data)",
+}
+
+
+def bounded(convert, low, below=None):
+    """An argparse type: a number (``convert``: int or float) of at least ``low`` and, if given, below
+    ``below``, checked before any work starts."""
+    def check(text):
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if convert is int else 'a number'}, "
+                                             f"got {text!r}") from None
+        if value < low or (below is not None and not value < below):
+            raise argparse.ArgumentTypeError(f"must be at least {low}" + ("" if below is None else f" and below "
+                                                                          f"{below}") + f", got {text}")
+        return value
+    return check
+
+
+positive_int = bounded(int, 1)
+count = bounded(int, 0)
+fraction = bounded(float, 0, 1)
+
+
+def add_common(parser, seed=True):
+    """--seed (unless ``seed`` is False), --json and --quiet with their usual meanings."""
+    if seed:
+        parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON instead of text")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def leaf_parsers(parser):
+    """Every parser under ``parser`` that runs a command (argparse keeps subparsers in a private field)."""
+    children = [action.choices for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+    if not children:
+        yield parser
+    for choices in children:
+        for child in dict.fromkeys(choices.values()):
+            yield from leaf_parsers(child)
+
+
+def add_missing_common(parser):
+    """Give every command --seed, --quiet and --json, with one meaning everywhere (README: "The command line")."""
+    for leaf in leaf_parsers(parser):
+        for option, help_text in COMMON_HELP.items():
+            if option not in leaf._option_string_actions:
+                kind = {"type": int, "default": 0} if option == "--seed" else {"action": "store_true"}
+                leaf.add_argument(option, help=help_text, **kind)
+
+
+def add_checkpoint_arguments(parser):
+    """``--checkpoint PATH`` and ``--checkpoint-every N`` on a command that fits a model."""
+    parser.add_argument("--checkpoint", metavar="PATH", default=None,
+                        help="save the run's state to PATH as it trains; the same command again resumes from it "
+                             "and ends exactly as an uninterrupted run; removed once the model is written")
+    parser.add_argument("--checkpoint-every", metavar="N", type=positive_int, default=1,
+                        help="passes between checkpoints (default 1)")
+
+
+def announce_resume(path, n_iter, command, quiet):
+    """Say on standard error that a run resumes from the checkpoint at ``path``, if there is one."""
+    saved = checkpoint_passes(path)
+    if saved is not None and not quiet:
+        print(f"{command}: resuming from {path} after pass {saved[0]} of {n_iter}", file=sys.stderr)
+
+
+def remove_checkpoint(path, report, lines):
+    """Once the model file is written the checkpoint at ``path`` (if any) has done its work: remove it, and
+    say how large it was, so that the next run knows what a checkpoint of this size of data costs (a
+    collapsed learner keeps every unit's expected counts: cvi2 an HMM's K x K a sentence and K a token)."""
+    if path is None or not os.path.exists(path):
+        return
+    report["checkpoint_bytes"] = os.path.getsize(path)
+    lines.append(f"checkpoint {path} ({report['checkpoint_bytes'] / 1e6:.1f} MB) removed")
+    Checkpoint(path).remove()
+
+
+def check_writable(path):
+    """Refuse an output path that cannot be written, before any training (``-`` is standard output)."""
+    if path in (None, "-"):
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise ValueError(f"{path}: is a folder, not an output file")
+    if not os.path.isdir(folder):
+        raise ValueError(f"{path}: cannot write there, the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise ValueError(f"{path}: cannot write there, permission denied")
+
+
+def emit(args, report, lines):
+    """Print a report as JSON (--json) or as the given text lines."""
+    if args.json:
+        json.dump(report, sys.stdout, indent=2)
+        print()
+    else:
+        print("\n".join(lines))
+
+
+# -- the HMM tagger's commands (fit, tag, evaluate, compare) --------------------------------------------
+
+def add_corpus(parser, tagset=True):
+    """The corpus argument, --format and (unless ``tagset`` is False) --tagset."""
+    from ..tagging import FORMATS
+
+    parser.add_argument("corpus", help="'brown' (fetched with 'cvbayes data fetch brown'), 'brown-embedded' "
+                                       "(the 2,000-sentence slice shipped with cvbayes) or a file")
+    parser.add_argument("--format", choices=FORMATS, default="auto",
+                        help="file format: word/TAG lines, CoNLL-U or plain text (default auto: .conllu by name, "
+                             "else guessed from the first lines)")
+    parser.add_argument("--tag", choices=("upos", "xpos"), default="upos",
+                        help="CoNLL-U: the column of the gold tags (default upos)")
+    if tagset:
+        parser.add_argument("--tagset", choices=("brown", "universal"), default="brown",
+                            help="tag set for the Brown corpus: 104 base tags or the 12 universal tags")
+
+
+def add_priors(parser, alpha=0.1, beta=0.1):
+    parser.add_argument("--alpha", type=float, default=alpha,
+                        help=f"Dirichlet prior on transitions (default {alpha})")
+    parser.add_argument("--beta", type=float, default=beta, help=f"Dirichlet prior on emissions (default {beta})")
+
+
+def hmm_algorithms(text, command):
+    """Comma-separated HMM algorithms, each checked."""
+    from ..models.hmm import ALGORITHMS
+
+    algorithms = text.split(",")
+    for algorithm in algorithms:
+        if algorithm not in ALGORITHMS:
+            raise SystemExit(f"cvbayes {command}: unknown algorithm {algorithm!r}; "
+                             f"choose from {', '.join(ALGORITHMS)}")
+    return algorithms
