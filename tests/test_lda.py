@@ -3,7 +3,6 @@ collapsed posterior, the readers, the metrics and the command line."""
 import itertools
 import json
 
-import numba
 import numpy as np
 import pytest
 import scipy.sparse
@@ -245,21 +244,15 @@ def test_collapsed_gibbs_matches_the_exact_collapsed_posterior():
 def test_partitioned_gibbs_is_the_sampler_on_one_partition_and_keeps_the_counts_on_two():
     X, _ = planted(n_docs=40, n_topics=4, seed=9)
     documents = Documents(X)
-
     alpha = np.array([0.2, 0.3, 0.4, 0.5])  # asymmetric: the log joint's other branch
 
-    def run(n_jobs, n_sweeps=5, threads=None):
+    def run(n_jobs, n_sweeps=5):
         sampler = GibbsLDA(documents, 4, alpha.copy(), 0.1, np.random.default_rng(4), n_jobs=n_jobs)
-        shared = (sampler.doc_topic, sampler.topic, sampler.normaliser, sampler.pairs, sampler.list_start,
-                  sampler.list_length, sampler.alpha, sampler.eta, sampler.eta_total)
-        previous = numba.get_num_threads()
-        numba.set_num_threads(threads or previous)
-        try:
-            for sweep in range(n_sweeps):
-                kernels.partitioned_gibbs_sweep(sampler.token_word, sampler.assignment, *shared, sampler.doc_parts,
-                                                sampler.word_bounds, sampler.word_offsets, sampler.seed[0], sweep)
-        finally:
-            numba.set_num_threads(previous)
+        for sweep in range(n_sweeps):
+            kernels.partitioned_gibbs_sweep(sampler.token_word, sampler.assignment, sampler.doc_topic, sampler.topic,
+                                            sampler.normaliser, sampler.pairs, sampler.list_start, sampler.list_length,
+                                            sampler.alpha, sampler.eta, sampler.eta_total, sampler.doc_parts,
+                                            sampler.word_bounds, sampler.word_offsets, sampler.seed[0], sweep)
         return sampler
 
     exact = GibbsLDA(documents, 4, alpha.copy(), 0.1, np.random.default_rng(4))
@@ -269,9 +262,9 @@ def test_partitioned_gibbs_is_the_sampler_on_one_partition_and_keeps_the_counts_
     two = run(2)
     assert not np.array_equal(two.assignment, exact.assignment)
     assert_counts_match_assignments(two)
-    # the chain depends on the partitions, not on the threads that sample them
-    assert np.array_equal(run(2, threads=1).assignment, two.assignment)
-    assert np.array_equal(run(2, threads=min(2, numba.config.NUMBA_NUM_THREADS)).assignment, two.assignment)
+    # the two threads share nothing within a step: the chain is the same, run after run
+    for _ in range(3):
+        assert np.array_equal(run(2).assignment, two.assignment)
 
 
 def test_partitioned_gibbs_stays_near_the_exact_posterior():

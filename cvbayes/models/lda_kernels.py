@@ -21,6 +21,7 @@ pass (VB, online VB, SCVB0) are built with the NumPy rules by the caller and pas
   documents and the vocabulary in parallel (Yan, Xu and Qi 2009).
 """
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit, prange
@@ -564,11 +565,10 @@ def gibbs_sweep(token_word, assignment, token_start, doc_topic, topic, normalise
                   unit_generator(seed, sweep))
 
 
-@njit(parallel=True, cache=True)
 def partitioned_gibbs_sweep(token_word, assignment, doc_topic, topic, normaliser, pairs, list_start, list_length,
                             alpha, eta, eta_total, doc_parts, word_bounds, word_offsets, seed, sweep):
     """One sweep of the partitioned parallel sampler of Yan, Xu and Qi (2009) (tomotopy's default) with
-    `sparse_document`, on P = len(doc_parts) - 1 partitions.
+    `sparse_document`, on P = len(doc_parts) - 1 partitions, one thread each.
 
     Documents are cut into P parts (``doc_parts``) and the vocabulary into P parts (``word_bounds``; a
     document's tokens of vocabulary part q are ``word_offsets[q, d] .. word_offsets[q + 1, d] - 1``),
@@ -578,36 +578,63 @@ def partitioned_gibbs_sweep(token_word, assignment, doc_topic, topic, normaliser
     thread's draws do not see the other threads' changes to n_k.  P = 1 is `gibbs_sweep`.
 
     Block (step s, part p) of sweep t draws from its own generator seeded by (seed, (t P + s) P + p):
-    a sweep depends on P and the seed, never on the number of threads.
+    a sweep depends on P and the seed, never on the threads.  The blocks run on Python threads (the
+    kernel releases the GIL), which wait for the step's end asleep: numba's OpenMP loop spun while
+    waiting, and on a loaded machine that spinning took the time its partner needed (two threads ran
+    slower than one).
     """
     n_parts = doc_parts.shape[0] - 1
     n_topics = topic.shape[0]
     # the threads' copies a cache line (64 bytes) apart at least, or a token's count moves would make
     # the line they share bounce between the cores
-    width = n_topics + 8
-    local_topic = np.empty((n_parts, width), dtype=topic.dtype)
-    local_normaliser = np.empty((n_parts, width))
+    local_topic = np.empty((n_parts, n_topics + 8), dtype=topic.dtype)
+    local_normaliser = np.empty((n_parts, n_topics + 8))
+    pool = _block_threads(n_parts)
     for step in range(n_parts):
-        # copied element by element before the parallel loop: numba 0.68 rewrote a row assigned inside
-        # it (local[part] = normaliser) into the shared array itself, and the threads raced on it
-        for part in range(n_parts):
-            for k in range(n_topics):
-                local_topic[part, k] = topic[k]
-                local_normaliser[part, k] = normaliser[k]
-        for part in prange(n_parts):
-            words = (part + step) % n_parts
-            if step == 0:  # the block's own words, which no other thread touches in this step
-                compact_word_lists(pairs, list_start, list_length, word_bounds[words], word_bounds[words + 1])
-            _sample_block(token_word, assignment, word_offsets[words], word_offsets[words + 1], doc_topic,
-                          local_topic[part, :n_topics], local_normaliser[part, :n_topics], pairs, list_start,
-                          list_length, alpha, eta, eta_total, doc_parts[part], doc_parts[part + 1],
-                          unit_generator(seed, (sweep * n_parts + step) * n_parts + part))
-        for k in range(n_topics):
-            total = topic[k]
-            for part in range(n_parts):
-                total += local_topic[part, k] - topic[k]
-            topic[k] = total
-            normaliser[k] = topic_normaliser(np.float64(total), eta_total)
+        local_topic[:, :n_topics] = topic
+        local_normaliser[:, :n_topics] = normaliser
+        blocks = [pool.submit(_partition_block, token_word, assignment, doc_topic, local_topic[part, :n_topics],
+                              local_normaliser[part, :n_topics], pairs, list_start, list_length, alpha, eta, eta_total,
+                              doc_parts, word_bounds, word_offsets, seed, sweep, step, part)
+                  for part in range(n_parts)]
+        for block in blocks:
+            block.result()
+        _merge_topic_totals(topic, normaliser, local_topic, eta_total)
+
+
+_POOLS = {}
+
+
+def _block_threads(n_threads):
+    """A pool of ``n_threads`` threads, kept for the next sweeps."""
+    if n_threads not in _POOLS:
+        _POOLS[n_threads] = ThreadPoolExecutor(n_threads, thread_name_prefix="cvbayes-lda")
+    return _POOLS[n_threads]
+
+
+@njit(nogil=True, cache=True)
+def _partition_block(token_word, assignment, doc_topic, topic, normaliser, pairs, list_start, list_length, alpha,
+                     eta, eta_total, doc_parts, word_bounds, word_offsets, seed, sweep, step, part):
+    """Block (step, part) of `partitioned_gibbs_sweep` on the thread's own topic totals; in the first
+    step it first compacts its words' lists, which no other thread touches in that step."""
+    n_parts = doc_parts.shape[0] - 1
+    words = (part + step) % n_parts
+    if step == 0:
+        compact_word_lists(pairs, list_start, list_length, word_bounds[words], word_bounds[words + 1])
+    _sample_block(token_word, assignment, word_offsets[words], word_offsets[words + 1], doc_topic, topic, normaliser,
+                  pairs, list_start, list_length, alpha, eta, eta_total, doc_parts[part], doc_parts[part + 1],
+                  unit_generator(seed, (sweep * n_parts + step) * n_parts + part))
+
+
+@njit(cache=True)
+def _merge_topic_totals(topic, normaliser, local_topic, eta_total):
+    """n_k += the sum of the threads' changes to their copies, and the normalisers anew."""
+    for k in range(topic.shape[0]):
+        total = topic[k]
+        for part in range(local_topic.shape[0]):
+            total += local_topic[part, k] - topic[k]
+        topic[k] = total
+        normaliser[k] = topic_normaliser(np.float64(total), eta_total)
 
 
 @njit(cache=True)
