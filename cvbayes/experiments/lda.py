@@ -20,6 +20,7 @@ skipped with a note.
 """
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import multiprocessing
@@ -314,7 +315,8 @@ def run_system(system, data_path, n_topics, passes, seed=0, alpha=ALPHA):
     seconds = clock.elapsed()
     peak = _memory_mib("VmHWM")
     final = document_completion(topic_word, heldout, alpha)
-    return {"system": system, "load_average": os.getloadavg()[0], "topics": n_topics, "passes": passes, "seconds": seconds,
+    return {"system": system, "date": datetime.date.today().isoformat(), "load_average": os.getloadavg()[0],
+            "topics": n_topics, "passes": passes, "seconds": seconds,
             "seconds_per_pass": seconds / passes, "tokens_per_second": n_tokens * passes / seconds,
             "perplexity": final.perplexity, "npmi": float(npmi_coherence(topic_word, train).mean()),
             "curve": clock.points, "peak_rss_mib": peak, "baseline_rss_mib": baseline,
@@ -480,6 +482,12 @@ def table(results, gibbs=None):
              "peers' and numba's code included) and, in brackets, its rise during the fit.\n"]
     if results["skipped"]:
         lines.append(f"Not installed, skipped: {', '.join(results['skipped'])}.\n")
+    dates = {}
+    for r in results["runs"]:
+        dates.setdefault(r.get("date", "undated (before runs were dated)"), []).append(r["system"])
+    if len(dates) > 1:
+        lines.append("The rows come from runs of different days: " + "; ".join(
+            f"{date}: {', '.join(dict.fromkeys(systems))}" for date, systems in sorted(dates.items())) + ".\n")
     loads = [r["load_average"] for r in results["runs"] if "load_average" in r]
     if loads:
         lines.append(f"The machine's 1-minute load average at the end of the runs: {min(loads):.1f} to {max(loads):.1f} "
@@ -569,7 +577,6 @@ def run_gibbs_against_tomotopy(out="docs/results/lda", cells=GIBBS_CELLS, thread
     of threads: ``repeats`` runs of each (chain seeds 0, 1, ...; the two take turns to go first, so that
     neither always meets the machine's load first), each in a fresh process (`run_sampler`).  Writes
     GIBBS_RESULTS under ``out`` (and to ``copy_to``), and table.md with it if results.json is there."""
-    import datetime
     import platform
 
     out = Path(out)
@@ -640,7 +647,7 @@ def gibbs_table(results):
              f"`python benchmarks/bench_lda.py --gibbs` on {results['date']}: {results['sweeps']} sweeps of our `cgs` "
              f"(`n_jobs` = threads) and of tomotopy's LDAModel (`workers` = threads; alpha optimisation off), "
              f"{results['repeats']} runs of each with chain seeds 0 to {results['repeats'] - 1}, each in a fresh "
-             "process with numba's threads set to the threads; alpha = "
+             "process; alpha = "
              f"{results['alpha']}, eta = {results['eta']}, the corpora and held-out documents as above.  "
              "Time a token: the sweeps' wall time over tokens times sweeps (ours: the passes' own times, each "
              "pass's log p(w, z) included; tomotopy: its `train` call), median over the runs; fit CPU: the "
@@ -648,7 +655,10 @@ def gibbs_table(results):
              "documents from each system's final topic-word matrix by the same code, mean ± standard "
              "deviation over the seeds; \"no worse\" when ours is at most tomotopy's plus twice the standard "
              "error of the difference.  One thread is the exact sampler for both; two threads are both the "
-             "partitioned sampler of Yan, Xu and Qi (2009), stale topic totals within a step.\n",
+             "partitioned sampler of Yan, Xu and Qi (2009), stale topic totals within a step.  The machine was "
+             "shared with other jobs (the load average column, on "
+             f"{results['cpus']} cores): every run had less than its threads' cores, and two threads gain "
+             "little over one.\n",
              "| corpus | K | threads | ours ns / token | tomotopy ns / token | ours / tomotopy | ours perplexity "
              "| tomotopy perplexity | no worse | fit CPU s (ours, tomotopy) | load average |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
