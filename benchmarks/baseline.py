@@ -26,18 +26,26 @@ import numpy as np
 import cvbayes
 from cvbayes.data import load_embedded_brown
 
-BRENT = Path(__file__).resolve().parents[2] / "shared" / "data" / "brent" / "br-phonemes.txt"
+# ../shared beside the checkout (CI's layout); a worktree elsewhere finds it further up
+BRENT = next((folder / "shared" / "data" / "brent" / "br-phonemes.txt" for folder in Path(__file__).resolve().parents
+              if (folder / "shared" / "data" / "brent").is_dir()), None)
 
 
 def _fit(model, X, algorithm, n_iter, seed, **options):
-    """model.fit in whichever form the tree has: algorithm, n_iter and the seed in the constructor
-    (scikit-learn's convention) or in fit."""
+    """model.fit in whichever form the tree has: algorithm, n_iter, the seed and the other options the
+    constructor takes in the constructor (scikit-learn's convention), or all of them in fit."""
     constructor = inspect.signature(type(model).__init__).parameters
     if "algorithm" in constructor and hasattr(model, "set_params"):
         seed_name = "random_state" if "random_state" in constructor else "seed"
-        model.set_params(algorithm=algorithm, n_iter=n_iter, **{seed_name: seed})
-        return model.fit(X, **options)
+        params = {name: value for name, value in options.items() if name in constructor}
+        model.set_params(algorithm=algorithm, n_iter=n_iter, **{seed_name: seed}, **params)
+        return model.fit(X, **{name: value for name, value in options.items() if name not in params})
     return model.fit(X, algorithm=algorithm, n_iter=n_iter, seed=seed, **options)
+
+
+def _seed(model_class, seed):
+    """The seed as the constructor names it: random_state, or seed in the trees before the protocol."""
+    return {"random_state" if "random_state" in inspect.signature(model_class.__init__).parameters else "seed": seed}
 
 
 def _objectives(model):
@@ -90,7 +98,7 @@ def _count_matrix():
 def lda_case(algorithm, n_iter=5):
     def run():
         X = _count_matrix()
-        model = cvbayes.LDA(4, alpha=0.2, eta=0.05, algorithm=algorithm, n_iter=n_iter, seed=2,
+        model = cvbayes.LDA(4, alpha=0.2, eta=0.05, algorithm=algorithm, n_iter=n_iter, **_seed(cvbayes.LDA, 2),
                             **({"batch_size": 16} if algorithm in ("online-vb", "scvb0") else {}))
         model.fit(X)
         return {"objectives": _objectives(model), "components": np.asarray(model.components_).ravel().tolist()}
@@ -148,7 +156,8 @@ def aligner_case(model_name, algorithm):
             source.append(words)
             target.append([lexicon[w] for w in words[::-1]] + (["the"] if rng.random() < 0.5 else []))
         corpus = ParallelCorpus.from_tokens(source, target)
-        aligner = Aligner(model_name, algorithm, n_iter=(3, 3) if model_name == "hmm" else 3, seed=0).fit(corpus)
+        aligner = Aligner(model_name, algorithm, n_iter=(3, 3) if model_name == "hmm" else 3,
+                          **_seed(Aligner, 0)).fit(corpus)
         return {"objectives": _objectives(aligner),
                 "links": [sorted(map(list, links)) for links in aligner.links()]}
     return run

@@ -8,7 +8,7 @@ For one fixed table of rule weights, both sides compute every utterance's log Z 
 number of Word nodes over every span (the word marginals), summed by yield into the expected
 customers of every yield of Word's cache:
 
-* cvbayes: `cvbayes.models.adaptor_kernels.batch_expectations`, VB's E-step (``_fit_vb``): the
+* cvbayes: `cvbayes.models.adaptor.kernels.batch_expectations`, VB's E-step (``_fit_vb``): the
   general CFG chart of `cvbayes.trees.inside_outside` on the compiled grammar (with the ``Word ->
   <any>`` cache family), parallel over chunks of utterances.  It also returns the expected count of
   every rule (Word+, Phon+, Phon), which torch-struct's side does not compute.
@@ -33,12 +33,12 @@ chart and torch-struct the same.
 
 The two are checked to agree before timing: log Z per utterance (relative), the expected number of
 words per utterance, every per-span word marginal (cvbayes's from
-`cvbayes.models.adaptor_kernels.sentence_expectations` on each utterance), and the customers of every
+`cvbayes.models.adaptor.kernels.sentence_expectations` on each utterance), and the customers of every
 yield.  Timing: cvbayes after a warm-up call (numba's compile or cache load), NUMBA and torch both
 with ``--threads`` threads (default 1); the median of ``--repeats`` (>= 3) runs over all utterances.
 
-Second table: seconds per pass of the three learners, ``AdaptorGrammar("unigram").fit(utterances,
-algorithm=a, n_iter=--passes)`` on the first ``--learner-utterances`` (2,000) utterances after a
+Second table: seconds per pass of the three learners, ``AdaptorGrammar("unigram", algorithm=a,
+n_iter=--passes).fit(utterances)`` on the first ``--learner-utterances`` (2,000) utterances after a
 warm-up fit on 50, the median of ``history_[i].seconds``.  There is no packaged adaptor-grammar
 peer to run beside them (Johnson's py-cfg is a C++ program, not a package), so that table has no
 ratio.
@@ -148,7 +148,7 @@ def semi_markov_potentials(batch, members, weights, ids):
 # ------------------------------------------------------------------ the two sides
 def cvbayes_span_marginals(compiled, tables, batch, word_symbol, adapted_symbol):
     """Per utterance: log Z and the (T + 1, T + 1) expected Word nodes over every span (i, k)."""
-    from cvbayes.models.adaptor_kernels import sentence_expectations
+    from cvbayes.models.adaptor.kernels import sentence_expectations
     from cvbayes.trees.inside_outside import chart_buffers
 
     kernel = compiled.kernel
@@ -233,7 +233,8 @@ def main(argv=None):
 
     from cvbayes.data import load_brent
     from cvbayes.models.adaptor import AdaptorGrammar
-    from cvbayes.models.adaptor_kernels import batch_expectations
+    from cvbayes.models.adaptor.kernels import batch_expectations
+    from cvbayes.models.adaptor.layout import compile_adaptor
     from cvbayes.trees.inside_outside import cubic_chunks, make_tables
 
     warnings.filterwarnings("ignore", message=".*does not define `arg_constraints`")   # torch-struct's
@@ -243,11 +244,11 @@ def main(argv=None):
     n = args.utterances or len(corpus)
     utterances = [list(u) for u in corpus.symbols[:n]]
     model = AdaptorGrammar("unigram")
-    compiled, layout = model._compile(utterances)
+    compiled, layout = compile_adaptor(model.spec, model.alpha, utterances)
     batch = compiled.prepare(utterances)
     weights, ids = gold_table(compiled, corpus.segments[:n], args.concentration)
     tables = make_tables(compiled, weights)
-    adapted_symbol = layout["adapted_symbol"]
+    adapted_symbol = layout.adapted_symbol
     chunks = cubic_chunks(batch.offsets)
     lengths = np.diff(batch.offsets)
     print(f"{n} utterances, {int(lengths.sum())} phonemes, longest {int(lengths.max())}, "
@@ -328,8 +329,8 @@ def main(argv=None):
         print(f"\nseconds per pass, {len(subset)} utterances, {args.passes} passes (no packaged peer):")
         print(f"{'algorithm':<10} {'median s':>9} {'min':>7} {'max':>7}")
         for algorithm in args.algorithms.split(","):
-            AdaptorGrammar("unigram").fit(subset[:50], algorithm=algorithm, n_iter=1)        # warm-up
-            fitted = AdaptorGrammar("unigram").fit(subset, algorithm=algorithm, n_iter=args.passes)
+            AdaptorGrammar("unigram", algorithm=algorithm, n_iter=1).fit(subset[:50])        # warm-up
+            fitted = AdaptorGrammar("unigram", algorithm=algorithm, n_iter=args.passes).fit(subset)
             seconds = [record.seconds for record in fitted.history_]
             learners.append(dict(algorithm=algorithm, seconds=statistics.median(seconds), seconds_all=seconds))
             print(f"{algorithm:<10} {statistics.median(seconds):>9.3f} {min(seconds):>7.3f} {max(seconds):>7.3f}")

@@ -104,7 +104,7 @@ def run_memory(args):
         try:
             before = list(client.run(_peak_rss_mib).values())[0]
             started = time.perf_counter()
-            HMM(args.states).fit(corpus, algorithm="em", n_iter=1, client=client)
+            HMM(args.states, algorithm="em", n_iter=1).fit(corpus, client=client)
             seconds = time.perf_counter() - started
             after = list(client.run(_peak_rss_mib).values())[0]
         finally:
@@ -121,7 +121,7 @@ def run_cvi2(args):
     from cvbayes.tagging import load_corpus
     corpus = load_corpus("brown", n_sentences=args.sentences)
     k = args.states
-    fit = dict(n_iter=args.iterations, seed=0, init="local")
+    fit = dict(n_iter=args.iterations, random_state=0, init="local")
     rows = []
 
     def score(name, model):
@@ -130,12 +130,12 @@ def run_cvi2(args):
                      "objective": float(objectives(model)[-1])})
         print(rows[-1], flush=True)
 
-    score("cvi2", HMM(k).fit(corpus, algorithm="cvi2", **fit))
-    score("cvi2-sharded, 2 threads", HMM(k).fit(corpus, algorithm="cvi2-sharded", n_shards=2, **fit))
+    score("cvi2", HMM(k, algorithm="cvi2", **fit).fit(corpus))
+    score("cvi2-sharded, 2 threads", HMM(k, algorithm="cvi2-sharded", **fit).fit(corpus, n_shards=2))
     if not args.no_dask:
         local, client = cluster(2, 1)
         try:
-            score("cvi2-sharded, 2 Dask workers", HMM(k).fit(corpus, algorithm="cvi2-sharded", client=client, **fit))
+            score("cvi2-sharded, 2 Dask workers", HMM(k, algorithm="cvi2-sharded", **fit).fit(corpus, client=client))
         finally:
             client.close()
             local.close()

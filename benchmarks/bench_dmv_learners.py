@@ -46,7 +46,7 @@ def main(argv=None):
     for n_threads in sorted({1, threads}):
         numba.set_num_threads(n_threads)
         for algorithm in ALGORITHMS:
-            model = DMV(alpha=0.1).fit(train, algorithm=algorithm, n_iter=args.passes)
+            model = DMV(alpha=0.1, algorithm=algorithm, n_iter=args.passes).fit(train)
             seconds = [record.seconds for record in model.history_[1:]]
             median = statistics.median(seconds)
             report["results"][f"{algorithm}, {n_threads} thread{'s' if n_threads > 1 else ''}"] = {

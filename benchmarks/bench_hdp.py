@@ -24,7 +24,8 @@ from cvbayes import HDPHMM, HMM, Corpus  # noqa: E402
 
 
 def seconds_per_pass(model, corpus, n_iter, seed):
-    model.fit(corpus, algorithm="cvi" if isinstance(model, HDPHMM) else "cvi2", n_iter=n_iter, seed=seed)
+    model.set_params(algorithm="cvi" if isinstance(model, HDPHMM) else "cvi2", n_iter=n_iter, random_state=seed)
+    model.fit(corpus)
     return [record.seconds for record in model.history_]
 
 
@@ -42,8 +43,8 @@ def main(argv=None):
     corpus = Corpus(*zipf_corpus(args.tokens, args.vocab, seed=0))
     # compile both paths first
     small = corpus[: min(50, corpus.n_sequences)]
-    HMM(args.states).fit(small, algorithm="cvi2", n_iter=1)
-    HDPHMM(args.states, occupancy=args.occupancy).fit(small, algorithm="cvi", n_iter=1)
+    HMM(args.states, algorithm="cvi2", n_iter=1).fit(small)
+    HDPHMM(args.states, occupancy=args.occupancy, algorithm="cvi", n_iter=1).fit(small)
     times = {"cvi2": [], "hdp_cvi": []}
     started = time.perf_counter()
     for round_ in range(args.rounds):

@@ -96,7 +96,7 @@ def dirichlet_parameters(n_states, n_types, seed):
     -------
     dict
         ``startprob`` (K,), ``transmat`` (K, K) and ``emissionprob`` (K, W),
-        the form that both ``HMM.fit(init=...)`` and hmmlearn accept.
+        the form that both ``HMM(init=...)`` and hmmlearn accept.
     """
     rng = np.random.default_rng(seed)
     return {
@@ -152,12 +152,12 @@ def new_model(config):
 
 
 def fit_arguments(algorithm, config):
-    """Return the keyword arguments of ``HMM.fit`` for `algorithm`.
+    """Return the ``HMM`` parameters of `algorithm` (for ``set_params``).
 
     EM starts from the same Dirichlet parameters as hmmlearn so that the two
     run the same computation; the other learners use their own random start.
     """
-    arguments = {"algorithm": algorithm, "seed": config["seed"]}
+    arguments = {"algorithm": algorithm, "random_state": config["seed"]}
     if algorithm == "em":
         arguments["init"] = dirichlet_parameters(config["states"], config["vocab"], config["seed"])
     return arguments
@@ -168,7 +168,7 @@ def warm_up(config):
     observations, offsets = zipf_corpus(WARMUP_TOKENS, config["vocab"], config["seed"])
     corpus = Corpus(observations, offsets)
     for algorithm in ALGORITHMS:
-        new_model(config).fit(corpus, n_iter=2, **fit_arguments(algorithm, config))
+        new_model(config).set_params(n_iter=2, **fit_arguments(algorithm, config)).fit(corpus)
 
 
 def child_task(task, config):
@@ -199,7 +199,7 @@ def child_task(task, config):
     peak_reset = reset_peak_rss()
     baseline = peak_rss_mib()
     model = new_model(config)
-    model.fit(corpus, n_iter=config["iters"] + 1, **fit_arguments(task, config))
+    model.set_params(n_iter=config["iters"] + 1, **fit_arguments(task, config)).fit(corpus)
     timed = [record.seconds for record in model.history_[1:]]
     peak = peak_rss_mib()
     result = {

@@ -199,9 +199,10 @@ def warm_up(algorithms, seed):
                                   folder, "one")
         for algorithm in algorithms:
             if algorithm == "cvi3":
-                new_model().fit(one, algorithm="cvi3", n_iter=1, seed=seed, subchain_length=SUBCHAINS[0])
+                new_model().set_params(algorithm="cvi3", n_iter=1, random_state=seed,
+                                       subchain_length=SUBCHAINS[0]).fit(one)
             else:
-                new_model().fit(sentences, algorithm=algorithm, n_iter=1, seed=seed, batch_size=10)
+                new_model().set_params(algorithm=algorithm, n_iter=1, random_state=seed, batch_size=10).fit(sentences)
         del sentences, one  # release the maps before the folder goes
 
 
@@ -211,7 +212,8 @@ def time_stochastic(corpus, algorithm, batch_size, runs, passes, seed):
     rates, pass_seconds = [], []
     for run in range(runs):
         model = new_model()
-        model.fit(corpus, algorithm=algorithm, n_iter=passes, seed=seed + run, batch_size=batch_size)
+        model.set_params(algorithm=algorithm, n_iter=passes, random_state=seed + run, batch_size=batch_size)
+        model.fit(corpus)
         seconds = sum(record.seconds for record in model.history_)
         rates.append(corpus.n_tokens * passes / seconds)
         pass_seconds.extend(record.seconds for record in model.history_)
@@ -360,8 +362,9 @@ def memory_child(path, config):
     corpus = Corpus.load(path, mmap=True)
     after_load = proc_status()
     model = new_model()
-    model.fit(corpus, algorithm="scvi", n_iter=config["memory_passes"], seed=config["seed"],
-              batch_size=config["memory_batch_size"])
+    model.set_params(algorithm="scvi", n_iter=config["memory_passes"], random_state=config["seed"],
+                     batch_size=config["memory_batch_size"])
+    model.fit(corpus)
     wall = time.perf_counter() - started
     sampler.stop()
     end = proc_status()
@@ -413,7 +416,8 @@ def measure_memory(observations, offsets, folder, config):
 # ------------------------------------------------------------- 3. cvi
 def time_cvi(corpus, algorithm, iters, seed, subchain_length=None):
     model = new_model()
-    model.fit(corpus, algorithm=algorithm, n_iter=iters, seed=seed, subchain_length=subchain_length)
+    model.set_params(algorithm=algorithm, n_iter=iters, random_state=seed, subchain_length=subchain_length)
+    model.fit(corpus)
     seconds = [record.seconds for record in model.history_]
     return {"algorithm": algorithm, "subchain_length": subchain_length,
             "median_s": statistics.median(seconds), "iteration_seconds": seconds,

@@ -14,6 +14,7 @@ from importlib import import_module
 from . import __version__
 from .commands import COMMANDS
 from .commands.options import add_missing_common, check_writable, leaf_parsers
+from .commands.units import route
 from .data import CorpusFormatError
 
 
@@ -34,7 +35,7 @@ def build_parser():
 def parse(argv=None):
     """The parsed command line and the name of its command (``cvbayes lda fit``); an unknown option is
     refused with the usage of the command it was given to."""
-    args, unknown = build_parser().parse_known_args(argv)
+    args, unknown = build_parser().parse_known_args(route(sys.argv[1:] if argv is None else list(argv)))
     leaf = args.parser_
     del args.parser_
     if unknown:

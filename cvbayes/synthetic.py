@@ -62,3 +62,33 @@ def random_hmm(n_states, n_symbols, rng, concentration=0.1):
     emissionprob = rng.dirichlet(np.full(n_symbols, concentration), size=n_states)
     return startprob, transmat, emissionprob
 
+
+
+def sample_acoustic_units(n_utterances, n_units=10, n_states=3, n_dims=13, mean_frames=300, stay=0.6,
+                          separation=3.0, seed=0):
+    """Utterances drawn from a known chain-of-units model (`cvbayes.AcousticUnits`): every unit a
+    left-to-right HMM of ``n_states`` states with one unit-variance Gaussian a state, state means drawn
+    N(0, separation^2 I), units drawn with Zipfian weights 1/(rank), each state staying with ``stay``.
+
+    Returns (list of (T_i, n_dims) float arrays, list of per-frame unit labels, list of per-frame
+    booleans marking a unit's first frame).  Each utterance holds whole units; its length is about
+    ``mean_frames`` (Poisson number of units, at least one).
+    """
+    rng = np.random.default_rng(seed)
+    means = rng.normal(0.0, separation, size=(n_units, n_states, n_dims))
+    weights = 1.0 / np.arange(1, n_units + 1)
+    weights /= weights.sum()
+    frames_per_unit = n_states / (1.0 - stay)
+    features, labels, starts = [], [], []
+    for _ in range(n_utterances):
+        n_occurrences = max(1, rng.poisson(mean_frames / frames_per_unit))
+        units = rng.choice(n_units, size=n_occurrences, p=weights)
+        durations = rng.geometric(1.0 - stay, size=(n_occurrences, n_states))
+        state_means = np.repeat(means[units].reshape(-1, n_dims), durations.ravel(), axis=0)
+        features.append(state_means + rng.standard_normal(state_means.shape))
+        unit_lengths = durations.sum(axis=1)
+        labels.append(np.repeat(units, unit_lengths).astype(np.int32))
+        first = np.zeros(unit_lengths.sum(), dtype=bool)
+        first[np.concatenate([[0], np.cumsum(unit_lengths)[:-1]])] = True
+        starts.append(first)
+    return features, labels, starts

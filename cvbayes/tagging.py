@@ -155,7 +155,8 @@ def fit_tagger(corpus, algorithm, alpha, beta, n_iter, seed, dictionary=None, n_
                checkpoints=(), progress=False, model=None, **fit_options):
     """Fit one HMM tagger and score it on its own training corpus (transductive, as §3.8).
 
-    ``fit_options`` go to `HMM.fit` (batch_size, kappa, subchain_length, ...).
+    ``fit_options`` are the model's parameters (batch_size, kappa, subchain_length, n_init, ...) and
+    the runtime arguments of its ``fit`` (checkpoint, client, ...).
     ``model`` is an unfitted model to train in place of ``HMM(n_states, alpha,
     beta)`` (an `HDPHMM`, say).
 
@@ -185,8 +186,11 @@ def fit_tagger(corpus, algorithm, alpha, beta, n_iter, seed, dictionary=None, n_
                           **scores(fitted.decode(corpus))})
 
     started = time.perf_counter()
-    model.fit(corpus, algorithm=algorithm, n_iter=n_iter, seed=seed, progress=progress,
-              callback=record if wanted else None, **fit_options)
+    params = model.get_params()
+    model.set_params(algorithm=algorithm, n_iter=n_iter, random_state=seed,
+                     **{name: value for name, value in fit_options.items() if name in params})
+    model.fit(corpus, progress=progress, callback=record if wanted else None,
+              **{name: value for name, value in fit_options.items() if name not in params})
     states = model.decode(corpus)
     result = {"algorithm": algorithm, "seed": seed, "alpha": alpha, "beta": beta, "iterations": n_iter,
               "train_seconds": sum(r.seconds for r in model.history_),

@@ -120,3 +120,43 @@ def guarded_posterior(left_belief, left_counts, theta_bar, phi_rows, right_count
         right_pairs[inner[-1], path[-1]] += p
         summed_out[inner] = summed_out.get(inner, 0.0) + p
     return marginals, pairs, left_pairs, right_pairs, summed_out
+
+
+def unit_paths(entry, stay, leave, lik, n_states):
+    """Every path of a chain of units (cvbayes.chains.composite) with its probability: a list of
+    (composite states, unit starts, probability) over an utterance of lik.shape[0] frames."""
+    n_steps, n_composite = lik.shape
+    n_units = n_composite // n_states
+    paths = []
+
+    def extend(states, starts, p):
+        t = len(states)
+        c = states[-1]
+        if t == n_steps:
+            if c % n_states == n_states - 1:
+                paths.append((tuple(states), tuple(starts), p * leave[c]))
+            return
+        extend(states + [c], starts + [False], p * stay[c] * lik[t, c])
+        if c % n_states < n_states - 1:
+            extend(states + [c + 1], starts + [False], p * leave[c] * lik[t, c + 1])
+        else:
+            for u in range(n_units):
+                extend(states + [u * n_states], starts + [True], p * leave[c] * entry[u] * lik[t, u * n_states])
+
+    for u in range(n_units):
+        extend([u * n_states], [True], entry[u] * lik[0, u * n_states])
+    return paths
+
+
+def unit_posterior(entry, stay, leave, lik, n_states):
+    """Exact log Z, marginals (T, U S) and expected unit occurrences (U,) of a chain of units."""
+    paths = unit_paths(entry, stay, leave, lik, n_states)
+    total = sum(p for _, _, p in paths)
+    marginals = np.zeros(lik.shape)
+    counts = np.zeros(lik.shape[1] // n_states)
+    for states, starts, p in paths:
+        for t, (c, start) in enumerate(zip(states, starts)):
+            marginals[t, c] += p / total
+            if start:
+                counts[c // n_states] += p / total
+    return np.log(total), marginals, counts

@@ -7,9 +7,9 @@ import pytest
 from scipy.special import gammaln
 from scipy.stats import norm
 
+from cvbayes.core.restaurants import log_hyperprior, log_seating_probability
 from cvbayes.models.adaptor import AdaptorGrammar
-from cvbayes.models.adaptor_mcmc import (log_hyperprior, log_seating_probability, resample_py_parameters,
-                                         slice_sample)
+from cvbayes.models.adaptor.hyperparameters import resample_py_parameters, slice_sample
 
 SIZES = np.array([12, 7, 5, 4, 3, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1])
 
@@ -116,16 +116,16 @@ def test_dirichlet_process_draws_only_b():
 
 def test_fit_samples_the_hyperparameters_reproducibly():
     utterances = [list(u) for u in ("abcd", "ab", "cd", "abcdab", "cdcd", "ab")]
-    fits = [AdaptorGrammar("colloc", a=0.0, estimate_hyperparameters=True).fit(
-        utterances, algorithm="mcmc", n_iter=3, seed=5) for _ in range(2)]
+    fits = [AdaptorGrammar("colloc", a=0.0, estimate_hyperparameters=True, algorithm="mcmc", n_iter=3,
+                           random_state=5).fit(utterances) for _ in range(2)]
     model = fits[0]
     assert np.array_equal(model.concentration, fits[1].concentration)
-    assert np.array_equal(model.concentration, model._sampler.state[13]) and np.all(model.concentration != 1.0)
-    assert np.all(model.discount == 0.0) and np.all(model._sampler.state[12] == 0.0)   # a = 0 stays a DP
-    py = AdaptorGrammar("unigram", a=0.5, b=2.0, estimate_hyperparameters=True).fit(
-        utterances, algorithm="mcmc", n_iter=3, seed=5)
+    assert np.array_equal(model.concentration, model.learner_.sampler.state.concentration) and np.all(model.concentration != 1.0)
+    assert np.all(model.discount == 0.0) and np.all(model.learner_.sampler.state.discount == 0.0)   # a = 0 stays a DP
+    py = AdaptorGrammar("unigram", a=0.5, b=2.0, estimate_hyperparameters=True, algorithm="mcmc", n_iter=3,
+                        random_state=5).fit(utterances)
     assert py.discount[0] != 0.5 and py.concentration[0] != 2.0
-    assert (py.discount[0], py.concentration[0]) == (py._sampler.state[12][0], py._sampler.state[13][0])
+    assert (py.discount[0], py.concentration[0]) == (py.learner_.sampler.state.discount[0], py.learner_.sampler.state.concentration[0])
     assert np.isfinite(py.history_[-1].objective)
 
 
@@ -133,33 +133,32 @@ def test_seating_bookkeeping_drains_to_an_empty_state(monkeypatch):
     """After sweeps with nested adapted nonterminals (colloc: cached collocations hold word tables), the
     tables tile the customers, every utterance's words tile it, and taking every utterance out (with
     the content of every table that empties) leaves zero counts, no tables and no stored parse."""
-    from cvbayes.models.adaptor_mcmc import N_FREE, TABLE_CUSTOMERS, TABLE_YIELD, YIELD_HEAD
-    from cvbayes.models.adaptor_mcmc import Sampler
+    from cvbayes.models.adaptor.sampler import N_FREE, TABLE_CUSTOMERS, TABLE_YIELD, YIELD_HEAD, Sampler
     monkeypatch.setattr(Sampler, "initial_tables", 2)     # the pool grows
     utterances = [list(u) for u in ("abcd", "ab", "cd", "abcdab", "cdcd", "ab", "abab", "cdab", "dcba", "abcdcd")]
-    model = AdaptorGrammar("colloc", a=0.3, b=0.5).fit(utterances, algorithm="mcmc", n_iter=30, seed=2)
-    sampler = model._sampler
+    model = AdaptorGrammar("colloc", a=0.3, b=0.5, algorithm="mcmc", n_iter=30, random_state=2).fit(utterances)
+    sampler = model.learner_.sampler
     state, pool = sampler.state, sampler.pool
     open_tables = np.flatnonzero(pool[TABLE_CUSTOMERS] > 0)
     per_yield = np.bincount(pool[TABLE_YIELD][open_tables], weights=pool[TABLE_CUSTOMERS][open_tables],
-                            minlength=state[8].shape[0])
-    assert np.array_equal(per_yield, state[8])
-    assert np.array_equal(np.bincount(pool[TABLE_YIELD][open_tables], minlength=state[9].shape[0]), state[9])
+                            minlength=state.customers.shape[0])
+    assert np.array_equal(per_yield, state.customers)
+    assert np.array_equal(np.bincount(pool[TABLE_YIELD][open_tables], minlength=state.tables.shape[0]), state.tables)
     for x in range(2):
-        assert sampler.table_sizes(x).sum() == state[10][x] and sampler.table_sizes(x).shape[0] == state[11][x]
-    assert state[11][0] > 0 and any(len(words) > 1 for words in model.segmentation_)
+        assert sampler.table_sizes(x).sum() == state.total_customers[x] and sampler.table_sizes(x).shape[0] == state.total_tables[x]
+    assert state.total_tables[0] > 0 and any(len(words) > 1 for words in model.segmentation_)
     for utterance, words in zip(utterances, model.segmentation_):
         assert [s for word in words for s in word] == utterance
     for i in range(len(utterances)):
         sampler._remove(i)
-    for j in (0, 1, 8, 9, 10, 11):
-        assert not np.any(state[j]), j
+    for name in ("counts", "row_totals", "customers", "tables", "total_customers", "total_tables"):
+        assert not np.any(getattr(state, name)), name
     assert pool[N_FREE][0] == pool[TABLE_CUSTOMERS].shape[0] and np.all(pool[YIELD_HEAD] == -1)
     assert not sampler.trees and not sampler.references
 
 
 def test_annealing_schedule_falls_geometrically_to_one():
-    from cvbayes.models.adaptor_mcmc import annealing_temperature
+    from cvbayes.models.adaptor import annealing_temperature
     temperatures = [annealing_temperature(sweep, 8.0, 4) for sweep in range(6)]
     assert temperatures == pytest.approx([8.0, 4.0, 2.0, 1.0, 1.0, 1.0])
     assert annealing_temperature(0, 5.0, 1) == annealing_temperature(3, 1.0, 10) == 1.0
@@ -170,10 +169,10 @@ def test_annealed_steps_target_the_tempered_conditional(temperature):
     """On one utterance (the others' state is then empty) the MH chain at temperature T visits each parse
     with probability proportional to p(parse)^(1/T), p the sequential probability `log_target` (checked
     against enumeration at T = 1 in tests/test_adaptor.py)."""
-    from cvbayes.models.adaptor_mcmc import BEGIN, END, SYMBOL, log_target
-    model = AdaptorGrammar("unigram", a=0.0, b=1.0, alpha=0.5).fit([list("abab")], algorithm="mcmc", n_iter=0,
-                                                                    seed=3)
-    sampler = model._sampler
+    from cvbayes.models.adaptor.sampler import BEGIN, END, SYMBOL, log_target
+    model = AdaptorGrammar("unigram", a=0.0, b=1.0, alpha=0.5, algorithm="mcmc", n_iter=0,
+                           random_state=3).fit([list("abab")])
+    sampler = model.learner_.sampler
     word = model.grammar_.nonterminals.index("Word")
 
     def segmentation(nodes):
@@ -207,13 +206,13 @@ def test_annealed_steps_target_the_tempered_conditional(temperature):
 
 
 def test_annealed_fit_steps_at_the_schedules_temperatures(monkeypatch):
-    from cvbayes.models import adaptor_mcmc
+    from cvbayes.models.adaptor.sampler import Sampler
     seen = []
-    step = adaptor_mcmc.Sampler.step
-    monkeypatch.setattr(adaptor_mcmc.Sampler, "step", lambda self, i, temperature=1.0: (
+    step = Sampler.step
+    monkeypatch.setattr(Sampler, "step", lambda self, i, temperature=1.0: (
         seen.append(temperature), step(self, i, temperature))[1])
     utterances = [list(u) for u in ("abab", "ab", "ba")]
-    AdaptorGrammar("unigram", anneal=(4.0, 3)).fit(utterances, algorithm="mcmc", n_iter=4)
+    AdaptorGrammar("unigram", anneal=(4.0, 3), algorithm="mcmc", n_iter=4).fit(utterances)
     assert seen == [4.0] * 3 + [2.0] * 3 + [1.0] * 6
     with pytest.raises(ValueError, match="anneal"):
         AdaptorGrammar("unigram", anneal=(0.5, 3))

@@ -525,7 +525,7 @@ THRESHOLDS = {"ibm1": 0.30, "hmm": 0.12}
 @pytest.mark.parametrize("model", ["ibm1", "hmm"])
 def test_planted_alignments_are_recovered(planted, model, algorithm):
     corpus, gold = planted
-    aligner = Aligner(model, algorithm, seed=0).fit(corpus)
+    aligner = Aligner(model, algorithm, random_state=0).fit(corpus)
     score = score_alignment(aligner.links(), gold)
     threshold = THRESHOLDS[model] + (0.1 if (model, algorithm) == ("hmm", "vb") else 0.0)
     assert score["aer"] < threshold, score

@@ -55,7 +55,7 @@ def test_a_full_batch_step_with_kappa_zero_is_a_batch_e_step(planted, model, rul
 @pytest.mark.parametrize("model", ["ibm1", "hmm"])
 def test_minibatches_learn_the_planted_alignment(planted, model, algorithm):
     corpus, gold = planted
-    aligner = Aligner(model, algorithm, n_iter=(5, 5), batch_size=50, kappa=0.6, seed=3).fit(corpus)
+    aligner = Aligner(model, algorithm, n_iter=(5, 5), batch_size=50, kappa=0.6, random_state=3).fit(corpus)
     objective = np.array([h.objective for h in aligner.history_])
     assert objective.size == (5 if model == "ibm1" else 10) and np.all(np.isfinite(objective))
     # the per-token log normalisers improve from the first pass (uniform tables) to the last
@@ -66,6 +66,6 @@ def test_minibatches_learn_the_planted_alignment(planted, model, algorithm):
 
 def test_minibatches_are_drawn_with_the_seed(planted):
     corpus, _ = planted
-    runs = [Aligner("hmm", "scvi", n_iter=2, batch_size=40, seed=seed).fit(corpus[:100]) for seed in (0, 0, 1)]
+    runs = [Aligner("hmm", "scvi", n_iter=2, batch_size=40, random_state=seed).fit(corpus[:100]) for seed in (0, 0, 1)]
     histories = [[h.objective for h in run.history_] for run in runs]
     assert histories[0] == histories[1] and histories[0] != histories[2]

@@ -115,7 +115,7 @@ def test_the_checksum_catches_what_the_zip_crc_does_not(tmp_path):
 def fitted_hmm():
     params = random_hmm(2, 5, np.random.default_rng(0))
     corpus = sample_categorical_hmm(*params, np.full(10, 8), seed=1)
-    return HMM(2).fit(corpus, algorithm="em", n_iter=3)
+    return HMM(2, algorithm="em", n_iter=3).fit(corpus)
 
 
 def test_model_files_refuse_damage_and_other_versions_and_read_files_from_before_checksums(tmp_path):

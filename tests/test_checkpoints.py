@@ -1,7 +1,8 @@
 """Checkpoints (cvbayes.checkpoints): a fit stopped after some passes and started again with the same call
 ends bit for bit as an uninterrupted one (fitted arrays and history objectives), for every algorithm of the
-HMM, LDA and the PCFG; other runs' and damaged checkpoints are refused by name; and `cvbayes fit
---checkpoint` killed with SIGKILL at random moments, inside saves too, resumes to the uninterrupted model."""
+HMM, LDA, the PCFG and the DMV (every model's, on less: test_contract.py); other runs' and damaged
+checkpoints are refused by name; and `cvbayes fit --checkpoint` killed with SIGKILL at random moments,
+inside saves too, resumes to the uninterrupted model."""
 import os
 import signal
 import subprocess
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 import scipy.sparse
 
-from cvbayes import HDPHMM, HMM
+from cvbayes import HMM
 from cvbayes.checkpoints import CheckpointError, checkpoint_passes, read_checkpoint
 from cvbayes.families import Gaussian
 from cvbayes.files import TEMPORARY_SUFFIX, WRITE_DELAY_VARIABLE
@@ -73,7 +74,7 @@ def test_every_hmm_algorithm_resumes_bit_for_bit(tmp_path, algorithm):
     options = {"batch_size": 7} if algorithm in ("svi", "scvi") else {}
 
     def fit(**checkpointing):
-        return HMM(3).fit(corpus, algorithm=algorithm, n_iter=N_ITER, seed=3, **options, **checkpointing)
+        return HMM(3, algorithm=algorithm, n_iter=N_ITER, random_state=3, **options).fit(corpus, **checkpointing)
 
     stopped_then_resumed(fit, hmm_fitted, tmp_path / "run.ckpt")
 
@@ -83,8 +84,8 @@ def test_hmm_resumes_with_checkpoints_every_other_pass(tmp_path, algorithm):
     corpus = hmm_corpus()
 
     def fit(**checkpointing):
-        return HMM(3).fit(corpus, algorithm=algorithm, n_iter=N_ITER, seed=5, init="local", batch_size=9,
-                          **checkpointing)
+        return HMM(3, algorithm=algorithm, n_iter=N_ITER, random_state=5, init="local",
+                   batch_size=9).fit(corpus, **checkpointing)
 
     stopped_then_resumed(fit, hmm_fitted, tmp_path / "run.ckpt", every=2)
 
@@ -94,8 +95,8 @@ def test_gaussian_hmm_resumes_bit_for_bit(tmp_path):
     sequences = [rng.normal(size=(15, 2)) + 3 * (np.arange(15) % 2)[:, None] for _ in range(10)]
 
     def fit(**checkpointing):
-        return HMM(2, emission=Gaussian(shape=1.0)).fit(sequences, algorithm="cvi2", n_iter=N_ITER, seed=1,
-                                                         **checkpointing)
+        return HMM(2, emission=Gaussian(shape=1.0), algorithm="cvi2", n_iter=N_ITER,
+                   random_state=1).fit(sequences, **checkpointing)
 
     stopped_then_resumed(fit, hmm_fitted, tmp_path / "run.ckpt")
 
@@ -103,9 +104,9 @@ def test_gaussian_hmm_resumes_bit_for_bit(tmp_path):
 def test_a_complete_checkpoint_restores_the_fit_without_training(tmp_path):
     corpus = hmm_corpus()
     path = tmp_path / "run.ckpt"
-    first = HMM(3).fit(corpus, algorithm="cgs", n_iter=N_ITER, checkpoint=path)
+    first = HMM(3, algorithm="cgs", n_iter=N_ITER).fit(corpus, checkpoint=path)
     calls = []
-    again = HMM(3).fit(corpus, algorithm="cgs", n_iter=N_ITER, checkpoint=path,
+    again = HMM(3, algorithm="cgs", n_iter=N_ITER).fit(corpus, checkpoint=path,
                        callback=lambda model, iteration: calls.append(iteration))
     assert calls == [] and again.resumed_from_ == N_ITER
     assert all(np.array_equal(a, b) for a, b in zip(first.counts_, again.counts_))
@@ -115,28 +116,25 @@ def test_a_complete_checkpoint_restores_the_fit_without_training(tmp_path):
 def test_another_runs_checkpoint_is_refused_by_name(tmp_path):
     corpus = hmm_corpus()
     path = tmp_path / "run.ckpt"
-    HMM(3).fit(corpus, algorithm="cvi2", n_iter=2, seed=0, checkpoint=path)
+    HMM(3, algorithm="cvi2", n_iter=2, random_state=0).fit(corpus, checkpoint=path)
     with pytest.raises(CheckpointError, match=f"{path}: the checkpoint of another run \\(seed: saved 0, now 1\\)"):
-        HMM(3).fit(corpus, algorithm="cvi2", n_iter=2, seed=1, checkpoint=path)
+        HMM(3, algorithm="cvi2", n_iter=2, random_state=1).fit(corpus, checkpoint=path)
     with pytest.raises(CheckpointError, match="n_iter: saved 2, now 3"):
-        HMM(3).fit(corpus, algorithm="cvi2", n_iter=3, seed=0, checkpoint=path)
+        HMM(3, algorithm="cvi2", n_iter=3, random_state=0).fit(corpus, checkpoint=path)
     with pytest.raises(CheckpointError, match="algorithm: saved \"cvi2\", now \"cgs\""):
-        HMM(3).fit(corpus, algorithm="cgs", n_iter=2, seed=0, checkpoint=path)
+        HMM(3, algorithm="cgs", n_iter=2, random_state=0).fit(corpus, checkpoint=path)
     with pytest.raises(CheckpointError, match="other data"):
-        HMM(3).fit(corpus[:20], algorithm="cvi2", n_iter=2, seed=0, checkpoint=path)
+        HMM(3, algorithm="cvi2", n_iter=2, random_state=0).fit(corpus[:20], checkpoint=path)
     with pytest.raises(CheckpointError, match="params"):
-        HMM(3, alpha=0.5).fit(corpus, algorithm="cvi2", n_iter=2, seed=0, checkpoint=path)
+        HMM(3, alpha=0.5, algorithm="cvi2", n_iter=2, random_state=0).fit(corpus, checkpoint=path)
     with pytest.raises(ValueError, match="n_init=1"):
-        HMM(3).fit(corpus, algorithm="cvi2", n_iter=2, n_init=2, checkpoint=path)
-    with pytest.raises(ValueError, match="HDPHMM does not take checkpoints yet"):
-        HDPHMM(3).fit(corpus, algorithm="cvi", n_iter=2, checkpoint=tmp_path / "hdp.ckpt")
-    assert not (tmp_path / "hdp.ckpt").exists()
+        HMM(3, algorithm="cvi2", n_iter=2, n_init=2).fit(corpus, checkpoint=path)
 
 
 def test_a_damaged_checkpoint_is_refused_by_name(tmp_path):
     corpus = hmm_corpus()
     path = tmp_path / "run.ckpt"
-    HMM(3).fit(corpus, algorithm="cvi2", n_iter=2, checkpoint=path)
+    HMM(3, algorithm="cvi2", n_iter=2).fit(corpus, checkpoint=path)
     meta, arrays = read_checkpoint(path)
     data = bytearray(path.read_bytes())
     # flip one byte of the last array's payload (checkpoints are stored uncompressed)
@@ -145,10 +143,10 @@ def test_a_damaged_checkpoint_is_refused_by_name(tmp_path):
     data[at] ^= 0xFF
     path.write_bytes(bytes(data))
     with pytest.raises(CheckpointError, match=f"{path}: .*damaged"):
-        HMM(3).fit(corpus, algorithm="cvi2", n_iter=2, checkpoint=path)
+        HMM(3, algorithm="cvi2", n_iter=2).fit(corpus, checkpoint=path)
     path.write_text("not a checkpoint")
     with pytest.raises(CheckpointError, match=f"{path}: not a cvbayes checkpoint"):
-        HMM(3).fit(corpus, algorithm="cvi2", n_iter=2, checkpoint=path)
+        HMM(3, algorithm="cvi2", n_iter=2).fit(corpus, checkpoint=path)
 
 
 def lda_documents():
@@ -173,7 +171,7 @@ def test_every_lda_algorithm_resumes_bit_for_bit(tmp_path, algorithm, options):
     X = lda_documents()
 
     def fit(callback=None, **checkpointing):
-        model = LDA(3, algorithm=algorithm, n_iter=N_ITER, seed=2, batch_size=8, max_doc_iter=20, **options)
+        model = LDA(3, algorithm=algorithm, n_iter=N_ITER, random_state=2, batch_size=8, max_doc_iter=20, **options)
         return model.fit(X, callback=callback, **checkpointing)
 
     stopped_then_resumed(fit, lda_fitted, tmp_path / "run.ckpt")
@@ -192,8 +190,8 @@ def test_every_pcfg_algorithm_resumes_bit_for_bit(tmp_path, algorithm):
     sentences = [["abc"[i] for i in rng.integers(0, 3, size=rng.integers(1, 6))] for _ in range(20)]
 
     def fit(**checkpointing):
-        return PCFG(n_nonterminals=3).fit(sentences, algorithm=algorithm, n_iter=N_ITER, seed=4, batch_size=6,
-                                          anneal=algorithm == "mh", **checkpointing)
+        return PCFG(n_nonterminals=3, algorithm=algorithm, n_iter=N_ITER, random_state=4, batch_size=6,
+                    anneal=algorithm == "mh").fit(sentences, **checkpointing)
 
     stopped_then_resumed(fit, pcfg_fitted, tmp_path / "run.ckpt")
 
@@ -316,8 +314,8 @@ def test_every_dmv_algorithm_resumes_bit_for_bit(tmp_path, algorithm):
     sentences = [list(rng.integers(0, 4, size=rng.integers(1, 6))) for _ in range(25)]
 
     def fit(callback=None, **checkpointing):
-        return DMV().fit(sentences, algorithm=algorithm, init="random", n_iter=N_ITER, seed=1, batch_size=6,
-                         callback=callback, **checkpointing)
+        return DMV(algorithm=algorithm, init="random", n_iter=N_ITER, random_state=1,
+                   batch_size=6).fit(sentences, callback=callback, **checkpointing)
 
     stopped_then_resumed(fit, lambda model: dict(zip(("root", "stop", "attach"), model.counts_)),
                          tmp_path / "run.ckpt")

@@ -140,15 +140,15 @@ def test_files_that_are_not_models_are_refused_plainly(tmp_path, text_file):
 def test_leave_one_sequence_out_on_one_sequence_warns():
     tokens = [np.array([0, 1, 2, 0, 1, 2, 0, 1])]
     with pytest.warns(UserWarning, match="single sequence; use 'cvi3' \\(or 'scvi'\\)"):
-        HMM(2).fit(tokens, algorithm="cvi2", n_iter=1)
-    HMM(2).fit(tokens, algorithm="cvi3", n_iter=1, subchain_length=4)      # no warning (warnings are errors)
+        HMM(2, algorithm="cvi2", n_iter=1).fit(tokens)
+    HMM(2, algorithm="cvi3", n_iter=1, subchain_length=4).fit(tokens)      # no warning (warnings are errors)
 
 
 def test_a_fitted_model_reads_a_corpus_through_its_own_vocabulary(tmp_path, text_file):
     from cvbayes.data import read_text
 
     train = read_text(text_file)
-    model = HMM(3).fit(train, algorithm="cvi2", n_iter=5, seed=1)
+    model = HMM(3, algorithm="cvi2", n_iter=5, random_state=1).fit(train)
     held_out = tmp_path / "test.txt"
     held_out.write_text("a zebra ran on the mat\nthe mat sat\n")        # 'zebra' is unseen
     own = read_text(held_out)                                         # its own vocabulary, other ids
@@ -221,7 +221,7 @@ def test_tag_maps_states_to_gold_tags(conllu_model, tmp_path):
 @pytest.fixture(scope="module")
 def small_fitted():
     X = [np.array([0, 1, 2, 0, 1, 2, 1]), np.array([2, 1, 0, 0]), np.array([1])]
-    return HMM(2, alpha=0.5, beta=0.5).fit(X, algorithm="em", n_iter=5, seed=3), X
+    return HMM(2, alpha=0.5, beta=0.5, algorithm="em", n_iter=5, random_state=3).fit(X), X
 
 
 def test_hmm_follows_sklearn_estimator_conventions():
@@ -278,4 +278,4 @@ def test_package_is_typed():
     from importlib import resources
 
     assert resources.files("cvbayes").joinpath("py.typed").is_file()
-    assert HMM.decode.__annotations__ and HMM.fit.__annotations__["return"] in ("HMM", HMM)
+    assert HMM.decode.__annotations__ and HMM.fit.__annotations__["return"] == "Self"   # BayesModel.fit

@@ -5,7 +5,7 @@ import pytest
 from brute import guarded_posterior
 from cvbayes import HMM
 from cvbayes.families.ops import CATEGORICAL
-from cvbayes.models.hmm_kernels import no_occupancy, subchain_pass, subchain_state, subchain_workspace
+from cvbayes.models.hmm_kernels import subchain_pass, subchain_state, subchain_workspace
 
 K, W, ALPHA, BETA = 2, 3, 0.4, 0.3
 
@@ -34,7 +34,7 @@ def _pass(tokens, offsets, is_first, order, start, trans, stats, marginals, inte
     """One CVI-3 pass of the unit update over ``order``, with the finite HMM's symmetric priors."""
     emissions = (CATEGORICAL, np.array([[BETA]]), np.zeros((0, K)), tokens, np.empty((tokens.shape[0], 0)))
     state = subchain_state(emissions, np.full(K, ALPHA), K * ALPHA, offsets, is_first, start, trans, stats, marginals,
-                           internal, boundary, *no_occupancy(K), 0, 0, subchain_workspace(offsets, K))
+                           internal, boundary, subchain_workspace(offsets, K))
     return subchain_pass(state, order)
 
 
@@ -91,8 +91,8 @@ def test_cvi3_with_whole_sequences_is_cvi2():
     """With no subchain boundaries inside a sequence there are no guards: CVI-2 exactly."""
     rng = np.random.default_rng(0)
     sequences = [rng.integers(0, 6, size=n) for n in rng.integers(3, 12, size=30)]
-    cvi2 = HMM(3, 0.3, 0.2).fit(sequences, algorithm="cvi2", n_iter=4, seed=2)
-    cvi3 = HMM(3, 0.3, 0.2).fit(sequences, algorithm="cvi3", n_iter=4, seed=2, subchain_length=100)
+    cvi2 = HMM(3, 0.3, 0.2, algorithm="cvi2", n_iter=4, random_state=2).fit(sequences)
+    cvi3 = HMM(3, 0.3, 0.2, algorithm="cvi3", n_iter=4, random_state=2, subchain_length=100).fit(sequences)
     np.testing.assert_allclose([r.objective for r in cvi3.history_], [r.objective for r in cvi2.history_],
                                rtol=1e-6)
     np.testing.assert_allclose(cvi3.transmat_, cvi2.transmat_, rtol=1e-5)
@@ -110,11 +110,11 @@ def test_cvi3_on_one_long_sequence_learns_and_reports_memory():
     # a weak start off the symmetric point (random local chains average out over 2,000 tokens)
     init = {"startprob": np.array([0.5, 0.5]), "transmat": np.full((2, 2), 0.5),
             "emissionprob": np.array([[0.4, 0.3, 0.3], [0.3, 0.3, 0.4]])}
-    model = HMM(2, 0.5, 0.5).fit([tokens], algorithm="cvi3", n_iter=15, init=init, subchain_length=10)
+    model = HMM(2, 0.5, 0.5, algorithm="cvi3", n_iter=15, init=init, subchain_length=10).fit([tokens])
     assert model.local_memory_bytes_ == 2000 * 2 * 4 + 2 * 200 * 2 * 2 * 4
     np.testing.assert_allclose(model.transmat_, trans, atol=0.05)
     assert all(np.isfinite(r.objective) for r in model.history_)
     # CVI-2 cannot learn from one sequence: leaving it out leaves no data (the reason for CVI-3)
     with pytest.warns(UserWarning, match="use 'cvi3'"):
-        cvi2 = HMM(2, 0.5, 0.5).fit([tokens], algorithm="cvi2", n_iter=15, init=init)
+        cvi2 = HMM(2, 0.5, 0.5, algorithm="cvi2", n_iter=15, init=init).fit([tokens])
     np.testing.assert_allclose(cvi2.transmat_, 0.5, atol=0.02)

@@ -63,8 +63,8 @@ def _assert_same_run(single, sharded):
 @pytest.mark.parametrize("init", ["params", "local"])
 def test_batch_equals_one_process(client, corpus, algorithm, init):
     """EM and VB on 3 shards over 2 workers: the single-process objective trajectory to 1e-9."""
-    single = HMM(K).fit(corpus, algorithm=algorithm, n_iter=6, seed=2, init=init)
-    sharded = HMM(K).fit(corpus, algorithm=algorithm, n_iter=6, seed=2, init=init, client=client, n_shards=3)
+    single = HMM(K, algorithm=algorithm, n_iter=6, random_state=2, init=init).fit(corpus)
+    sharded = HMM(K, algorithm=algorithm, n_iter=6, random_state=2, init=init).fit(corpus, client=client, n_shards=3)
     _assert_same_run(single, sharded)
     assert np.all(np.diff(_objectives(sharded)) >= -1e-9 * np.abs(_objectives(sharded)[1:]))
 
@@ -72,22 +72,22 @@ def test_batch_equals_one_process(client, corpus, algorithm, init):
 @pytest.mark.parametrize("algorithm", ["svi", "scvi"])
 def test_stochastic_equals_one_process(client, corpus, algorithm):
     """SVI and SCVI draw their minibatches here with the same generator: the same run to 1e-9."""
-    options = dict(algorithm=algorithm, n_iter=2, seed=4, batch_size=60)
-    single = HMM(K).fit(corpus, **options)
-    sharded = HMM(K).fit(corpus, client=client, n_shards=3, **options)
+    options = dict(algorithm=algorithm, n_iter=2, random_state=4, batch_size=60)
+    single = HMM(K, **options).fit(corpus)
+    sharded = HMM(K, **options).fit(corpus, client=client, n_shards=3)
     _assert_same_run(single, sharded)
 
 
 def test_buffered_svi_subchains_equal_one_process(client, corpus):
     """SVI on subchains with buffers reads neighbouring tokens, always within the unit's shard."""
-    options = dict(algorithm="svi", n_iter=1, seed=1, batch_size=80, subchain_length=4, buffer=2)
-    _assert_same_run(HMM(K).fit(corpus, **options), HMM(K).fit(corpus, client=client, **options))
+    options = dict(algorithm="svi", n_iter=1, random_state=1, batch_size=80, subchain_length=4, buffer=2)
+    _assert_same_run(HMM(K, **options).fit(corpus), HMM(K, **options).fit(corpus, client=client))
 
 
 def test_one_shard_is_cvi2(corpus):
     """With one shard nothing is stale: the sharded CVI-2 is CVI-2 to the bit."""
-    cvi2 = HMM(K).fit(corpus, algorithm="cvi2", n_iter=3, seed=5)
-    one = HMM(K).fit(corpus, algorithm="cvi2-sharded", n_iter=3, seed=5, n_shards=1)
+    cvi2 = HMM(K, algorithm="cvi2", n_iter=3, random_state=5).fit(corpus)
+    one = HMM(K, algorithm="cvi2-sharded", n_iter=3, random_state=5).fit(corpus, n_shards=1)
     np.testing.assert_array_equal(_objectives(one), _objectives(cvi2))
     np.testing.assert_array_equal(one.counts_.emissions, cvi2.counts_.emissions)
 
@@ -101,9 +101,9 @@ def test_sharded_cvi2_learns_and_runs_the_same_on_workers(client, corpus):
     noise = np.random.default_rng(0).dirichlet(np.ones(W), size=K)
     init = {"startprob": np.full(K, 1.0 / K), "transmat": np.full((K, K), 1.0 / K),
             "emissionprob": 0.2 * emit + 0.8 * noise}
-    cvi2 = HMM(K).fit(corpus, algorithm="cvi2", n_iter=15, init=init)
-    threads = HMM(K).fit(corpus, algorithm="cvi2-sharded", n_iter=15, init=init, n_shards=3)
-    workers = HMM(K).fit(corpus, algorithm="cvi2-sharded", n_iter=15, init=init, n_shards=3, client=client)
+    cvi2 = HMM(K, algorithm="cvi2", n_iter=15, init=init).fit(corpus)
+    threads = HMM(K, algorithm="cvi2-sharded", n_iter=15, init=init).fit(corpus, n_shards=3)
+    workers = HMM(K, algorithm="cvi2-sharded", n_iter=15, init=init).fit(corpus, n_shards=3, client=client)
     np.testing.assert_array_equal(_objectives(workers), _objectives(threads))
     np.testing.assert_array_equal(workers.counts_.trans, threads.counts_.trans)
     gold = corpus.gold
@@ -137,11 +137,11 @@ def test_pass_survives_a_killed_worker(client, corpus):
     have without the failure."""
     cloudpickle = pytest.importorskip("cloudpickle")
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    expected = HMM(K).fit(corpus, algorithm="vb", n_iter=5, seed=7, client=client, n_shards=4)
+    expected = HMM(K, algorithm="vb", n_iter=5, random_state=7).fit(corpus, client=client, n_shards=4)
     pids_before = set(client.run(os.getpid).values())
     victim = sorted(client.scheduler_info()["workers"])[0]
     client.run(_install_fault, 4, workers=[victim])   # 4 shards on 2 workers: the 3rd pass's first call dies
-    survived = HMM(K).fit(corpus, algorithm="vb", n_iter=5, seed=7, client=client, n_shards=4)
+    survived = HMM(K, algorithm="vb", n_iter=5, random_state=7).fit(corpus, client=client, n_shards=4)
     client.wait_for_workers(2, timeout=60)
     pids_after = set(client.run(os.getpid).values())
     assert len(pids_before - pids_after) == 1   # the victim's process is gone (its nanny started another)
@@ -151,19 +151,19 @@ def test_pass_survives_a_killed_worker(client, corpus):
 
 def test_shard_files_are_removed(client, corpus, tmp_path, monkeypatch):
     monkeypatch.setenv("CVBAYES_SHARED_DIR", str(tmp_path))
-    HMM(K).fit(corpus, algorithm="em", n_iter=1, client=client)
+    HMM(K, algorithm="em", n_iter=1).fit(corpus, client=client)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_refusals(client, corpus):
     with pytest.raises(ValueError, match="does not run on shards"):
-        HMM(K).fit(corpus, algorithm="cvi1", n_iter=1, client=client)
+        HMM(K, algorithm="cvi1", n_iter=1).fit(corpus, client=client)
     with pytest.raises(ValueError, match="does not run on shards"):
-        HMM(K).fit(corpus, algorithm="em", n_iter=1, n_shards=2)
+        HMM(K, algorithm="em", n_iter=1).fit(corpus, n_shards=2)
     with pytest.raises(NotImplementedError, match="guarded subchains"):
-        HMM(K).fit(corpus, algorithm="scvi", n_iter=1, subchain_length=5, client=client)
+        HMM(K, algorithm="scvi", n_iter=1, subchain_length=5).fit(corpus, client=client)
     with pytest.raises(ValueError, match="n_shards"):
-        HMM(K).fit(corpus, algorithm="cvi2-sharded", n_iter=1, n_shards=0)
+        HMM(K, algorithm="cvi2-sharded", n_iter=1).fit(corpus, n_shards=0)
 
 
 def test_shard_bounds_and_tree_sum():
@@ -173,4 +173,4 @@ def test_shard_bounds_and_tree_sum():
     assert shard_bounds(np.array([0, 4]), 5).tolist() == [0, 1]
     assert tree_sum([1, 2, 3, 4, 5], lambda a, b: f"({a}+{b})") == "(((1+2)+(3+4))+5)"
     assert tree_sum([(np.ones(2), 1.0), (np.ones(2), 2.0)])[1] == 3.0
-    assert 1 < Shards(HMM(2), _planted(10), n_shards=20).n_shards <= 10   # never more shards than sequences
+    assert 1 < Shards(HMM(2)._parts(), _planted(10), n_shards=20).n_shards <= 10   # never more shards than sequences

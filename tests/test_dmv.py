@@ -8,8 +8,8 @@ from scipy import stats
 from brute_dmv import exact_posterior, projective_trees, tree_counts, tree_log_weight
 from cvbayes.trees.dmv import (CONTINUE, HAS_DEPENDENT, NO_DEPENDENT, STOP, DMVCounts, LocalPosteriors,
                                add_posterior_counts, add_tree_counts, dmv_batch_sample, dmv_buffers,
-                               dmv_expected_counts, dmv_inside_outside, dmv_log_evidence, dmv_parse, dmv_sample,
-                               sentence_weights)
+                               dmv_expected_counts, dmv_inside, dmv_inside_outside, dmv_log_evidence, dmv_parse,
+                               dmv_sample, sentence_weights)
 from cvbayes.trees.dmv import tree_log_weight as kernel_tree_log_weight
 from cvbayes.trees.dmv_init import dmv_harmonic_counts, dmv_random_counts
 
@@ -326,3 +326,19 @@ def test_impossible_sentences_and_bad_tables_are_reported():
         dmv_expected_counts(tags, offsets, log_root, log_stop[:, 0], log_attach)
     with pytest.raises(ValueError, match=r"\[0, 2\)"):
         dmv_expected_counts(np.array([0, 2]), np.array([0, 2]), log_root, log_stop, log_attach)
+
+
+def test_counting_semiring_counts_projective_trees():
+    """Every weight 1: the sum chart counts the single-root projective trees, C(3n - 2, n - 1) / n
+    (as many as the enumerator finds for n <= 6; 1e27 at n = 30), and the max chart's best is 1."""
+    for n in (1, 2, 3, 4, 6, 30):
+        w_root, w_stop, w_attach, chart, _, terms, _, _, _, _ = dmv_buffers(n)
+        w_root[:] = 0.0
+        w_stop[:] = 0.0
+        w_attach[:] = 0.0
+        count = math.comb(3 * n - 2, n - 1) // n
+        if n <= 6:
+            assert len(projective_trees(n)) == count
+        assert dmv_inside(w_root, w_stop, w_attach, n, chart, terms, False) == pytest.approx(math.log(count),
+                                                                                            rel=1e-12)
+        assert dmv_inside(w_root, w_stop, w_attach, n, chart, terms, True) == 0.0

@@ -58,7 +58,7 @@ def test_em_update_matches_enumeration():
     start = harmonic()
     tables = tuple(np.log((c + 1.0) / (c + 1.0).sum(axis=-1, keepdims=True)) for c in start)
     want, log_z = brute_counts(TINY, tables)
-    model = DMV(alpha=2.0).fit(TINY, algorithm="em", n_iter=1)
+    model = DMV(alpha=2.0, algorithm="em", n_iter=1).fit(TINY)
     assert_counts_close(model.counts_, want, 1e-12)
     log_prior = sum(table.sum() for table in tables)  # (alpha - 1) log theta
     assert model.history_[0].objective == pytest.approx(log_z + log_prior, rel=1e-12)
@@ -79,7 +79,7 @@ def test_vb_update_matches_enumeration():
     start = harmonic()
     tables = tuple(digamma(c + alpha) - digamma((c + alpha).sum(axis=-1, keepdims=True)) for c in start)
     want, log_z = brute_counts(TINY, tables)
-    model = DMV(alpha=alpha).fit(TINY, algorithm="vb", n_iter=1)
+    model = DMV(alpha=alpha, algorithm="vb", n_iter=1).fit(TINY)
     assert_counts_close(model.counts_, want, 1e-12)
     elbo = log_z - sum(dirichlet_kl(c, alpha) for c in start)
     assert model.history_[0].objective == pytest.approx(elbo, rel=1e-12)
@@ -118,7 +118,7 @@ def test_cvi_leave_one_out_weights_equal_a_recomputation():
     sentences = random_sentences(rng, 40, N_TYPES, 6)
     structure, tags, offsets = collapsed(sentences, alpha)
     order = rng.permutation(len(sentences))
-    structure.sweep(order)
+    structure.visit(order)
     # half a pass more: the kept row totals move with every update, unrefreshed
     cvi_pass(structure.state, order[:20])
     state = structure.state
@@ -154,7 +154,7 @@ def test_scvi_step_matches_enumeration():
     start = harmonic()
     tables = tuple(np.log(dirichlet_table(MEAN, c, alpha)) for c in start)
     want, _ = brute_counts(TINY, tables)
-    model = DMV(alpha=alpha).fit(TINY, algorithm="scvi", n_iter=1, batch_size=len(TINY), tau0=1.0)
+    model = DMV(alpha=alpha, algorithm="scvi", n_iter=1, batch_size=len(TINY), tau0=1.0).fit(TINY)
     assert_counts_close(model.counts_, want, 1e-12)
     # a minibatch is scaled to the corpus
     tags, offsets = flat(TINY)
@@ -173,7 +173,7 @@ def test_scvi_step_matches_enumeration():
 def test_em_likelihood_and_vb_elbo_never_decrease(algorithm, alpha, init):
     rng = np.random.default_rng(2)
     sentences = random_sentences(rng, 40, 4, 7)
-    model = DMV(alpha=alpha).fit(sentences, algorithm=algorithm, init=init, n_iter=25, seed=3)
+    model = DMV(alpha=alpha, algorithm=algorithm, init=init, n_iter=25, random_state=3).fit(sentences)
     objective = np.array([record.objective for record in model.history_])
     assert np.all(np.diff(objective) >= -1e-9 * np.abs(objective[1:]))
     assert objective[-1] > objective[0] + 1.0
@@ -183,8 +183,8 @@ def test_every_learner_raises_the_training_likelihood():
     rng = np.random.default_rng(6)
     sentences = random_sentences(rng, 60, 4, 6)
     for algorithm in ("em", "vb", "cvi", "scvi"):
-        start = DMV(alpha=0.1).fit(sentences, algorithm=algorithm, n_iter=1, batch_size=8).score(sentences)
-        model = DMV(alpha=0.1).fit(sentences, algorithm=algorithm, n_iter=20, batch_size=8)
+        start = DMV(alpha=0.1, algorithm=algorithm, n_iter=1, batch_size=8).fit(sentences).score(sentences)
+        model = DMV(alpha=0.1, algorithm=algorithm, n_iter=20, batch_size=8).fit(sentences)
         assert np.all(np.isfinite([record.objective for record in model.history_]))
         assert model.score(sentences) > start + 1.0, algorithm
 
@@ -193,31 +193,31 @@ def test_seeds_change_only_what_they_should():
     rng = np.random.default_rng(4)
     sentences = random_sentences(rng, 30, 4, 6)
     for algorithm in ("em", "vb"):  # the harmonic start makes the batch learners deterministic
-        first = DMV(0.5).fit(sentences, algorithm=algorithm, n_iter=3, seed=0).counts_
-        other = DMV(0.5).fit(sentences, algorithm=algorithm, n_iter=3, seed=1).counts_
+        first = DMV(0.5, algorithm=algorithm, n_iter=3, random_state=0).fit(sentences).counts_
+        other = DMV(0.5, algorithm=algorithm, n_iter=3, random_state=1).fit(sentences).counts_
         assert_counts_close(first, other, 0.0)
     for algorithm in ("cvi", "scvi"):
-        first = DMV(0.5).fit(sentences, algorithm=algorithm, n_iter=3, seed=0, batch_size=7).counts_
-        again = DMV(0.5).fit(sentences, algorithm=algorithm, n_iter=3, seed=0, batch_size=7).counts_
-        other = DMV(0.5).fit(sentences, algorithm=algorithm, n_iter=3, seed=1, batch_size=7).counts_
+        first = DMV(0.5, algorithm=algorithm, n_iter=3, random_state=0, batch_size=7).fit(sentences).counts_
+        again = DMV(0.5, algorithm=algorithm, n_iter=3, random_state=0, batch_size=7).fit(sentences).counts_
+        other = DMV(0.5, algorithm=algorithm, n_iter=3, random_state=1, batch_size=7).fit(sentences).counts_
         assert_counts_close(first, again, 0.0)
         assert not np.allclose(first.attach, other.attach)
-    best = DMV(0.5).fit(sentences, algorithm="cvi", n_iter=3, seed=0, n_init=3)
-    scores = [DMV(0.5).fit(sentences, algorithm="cvi", n_iter=3, seed=s).score(sentences) for s in range(3)]
+    best = DMV(0.5, algorithm="cvi", n_iter=3, random_state=0, n_init=3).fit(sentences)
+    scores = [DMV(0.5, algorithm="cvi", n_iter=3, random_state=s).fit(sentences).score(sentences) for s in range(3)]
     assert best.score(sentences) == pytest.approx(max(scores))
 
 
 def test_inputs_tag_sets_and_errors(tmp_path):
-    model = DMV(0.5).fit([["DET", "NOUN", "VERB"], ["NOUN", "VERB"]], algorithm="em", n_iter=2)
+    model = DMV(0.5, algorithm="em", n_iter=2).fit([["DET", "NOUN", "VERB"], ["NOUN", "VERB"]])
     assert model.tagset_.symbols == ["NOUN", "VERB", "DET"]
     (heads,) = model.parse([["DET", "NOUN"]])
     assert sorted(heads.tolist()).count(0) == 1
     with pytest.raises(ValueError, match="ADJ"):
         model.parse([["ADJ", "NOUN"]])
     with pytest.raises(ValueError, match="unknown algorithm"):
-        DMV().fit([[0, 1]], algorithm="cvi2")
+        DMV(algorithm="cvi2").fit([[0, 1]])
     with pytest.raises(ValueError, match="unknown init"):
-        DMV().fit([[0, 1]], init="uniform")
+        DMV(init="uniform").fit([[0, 1]])
     with pytest.raises(ValueError, match="not fitted"):
         DMV().parse([[0]])
     with pytest.raises(ValueError, match="positive"):
@@ -225,7 +225,7 @@ def test_inputs_tag_sets_and_errors(tmp_path):
     with pytest.raises(TypeError, match="tag sequences"):
         DMV().fit("0 1 2")
     # type 2 never occurs, so EM's MLE gives it probability 0: the sentence still gets a tree
-    em = DMV(0.5).fit([[0, 1], [0, 3, 1]], algorithm="em", n_iter=5)
+    em = DMV(0.5, algorithm="em", n_iter=5).fit([[0, 1], [0, 3, 1]])
     assert em.score([[2, 2]]) == -np.inf and np.isfinite(em.score([[0, 1]]))
     (heads, other) = em.parse([[2, 2], [0, 1]])
     assert sorted(heads.tolist()) in ([0, 1], [0, 2])
@@ -238,7 +238,7 @@ def test_save_and_load_round_trip(tmp_path):
     rng = np.random.default_rng(5)
     sentences = random_sentences(rng, 25, 4, 6)
     for algorithm in ("em", "cvi"):
-        model = DMV(alpha=0.3).fit(sentences, algorithm=algorithm, n_iter=4)
+        model = DMV(alpha=0.3, algorithm=algorithm, n_iter=4).fit(sentences)
         path = tmp_path / f"{algorithm}.npz"
         model.save(path)
         loaded = DMV.load(path)
@@ -295,7 +295,7 @@ def treebank(tmp_path, request):
     path = tmp_path / "tiny.conllu"
     path.write_bytes(TREEBANK.replace("\n", request.param).encode("utf-8"))
     train = read_dependencies(path, tagset=upos_tagset(True), remove_punctuation=True)
-    model = DMV(alpha=0.5).fit(train, algorithm="cvi", n_iter=5)
+    model = DMV(alpha=0.5, algorithm="cvi", n_iter=5).fit(train)
     model_path = tmp_path / "dmv.npz"
     model.save(model_path)
     return path, model_path, model

@@ -21,6 +21,7 @@ from cvbayes.data import (
     CorpusFormatError,
     SegmentationData,
     cache_dir,
+    fetch_buckeye,
     fetch_eve,
     fetch_ewt,
     fetch_hkcancor,
@@ -29,6 +30,7 @@ from cvbayes.data import (
     fetch_news,
     fetch_pud,
     load_brent,
+    load_buckeye,
     load_eve,
     load_ewt,
     load_hkcancor,
@@ -427,6 +429,63 @@ def test_fetch_and_load_hkcancor(tmp_path, offline):
     assert syllables.boundaries() == [(1, 2, 3, 5), (1, 3)]
     characters = load_hkcancor(tmp_path, symbols="characters")
     assert characters.strings() == ["喂 遲 啲 旅行 啊", "你 call機 呢"]
+
+
+# recording s1: "okay" (silence 0.30 s) "so i" (0.10 s) "went" (spoken noise) "home"; s2: "yes"
+BUCKEYE_PHN = """s1 0 1.0 SIL
+s1 1.0 1.1 ow
+s1 1.1 1.2 k
+s1 1.2 1.3 ey
+s1 1.3 1.6 SIL
+s1 1.6 1.7 s
+s1 1.7 1.8 ow
+s1 1.8 1.9 ay
+s1 1.9 2.0 SIL
+s1 2.0 2.1 w
+s1 2.1 2.2 eh
+s1 2.2 2.3 n
+s1 2.3 2.35 SPN
+s1 2.35 2.4 hh
+s1 2.4 2.5 ow
+s1 2.5 2.6 m
+s2 0.5 0.6 y
+s2 0.6 0.7 eh
+s2 0.7 0.8 s
+"""
+BUCKEYE_WRD = """s1 1.0 1.3 okay
+s1 1.6 1.8 so
+s1 1.8 1.9 i
+s1 2.0 2.3 went
+s1 2.35 2.6 home
+s2 0.5 0.8 yes
+"""
+
+
+def test_fetch_and_load_buckeye(tmp_path, offline):
+    folder = tmp_path / "buckeye"
+    folder.mkdir()
+    share = "zerospeech-tde-2.0.3/tde/share/"
+    tar_with(folder / "zerospeech-tde-2.0.3.tar.gz", {share + "buckeye.phn": BUCKEYE_PHN.encode(),
+                                                       share + "buckeye.wrd": BUCKEYE_WRD.encode(),
+                                                       share + "english.phn": b"not Buckeye\n"})
+    assert fetch_buckeye(tmp_path, progress=False) == folder
+    assert sorted(p.name for p in folder.glob("buckeye.*")) == ["buckeye.phn", "buckeye.wrd"]
+    data = load_buckeye(tmp_path)
+    # the 0.30 s silence and the spoken noise end utterances, the 0.10 s silence does not
+    assert data.strings(separator=" ", joiner=" | ") == ["ow k ey", "s ow | ay | w eh n", "hh ow m", "y eh s"]
+    assert load_buckeye(tmp_path, pause=0.35).strings(separator="") == ["owkey sow ay wehn", "hhowm", "yehs"]
+
+
+def test_buckeye_words_must_hold_speech(tmp_path):
+    folder = tmp_path / "buckeye"
+    folder.mkdir()
+    (folder / "buckeye.phn").write_text(BUCKEYE_PHN, encoding="utf-8")
+    (folder / "buckeye.wrd").write_text(BUCKEYE_WRD.replace("s1 1.8 1.9 i", "s1 1.8 2.0 i"), encoding="utf-8")
+    with pytest.raises(CorpusFormatError, match=r"buckeye\.wrd, line 3: the word 'i' spans the phones ay SIL"):
+        load_buckeye(tmp_path)
+    (folder / "buckeye.wrd").write_text("s1 1.0 x okay\n", encoding="utf-8")
+    with pytest.raises(CorpusFormatError, match="line 1: the times"):
+        load_buckeye(tmp_path)
 
 
 def test_hkcancor_mor_tier_must_match_the_words(tmp_path):

@@ -118,7 +118,7 @@ def test_random_text_parses_or_raises_format_error(tmp_path, seed):
 @pytest.fixture(scope="module")
 def tiny_hmm():
     corpus = cvbayes.Corpus.from_sequences([np.array([1, 2, 1, 2]), np.array([2, 1])])
-    return cvbayes.HMM(n_states=2).fit(corpus, n_iter=1), corpus
+    return cvbayes.HMM(n_states=2, n_iter=1).fit(corpus), corpus
 
 
 def test_decode_rejects_word_ids_outside_the_model_vocabulary(tmp_path, tiny_hmm):
@@ -132,8 +132,8 @@ def test_fit_rejects_word_ids_outside_a_fixed_vocabulary(tmp_path, tiny_hmm):
     _, small = tiny_hmm
     corpus = read_text(write(tmp_path, "a b c d e\n"))
     with pytest.raises(ValueError, match="outside the vocabulary"):
-        cvbayes.HMM(n_states=2, emission=Categorical(n_symbols=3)).fit(corpus, n_iter=1)
+        cvbayes.HMM(n_states=2, emission=Categorical(n_symbols=3), n_iter=1).fit(corpus)
     with pytest.raises(ValueError, match="tag_dictionary has 3 rows"):
-        cvbayes.HMM(n_states=2, tag_dictionary=np.ones((3, 2))).fit(corpus, n_iter=1)
+        cvbayes.HMM(n_states=2, tag_dictionary=np.ones((3, 2)), n_iter=1).fit(corpus)
     # The same fixed-size model accepts ids inside its vocabulary.
-    cvbayes.HMM(n_states=2, emission=Categorical(n_symbols=3)).fit(small, n_iter=1)
+    cvbayes.HMM(n_states=2, emission=Categorical(n_symbols=3), n_iter=1).fit(small)

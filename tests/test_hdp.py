@@ -120,8 +120,8 @@ def _sweep_state(method):
     corpus = _as_corpus(SEQUENCES)
     model.family.prepare(corpus, K)
     model.sticks_ = hdp.Sticks(np.array([2.0, 1.5, 3.0, 1.2]), np.array([3.0, 2.5, 1.0, 2.0]), 1.5, 2.0)
-    data = ChainData(model, corpus)
-    marginals, local_pairs = data.local_posteriors("random", 3, keep_pairs=True)
+    data = ChainData(model._parts(), corpus)
+    marginals, local_pairs = data.local_posteriors(None, 3, keep_pairs=True)
     is_first = np.ones(data.n_chains, dtype=bool)
     no_boundaries = np.zeros((0, K, K), dtype=np.float32)
     start_c, trans_c = unit_totals(data.offsets, is_first, marginals, local_pairs, no_boundaries)
@@ -131,9 +131,16 @@ def _sweep_state(method):
 def _sequence_pass(model, data, order, marginals, local_pairs, start_c, trans_c, stats, zero, code, n_samples):
     """CVI on eq. 5.38 over the sequences in ``order`` (the unit update, every unit a sequence)."""
     state = subchain_state(data.emissions(), *model.transition_prior(), data.offsets, np.ones(data.n_chains, bool),
-                           start_c, trans_c, stats, marginals, local_pairs, np.zeros((0, K, K), np.float32), zero,
-                           code, n_samples, 0, subchain_workspace(data.offsets, K))
+                           start_c, trans_c, stats, marginals, local_pairs, np.zeros((0, K, K), np.float32),
+                           subchain_workspace(data.offsets, K), (zero, code, n_samples, 0))
     return subchain_pass(state, order)
+
+
+def _pass_products(model):
+    """The q(C = 0) products a pass fills and the method's code, from the HDP's occupancy strategy."""
+    strategy = hdp.HDPOccupancy(model._parts().transitions, model.family, model.occupancy, model.n_samples, True,
+                                model.learn_emission_prior, 0, model.beta)
+    return strategy.pass_products(0, 0)[:2]
 
 
 def _as_corpus(sequences):
@@ -161,7 +168,7 @@ def test_one_hdp_sequence_update_matches_enumeration(method):
     phi = (other_emit + 0.5) / (other_emit.sum(axis=1, keepdims=True) + W * 0.5)     # eq. 5.39
     log_z, want_marg, want_pairs = chain_posterior(theta_start, theta, phi[:, SEQUENCES[seq]].T)
 
-    zero, code = model._occupancy_products()
+    zero, code = _pass_products(model)
     objective, bad = _sequence_pass(model, data, np.array([seq]), marginals, local_pairs, start_c, trans_c, stats,
                                     zero, code, 10)
     assert bad == -1
@@ -196,7 +203,7 @@ def _enumerated_pairs(start, trans, lik):
 def test_emission_occupancy_is_the_product_over_each_words_tokens():
     model, data, marginals, local_pairs, start_c, trans_c, stats = _sweep_state("heuristic")
     model.learn_emission_prior = True
-    zero, code = model._occupancy_products()
+    zero, code = _pass_products(model)
     _sequence_pass(model, data, np.arange(3), marginals, local_pairs, start_c, trans_c, stats, zero, code, 0)
     tokens = np.concatenate(SEQUENCES)
     for w in range(W):
@@ -235,7 +242,7 @@ def test_cvi_finds_the_four_states_of_theta_pos():
     counted on the expected tokens and on the decoded ones, within PASSES passes."""
     corpus = _theta_pos()
     model = HDPHMM(10, gamma=1, sigma=1, beta=1, learn_concentrations=False)
-    model.fit(corpus, algorithm="cvi", n_iter=PASSES, seed=THETA_POS_SEED)
+    model.set_params(algorithm="cvi", n_iter=PASSES, random_state=THETA_POS_SEED).fit(corpus)
     assert model.n_effective_states_ == 4
     effective = [record["effective_states"] for record in model.hyper_history_]
     assert effective[0] == 10 and effective[-1] == 4
@@ -258,7 +265,7 @@ def test_effective_states_count_what_decoding_uses():
     run that decoded to one state reported ten effective states)."""
     corpus = _theta_pos()
     model = HDPHMM(10, gamma=1, sigma=1, beta=1, learn_concentrations=False)
-    model.fit(corpus, algorithm="cvi", n_iter=20, seed=0, init="local")
+    model.set_params(algorithm="cvi", n_iter=20, random_state=0, init="local").fit(corpus)
     decoded = hdp.effective_states(np.bincount(model.decode(corpus), minlength=10))
     assert model.hyper_history_[-1]["effective_states"] == 10 and decoded < 10
     assert model.n_effective_states_ == decoded
@@ -282,7 +289,7 @@ def test_perturbed_start_is_nearly_symmetric_with_a_spread_per_word():
     np.testing.assert_array_equal(emissions, model.perturbed_start(corpus, seed=3)["emissionprob"])
     assert not np.allclose(emissions, model.perturbed_start(corpus, seed=4)["emissionprob"])
     with pytest.raises(ValueError, match="categorical"):
-        HDPHMM(3, emission="gaussian").fit(np.ones((20, 1)), algorithm="cvi", n_iter=1, init="perturbed")
+        HDPHMM(3, emission="gaussian", algorithm="cvi", n_iter=1, init="perturbed").fit(np.ones((20, 1)))
 
 
 def test_perturbed_start_separates_the_states_sooner_than_the_thesis_start():
@@ -293,13 +300,13 @@ def test_perturbed_start_separates_the_states_sooner_than_the_thesis_start():
     counts = {}
     for init in ("perturbed", "local"):
         model = HDPHMM(10, gamma=1, sigma=1, beta=1, learn_concentrations=False)
-        model.fit(corpus, algorithm="cvi", n_iter=60, seed=0, init=init)
+        model.set_params(algorithm="cvi", n_iter=60, random_state=0, init=init).fit(corpus)
         counts[init] = model.hyper_history_[-1]["effective_states"]
     assert counts["local"] == 10 and counts["perturbed"] < 10
 
 
 def test_restarts_draw_their_own_perturbed_starts():
-    model = HDPHMM(6, gamma=1, sigma=1, beta=1).fit(_planted(seed=1), algorithm="cvi", n_iter=3, n_init=2)
+    model = HDPHMM(6, gamma=1, sigma=1, beta=1, algorithm="cvi", n_iter=3, n_init=2).fit(_planted(seed=1))
     assert len(set(model.restart_objectives_)) == 2
     assert model.n_effective_states_ == hdp.effective_states(np.bincount(model.decode(_planted(seed=1)),
                                                                          minlength=6))
@@ -309,12 +316,12 @@ def test_learned_concentrations_and_emission_prior_stay_finite_and_help():
     corpus = _planted(seed=1)
     test = _planted(n_sequences=20, seed=2)
     model = HDPHMM(6, gamma=5, sigma=3, beta=1, learn_emission_prior=True, burn_in=5)
-    model.fit(corpus, algorithm="cvi", n_iter=40, init=_rough_start(6, seed=1))
+    model.set_params(algorithm="cvi", n_iter=40, init=_rough_start(6, seed=1)).fit(corpus)
     assert 0 < model.gamma_ < 100 and 0 < model.sigma_ < 100
     assert model.gamma_ != 5 and model.sigma_ != 3
     assert np.isclose(model.family.tau.sum(), 1.0)
     fixed = HDPHMM(6, gamma=5, sigma=3, beta=1, learn_concentrations=False)
-    fixed.fit(corpus, algorithm="cvi", n_iter=40, init=_rough_start(6, seed=1))
+    fixed.set_params(algorithm="cvi", n_iter=40, init=_rough_start(6, seed=1)).fit(corpus)
     assert model.score_per_token(test) > fixed.score_per_token(test) > np.log(1 / 9) + 0.4
 
 
@@ -328,7 +335,7 @@ def test_one_long_sequence_and_stochastic_cvi_learn_the_planted_chain(algorithm,
     test = _planted(n_sequences=20, seed=4)
     if algorithm == "cvi":  # past the symmetric start (see _rough_start)
         options = {"init": _rough_start(8)}
-    model = HDPHMM(8, gamma=1, sigma=1, beta=1).fit(corpus, algorithm=algorithm, n_iter=15, **options)
+    model = HDPHMM(8, gamma=1, sigma=1, beta=1, algorithm=algorithm, n_iter=15, **options).fit(corpus)
     assert model.score_per_token(test) > np.log(1 / 9) + 0.4  # uniform over the 9 symbols is log(1/9)
     assert 0 < model.gamma_ < 100 and 0 < model.sigma_ < 100
 
@@ -344,10 +351,12 @@ def test_scvi_emission_products_are_the_product_over_each_words_tokens():
     model.family.prepare(corpus, K)
     n_words = model.family.n_symbols
     tau = np.array([0.1, 0.2, 0.3, 0.15, 0.05, 0.2])
-    model.family.set_prior(0.5, tau)
     model.sticks_ = hdp.Sticks(np.array([2.0, 1.5, 3.0, 1.2]), np.array([3.0, 2.5, 1.0, 2.0]), 1.5, 2.0)
     model.top_weights_ = None
-    learner = Minibatches(model, corpus, MEAN, Units(corpus.offsets), 0, False, model._stochastic_occupancy())
+    parts = model._parts()
+    strategy = hdp.HDPOccupancy(parts.transitions, model.family, model.occupancy, model.n_samples, True, True, 0, 0.5)
+    model.family.set_prior(0.5, tau)
+    learner = Minibatches(parts._replace(occupancy=strategy), corpus, MEAN, Units(corpus.offsets), 0, False)
     blocks = learner.start(*learner.random_counts(np.random.default_rng(5)))
     prior_row, sigma = model.transition_prior()
     start_counts, trans_counts, counts = learner.current()
@@ -369,14 +378,14 @@ def test_scvi_learns_the_emission_prior_after_every_pass():
     corpus = _planted(seed=1)
     test = _planted(n_sequences=20, seed=2)
     model = HDPHMM(6, gamma=5, sigma=3, beta=1, learn_emission_prior=True)
-    model.fit(corpus, algorithm="scvi", n_iter=4, batch_size=10)
+    model.set_params(algorithm="scvi", n_iter=4, batch_size=10).fit(corpus)
     tau = model.family.tau
     assert np.isclose(tau.sum(), 1.0) and np.ptp(tau) > 1e-3
     betas = [record["beta"] for record in model.hyper_history_]
     assert len(betas) == 4 and betas[-1] == model.family.beta != 1
     assert np.isfinite(model.score_per_token(test))
     with pytest.raises(ValueError, match="not svi-p"):
-        model.fit(corpus, algorithm="svi-p", n_iter=1, batch_size=10)
+        model.set_params(algorithm="svi-p", n_iter=1, batch_size=10).fit(corpus)
 
 
 def test_bad_arguments():
@@ -385,7 +394,7 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="gamma"):
         HDPHMM(5, gamma=0)
     with pytest.raises(ValueError, match="algorithm"):
-        HDPHMM(5).fit(_planted(5, 5), algorithm="em")
+        HDPHMM(5, algorithm="em").fit(_planted(5, 5))
     with pytest.raises(ValueError, match="categorical"):
         HDPHMM(5, emission="gaussian", learn_emission_prior=True)
 
@@ -393,7 +402,7 @@ def test_bad_arguments():
 def test_save_and_load_keep_the_sticks_and_the_emission_prior(tmp_path):
     corpus = _planted(seed=1)
     model = HDPHMM(6, gamma=5, sigma=3, beta=1, learn_emission_prior=True, burn_in=2)
-    model.fit(corpus, algorithm="cvi", n_iter=5, init=_rough_start(6, seed=1))
+    model.set_params(algorithm="cvi", n_iter=5, init=_rough_start(6, seed=1)).fit(corpus)
     model.save(tmp_path / "hdp.npz")
     loaded = HDPHMM.load(tmp_path / "hdp.npz")
     test = _planted(n_sequences=5, seed=2)
@@ -401,14 +410,14 @@ def test_save_and_load_keep_the_sticks_and_the_emission_prior(tmp_path):
     assert loaded.gamma_ == model.gamma_ and loaded.n_effective_states_ == model.n_effective_states_
     from cvbayes import HMM
     assert isinstance(HMM.load(tmp_path / "hdp.npz"), HDPHMM)     # the command line loads either model
-    HMM(2).fit(SEQUENCES, algorithm="cvi2", n_iter=1).save(tmp_path / "hmm.npz")
+    HMM(2, algorithm="cvi2", n_iter=1).fit(SEQUENCES).save(tmp_path / "hmm.npz")
     with pytest.raises(ValueError, match="holds a hmm model"):
         HDPHMM.load(tmp_path / "hmm.npz")
 
 
 def test_chain_posteriors_are_the_fitted_chains():
     """q(z_1) and q(z_t | z_{t-1}) reproduce the enumerated chain under the fitted parameters."""
-    model = HDPHMM(3, gamma=1, sigma=1, beta=1).fit(SEQUENCES, algorithm="cvi", n_iter=3)
+    model = HDPHMM(3, gamma=1, sigma=1, beta=1, algorithm="cvi", n_iter=3).fit(SEQUENCES)
     first, conditionals = model.chain_posteriors(SEQUENCES)[0]
     lik = model.emissionprob_[:, SEQUENCES[0]].T
     pairs = _enumerated_pairs(model.startprob_, model.transmat_, lik)

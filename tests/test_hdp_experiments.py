@@ -65,7 +65,7 @@ def test_first_pass_matches_the_finite_hmm_then_switches_priors():
     afterwards the transition prior is sigma G[pi] and the emission prior the model's own per-word value."""
     rng = np.random.default_rng(5)
     sequences = [rng.integers(0, 6, size=12) for _ in range(15)]
-    finite = HMM(4, 0.1, 0.1).fit(sequences, algorithm="cvi2", n_iter=1, seed=3, init="local")
+    finite = HMM(4, 0.1, 0.1, algorithm="cvi2", n_iter=1, random_state=3, init="local").fit(sequences)
     seen = {}
 
     def look(model, iteration):
@@ -75,7 +75,7 @@ def test_first_pass_matches_the_finite_hmm_then_switches_priors():
     # Dir(beta tau) with tau uniform over the 6 words: 0.01 a word after the first pass
     model = hdp.HDPHMM(4, gamma=10, sigma=5, beta=0.06, learn_emission_prior=True, burn_in=5,
                        first_alpha=0.1, first_word_prior=0.1)
-    model.fit(sequences, algorithm="cvi", n_iter=1, seed=3, init="local", callback=look)
+    model.set_params(algorithm="cvi", n_iter=1, random_state=3, init="local").fit(sequences, callback=look)
     for ours, theirs in zip(model.counts_, finite.counts_):
         np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)
     assert seen["word"] == pytest.approx((0.01, 0.01, 0.01))

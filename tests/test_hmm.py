@@ -44,7 +44,8 @@ def best_of_restarts(make_model, corpus, algorithm):
     """
     n_train = int(0.9 * corpus.n_sequences)
     train, held_out = corpus[:n_train], corpus[n_train:]
-    fitted = [make_model().fit(train, algorithm=algorithm, n_iter=N_ITER[algorithm], seed=seed, init="local")
+    fitted = [make_model().set_params(algorithm=algorithm, n_iter=N_ITER[algorithm], random_state=seed,
+                                      init="local").fit(train)
               for seed in range(RESTARTS)]
     return max(fitted, key=lambda model: model.score(held_out))
 
@@ -72,7 +73,7 @@ def test_em_and_vb_objectives_never_decrease(planted, planted_gaussian, algorith
     corpus = planted[1][:300] if emission == "categorical" else planted_gaussian
     for alpha in (0.1, 2.0):
         model = cvbayes.HMM(4, alpha=alpha, beta=0.3, emission=emission)
-        model.fit(corpus, algorithm=algorithm, n_iter=60, seed=1)
+        model.set_params(algorithm=algorithm, n_iter=60, random_state=1).fit(corpus)
         objective = np.array([h.objective for h in model.history_])
         assert np.all(np.diff(objective) >= -1e-9 * np.abs(objective[1:])), algorithm
 
@@ -92,7 +93,7 @@ def test_em_reproduces_hmmlearn_trajectory(planted):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # hmmlearn's own deprecation chatter
         peer.fit(corpus.observations.reshape(-1, 1), corpus.lengths)
-    ours = cvbayes.HMM(5, alpha=1.0, beta=1.0).fit(corpus, algorithm="em", n_iter=n_iter, init=init)
+    ours = cvbayes.HMM(5, alpha=1.0, beta=1.0, algorithm="em", n_iter=n_iter, init=init).fit(corpus)
     np.testing.assert_allclose([h.objective for h in ours.history_], peer.monitor_.history, rtol=1e-6)
     np.testing.assert_allclose(ours.transmat_, peer.transmat_, atol=1e-6)
     np.testing.assert_allclose(ours.emissionprob_, peer.emissionprob_, atol=1e-6)
@@ -102,17 +103,17 @@ def test_same_seed_same_start_for_every_deterministic_algorithm(planted):
     corpus = planted[1][:50]
     first = {}
     for algorithm in ("em", "vb", "cvi2"):
-        model = cvbayes.HMM(5).fit(corpus, algorithm=algorithm, n_iter=1, seed=4)
-        again = cvbayes.HMM(5).fit(corpus, algorithm=algorithm, n_iter=1, seed=4)
+        model = cvbayes.HMM(5, algorithm=algorithm, n_iter=1, random_state=4).fit(corpus)
+        again = cvbayes.HMM(5, algorithm=algorithm, n_iter=1, random_state=4).fit(corpus)
         np.testing.assert_array_equal(model.transmat_, again.transmat_)
         first[algorithm] = model.history_[0].objective
-    other = cvbayes.HMM(5).fit(corpus, algorithm="cvi2", n_iter=1, seed=5)
+    other = cvbayes.HMM(5, algorithm="cvi2", n_iter=1, random_state=5).fit(corpus)
     assert other.history_[0].objective != first["cvi2"]
 
 
 def test_decode_layouts_and_methods(planted):
     corpus = planted[1][:30]
-    model = cvbayes.HMM(5, alpha=0.5).fit(corpus, algorithm="cvi2", n_iter=10)
+    model = cvbayes.HMM(5, alpha=0.5, algorithm="cvi2", n_iter=10).fit(corpus)
     flat = model.decode(corpus)
     assert flat.shape == (corpus.n_tokens,)
     as_list = model.decode(list(corpus))
@@ -132,9 +133,8 @@ def test_score_is_the_predictive_log_likelihood(planted):
     held_out = corpus[int(0.9 * corpus.n_sequences):]
     per_token = model.score_per_token(held_out)
     # the same quantity under the true parameters (an EM objective before any update)
-    truth = cvbayes.HMM(5, alpha=1.0, beta=1.0).fit(
-        held_out, algorithm="em", n_iter=1,
-        init=dict(startprob=params[0], transmat=params[1], emissionprob=params[2]))
+    truth = cvbayes.HMM(5, alpha=1.0, beta=1.0, algorithm="em", n_iter=1,
+                        init=dict(startprob=params[0], transmat=params[1], emissionprob=params[2])).fit(held_out)
     true_per_token = truth.history_[0].objective / held_out.n_tokens
     assert per_token == pytest.approx(true_per_token, abs=0.05)
     assert model.score(held_out) == pytest.approx(per_token * held_out.n_tokens)
@@ -147,7 +147,7 @@ def test_tag_dictionary_is_respected_by_every_algorithm(planted):
     allowed = rng.random((50, 5)) < 0.5
     allowed[np.arange(50), rng.integers(0, 5, 50)] = True
     for algorithm in ALGORITHMS:
-        model = cvbayes.HMM(5, alpha=0.5, tag_dictionary=allowed).fit(corpus, algorithm=algorithm, n_iter=5)
+        model = cvbayes.HMM(5, alpha=0.5, tag_dictionary=allowed, algorithm=algorithm, n_iter=5).fit(corpus)
         states = model.decode(corpus)
         assert allowed[corpus.observations, states].all(), algorithm
         proba = model.predict_proba(corpus)
@@ -161,33 +161,33 @@ def test_tag_dictionary_that_excludes_everything_fails_clearly(planted):
     allowed = np.ones((50, 5), dtype=bool)
     allowed[corpus.observations[7]] = False
     with pytest.raises(ZeroProbabilityError, match="sequence 0 .*tag dictionary"):
-        cvbayes.HMM(5, tag_dictionary=allowed).fit(corpus, algorithm="vb", n_iter=2)
+        cvbayes.HMM(5, tag_dictionary=allowed, algorithm="vb", n_iter=2).fit(corpus)
 
 
 def test_empty_sequences_single_state_and_single_symbol():
     sequences = [np.array([0, 0, 0]), np.array([], dtype=int), np.array([0])]
     for algorithm in ALGORITHMS:
-        model = cvbayes.HMM(1, alpha=0.5, beta=0.5).fit(sequences, algorithm=algorithm, n_iter=3)
+        model = cvbayes.HMM(1, alpha=0.5, beta=0.5, algorithm=algorithm, n_iter=3).fit(sequences)
         np.testing.assert_allclose(model.transmat_, [[1.0]])
         np.testing.assert_allclose(model.emissionprob_, [[1.0]])
         decoded = model.decode(sequences)
         assert [len(d) for d in decoded] == [3, 0, 1]
         # one symbol, one state: every token is certain, so log p(x) = 0
         assert model.score(sequences) == pytest.approx(0.0, abs=1e-12)
-        two = cvbayes.HMM(2, alpha=0.5, beta=0.5).fit(sequences, algorithm=algorithm, n_iter=3)
+        two = cvbayes.HMM(2, alpha=0.5, beta=0.5, algorithm=algorithm, n_iter=3).fit(sequences)
         assert np.isfinite(two.score(sequences))
 
 
 def test_unknown_word_ids_are_rejected_with_a_clear_message(planted):
     corpus = planted[1][:20]
-    model = cvbayes.HMM(5).fit(corpus, algorithm="vb", n_iter=2)
+    model = cvbayes.HMM(5, algorithm="vb", n_iter=2).fit(corpus)
     with pytest.raises(ValueError, match="token id 50 at position 1 is outside the vocabulary"):
         model.score([np.array([3, 50, 2])])
     # a word seen in the vocabulary but not in training keeps prior mass under the predictive
     sparse = Corpus.from_sequences([np.array([0, 1, 0])])
     model = cvbayes.HMM(2, beta=0.1, emission=cvbayes.Categorical(beta=0.1, n_symbols=5))
     with pytest.warns(UserWarning, match="single sequence"):     # CVI-2 learns nothing from one sequence
-        model.fit(sparse, algorithm="cvi2", n_iter=3)
+        model.set_params(algorithm="cvi2", n_iter=3).fit(sparse)
     assert np.isfinite(model.score([np.array([4, 4])]))
 
 
@@ -199,7 +199,7 @@ def test_extreme_priors_and_long_sequences_stay_finite(algorithm):
     # CVI-2 cannot learn from one sequence and says so; its tables must stay finite all the same
     warns = pytest.warns(UserWarning, match="single sequence") if algorithm == "cvi2" else contextlib.nullcontext()
     with warns:
-        model = cvbayes.HMM(3, alpha=1e-6, beta=1e-6).fit(long_corpus, algorithm=algorithm, n_iter=2)
+        model = cvbayes.HMM(3, alpha=1e-6, beta=1e-6, algorithm=algorithm, n_iter=2).fit(long_corpus)
     assert all(np.isfinite(h.objective) for h in model.history_)
     assert np.isfinite(model.score(long_corpus))
     assert np.all(np.isfinite(model.transmat_)) and np.all(np.isfinite(model.emissionprob_))
@@ -208,11 +208,11 @@ def test_extreme_priors_and_long_sequences_stay_finite(algorithm):
 def test_bad_arguments_raise_clear_errors(planted):
     corpus = planted[1][:10]
     with pytest.raises(ValueError, match="unknown algorithm"):
-        cvbayes.HMM(3).fit(corpus, algorithm="gibbs")
+        cvbayes.HMM(3, algorithm="gibbs").fit(corpus)
     with pytest.raises(ValueError, match="n_states"):
         cvbayes.HMM(0)
     with pytest.raises(ValueError, match="missing emissionprob"):
-        cvbayes.HMM(3).fit(corpus, init=dict(startprob=np.ones(3) / 3, transmat=np.eye(3)))
+        cvbayes.HMM(3, init=dict(startprob=np.ones(3) / 3, transmat=np.eye(3))).fit(corpus)
     with pytest.raises(RuntimeError, match="not fitted"):
         cvbayes.HMM(3).decode(corpus)
     with pytest.raises(ValueError, match="no tokens"):
@@ -228,8 +228,8 @@ def test_em_decodes_and_scores_new_text_with_unseen_words(tmp_path):
     (tmp_path / "train.txt").write_text("the cat sat on the mat\na dog ran\nthe dog sat on a cat\n")
     (tmp_path / "new.txt").write_text("the zebra sat\n")
     (tmp_path / "known.txt").write_text("a cat ran\n")
-    model = cvbayes.HMM(3, alpha=0.5, beta=0.1).fit(read_text(tmp_path / "train.txt"), algorithm="em",
-                                                    n_iter=10, seed=0)
+    model = cvbayes.HMM(3, alpha=0.5, beta=0.1, algorithm="em", n_iter=10,
+                        random_state=0).fit(read_text(tmp_path / "train.txt"))
     unknown = model.vocabulary_.unknown_id
     assert np.all(model.emissionprob_[:, unknown] == 0.0)         # training is the MLE, untouched
     new = read_text(tmp_path / "new.txt", vocabulary=model.vocabulary_)

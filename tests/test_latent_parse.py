@@ -152,3 +152,17 @@ def test_words_without_a_tree_fall_back_to_their_signatures_then_to_none(grammar
     assert batch.trees[0] is None and batch.trees[2] is None
     assert batch.trees[1] is not None and batch.as_unknown == 0
     assert np.isneginf(batch.log_scores[0])
+
+
+@pytest.mark.parametrize("n_sub", [1, 3])
+def test_counting_semiring_counts_derivations_and_annotations(grammar, n_sub):
+    """Every weight 1: the sum chart counts every derivation's annotations, H^(nodes - 1) each (ROOT's
+    subtype is fixed), and the Viterbi decoder's best is 1."""
+    kernel = parser_grammar(grammar)
+    weights = AnnotatedTables(*(np.ones_like(table) for table in random_weights(grammar, n_sub, seed=0)))
+    for words in SENTENCES:
+        count = sum(n_sub ** (len(anchored) - 1) for _, anchored in parser_derivations(grammar, words))
+        ids = encoded(grammar, words)
+        log_z = sum_pass(kernel, *weights, ids, *full_masks(len(words), kernel.n_symbols, 0))[0]
+        assert log_z == pytest.approx(np.log(count), rel=1e-12)
+        assert run(kernel, weights, ids, max_rule=False)[0] == 0.0

@@ -137,16 +137,16 @@ def test_vb_elbo_never_decreases(max_doc_iter):
 
 def test_online_vb_with_rho_one_on_the_whole_corpus_is_one_batch_vb_step():
     X, _ = planted(n_docs=40, seed=2)
-    batch = LDA(3, alpha=0.2, eta=0.05, algorithm="vb", n_iter=1, seed=5).fit(X)
-    online = LDA(3, alpha=0.2, eta=0.05, algorithm="online-vb", n_iter=1, seed=5, kappa=0.0,
+    batch = LDA(3, alpha=0.2, eta=0.05, algorithm="vb", n_iter=1, random_state=5).fit(X)
+    online = LDA(3, alpha=0.2, eta=0.05, algorithm="online-vb", n_iter=1, random_state=5, kappa=0.0,
                  batch_size=X.shape[0]).fit(X)
     assert online.n_batch_iter_ == 1
     assert np.allclose(online.components_, batch.components_, rtol=1e-10, atol=1e-12)
     # two batch steps differ from one, so the comparison can fail
-    assert not np.allclose(LDA(3, alpha=0.2, eta=0.05, algorithm="vb", n_iter=2, seed=5).fit(X).components_,
+    assert not np.allclose(LDA(3, alpha=0.2, eta=0.05, algorithm="vb", n_iter=2, random_state=5).fit(X).components_,
                            online.components_)
     # partial_fit with rho = 1 and the whole corpus as the stream is the same step
-    partial = LDA(3, alpha=0.2, eta=0.05, seed=5, kappa=0.0, total_samples=X.shape[0]).partial_fit(X)
+    partial = LDA(3, alpha=0.2, eta=0.05, random_state=5, kappa=0.0, total_samples=X.shape[0]).partial_fit(X)
     assert np.allclose(partial.components_, batch.components_, rtol=1e-10, atol=1e-12)
 
 
@@ -169,7 +169,7 @@ def test_every_algorithm_learns_planted_topics(algorithm, options):
     X, topics = planted(n_docs=150, seed=4)
     train, test = X[:120], X[120:]
     # VB is the one that stops in local optima on these data: keep the best ELBO of three seeds
-    models = [LDA(3, alpha=0.3, eta=0.1, algorithm=algorithm, seed=seed, **{"n_iter": 40, **options}).fit(train)
+    models = [LDA(3, alpha=0.3, eta=0.1, algorithm=algorithm, random_state=seed, **{"n_iter": 40, **options}).fit(train)
               for seed in range(3 if algorithm == "vb" else 1)]
     model = max(models, key=lambda fitted: fitted.history_[-1].objective)
     truth = document_completion(topics, test, 0.3).perplexity
@@ -286,7 +286,7 @@ def test_partitioned_gibbs_stays_near_the_exact_posterior():
 
 def test_gibbs_same_seed_same_chain():
     X, _ = planted(n_docs=30, seed=10)
-    fits = [LDA(3, algorithm="cgs", n_iter=5, seed=seed).fit(X) for seed in (1, 1, 2)]
+    fits = [LDA(3, algorithm="cgs", n_iter=5, random_state=seed).fit(X) for seed in (1, 1, 2)]
     assert np.array_equal(fits[0].assignments_, fits[1].assignments_)
     assert [record.objective for record in fits[0].history_] == [record.objective for record in fits[1].history_]
     assert not np.array_equal(fits[0].assignments_, fits[2].assignments_)
@@ -327,14 +327,15 @@ def test_sklearn_shape_and_errors():
         LDA(3, algorithm="gibbs").fit(X)
     with pytest.raises(ValueError, match="whole counts"):
         LDA(3).fit(scipy.sparse.csr_matrix(np.array([[0.5, 1.0]])))
-    with pytest.raises(ValueError, match="invalid parameter"):
+    with pytest.raises(ValueError, match="unknown parameters"):
         model.set_params(topics=3)
     with pytest.raises(ValueError, match="learn_alpha"):
         LDA(3, learn_alpha=True, algorithm="scvb0").fit(X)
     with pytest.raises(ValueError, match="n_jobs applies to cgs only"):
-        LDA(3, n_jobs=2, algorithm="cvb0").fit(X)
-    with pytest.raises(ValueError, match="n_jobs must be a positive integer"):
-        LDA(3, n_jobs=0, algorithm="cgs").fit(X)
+        LDA(3, n_jobs=2, algorithm="cvb0")
+    for n_jobs in (0, 1.5, True):
+        with pytest.raises(ValueError, match="n_jobs must be a positive integer"):
+            LDA(3, n_jobs=n_jobs, algorithm="cgs")
     assert set(ALGORITHMS) == {"vb", "online-vb", "cvb0", "cvb", "scvb0", "cgs"}
 
 

@@ -15,7 +15,8 @@ from cvbayes.data.trees import tree_rule_ids
 from cvbayes.models.pcfg import (RuleRows, TreeCorpus, TreeSampler, ZeroProbabilityError, has_unary_cycle,
                                  uniform_tree_table)
 from cvbayes.trees import GrammarError, make_tables
-from cvbayes.trees.grammar import UNARY, derivation_to_tree
+from cvbayes.trees.grammar import UNARY
+from cvbayes.trees.inside_outside import derivation_to_tree
 
 CNF_SENTENCES = [s.split() for s in ["a b a", "b b", "a a b b", "b"]]
 SPAN_SENTENCES = [list(w) for w in ["lebona", "bona", "kebona", "lea"]]
@@ -93,7 +94,7 @@ def test_one_em_update_matches_enumeration(case, alpha):
     table = map_table(compiled, start_counts, alpha)                     # the M-step (eq. 4.10)
     exact = exact_counts(compiled, table, sentences)                     # the E-step (eq. 4.8-4.9)
     counts = sum(c for _, c in exact)
-    model.fit(sentences, algorithm="em", n_iter=1, init=start)
+    model.set_params(algorithm="em", n_iter=1, init=start).fit(sentences)
     np.testing.assert_allclose(model.counts_, counts, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(model.rule_probs_, map_table(compiled, counts, alpha), rtol=1e-9, atol=1e-12)
     log_prior = (alpha - 1.0) * np.log(table).sum() if alpha > 1 else 0.0
@@ -108,7 +109,7 @@ def test_one_vb_update_matches_enumeration(case):
     table = vb_table(compiled, start_counts, alpha)                      # eq. 4.12
     exact = exact_counts(compiled, table, sentences)
     counts = sum(c for _, c in exact)
-    model.fit(sentences, algorithm="vb", n_iter=1, init=start)
+    model.set_params(algorithm="vb", n_iter=1, init=start).fit(sentences)
     np.testing.assert_allclose(model.counts_, counts, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(model.rule_probs_, mean_table(compiled, counts, alpha), rtol=1e-9)
     elbo = sum(z for z, _ in exact) - dirichlet_kl(compiled, start_counts, alpha)
@@ -127,7 +128,7 @@ def test_one_cvi_pass_matches_enumeration(case):
         log_z, local[i] = exact_posterior(compiled, mean_table(compiled, others, alpha), words)[:2]   # eq. 4.24
         objective += log_z
     counts = sum(local)
-    model.fit(sentences, algorithm="cvi", n_iter=1, init=start)
+    model.set_params(algorithm="cvi", n_iter=1, init=start).fit(sentences)
     # the local statistics are float32
     np.testing.assert_allclose(model.counts_, counts, rtol=2e-6, atol=1e-6)
     np.testing.assert_allclose(model.rule_probs_, mean_table(compiled, counts, alpha), rtol=2e-6)
@@ -143,7 +144,7 @@ def test_one_full_step_of_scvi_matches_enumeration(case):
     model, compiled, sentences, start = setup(case, alpha)
     start_counts = sum(c for _, c in exact_counts(compiled, start, sentences))
     exact = exact_counts(compiled, mean_table(compiled, start_counts, alpha), sentences)
-    model.fit(sentences, algorithm="scvi", n_iter=1, init=start, batch_size=len(sentences), kappa=0.0)
+    model.set_params(algorithm="scvi", n_iter=1, init=start, batch_size=len(sentences), kappa=0.0).fit(sentences)
     np.testing.assert_allclose(model.counts_, sum(c for _, c in exact), rtol=1e-9, atol=1e-12)
     n_tokens = sum(len(s) for s in sentences)
     assert model.history_[0].objective == pytest.approx(sum(z for z, _ in exact) / n_tokens, rel=1e-10)
@@ -239,7 +240,7 @@ def test_em_objective_never_decreases(case, alpha):
         model, sentences = PCFG(n_nonterminals=3, alpha=alpha), random_sentences(np.random.default_rng(1), 30)
     else:
         model, sentences = PCFG(grammar=MORPHOLOGY, alpha=alpha), MORPH_WORDS
-    model.fit(sentences, algorithm="em", n_iter=25, seed=2)
+    model.set_params(algorithm="em", n_iter=25, random_state=2).fit(sentences)
     objectives = np.array([r.objective for r in model.history_])
     assert np.all(np.diff(objectives) >= -1e-9 * np.abs(objectives[1:]))
     assert objectives[-1] > objectives[0] + 1.0   # it learns something
@@ -253,7 +254,7 @@ def test_vb_elbo_never_decreases(case):
     else:
         model = PCFG(grammar=MORPHOLOGY, alpha=0.01)
         sentences = MORPH_WORDS
-    model.fit(sentences, algorithm="vb", n_iter=25, seed=4)
+    model.set_params(algorithm="vb", n_iter=25, random_state=4).fit(sentences)
     objectives = np.array([r.objective for r in model.history_])
     assert np.all(np.diff(objectives) >= -1e-9 * np.abs(objectives[1:]))
     assert objectives[-1] > objectives[0]
@@ -261,7 +262,7 @@ def test_vb_elbo_never_decreases(case):
 
 def test_mh_objective_is_the_collapsed_log_joint_of_its_counts():
     sentences = random_sentences(np.random.default_rng(5), 12)
-    model = PCFG(n_nonterminals=2, alpha=0.5).fit(sentences, algorithm="mh", n_iter=3, seed=6)
+    model = PCFG(n_nonterminals=2, alpha=0.5, algorithm="mh", n_iter=3, random_state=6).fit(sentences)
     assert np.all(model.counts_ == np.round(model.counts_))
     lengths = np.array([len(s) for s in sentences])
     assert model.counts_.sum() == 2 * lengths.sum() - len(sentences)   # a CNF tree has 2T - 1 rules
@@ -358,12 +359,12 @@ def test_mh_samples_the_exact_collapsed_posterior(case):
     sampler = TreeSampler(RuleRows(compiled, alpha), data, random_weights(compiled, np.random.default_rng(8)))
     n_sweeps = 10000
     for _ in range(100):
-        sampler.sweep()
+        sampler.draw()
     visits = Counter()
     trail = [tuple(sampler.trees())]
     moves_before = sampler.tally[2]
     for _ in range(n_sweeps):
-        sampler.sweep()
+        sampler.draw()
         trail.append(tuple(sampler.trees()))
         visits[trail[-1]] += 1
     assert np.array_equal(sampler.counts, sum(np.bincount(t, minlength=compiled.n_rules) for t in sampler.trees()))
@@ -392,7 +393,7 @@ def test_mh_samples_the_exact_collapsed_posterior(case):
         tempered = exact ** 0.5 / (exact ** 0.5).sum()
         visits = Counter()
         for _ in range(n_sweeps):
-            sampler.sweep(0.5)
+            sampler.draw(0.5)
             visits[tuple(sampler.trees())] += 1
         assert chi_square_p_value(visits, dict(zip(keys, tempered)), n_sweeps) > 1e-3
         assert chi_square_p_value(visits, dict(zip(keys, exact)), n_sweeps) < 1e-3
@@ -424,7 +425,7 @@ def test_mh_starts_from_trees_drawn_uniformly():
 def test_parse_and_score_a_span_grammar_with_held_out_terminals():
     train = [list(w) for w in ["lebona", "bona", "kebona", "lea", "kea", "lebone", "bone", "kelea"]]
     heldout = [list("kebone"), list("zebona")]
-    model = PCFG(grammar=MORPHOLOGY, alpha=0.01).fit(train, algorithm="cvi", n_iter=5, terminals_from=heldout)
+    model = PCFG(grammar=MORPHOLOGY, alpha=0.01, algorithm="cvi", n_iter=5).fit(train, terminals_from=heldout)
     scores = model.score_sentences(heldout)
     assert np.all(np.isfinite(scores)) and model.score(heldout) == pytest.approx(scores.sum())
     assert model.score([list("qq")]) == -np.inf          # "q" is no terminal
@@ -433,7 +434,7 @@ def test_parse_and_score_a_span_grammar_with_held_out_terminals():
     for tree, words in zip(trees[:3], train[:3]):
         assert tree.label == "Word" and tree.leaves() == words
     # trained without the held-out words, their unseen substrings have no rule
-    assert PCFG(grammar=MORPHOLOGY, alpha=0.01).fit(train, n_iter=2).score([list("zebona")]) == -np.inf
+    assert PCFG(grammar=MORPHOLOGY, alpha=0.01, n_iter=2).fit(train).score([list("zebona")]) == -np.inf
 
 
 def test_em_parses_held_out_words_under_its_mle_or_the_posterior_mean():
@@ -442,7 +443,7 @@ def test_em_parses_held_out_words_under_its_mle_or_the_posterior_mean():
     (``estimate="mean"``, what the morphology experiment scores and parses with) the same parse is
     compared with the unseen whole word at weight alpha."""
     heldout = [list("kebone")]
-    model = PCFG(grammar=MORPHOLOGY, alpha=1e-5).fit(MORPH_WORDS, algorithm="em", n_iter=20, seed=0,
+    model = PCFG(grammar=MORPHOLOGY, alpha=1e-5, algorithm="em", n_iter=20, random_state=0).fit(MORPH_WORDS,
                                                      terminals_from=heldout)
     compiled = model.grammar_
     whole = compiled.substrings.index(compiled.vocabulary.encode(heldout[0]))
@@ -461,7 +462,7 @@ def test_em_parses_held_out_words_under_its_mle_or_the_posterior_mean():
 
 @pytest.mark.parametrize("algorithm", ["em", "vb", "cvi"])
 def test_the_seed_chooses_the_start(algorithm):
-    first, second = (PCFG(n_nonterminals=2, alpha=0.5).fit(CNF_SENTENCES, algorithm=algorithm, n_iter=1, seed=s)
+    first, second = (PCFG(n_nonterminals=2, alpha=0.5, algorithm=algorithm, n_iter=1, random_state=s).fit(CNF_SENTENCES)
                      for s in (0, 1))
     assert first.history_[0].objective != second.history_[0].objective
 
@@ -471,7 +472,7 @@ def test_corpus_input_and_callback():
     vocabulary = cvbayes.Vocabulary(["a", "b", "c"])
     corpus = Corpus.from_sequences([vocabulary.encode(s) for s in sentences], vocabulary=vocabulary)
     seen = []
-    model = PCFG(n_nonterminals=2).fit(corpus, algorithm="vb", n_iter=3,
+    model = PCFG(n_nonterminals=2, algorithm="vb", n_iter=3).fit(corpus,
                                        callback=lambda m, it: seen.append((it, m.score(sentences))))
     assert [it for it, _ in seen] == [0, 1, 2]
     assert seen[-1][1] == pytest.approx(model.score(sentences))
@@ -480,10 +481,10 @@ def test_corpus_input_and_callback():
 
 def test_restarts_keep_the_best_objective():
     sentences = random_sentences(np.random.default_rng(10), 15)
-    model = PCFG(n_nonterminals=3, alpha=0.5).fit(sentences, algorithm="em", n_iter=5, seed=0, n_init=3)
+    model = PCFG(n_nonterminals=3, alpha=0.5, algorithm="em", n_iter=5, random_state=0, n_init=3).fit(sentences)
     assert len(model.restart_objectives_) == 3
     assert model.history_[-1].objective == max(model.restart_objectives_)
-    single = PCFG(n_nonterminals=3, alpha=0.5).fit(sentences, algorithm="em", n_iter=5, seed=1)
+    single = PCFG(n_nonterminals=3, alpha=0.5, algorithm="em", n_iter=5, random_state=1).fit(sentences)
     assert single.history_[-1].objective == model.restart_objectives_[1]
 
 
@@ -493,7 +494,7 @@ def test_save_and_load_round_trip(tmp_path, algorithm, case):
     options, sentences = CASES[case]
     heldout = [list("kebone")] if case == "span" else [["a", "c"]]
     model = PCFG(alpha=0.2, max_substring=4 if case == "span" else None, **options)
-    model.fit(sentences, algorithm=algorithm, n_iter=3, seed=1, terminals_from=heldout)
+    model.set_params(algorithm=algorithm, n_iter=3, random_state=1).fit(sentences, terminals_from=heldout)
     path = tmp_path / "model.npz"
     model.save(path)
     loaded = PCFG.load(path)
@@ -527,9 +528,9 @@ def test_bad_input_raises_clear_errors(tmp_path):
     with pytest.raises(RuntimeError, match="not fitted"):
         model.score(CNF_SENTENCES)
     with pytest.raises(ValueError, match="unknown algorithm"):
-        model.fit(CNF_SENTENCES, algorithm="gibbs")
+        model.set_params(algorithm="gibbs").fit(CNF_SENTENCES)
     with pytest.raises(ValueError, match="n_iter"):
-        model.fit(CNF_SENTENCES, n_iter=0)
+        model.set_params(n_iter=0).fit(CNF_SENTENCES)
     with pytest.raises(ValueError, match="no sentences"):
         model.fit([])
     with pytest.raises(ValueError, match="sentence 1 is empty"):
@@ -539,11 +540,11 @@ def test_bad_input_raises_clear_errors(tmp_path):
     with pytest.raises(TypeError, match="sentence 0, token 1"):
         model.fit([["a", 3]])
     with pytest.raises(ValueError, match="init"):
-        model.fit(CNF_SENTENCES, init=np.ones(3))
+        model.set_params(init=np.ones(3)).fit(CNF_SENTENCES)
     grammar = 'S -> A B\nA -> "a"\nB -> "b"\n'
     for algorithm in PCFG.ALGORITHMS:
         with pytest.raises(ZeroProbabilityError, match=r"sentence 1 \('b a'\) has no tree"):
-            PCFG(grammar=grammar).fit([["a", "b"], ["b", "a"]], algorithm=algorithm, n_iter=1)
+            PCFG(grammar=grammar, algorithm=algorithm, n_iter=1).fit([["a", "b"], ["b", "a"]])
     not_a_model = tmp_path / "x.npz"
     np.savez(not_a_model, meta=np.array('{"format": "other"}'))
     with pytest.raises(ValueError, match="not a cvbayes model file of format cvbayes-pcfg-1"):
@@ -555,7 +556,8 @@ def test_bad_input_raises_clear_errors(tmp_path):
 
 def test_mh_is_reproducible_from_its_seed():
     sentences = random_sentences(np.random.default_rng(11), 10)
-    runs = [PCFG(n_nonterminals=2, alpha=0.5).fit(sentences, algorithm="mh", n_iter=4, seed=s) for s in (3, 3, 4)]
+    runs = [PCFG(n_nonterminals=2, alpha=0.5, algorithm="mh", n_iter=4, random_state=s).fit(sentences)
+            for s in (3, 3, 4)]
     np.testing.assert_array_equal(runs[0].counts_, runs[1].counts_)
     assert not np.array_equal(runs[0].counts_, runs[2].counts_)
 

@@ -86,13 +86,14 @@ def prepared():
 
 
 def test_the_algorithm_table_pairs_a_schedule_with_a_rule():
-    assert ALGORITHMS == {"em": (batch, rules.MAP), "vb": (batch, rules.VB), "cvi": (leave_one_out, rules.MEAN)}
+    assert {name: (how.schedule, how.rule) for name, how in ALGORITHMS.items()} == {
+        "em": (batch, rules.MAP), "vb": (batch, rules.VB), "cvi": (leave_one_out, rules.MEAN)}
 
 
 @pytest.mark.parametrize("alpha", [1.0, 2.5])
 def test_one_em_update_is_the_map_of_the_enumerated_counts(prepared, alpha):
     grammar = prepared.grammar
-    model = PCFGLA(n_subtypes=2, alpha=alpha, min_count=1).fit(TREES, algorithm="em", n_iter=1, seed=3)
+    model = PCFGLA(n_subtypes=2, alpha=alpha, min_count=1, algorithm="em", n_iter=1, random_state=3).fit(TREES)
     start = split_grammar(grammar, 2, np.random.default_rng(3))
     log_z, counts = enumerated(prepared.trees, grammar, start)
     log_prior = sum((max(alpha - 1.0, 0.0) * np.log(table)).sum() for table in start)
@@ -103,7 +104,7 @@ def test_one_em_update_is_the_map_of_the_enumerated_counts(prepared, alpha):
 
 def test_one_vb_update_starts_from_the_counts_of_the_split_grammar(prepared):
     grammar, alpha = prepared.grammar, 0.3
-    model = PCFGLA(n_subtypes=2, alpha=alpha, min_count=1).fit(TREES, algorithm="vb", n_iter=1, seed=5)
+    model = PCFGLA(n_subtypes=2, alpha=alpha, min_count=1, algorithm="vb", n_iter=1, random_state=5).fit(TREES)
     _, start_counts = enumerated(prepared.trees, grammar, split_grammar(grammar, 2, np.random.default_rng(5)))
     geometric = hand_table("vb", start_counts, alpha, grammar)
     log_z, counts = enumerated(prepared.trees, grammar, geometric)
@@ -114,7 +115,7 @@ def test_one_vb_update_starts_from_the_counts_of_the_split_grammar(prepared):
 
 def test_one_cvi_pass_leaves_each_tree_out_in_turn(prepared):
     grammar, alpha = prepared.grammar, 0.2
-    model = PCFGLA(n_subtypes=2, alpha=alpha, min_count=1).fit(TREES, algorithm="cvi", n_iter=2, seed=7)
+    model = PCFGLA(n_subtypes=2, alpha=alpha, min_count=1, algorithm="cvi", n_iter=2, random_state=7).fit(TREES)
     start = split_grammar(grammar, 2, np.random.default_rng(7))
     local = [enumerate_annotations(tree, grammar, start)[1] for tree in prepared.trees]
     total = AnnotatedTables(*(sum(parts) for parts in zip(*local)))
@@ -135,8 +136,8 @@ def test_one_cvi_pass_leaves_each_tree_out_in_turn(prepared):
 def test_em_and_vb_objectives_never_decrease(algorithm, alpha):
     rng = np.random.default_rng(4)
     trees = [random_tree(rng, int(n)) for n in rng.integers(2, 9, size=12)]
-    model = PCFGLA(n_subtypes=3, alpha=alpha, horizontal=1, min_count=1).fit(trees, algorithm=algorithm,
-                                                                             n_iter=20, seed=1)
+    model = PCFGLA(n_subtypes=3, alpha=alpha, horizontal=1, min_count=1, algorithm=algorithm, n_iter=20,
+                   random_state=1).fit(trees)
     objectives = [record.objective for record in model.history_]
     for before, after in zip(objectives, objectives[1:]):
         assert after >= before - 1e-9 * abs(before)
@@ -146,22 +147,22 @@ def test_em_and_vb_objectives_never_decrease(algorithm, alpha):
 def test_cvi_learns_from_a_symmetric_start():
     rng = np.random.default_rng(6)
     trees = [random_tree(rng, int(n)) for n in rng.integers(2, 9, size=12)]
-    model = PCFGLA(n_subtypes=2, alpha=0.1, horizontal=1, min_count=1).fit(trees, algorithm="cvi", n_iter=10)
+    model = PCFGLA(n_subtypes=2, alpha=0.1, horizontal=1, min_count=1, algorithm="cvi", n_iter=10).fit(trees)
     objectives = [record.objective for record in model.history_]
     assert objectives[-1] > objectives[0] + 1e-3
     assert np.all(np.isfinite(objectives))
 
 
 def test_a_prepared_treebank_fits_as_its_trees_do(prepared):
-    from_trees = PCFGLA(n_subtypes=2, min_count=1).fit(TREES, algorithm="em", n_iter=3, seed=2)
-    from_prepared = PCFGLA(n_subtypes=2, min_count=1).fit(prepared, algorithm="em", n_iter=3, seed=2)
+    from_trees = PCFGLA(n_subtypes=2, min_count=1, algorithm="em", n_iter=3, random_state=2).fit(TREES)
+    from_prepared = PCFGLA(n_subtypes=2, min_count=1, algorithm="em", n_iter=3, random_state=2).fit(prepared)
     assert_tables(from_prepared.tables_, from_trees.tables_, rtol=0)
     with pytest.raises(ValueError, match="prepared with"):
         PCFGLA(n_subtypes=2, min_count=2).fit(prepared)
 
 
 def test_save_and_load_round_trip(tmp_path, prepared):
-    model = PCFGLA(n_subtypes=2, alpha=0.5, min_count=1).fit(TREES, algorithm="cvi", n_iter=2, seed=1)
+    model = PCFGLA(n_subtypes=2, alpha=0.5, min_count=1, algorithm="cvi", n_iter=2, random_state=1).fit(TREES)
     path = tmp_path / "model.npz"
     model.save(path)
     loaded = PCFGLA.load(path)
@@ -179,7 +180,7 @@ def test_save_and_load_round_trip(tmp_path, prepared):
 
 
 def test_parse_gives_penn_trees_without_root():
-    model = PCFGLA(n_subtypes=2, alpha=0.1, min_count=1).fit(TREES, algorithm="em", n_iter=5)
+    model = PCFGLA(n_subtypes=2, alpha=0.1, min_count=1, algorithm="em", n_iter=5).fit(TREES)
     parsed = model.parse([tree.leaves() for tree in TREES], decoder="viterbi", pruning=None)
     assert [tree.leaves() for tree in parsed] == [tree.leaves() for tree in TREES]
     assert all(tree.label != "ROOT" for tree in parsed)
@@ -191,7 +192,7 @@ def test_bad_settings_are_refused():
     with pytest.raises(ValueError, match="alpha"):
         PCFGLA(alpha=0.0)
     with pytest.raises(ValueError, match="unknown algorithm"):
-        PCFGLA().fit(TREES, algorithm="gibbs")
+        PCFGLA(algorithm="gibbs").fit(TREES)
     with pytest.raises(RuntimeError, match="not fitted"):
         PCFGLA().parse([["a"]])
 

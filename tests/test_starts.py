@@ -21,7 +21,7 @@ ITERATIONS = 50
 
 def _recovered(corpus, algorithm, seed, **options):
     model = HMM(N_STATES, alpha=0.1, beta=0.1, emission="categorical" if corpus.is_discrete else "gaussian")
-    model.fit(corpus, algorithm=algorithm, n_iter=ITERATIONS, seed=seed, **options)
+    model.set_params(algorithm=algorithm, n_iter=ITERATIONS, random_state=seed, **options).fit(corpus)
     return many_to_one(model.decode(corpus), corpus.gold)
 
 
@@ -39,9 +39,9 @@ def test_default_start_recovers_the_planted_gaussian_hmm(algorithm):
 
 def test_local_start_is_the_thesis_start_and_random_its_alias():
     """init="local" is footnote 5's start, unchanged: the same fit as the old default name "random"."""
-    local = HMM(3).fit(CATEGORICAL[:50], algorithm="cvi2", n_iter=3, seed=4, init="local")
-    alias = HMM(3).fit(CATEGORICAL[:50], algorithm="cvi2", n_iter=3, seed=4, init="random")
-    params = HMM(3).fit(CATEGORICAL[:50], algorithm="cvi2", n_iter=3, seed=4)
+    local = HMM(3, algorithm="cvi2", n_iter=3, random_state=4, init="local").fit(CATEGORICAL[:50])
+    alias = HMM(3, algorithm="cvi2", n_iter=3, random_state=4, init="random").fit(CATEGORICAL[:50])
+    params = HMM(3, algorithm="cvi2", n_iter=3, random_state=4).fit(CATEGORICAL[:50])
     assert np.array_equal(local.counts_.emissions, alias.counts_.emissions)
     assert not np.allclose(local.counts_.emissions, params.counts_.emissions)
 
@@ -51,9 +51,9 @@ def test_default_start_is_the_given_dict_of_its_drawn_parameters():
     corpus = CATEGORICAL[:80]
     for algorithm in ("em", "vb", "cvi1", "cvi2", "cgs", "scvi"):
         model = HMM(N_STATES)
-        default = model.fit(corpus, algorithm=algorithm, n_iter=2, seed=7).counts_
-        drawn = HMM(N_STATES).fit(corpus, algorithm=algorithm, n_iter=2, seed=7,
-                                  init=model.draw_start(corpus, 7)).counts_
+        default = model.set_params(algorithm=algorithm, n_iter=2, random_state=7).fit(corpus).counts_
+        drawn = HMM(N_STATES, algorithm=algorithm, n_iter=2, random_state=7,
+                    init=model.draw_start(corpus, 7)).fit(corpus).counts_
         for ours, theirs in zip(default, drawn):
             np.testing.assert_array_equal(ours, theirs)
 
@@ -74,15 +74,16 @@ def test_drawn_parameters_are_distributions_spread_over_the_data():
     favourite = rows.argmax(axis=0).reshape(N_STATES, 10)
     assert np.all(favourite == favourite[:, :1]) and len(set(favourite[:, 0])) == N_STATES
     with pytest.raises(ValueError, match="init must be"):
-        HMM(2).fit(CATEGORICAL[:5], init="prior-ish")
+        HMM(2, init="prior-ish").fit(CATEGORICAL[:5])
 
 
 @pytest.mark.parametrize("algorithm", ["vb", "cvi2", "cgs", "scvi"])
 def test_restarts_keep_the_best_objective_and_the_first_is_the_plain_fit(algorithm):
     corpus = CATEGORICAL[:100]
-    runs = [HMM(N_STATES).fit(corpus, algorithm=algorithm, n_iter=5, seed=3 + r, init="local") for r in range(3)]
+    runs = [HMM(N_STATES, algorithm=algorithm, n_iter=5, random_state=3 + r, init="local").fit(corpus)
+            for r in range(3)]
     objectives = [run.history_[-1].objective for run in runs]
-    best = HMM(N_STATES).fit(corpus, algorithm=algorithm, n_iter=5, seed=3, init="local", n_init=3)
+    best = HMM(N_STATES, algorithm=algorithm, n_iter=5, random_state=3, init="local", n_init=3).fit(corpus)
     assert best.restart_objectives_ == pytest.approx(objectives)
     winner = runs[int(np.argmax(objectives))]
     assert best.history_[-1].objective == max(objectives)
@@ -94,18 +95,18 @@ def test_restarts_of_the_default_start_and_of_an_hdp_hmm():
     """The first restart is the plain fit of ``seed``, so the best of R is never worse by the algorithm's
     objective; an HDP-HMM restarts through its own fit (its sticks start afresh every run)."""
     corpus = CATEGORICAL[:200]
-    plain = HMM(N_STATES).fit(corpus, algorithm="em", n_iter=20, seed=0)
-    best = HMM(N_STATES).fit(corpus, algorithm="em", n_iter=20, seed=0, n_init=3)
+    plain = HMM(N_STATES, algorithm="em", n_iter=20, random_state=0).fit(corpus)
+    best = HMM(N_STATES, algorithm="em", n_iter=20, random_state=0, n_init=3).fit(corpus)
     assert best.restart_objectives_[0] == plain.history_[-1].objective
     assert best.history_[-1].objective == max(best.restart_objectives_) >= plain.history_[-1].objective
-    hdp_runs = [HDPHMM(8).fit(corpus, algorithm="cvi", n_iter=3, seed=seed) for seed in (5, 6)]
-    hdp = HDPHMM(8).fit(corpus, algorithm="cvi", n_iter=3, seed=5, n_init=2)
+    hdp_runs = [HDPHMM(8, algorithm="cvi", n_iter=3, random_state=seed).fit(corpus) for seed in (5, 6)]
+    hdp = HDPHMM(8, algorithm="cvi", n_iter=3, random_state=5, n_init=2).fit(corpus)
     assert hdp.restart_objectives_ == [run.history_[-1].objective for run in hdp_runs]
     winner = hdp_runs[int(np.argmax(hdp.restart_objectives_))]
     assert hdp.sigma_ == winner.sigma_ and np.array_equal(hdp.counts_.trans, winner.counts_.trans)
     for bad in (0, 1.5):
         with pytest.raises(ValueError, match="n_init"):
-            HMM(2).fit(corpus, n_init=bad)
+            HMM(2, n_init=bad).fit(corpus)
 
 
 def test_fit_command_takes_restarts(tmp_path, capsys):
@@ -119,7 +120,7 @@ def test_fit_command_takes_restarts(tmp_path, capsys):
     capsys.readouterr()
     saved = HMM.load(model_file)
     corpus = load_corpus("brown-embedded", tagset="universal", n_sentences=60)
-    runs = [HMM(len(corpus.tagset)).fit(corpus, algorithm="vb", n_iter=3, seed=seed) for seed in (2, 3)]
+    runs = [HMM(len(corpus.tagset), algorithm="vb", n_iter=3, random_state=seed).fit(corpus) for seed in (2, 3)]
     best = max(run.history_[-1].objective for run in runs)
     assert saved.history_[-1].objective == pytest.approx(best)
     with pytest.raises(SystemExit, match="restarts"):
@@ -148,8 +149,9 @@ def test_with_a_tag_dictionary_the_default_start_is_the_local_start():
     corpus = CATEGORICAL[:200]
     dictionary = np.ones((50, N_STATES), dtype=bool)
     dictionary[:10, 1:] = False  # the first block's words may only take state 0
-    fits = [HMM(N_STATES, tag_dictionary=dictionary).fit(corpus, algorithm="cvi2", n_iter=3, seed=1, init=init)
+    fits = [HMM(N_STATES, tag_dictionary=dictionary, algorithm="cvi2", n_iter=3, random_state=1, init=init).fit(corpus)
             for init in ("params", "local")]
     np.testing.assert_array_equal(fits[0].emissionprob_, fits[1].emissionprob_)
-    assert not np.array_equal(HMM(N_STATES).fit(corpus, algorithm="cvi2", n_iter=3, seed=1).emissionprob_,
-                              HMM(N_STATES).fit(corpus, algorithm="cvi2", n_iter=3, seed=1, init="local").emissionprob_)
+    default, local = (HMM(N_STATES, algorithm="cvi2", n_iter=3, random_state=1, init=init).fit(corpus)
+                      for init in ("params", "local"))
+    assert not np.array_equal(default.emissionprob_, local.emissionprob_)

@@ -63,7 +63,7 @@ def _learner(tokens, offsets, rule, subchain_length, buffer=0, vanilla=False, se
     corpus = Corpus(np.asarray(tokens, dtype=np.int32), np.asarray(offsets))
     model = HMM(K, ALPHA, BETA)
     model.family.prepare(corpus, K)
-    learner = Minibatches(model, corpus, rule, Units(corpus.offsets, subchain_length), buffer, vanilla)
+    learner = Minibatches(model._parts(), corpus, rule, Units(corpus.offsets, subchain_length), buffer, vanilla)
     rng = np.random.default_rng(seed)
     learner.start(rng.gamma(1.0, 2.0, K), rng.gamma(1.0, 2.0, (K, K)),
                   np.vstack([g := rng.gamma(1.0, 2.0, (W, K)), g.sum(axis=0)]))
@@ -167,8 +167,8 @@ def test_svi_with_unit_steps_on_the_full_batch_is_one_vb_iteration():
     sequences[0][0] = 11  # every symbol id up to W - 1 occurs
     init = {"startprob": rng.dirichlet(np.ones(3)), "transmat": rng.dirichlet(np.ones(3), size=3),
             "emissionprob": rng.dirichlet(np.ones(12), size=3)}
-    vb = HMM(3, 0.3, 0.2).fit(sequences, algorithm="vb", n_iter=1, init=init)
-    svi = HMM(3, 0.3, 0.2).fit(sequences, algorithm="svi", n_iter=1, init=init, batch_size=40, kappa=0.0)
+    vb = HMM(3, 0.3, 0.2, algorithm="vb", n_iter=1, init=init).fit(sequences)
+    svi = HMM(3, 0.3, 0.2, algorithm="svi", n_iter=1, init=init, batch_size=40, kappa=0.0).fit(sequences)
     for ours, theirs in zip(svi.counts_, vb.counts_):
         np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
     assert svi.steps_ == 1
@@ -213,7 +213,7 @@ def test_exponential_initialisation_has_the_thesis_means():
     corpus = Corpus(tokens, np.arange(0, 20_001, 20))
     model = HMM(40, 0.1, 0.1)
     model.family.prepare(corpus, 40)
-    learner = Minibatches(model, corpus, MEAN, Units(corpus.offsets), 0, False)
+    learner = Minibatches(model._parts(), corpus, MEAN, Units(corpus.offsets), 0, False)
     start, trans, stats = learner.random_counts(rng)
     # 1,600 and 2,000 draws: the means are within a few per cent
     assert trans.mean() == pytest.approx((20_000 - 1_000) / 40 ** 2, rel=0.1)
@@ -230,8 +230,8 @@ def test_stochastic_learners_improve_held_out_likelihood(algorithm):
     scores = []
     model = HMM(3, 0.1, 0.1)
     # from the thesis's random counts (eq. 3.106-3.107): what the learner itself gains, not the default start's
-    model.fit(train, algorithm=algorithm, n_iter=8, batch_size=25, seed=0, callback_every=2, init="local",
-              callback=lambda m, step: scores.append(m.score_per_token(test)))
+    model.set_params(algorithm=algorithm, n_iter=8, batch_size=25, random_state=0, init="local")
+    model.fit(train, callback_every=2, callback=lambda m, step: scores.append(m.score_per_token(test)))
     assert len(scores) == 8 * 14 // 2
     assert scores[-1] > scores[0] + 0.2
     assert len(model.history_) == 8 and model.steps_ == 8 * 14
@@ -253,7 +253,7 @@ def test_scvi_with_gaussian_emissions_uses_the_student_t_predictive():
     init = {"startprob": [0.5, 0.5], "transmat": np.full((2, 2), 0.5), "means": [[-1.0], [1.0]],
             "covars": [[4.0], [4.0]]}
     model = HMM(2, 0.5, emission=Gaussian(kappa=0.01))
-    model.fit(sequences, algorithm="scvi", n_iter=10, batch_size=20, init=init)
+    model.set_params(algorithm="scvi", n_iter=10, batch_size=20, init=init).fit(sequences)
     np.testing.assert_allclose(np.sort(model.means_[:, 0]), means, atol=0.2)
     assert model.transmat_[0, 1] > 0.8 and model.transmat_[1, 0] > 0.8
 
@@ -264,7 +264,7 @@ def test_global_state_does_not_grow_with_the_corpus():
     for n in (100, 1000):
         sequences = [rng.integers(0, 30, size=8) for _ in range(n)]
         sequences[0][0] = 29
-        model = HMM(4).fit(sequences, algorithm="scvi", n_iter=1, batch_size=50)
+        model = HMM(4, algorithm="scvi", n_iter=1, batch_size=50).fit(sequences)
         sizes.append(model.global_memory_bytes_)
     assert sizes[0] == sizes[1] == (4 + 16 + 31 * 4) * 8
 
@@ -278,4 +278,4 @@ def test_global_state_does_not_grow_with_the_corpus():
 ])
 def test_bad_stochastic_options_are_refused(options, message):
     with pytest.raises(ValueError, match=message):
-        HMM(2).fit([np.array([0, 1, 1])], algorithm="scvi", **options)
+        HMM(2, algorithm="scvi", **options).fit([np.array([0, 1, 1])])

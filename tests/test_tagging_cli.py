@@ -22,7 +22,7 @@ def small_brown():
 def test_save_load_round_trip(tmp_path, small_brown):
     dictionary = tag_dictionary(small_brown, "complete")
     model = HMM(len(small_brown.tagset), alpha=0.3, beta=0.2, tag_dictionary=dictionary)
-    model.fit(small_brown, algorithm="cvi2", n_iter=3, seed=1)
+    model.set_params(algorithm="cvi2", n_iter=3, random_state=1).fit(small_brown)
     path = tmp_path / "model.npz"
     model.save(path)
     loaded = HMM.load(path)
@@ -37,7 +37,7 @@ def test_save_load_gaussian_and_em(tmp_path):
     rng = np.random.default_rng(0)
     X = [rng.normal(size=(30, 2)) + (i % 2) * 3 for i in range(6)]
     for algorithm in ("em", "vb"):
-        model = HMM(2, emission=Gaussian(kappa=0.1)).fit(X, algorithm=algorithm, n_iter=3)
+        model = HMM(2, emission=Gaussian(kappa=0.1), algorithm=algorithm, n_iter=3).fit(X)
         model.save(tmp_path / "g.npz")
         loaded = HMM.load(tmp_path / "g.npz")
         assert loaded.score(X) == pytest.approx(model.score(X), rel=1e-12)
@@ -53,7 +53,8 @@ def test_load_rejects_other_files(tmp_path):
 def test_callback_sees_current_model_and_is_not_timed(small_brown):
     seen = []
     model = HMM(len(small_brown.tagset), alpha=0.3, beta=0.2)
-    model.fit(small_brown, algorithm="vb", n_iter=3, callback=lambda m, it: seen.append((it, m.score(small_brown))))
+    model.set_params(algorithm="vb", n_iter=3)
+    model.fit(small_brown, callback=lambda m, it: seen.append((it, m.score(small_brown))))
     assert [it for it, _ in seen] == [0, 1, 2]
     assert seen[-1][1] == pytest.approx(model.score(small_brown))
 

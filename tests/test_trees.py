@@ -7,7 +7,7 @@ import pytest
 from scipy.stats import chi2
 
 from cvbayes.data.trees import Tree, tree_rule_ids
-from cvbayes.trees.grammar import derivation_to_tree
+from cvbayes.trees.inside_outside import derivation_to_tree
 from cvbayes.trees import (compile_grammar, expected_counts, full_cnf_grammar, inside_outside, log_z, make_tables,
                            parse_grammar, sample_tree, viterbi, viterbi_batch)
 from cvbayes.trees.grammar import LEXICAL, SPAN, UNARY, Terminal
@@ -408,3 +408,20 @@ def test_exhaustive_enumerator_counts_catalan_trees():
     compiled = cnf("dense", n=1, words=1)
     for length, catalan in [(1, 1), (2, 1), (3, 2), (4, 5), (5, 14), (6, 42)]:
         assert len(enumerate_trees(compiled, np.ones(compiled.n_rules), ["w0"] * length)) == catalan
+
+
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+def test_counting_semiring_both_semirings_of_the_chart(layout):
+    """Every weight 1: the sum chart counts the trees, Catalan(T-1) N^(2T-2) (every node but the root
+    labelled freely), up to T = 40 (a count of 1e49: the scaling at work); the max chart's best is 1."""
+    n = 3
+    compiled = cnf(layout, n=n, words=2)
+    tables = make_tables(compiled, np.ones(compiled.n_rules))
+    for length in (1, 2, 3, 7, 40):
+        words = ["w0", "w1"] * (length // 2) + ["w0"] * (length % 2)
+        catalan = math.comb(2 * (length - 1), length - 1) // length
+        want = math.log(catalan) + (2 * length - 2) * math.log(n)
+        assert log_z(compiled, tables, words) == pytest.approx(want, rel=1e-12)
+        best = viterbi(compiled, tables, words)
+        assert best.log_weight == 0.0
+        assert len(best.applications) == 2 * length - 1

@@ -10,7 +10,7 @@ from cvbayes.core import rules
 from cvbayes.core.sampling import seed_numba
 from cvbayes.data import Corpus
 from cvbayes.families.ops import state_stats
-from cvbayes.models.hmm_kernels import (factorised_transitions, gibbs_pass, hard_transitions, no_occupancy,
+from cvbayes.models.hmm_kernels import (factorised_transitions, gibbs_pass, hard_transitions,
                                         subchain_pass, subchain_state, subchain_workspace, token_pass, token_state,
                                         token_workspace, unit_totals)
 from cvbayes.models.hmm_structures import ChainData
@@ -36,7 +36,7 @@ def tiny_params(seed=0):
 @pytest.mark.parametrize("alpha,beta", [(1.0, 1.0), (2.0, 1.5), (0.5, 0.3)])
 def test_one_em_step_matches_enumeration(alpha, beta):
     init = tiny_params()
-    model = cvbayes.HMM(K, alpha=alpha, beta=beta).fit(SEQUENCES, algorithm="em", n_iter=1, init=init)
+    model = cvbayes.HMM(K, alpha=alpha, beta=beta, algorithm="em", n_iter=1, init=init).fit(SEQUENCES)
     start_c, trans_c, emit_c, log_lik = corpus_expectations(init["startprob"], init["transmat"],
                                                              init["emissionprob"], SEQUENCES)
     np.testing.assert_allclose(model.startprob_, mode(start_c, alpha))
@@ -52,7 +52,7 @@ def test_one_em_step_matches_enumeration(alpha, beta):
 def test_one_vb_step_matches_enumeration():
     init = tiny_params(1)
     alpha, beta = 0.5, 0.2
-    model = cvbayes.HMM(K, alpha=alpha, beta=beta).fit(SEQUENCES, algorithm="vb", n_iter=1, init=init)
+    model = cvbayes.HMM(K, alpha=alpha, beta=beta, algorithm="vb", n_iter=1, init=init).fit(SEQUENCES)
     # the init dict gives the first counts; one VB iteration then runs on exp E[log theta] (eq. 3.21-3.22)
     start_c, trans_c, emit_c, _ = corpus_expectations(init["startprob"], init["transmat"],
                                                        init["emissionprob"], SEQUENCES)
@@ -78,7 +78,7 @@ def exact_log_evidence(sequences, n_states, n_symbols, alpha, beta):
 def test_vb_elbo_is_a_lower_bound_on_the_exact_evidence():
     sequences = [np.array([0, 1, 1]), np.array([1, 0]), np.array([0, 0, 1])]
     log_evidence, _ = exact_log_evidence(sequences, 2, 2, 0.7, 0.4)
-    model = cvbayes.HMM(2, alpha=0.7, beta=0.4).fit(sequences, algorithm="vb", n_iter=40, seed=3)
+    model = cvbayes.HMM(2, alpha=0.7, beta=0.4, algorithm="vb", n_iter=40, random_state=3).fit(sequences)
     elbo = model.history_[-1].objective
     assert elbo <= log_evidence + 1e-9
     # two exchangeable states cost mean field at least log 2 (it keeps one
@@ -91,25 +91,25 @@ def start_state(sequences, seed=0):
     corpus = Corpus.from_sequences(sequences)
     model = cvbayes.HMM(K, alpha=0.4, beta=0.3)
     model.family.prepare(corpus, K)
-    data = ChainData(model, corpus)
-    marginals, local_pairs = data.local_posteriors("random", seed, keep_pairs=True)
+    data = ChainData(model._parts(), corpus)
+    marginals, local_pairs = data.local_posteriors(None, seed, keep_pairs=True)
     return model, data, marginals, local_pairs
 
 
-def sequence_state(model, data, marginals, local_pairs, prior_row, prior_total, zero, occupancy, n_samples=0):
+def sequence_state(model, data, marginals, local_pairs, prior_row, prior_total, occupancy=None):
     """CVI-2's unit state: every unit a whole sequence, with the global counts of the local statistics."""
     is_first = np.ones(data.n_chains, dtype=bool)
     no_boundaries = np.zeros((0, model.n_states, model.n_states), dtype=np.float32)
     start_c, trans_c = unit_totals(data.offsets, is_first, marginals, local_pairs, no_boundaries)
     return subchain_state(data.emissions(), prior_row, prior_total, data.offsets, is_first, start_c, trans_c,
-                          data.token_stats(marginals), marginals, local_pairs, no_boundaries, zero, occupancy,
-                          n_samples, 0, subchain_workspace(data.offsets, model.n_states))
+                          data.token_stats(marginals), marginals, local_pairs, no_boundaries,
+                          subchain_workspace(data.offsets, model.n_states), occupancy)
 
 
 def test_one_cvi2_sequence_update_matches_enumeration():
     model, data, marginals, local_pairs = start_state(SEQUENCES)
     alpha, beta = model.alpha, model.beta
-    state = sequence_state(model, data, marginals, local_pairs, np.full(K, alpha), K * alpha, *no_occupancy(K))
+    state = sequence_state(model, data, marginals, local_pairs, np.full(K, alpha), K * alpha)
     start_c, trans_c, stats = state[5], state[6], state[7]
     # everyone else's expected counts, then the surrogate parameters of eq. 3.49-3.50
     seq = 0
@@ -186,8 +186,8 @@ def test_cvi1_sweep_matches_enumerated_expectations():
     corpus = Corpus.from_sequences(sequences)
     model = cvbayes.HMM(2, alpha=0.6, beta=0.4)
     model.family.prepare(corpus, 2)
-    data = ChainData(model, corpus)
-    marginals, _ = data.local_posteriors("random", 11, keep_pairs=False)
+    data = ChainData(model._parts(), corpus)
+    marginals, _ = data.local_posteriors(None, 11, keep_pairs=False)
     want = brute_cvi1_sweep(sequences, marginals.astype(float), 0.6, 0.4, 2, 2)
     start_c, trans_c = factorised_transitions(data.offsets, marginals)
     state = token_state(data.emissions(), 0.6, data.offsets, data.sequence_of(), start_c, trans_c, trans_c.sum(1),
@@ -209,7 +209,7 @@ def test_cgs_matches_exact_collapsed_posterior():
     corpus = Corpus.from_sequences(sequences)
     model = cvbayes.HMM(n_states, alpha=alpha, beta=beta)
     model.family.prepare(corpus, n_states)
-    data = ChainData(model, corpus)
+    data = ChainData(model._parts(), corpus)
     states = data.random_states(0)
     seed_numba(0)
 

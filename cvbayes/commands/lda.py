@@ -78,7 +78,7 @@ def run_lda_fit(args):
             raise ValueError(f"--heldout {args.heldout:g} of {corpus.n_sequences} documents leaves none to train on")
         heldout, corpus = corpus[np.sort(order[:n_heldout])], corpus[np.sort(order[n_heldout:])]
     model = LDA(args.topics, alpha=args.alpha if args.alpha is not None else 0.1, eta=args.eta,
-                algorithm=args.algorithm, n_iter=args.iterations, seed=args.seed, batch_size=args.batch_size,
+                algorithm=args.algorithm, n_iter=args.iterations, random_state=args.seed, batch_size=args.batch_size,
                 kappa=args.kappa, tau0=args.tau0, frozen_counts=args.frozen_counts, learn_alpha=args.learn_alpha,
                 n_jobs=args.jobs)
     announce_resume(args.checkpoint, args.iterations or ALGORITHMS[args.algorithm].default_iterations,

@@ -257,3 +257,72 @@ def slot_log_prior(table, slot_row, row_counts, prior, width):
     stored = np.bincount(slot_row, minlength=row_counts.shape[0])
     unstored = (width - stored) * np.log(pseudo / denominator)
     return float(pseudo * (np.log(table).sum() + unstored.sum()))
+
+
+# -- truncated stick-breaking (GEM) weights ----------------------------------------------------------
+#
+# A Dirichlet process over K outcomes truncated as Blei and Jordan (2006) truncate it: pi_k = pi~_k
+# prod_{l<k} (1 - pi~_l) with pi~_k ~ Beta(1, gamma) for k < K and pi~_K = 1, so that the K weights sum
+# to one (thesis eq. 5.3).  Given counts n_k of draws from pi, the sticks' posterior is again a product
+# of Betas, q(pi~_k) = Beta(u_k, v_k) with u_k = 1 + n_k and v_k = gamma + n_{>k} (eq. 5.25-5.26 with
+# the counts in place of the table counts), so the rules of this module carry over stick by stick:
+# VB takes geometric expectations G[pi_k] (the text after eq. 5.28), MEAN the posterior means, which
+# are also the predictive probability of the next draw.
+
+
+def stick_posterior(counts, concentration):
+    """(u, v) of the K - 1 free sticks' Beta posteriors from counts n (K,) (eq. 5.25-5.26)."""
+    counts = np.maximum(np.asarray(counts, dtype=float), 0.0)
+    beyond = np.cumsum(counts[::-1])[::-1]  # n_{>=k}
+    return 1.0 + counts[:-1], float(concentration) + beyond[1:]
+
+
+def stick_table(rule, counts, concentration):
+    """The K weights of a truncated stick-breaking prior under ``rule``: VB's
+    G[pi_k] = exp(E[log pi~_k] + sum_{l<k} E[log(1 - pi~_l)]) or MEAN's E[pi_k] (the predictive of
+    the next draw, exact for stick-breaking priors: the sticks are independent a posteriori)."""
+    u, v = stick_posterior(counts, concentration)
+    if rule == VB:
+        both = scipy_digamma(u + v)
+        take, skip = scipy_digamma(u) - both, scipy_digamma(v) - both
+    elif rule == MEAN:
+        take, skip = np.log(u / (u + v)), np.log(v / (u + v))
+    else:
+        raise ValueError(f"stick-breaking weights take the rules {VB!r} and {MEAN!r}, not {rule!r}")
+    passed = np.concatenate([[0.0], np.cumsum(skip)])
+    return np.maximum(np.exp(passed + np.append(take, 0.0)), _TINY)
+
+
+def stick_kl(counts, concentration):
+    """sum_k KL(Beta(u_k, v_k) || Beta(1, gamma)) over the free sticks: VB's penalty for the weights."""
+    u, v = stick_posterior(counts, concentration)
+    gamma = float(concentration)
+    both = scipy_digamma(u + v)
+    return float((gammaln(u + v) - gammaln(u) - gammaln(v) - (gammaln(1.0 + gamma) - gammaln(gamma))
+                  + (u - 1.0) * (scipy_digamma(u) - both) + (v - gamma) * (scipy_digamma(v) - both)).sum())
+
+
+def stick_log_marginal(counts, concentration):
+    """log p(z) of draws with counts n under the truncated stick-breaking prior, the weights
+    integrated out: sum_{k<K} log B(1 + n_k, gamma + n_{>k}) - log B(1, gamma)."""
+    u, v = stick_posterior(counts, concentration)
+    gamma = float(concentration)
+    return float((gammaln(u) + gammaln(v) - gammaln(u + v) + np.log(gamma)).sum())
+
+
+@njit(cache=True)
+def stick_mean_row(counts, concentration, out):
+    """out = MEAN's weights of `stick_table` from counts (K,), in numba for the collapsed updates."""
+    n_outcomes = counts.shape[0]
+    beyond = 0.0
+    for k in range(n_outcomes):
+        beyond += max(counts[k], 0.0)
+    passed = 1.0
+    for k in range(n_outcomes - 1):
+        count = max(counts[k], 0.0)
+        beyond -= count
+        u = 1.0 + count
+        v = concentration + max(beyond, 0.0)
+        out[k] = passed * u / (u + v)
+        passed *= v / (u + v)
+    out[n_outcomes - 1] = passed

@@ -1,6 +1,12 @@
 """Ragged units (sequences, sentence pairs, documents) laid end to end, and their split over threads."""
+from contextlib import contextmanager
+
 import numpy as np
-from numba import get_num_threads, njit
+from numba import get_num_threads, njit, set_num_threads
+
+# work (about the multiply-adds) below which a parallel kernel runs on one thread: waking the other
+# threads costs microseconds on a quiet machine but milliseconds on a loaded one
+PARALLEL_WORK = 200_000
 
 
 def equal_token_chunks(offsets, n_chunks=None):
@@ -17,6 +23,18 @@ def equal_token_chunks(offsets, n_chunks=None):
     bounds = np.searchsorted(offsets, targets, side="left")
     bounds[0], bounds[-1] = 0, n_units
     return np.ascontiguousarray(np.maximum.accumulate(bounds), dtype=np.int64)
+
+
+@contextmanager
+def threads_for(work):
+    """Run the numba kernels inside on one thread when ``work`` is below `PARALLEL_WORK`."""
+    threads = get_num_threads()
+    if work < PARALLEL_WORK:
+        set_num_threads(1)
+    try:
+        yield
+    finally:
+        set_num_threads(threads)
 
 
 @njit(cache=True)

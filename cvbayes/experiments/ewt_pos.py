@@ -49,7 +49,7 @@ def load_split(split):
 def fit_and_score(corpus, algorithm, seed, beta, n_iter):
     """One fit from the default start; the four metrics of §3.8.2 and the number of states in use."""
     started = time.perf_counter()
-    model = HMM(N_STATES, alpha=ALPHA, beta=beta).fit(corpus, algorithm=algorithm, n_iter=n_iter, seed=seed)
+    model = HMM(N_STATES, alpha=ALPHA, beta=beta, algorithm=algorithm, n_iter=n_iter, random_state=seed).fit(corpus)
     seconds = time.perf_counter() - started
     states = model.decode(corpus)
     return {"algorithm": algorithm, "seed": seed, "alpha": ALPHA, "beta": beta, "iterations": n_iter,

@@ -257,7 +257,7 @@ def occupancy_run(corpus, n_states, seed, n_iter, every, methods=METHODS, keep_h
              f"{exact.mean():.4f}; " + ", ".join(f"{m} {_e(result[m])}" for m in methods))
 
     # the thesis's start (§5.4.4: q(z_t | z_{t-1}) ∝ U[0, 1])
-    model.fit(corpus, algorithm="cvi", n_iter=n_iter, seed=seed, init="local", callback=evaluate)
+    model.set_params(algorithm="cvi", n_iter=n_iter, random_state=seed, init="local").fit(corpus, callback=evaluate)
     mean_prior = word_prior(model)[0]
     run = {"n_states": n_states, "seed": seed, "iterations": n_iter, "evaluations": evaluations,
            "train_seconds": sum(r.seconds for r in model.history_), "wall_seconds": time.perf_counter() - started,
@@ -564,7 +564,7 @@ def batch_run(kind, train, test, n_states, seed, n_iter, every, burn_in):
         curve.append(point)
 
     # both models from the thesis's start (footnote 5), "for fair comparisons" (§5.5.3)
-    model.fit(train, algorithm=algorithm, n_iter=n_iter, seed=seed, init="local", callback=evaluate)
+    model.set_params(algorithm=algorithm, n_iter=n_iter, random_state=seed, init="local").fit(train, callback=evaluate)
     run = {"model": kind, "seed": seed, "n_states": n_states, "iterations": n_iter, "sentences": train.n_sequences,
            "tokens": train.n_tokens, "seconds": sum(r.seconds for r in model.history_), "final": curve[-1]["loglik"],
            "effective_states": effective_states(model), "curve": curve}
@@ -769,8 +769,9 @@ def stochastic_run(kind, train, test, n_states, seed, passes, batch_size, kappa,
             point.update(gamma=fitted.sticks_.gamma, sigma=fitted.sticks_.sigma, beta=fitted.family.beta)
         curve.append(point)
 
-    model.fit(train, algorithm="scvi", n_iter=passes, seed=seed, init="local", batch_size=batch_size, kappa=kappa,
-              callback=evaluate, callback_every=max(1, total_steps // points))
+    model.set_params(algorithm="scvi", n_iter=passes, random_state=seed, init="local", batch_size=batch_size,
+                     kappa=kappa)
+    model.fit(train, callback=evaluate, callback_every=max(1, total_steps // points))
     if not curve or curve[-1]["steps"] != model.steps_:
         evaluate(model, model.steps_, sum(r.seconds for r in model.history_))
     used = word_prior(model)

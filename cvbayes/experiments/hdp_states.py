@@ -81,7 +81,7 @@ def run_cvi(corpus, n_states, n_iter, seed, init=None):
     cumulative seconds; and ``n_effective_states_`` at the end.  ``init`` None is the
     HDP-HMM's default start, "local" the thesis's."""
     model = HDPHMM(n_states, gamma=1.0, sigma=1.0, beta=1.0, learn_concentrations=False)
-    model.fit(corpus, algorithm="cvi", n_iter=n_iter, seed=seed, init=init)
+    model.set_params(algorithm="cvi", n_iter=n_iter, random_state=seed, init=init).fit(corpus)
     return ([record["effective_states"] for record in model.hyper_history_],
             [record["decoded_states"] for record in model.hyper_history_],
             np.cumsum([record.seconds for record in model.history_]).tolist(), model.n_effective_states_)

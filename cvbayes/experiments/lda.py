@@ -177,7 +177,7 @@ def _warm_up(system, n_jobs=1):
 
 def _fit_ours(system, train, clock, n_topics, passes, seed, words):
     algorithm = "cvb0" if system == "cvb0-frozen" else system
-    model = LDA(n_topics, alpha=clock.alpha, eta=ETA, algorithm=algorithm, n_iter=passes, seed=seed,
+    model = LDA(n_topics, alpha=clock.alpha, eta=ETA, algorithm=algorithm, n_iter=passes, random_state=seed,
                 batch_size=BATCH_SIZE, frozen_counts=system == "cvb0-frozen")
     model.fit(train, callback=lambda fitted, iteration: clock.checkpoint(iteration + 1, fitted.components_))
     return model.components_
@@ -547,7 +547,7 @@ def run_sampler(system, data_path, n_topics, sweeps, threads, seed, alpha=ALPHA)
     if system == "cgs":
         _warm_up("cgs", n_jobs=threads)
         cpu, started = time.process_time(), time.perf_counter()
-        model = LDA(n_topics, alpha=alpha, eta=ETA, algorithm="cgs", n_iter=sweeps, seed=seed,
+        model = LDA(n_topics, alpha=alpha, eta=ETA, algorithm="cgs", n_iter=sweeps, random_state=seed,
                     n_jobs=threads).fit(train)
         sweep_seconds = sum(record.seconds for record in model.history_)
         topic_word = model.components_
@@ -729,7 +729,7 @@ def plot_topics(model, path, n_words=10, max_topics=20):
         ax.set_yticks(range(len(ids))[::-1], [str(word) for word in words[k]], fontsize=7)
         ax.set_title(f"topic {k}", fontsize=8)
         ax.tick_params(axis="x", labelsize=6)
-    fig.suptitle(f"LDA ({model.fitted_algorithm_}, K = {topic_word.shape[0]}): top {n_words} words", fontsize=9)
+    fig.suptitle(f"LDA ({model.algorithm_}, K = {topic_word.shape[0]}): top {n_words} words", fontsize=9)
     fig.tight_layout()
     save_figure(fig, path, dpi=110)
     plt.close(fig)

@@ -160,9 +160,8 @@ def run_morphology(train, test, algorithm, seed, n_iter, evaluations=EVALUATIONS
             curve.append({"iteration": iteration + 1, "seconds": model.train_seconds_,
                           "perplexity": math.exp(-log_lik / len(test_words))})
 
-    model = PCFG(grammar=MORPHOLOGY_GRAMMAR, alpha=PRIOR)
-    model.fit(train_words, algorithm=algorithm, n_iter=n_iter, seed=seed, terminals_from=test_words,
-              callback=evaluate)
+    model = PCFG(grammar=MORPHOLOGY_GRAMMAR, alpha=PRIOR, algorithm=algorithm, n_iter=n_iter, random_state=seed)
+    model.fit(train_words, terminals_from=test_words, callback=evaluate)
     result = {"algorithm": algorithm, "seed": seed, "iterations": n_iter,
               "seconds": sum(r.seconds for r in model.history_), "perplexity": curve[-1]["perplexity"],
               "train": boundary_scores(model.parse(train_words, estimate="mean"), train_gold),
@@ -456,7 +455,7 @@ def pcfg_planted(args):
     for algorithm, n_iter in iterations.items():
         for seed in seeds:
             model = PCFG(n_nonterminals=n_nonterminals, alpha=PLANTED_PRIOR)
-            model.fit(train, algorithm=algorithm, n_iter=n_iter, seed=seed)
+            model.set_params(algorithm=algorithm, n_iter=n_iter, random_state=seed).fit(train)
             run = {"algorithm": algorithm, "seed": seed, "iterations": n_iter,
                    "seconds": sum(r.seconds for r in model.history_),
                    "per_word": model.score(test) / n_test_words,

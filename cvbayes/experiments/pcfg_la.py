@@ -178,7 +178,8 @@ def run(out="docs/results/fig4_2", subtypes=DEFAULT_SUBTYPES, alphas=DEFAULT_ALP
     bar = tqdm(total=fits, desc="fig4.2 fits", disable=quiet)
 
     def fit(h, algorithm, alpha, seed):
-        model = PCFGLA(n_subtypes=h, alpha=alpha).fit(prepared, algorithm=algorithm, n_iter=iterations, seed=seed)
+        model = PCFGLA(n_subtypes=h, alpha=alpha, algorithm=algorithm, n_iter=iterations,
+                       random_state=seed).fit(prepared)
         dev_scores = development(model)
         record = {"subtypes": h, "algorithm": algorithm, "alpha": alpha, "seed": seed,
                   "train_seconds": model.train_seconds, "objective": model.history_[-1].objective,
@@ -228,7 +229,7 @@ def _speed(prepared, selected, development, decoder, speed_subtypes, say):
         model = selected.get((h, "cvi"))
         source = "the selected CVI grammar"
         if model is None:
-            model = PCFGLA(n_subtypes=h).fit(prepared, algorithm="em", n_iter=SPEED_EM_PASSES)
+            model = PCFGLA(n_subtypes=h, algorithm="em", n_iter=SPEED_EM_PASSES).fit(prepared)
             source = f"an EM grammar after {SPEED_EM_PASSES} passes"
         scores = development(model)
         parser = model.parser(decoder)

@@ -4,7 +4,7 @@ from every seed, without restarts?
 Two planted HMMs with K = 5 states and a cyclic transition matrix (0.9 on the next state, the other
 0.1 spread evenly): categorical emissions in disjoint blocks (state k emits symbols 10k..10k+9
 uniformly, W = 50) and 1-D Gaussian emissions with means 0, 4, ..., 16 and unit variance.  Each
-learner runs ``HMM(5, alpha=0.1, beta=0.1).fit(X, algorithm=..., n_iter=50, seed=s)`` on 2,000
+learner runs ``HMM(5, alpha=0.1, beta=0.1, algorithm=..., n_iter=50, random_state=s).fit(X)`` on 2,000
 sequences of 20 tokens; the score is the many-to-one accuracy (thesis §3.8.2) of the max-posterior
 decoding against the planted states.  ``--init local`` runs the thesis's footnote-5 start instead.
 
@@ -53,7 +53,7 @@ def recovery(corpus, algorithm, seed, n_iter=50, init="params", alpha=0.1, beta=
     """(many-to-one accuracy, training seconds) of one fit from ``seed``."""
     emission = "categorical" if corpus.is_discrete else "gaussian"
     model = HMM(N_STATES, alpha=alpha, beta=beta, emission=emission)
-    model.fit(corpus, algorithm=algorithm, n_iter=n_iter, seed=seed, init=init)
+    model.set_params(algorithm=algorithm, n_iter=n_iter, random_state=seed, init=init).fit(corpus)
     return many_to_one(model.decode(corpus), corpus.gold), sum(r.seconds for r in model.history_)
 
 

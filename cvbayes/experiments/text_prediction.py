@@ -64,8 +64,8 @@ def run_stochastic(train, test, algorithm, n_states, seed, passes, **options):
         curve.append({"steps": int(step), "seconds": fitted.train_seconds_,
                       "loglik": fitted.score_per_token(test)})
 
-    model.fit(train, algorithm=algorithm, n_iter=passes, seed=seed, callback=evaluate,
-              callback_every=max(1, total_steps // EVALUATIONS), init=THESIS_START, **options)
+    model.set_params(algorithm=algorithm, n_iter=passes, random_state=seed, init=THESIS_START, **options)
+    model.fit(train, callback=evaluate, callback_every=max(1, total_steps // EVALUATIONS))
     return {"algorithm": algorithm, "seed": seed, "n_states": n_states, **options, "passes": passes,
             "steps": model.steps_, "seconds": sum(r.seconds for r in model.history_),
             "final": curve[-1]["loglik"], "curve": curve}
@@ -79,8 +79,8 @@ def run_batch(train, test, algorithm, n_states, seed, n_iter):
         curve.append({"steps": iteration + 1, "seconds": fitted.train_seconds_,
                       "loglik": fitted.score_per_token(test)})
 
-    model = HMM(n_states, ALPHA, BETA)
-    model.fit(train, algorithm=algorithm, n_iter=n_iter, seed=seed, callback=evaluate, init=THESIS_START)
+    model = HMM(n_states, ALPHA, BETA, algorithm=algorithm, n_iter=n_iter, random_state=seed, init=THESIS_START)
+    model.fit(train, callback=evaluate)
     return {"algorithm": algorithm, "seed": seed, "n_states": n_states, "iterations": n_iter,
             "seconds": sum(r.seconds for r in model.history_), "final": curve[-1]["loglik"], "curve": curve}
 

@@ -133,7 +133,7 @@ def _describe(model, corpus, hdp):
 
 def _fit(model, corpus, algorithm, n_iter, seed):
     # the random local posteriors of thesis footnote 5, as the module says (not fit's default start)
-    return model.fit(corpus, algorithm=algorithm, n_iter=n_iter, seed=seed, init="local")
+    return model.set_params(algorithm=algorithm, n_iter=n_iter, random_state=seed, init="local").fit(corpus)
 
 
 def run_seed(full, train, held, n_states, n_iter, burn_in, seed):
@@ -423,8 +423,8 @@ def run_dp_hmm_tidigits(settings):
     held, _, _ = standardise(raw[np.array(held_idx)], train_mean, train_scale)
 
     # numba compiles on first use; keep that out of the timings
-    make_hdp(2, 0).fit(full[:2], algorithm="cvi", n_iter=1)
-    make_hmm(2).fit(full[:2], algorithm="cvi2", n_iter=1)
+    make_hdp(2, 0).set_params(algorithm="cvi", n_iter=1).fit(full[:2])
+    make_hmm(2).set_params(algorithm="cvi2", n_iter=1).fit(full[:2])
 
     started = time.perf_counter()
     runs, models = [], []

@@ -13,7 +13,20 @@ hyperparameters are used throughout.
 A second language checks that nothing was tuned to Brent: HKCanCor (Cantonese conversation, symbols
 are Jyutping syllables, `cvbayes.data.load_hkcancor`; ``cvbayes data fetch hkcancor``), or the mother's
 utterances of Brown's Eve (letters, `cvbayes.data.load_eve`).  By default the first 9,790 HKCanCor
-utterances, Brent's size.
+utterances, Brent's size.  Buckeye (``--corpora buckeye``; ``cvbayes data fetch buckeye``) is
+conversational English in the surface phones that were said (`cvbayes.data.load_buckeye`), with utterances
+about twice as long as Brent's; colloc-syllable runs on it over its own vowels (`BUCKEYE_VOWELS`).
+
+Every corpus gets the trivial segmentations beside the learners (one word per utterance, one word per
+symbol) and, where its vowels are known (Brent, Buckeye), a boundary after every vowel; and every run's
+token F1 and words per gold word by utterance length (``by_length``), to show how a learner behaves as
+utterances grow.
+
+The reference: the runs of Johnson's C++ adaptor grammar sampler and Goldwater's dpseg that
+``benchmarks/bench_wordseg.py`` makes on Brent (JSON in ``benchmarks/results/wordseg_reference/``) are put
+beside ours in table.md (their token F1, CPU and wall time, memory, and the time each took to reach the
+published F1) and in ``token_f1_against_reference_<grammar>.png`` (F1 against seconds, theirs in CPU
+seconds).
 
 Published figure beside ours: Johnson and Goldwater (2009, NAACL, MCMC with hyperparameter sampling)
 token F1 on Brent, about 0.56 (unigram), 0.76 (colloc) and 0.87 (colloc-syllable), as issue 20 quotes
@@ -29,20 +42,24 @@ import numpy as np
 
 from ..files import write_json, write_text
 from ..metrics.segmentation import segmentation_scores
+from .memory import peak_mib, reset_peak
 from .plots import _save, curves, plt
 from .results import plain_json
 
 GRAMMARS = ("unigram", "colloc", "colloc-syllable")
 ALGORITHMS = ("vb", "cvi", "mcmc")
-CORPORA = ("brent", "hkcancor", "eve")
+CORPORA = ("brent", "hkcancor", "eve", "buckeye")
 DEFAULT_CORPORA = ("brent", "hkcancor")
 PUBLISHED_TOKEN_F1 = {"unigram": 0.56, "colloc": 0.76, "colloc-syllable": 0.87}
 PUBLISHED = ("Johnson and Goldwater (2009), MCMC with sampled PY hyperparameters, Brent (9,790 utterances), "
-             "token F1 as quoted in issue 20 (approximate); their colloc-syllable grammar also has word-initial "
-             "and word-final syllables, onsets and codas, which ours (`syllable_grammar`) does not")
+             "token F1 as quoted in issue 20 (approximate); colloc-syllable is their grammar with word-initial and "
+             "word-final syllables (`syllable_grammar`); the rows 'colloc-syllable-no-edges' are cvbayes's "
+             "earlier grammar without them")
 QUICK = {"utterances": 200, "iterations": 2, "mcmc_iterations": 4, "seeds": 1}
 SCORES = ("token", "boundary", "lexicon")
 EVALUATIONS = 12   # log-spaced scoring points along a run
+LENGTH_BINS = (1, 11, 21, 41, 81)    # utterance lengths in symbols: 1-10, 11-20, 21-40, 41-80, 81 and more
+REFERENCE_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "wordseg_reference"
 # VB keeps the best of 5 starts by its ELBO (it depends on its start: token F1 0.30-0.58 across seeds on
 # Brent, and the ELBO ranks them); CVI and MCMC run once (their passes cost 10-100 times more)
 RESTARTS = {"vb": 5}
@@ -58,16 +75,83 @@ def load_corpus(name, n=None):
     """A word segmentation corpus by name, its first ``n`` utterances (all when None)."""
     from .. import data
 
-    loaded = {"brent": data.load_brent, "hkcancor": data.load_hkcancor, "eve": data.load_eve}[name]()
+    loaded = {"brent": data.load_brent, "hkcancor": data.load_hkcancor, "eve": data.load_eve,
+              "buckeye": data.load_buckeye}[name]()
     if n is not None and n < len(loaded):
         loaded = loaded.subset(range(n))
     return loaded
 
 
-def run_one(corpus, grammar, algorithm, seed, n_iter, restarts=1, options=None):
+def corpus_vowels(name):
+    """The symbols that can be a syllable's nucleus in a corpus, or None when not known."""
+    from ..data.segmentation import BUCKEYE_VOWELS
+    from ..models.adaptor import BRENT_VOWELS
+
+    return {"brent": BRENT_VOWELS, "buckeye": BUCKEYE_VOWELS}.get(name)
+
+
+def grammar_for(name, grammar, corpus):
+    """The grammar a run on corpus `name` learns: the built-in, except colloc-syllable on a corpus (not Brent,
+    whose phonemes are the built-in's) whose vowels are known, built over its own vowels and consonants."""
+    from ..models.adaptor import syllable_grammar
+
+    vowels = corpus_vowels(name)
+    if grammar != "colloc-syllable" or name == "brent" or vowels is None:
+        return grammar
+    symbols = dict.fromkeys(symbol for utterance in corpus.symbols for symbol in utterance)
+    return syllable_grammar(vowels, [symbol for symbol in symbols if symbol not in vowels])
+
+
+def baselines(corpus, vowels=None):
+    """Token, boundary and lexicon scores of the trivial segmentations (each utterance one word; each symbol
+    one word) and, given the vowels, of a boundary after every vowel (but the utterance's last symbol)."""
+    found = {"one word per utterance": [[tuple(symbols)] for symbols in corpus.symbols],
+             "one word per symbol": [[(symbol,) for symbol in symbols] for symbols in corpus.symbols]}
+    if vowels is not None:
+        vowels = set(vowels)
+        after_vowels = []
+        for symbols in corpus.symbols:
+            words, word = [], []
+            for symbol in symbols:
+                word.append(symbol)
+                if symbol in vowels:
+                    words.append(tuple(word))
+                    word = []
+            if word:     # the symbols after the last vowel join the last word
+                words = words[:-1] + [words[-1] + tuple(word)] if words else [tuple(word)]
+            after_vowels.append(words)
+        found["a boundary after every vowel"] = after_vowels
+    return {name: segmentation_scores(words, corpus.segments).as_dict() for name, words in found.items()}
+
+
+def length_bin(length):
+    """The label of the LENGTH_BINS bin of an utterance of `length` symbols."""
+    index = int(np.searchsorted(LENGTH_BINS, length, side="right")) - 1
+    low = LENGTH_BINS[index]
+    return f"{low}-{LENGTH_BINS[index + 1] - 1}" if index + 1 < len(LENGTH_BINS) else f"{low}+"
+
+
+def scores_by_length(predicted, gold):
+    """Token F1 and words found per gold word of the utterances of each length bin (`LENGTH_BINS`)."""
+    bins = {}
+    for found, truth in zip(predicted, gold):
+        found_in, truth_in = bins.setdefault(length_bin(sum(map(len, truth))), ([], []))
+        found_in.append(found)
+        truth_in.append(truth)
+    out = {}
+    for label in sorted(bins, key=lambda b: int(b.split("-")[0].rstrip("+"))):
+        found, truth = bins[label]
+        scores = segmentation_scores(found, truth)
+        out[label] = {"utterances": len(truth), "token_f1": scores.token.f1,
+                      "words_per_gold_word": scores.token.predicted / scores.token.gold}
+    return out
+
+
+def run_one(corpus, grammar, algorithm, seed, n_iter, restarts=1, options=None, text=None):
     """One fit (the best of ``restarts`` by final objective): the scores after the last pass and at
-    log-spaced passes of the kept run, and the training seconds of all restarts (the wall time of ``fit``,
-    the start included, scoring excluded).  ``options``: keyword arguments of the model."""
+    log-spaced passes of the kept run, the final scores by utterance length, and the training seconds of all
+    restarts (the wall time of ``fit``, the start included, scoring excluded).  ``options``: keyword
+    arguments of the model; ``text``: the grammar to learn when it is not the built-in `grammar`."""
     from ..models.adaptor import AdaptorGrammar
 
     utterances = [list(symbols) for symbols in corpus.symbols]
@@ -83,19 +167,22 @@ def run_one(corpus, grammar, algorithm, seed, n_iter, restarts=1, options=None):
             curve.append({"iteration": iteration + 1, "seconds": sum(r.seconds for r in model.history_),
                           **{f"{name}_f1": getattr(scores, name).f1 for name in SCORES}})
 
-    model = AdaptorGrammar(grammar, **(options or {}))
-    started = time.perf_counter()
     # seed k restarts from seeds k R, ..., k R + R - 1: the seeds' runs share no start
-    model.fit(utterances, algorithm=algorithm, n_iter=n_iter, seed=seed * restarts, callback=evaluate,
-              n_init=restarts)
+    model = AdaptorGrammar(text or grammar, algorithm=algorithm, n_iter=n_iter, random_state=seed * restarts,
+                           n_init=restarts, **(options or {}))
+    reset_peak()
+    started = time.perf_counter()
+    model.fit(utterances, callback=evaluate)
     seconds = time.perf_counter() - started - sum(scoring)
-    scores = segmentation_scores(model.segment(utterances), corpus.segments)
+    peak = peak_mib()
+    segmented = model.segment(utterances)
+    scores = segmentation_scores(segmented, corpus.segments)
     kept = int(np.argmax(model.restart_objectives_))
     return {"grammar": grammar, "algorithm": algorithm, "seed": seed, "iterations": len(model.history_),
-            "restarts": restarts, "seconds": seconds, "objective": model.history_[-1].objective,
+            "restarts": restarts, "seconds": seconds, "peak_mib": peak, "objective": model.history_[-1].objective,
             "restart_objectives": model.restart_objectives_, "scores": scores.as_dict(),
             "lexicon_size": len(model.lexicon_), "curve": list(curves.values())[kept] if curves else [],
-            "model": model.settings()}
+            "by_length": scores_by_length(segmented, corpus.segments), "model": model.settings()}
 
 
 def _label(run):
@@ -132,8 +219,9 @@ def table(results, config):
              "held-out set; no hyperparameter was tuned on these scores: the model's defaults, a = 0, b = 1, "
              "unless the algorithm column says otherwise). "
              "Mean ± std over the seeds. Seconds: training (the wall time of fit, the start "
-             "and every restart included, scoring excluded). vb keeps the best of its restarts by the ELBO "
-             "(passes: 'best of R').", "",
+             "and every restart included, scoring excluded); peak MiB: the largest over the seeds of the fit's "
+             "peak resident memory (VmHWM reset before it). 'best of R': the restart kept among R (the model's "
+             "n_init rule).", "",
              f"Published: {PUBLISHED}.", ""]
     for corpus, block in results.items():
         lines += [f"## {corpus}: {block['data']['description']}", "",
@@ -141,24 +229,142 @@ def table(results, config):
                   f"{block['data']['symbols']} symbols.", ""]
         lines += [f"Not run: {note}." for note in block.get("skipped", [])] + ([""] if block.get("skipped") else [])
         lines += [
-                  "| grammar | algorithm | seeds | passes | seconds | token F1 | boundary F1 | lexicon F1 | "
-                  "published token F1 |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+                  "| grammar | algorithm | seeds | passes | seconds | peak MiB | token F1 | boundary F1 | lexicon F1 | "
+                  "published token F1 |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for grammar in config["grammars"]:
             of_grammar = [r for r in block["runs"] if r["grammar"] == grammar]
             for algorithm in _labels(of_grammar, config["algorithms"]):
                 runs = [r for r in of_grammar if _label(r) == algorithm]
                 published = PUBLISHED_TOKEN_F1.get(grammar) if corpus == "brent" else None
                 seconds = _mean_std([r["seconds"] for r in runs], 1, 1)
+                peaks = [r["peak_mib"] for r in runs if r.get("peak_mib") is not None]
+                peak = f"{max(peaks):,.0f}" if peaks else "–"
                 lines.append(
                     f"| {grammar} | {algorithm} | {len(runs)} | {runs[0]['iterations']}"
                     + (f" (best of {runs[0]['restarts']})" if runs[0].get("restarts", 1) > 1 else "")
-                    + f" | {seconds} | "
+                    + f" | {seconds} | {peak} | "
                     + " | ".join(_mean_std([r["scores"][name]["f1"] for r in runs]) for name in SCORES)
                     + f" | {'–' if published is None else f'{100 * published:.0f}'} |")
         lines += [""] + [f"![{corpus} {g} F1 against passes and time](token_f1_by_{axis}_{corpus}_{g}.png)"
                          for g in config["grammars"] for axis in ("iteration", "seconds")
                          if any(r["grammar"] == g for r in block["runs"])] + [""]
+        lines += _baseline_table(block) + _length_table(block, config)
+        if corpus == "brent":
+            lines += _reference_table(reference_runs(), config)
     return "\n".join(lines)
+
+
+def _baseline_table(block):
+    if not block.get("baselines"):
+        return []
+    lines = ["Trivial segmentations and a heuristic (no learning):", "",
+             "| segmentation | token F1 | boundary F1 | lexicon F1 |", "|---|---:|---:|---:|"]
+    for name, scores in block["baselines"].items():
+        lines.append(f"| {name} | " + " | ".join(f"{100 * scores[s]['f1']:.1f}" for s in SCORES) + " |")
+    return lines + [""]
+
+
+def _length_table(block, config):
+    """Token F1 (words found per gold word) of each learner by utterance length, over its seeds."""
+    runs = [r for r in block["runs"] if r.get("by_length")]
+    if not runs:
+        return []
+    bins = sorted({b for r in runs for b in r["by_length"]}, key=lambda b: int(b.split("-")[0].rstrip("+")))
+    counts = {b: next(r["by_length"][b]["utterances"] for r in runs if b in r["by_length"]) for b in bins}
+    lines = ["By utterance length (symbols): token F1 %, and in brackets the words found per gold word (1: as "
+             "many as the gold; below 1: utterances left in too few pieces).", "",
+             "| grammar | algorithm | " + " | ".join(f"{b} ({counts[b]} utt.)" for b in bins) + " |",
+             "|---|---|" + "---:|" * len(bins)]
+    for grammar in config["grammars"]:
+        of_grammar = [r for r in runs if r["grammar"] == grammar]
+        for label in _labels(of_grammar, config["algorithms"]):
+            chosen = [r for r in of_grammar if _label(r) == label]
+            cells = []
+            for b in bins:
+                values = [r["by_length"][b] for r in chosen if b in r["by_length"]]
+                cells.append(f"{100 * np.mean([v['token_f1'] for v in values]):.1f} "
+                             f"({np.mean([v['words_per_gold_word'] for v in values]):.2f})" if values else "–")
+            lines.append(f"| {grammar} | {label} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def reference_runs(folder=REFERENCE_DIR):
+    """The reference systems' runs on Brent that benchmarks/bench_wordseg.py wrote (empty when none)."""
+    import json
+
+    folder = Path(folder)
+    return [json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))] if folder.is_dir() else []
+
+
+def _when(reached):
+    return "not reached" if reached["sweep"] is None else f"{reached['sweep']} ({reached['seconds']:.0f} s)"
+
+
+def _wordseg_token(run):
+    """wordseg's own token F-score of the run's final segmentation (the cross-check), or a dash."""
+    evaluated = run.get("wordseg_evaluate") or {}
+    return f"{100 * evaluated['token_fscore']:.1f}" if "token_fscore" in evaluated else "–"
+
+
+def _reference_table(runs, config):
+    if not runs:
+        return []
+    lines = ["### The reference, run here (benchmarks/bench_wordseg.py)", "",
+             "Johnson's adaptor grammar sampler (py-cfg, as bootphon/wordseg ships it: `wordseg-ag` settings, PY a "
+             "and b sampled, no annealing, one chain, its sampled parse of the training utterances every 10 sweeps) "
+             "and Goldwater's dpseg, on the same Brent input, on the same (shared, loaded) machine. Seconds: CPU "
+             "time of the process (the sampler's own trace; wall time beside it, which includes waiting for the "
+             "CPU). wordseg's token F: its own evaluate of the same segmentation (a cross-check of our scorer). "
+             "'To published F1' and 'to final - 1': the first printed sweep (CPU seconds) at which its token "
+             "F1 reached the published figure, and its own final F1 less one point. A run 'stopped' was ended before "
+             "its planned sweeps (the machine's time ran out): its last printed parse is scored, with the CPU "
+             "seconds to it; its wall time is until it was stopped.", "",
+             "| grammar | system | seed | sweeps | CPU s | wall s | peak MiB | token F1 | boundary F1 | lexicon F1 | "
+             "wordseg's token F | to published F1 | to final - 1 |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    order = {g: i for i, g in enumerate(config["grammars"])}
+    for run in sorted(runs, key=lambda r: (order.get(r["grammar"], len(order)), r["system"], r["iterations"])):
+        final = run["final"]
+        published = run.get("time_to_published")
+        sweeps = (f"{run['iterations']} (stopped; of {run['planned_iterations']})" if run.get("stopped_early")
+                  else f"{run['iterations']}")
+        wall, peak = (("–" if run[key] is None else f"{run[key]:.0f}") for key in ("wall_seconds", "peak_rss_mib"))
+        lines.append(f"| {run['grammar']} | {run['system']} | {run['seed']} | {sweeps} | "
+                     f"{run['cpu_seconds']:.0f} | {wall} | {peak} | "
+                     + " | ".join(f"{100 * final[f'{s}_f1']:.1f}" for s in SCORES)
+                     + f" | {_wordseg_token(run)} | {_when(published) if published else '–'} | "
+                     + (_when(run['time_to_final_less_one_point']) if run.get('time_to_final_less_one_point')
+                        else "–") + " |")
+    grammars = [g for g in config["grammars"] if any(r["grammar"] == g for r in runs)]
+    return lines + [""] + [f"![{g}: ours against the reference](token_f1_against_reference_{g}.png)"
+                           for g in grammars] + [""]
+
+
+def plot_against_reference(folder, block, runs, config):
+    """Token F1 against seconds of our Brent runs (mean curve over seeds) and of the reference's runs."""
+    paths = []
+    for grammar in config["grammars"]:
+        theirs = [r for r in runs if r["grammar"] == grammar]
+        ours = [r for r in block["runs"] if r["grammar"] == grammar and r["curve"]]
+        if not theirs:
+            continue
+        fig, ax = plt.subplots(figsize=(6.5, 4))
+        for label in _labels(ours, config["algorithms"]):
+            chosen = [r["curve"] for r in ours if _label(r) == label]
+            ax.plot(np.mean([[p["seconds"] for p in c] for c in chosen], axis=0),
+                    100 * np.mean([[p["token_f1"] for p in c] for c in chosen], axis=0), marker=".", label=label)
+        for run in theirs:
+            ax.plot([p["cpu_seconds"] for p in run["curve"]], [100 * p["token_f1"] for p in run["curve"]],
+                    linestyle="--", label=f"{run['system']} (CPU s)")
+        if grammar in PUBLISHED_TOKEN_F1:
+            ax.axhline(100 * PUBLISHED_TOKEN_F1[grammar], linestyle=":", color="gray")
+        ax.set_xscale("log")
+        ax.set_xlabel("training time (s)")
+        ax.set_ylabel("token F1 (%)")
+        ax.set_title(f"Brent, {grammar}: ours and the reference (dotted: published)")
+        ax.legend(fontsize=6)
+        paths.append(_save(fig, folder / f"token_f1_against_reference_{grammar}.png"))
+    return paths
 
 
 def plot_summary(path, results, config):
@@ -190,8 +396,11 @@ def plot_summary(path, results, config):
     return _save(fig, path)
 
 
-def _write(folder, config, results, plots=True):
-    """results.json and table.md (after every run, so that a long run shows its progress) and the plots."""
+def _write(folder, config, results, plots=True, previous=None):
+    """results.json and table.md (after every run, so that a long run shows its progress) and the plots;
+    `previous`: an earlier results.json (parsed) whose runs are kept (``--append``)."""
+    if previous is not None:
+        config, results = _appended(previous, config, results)
     write_json(folder / "results.json", plain_json({"config": config, "results": results}), indent=1)
     text = table(results, config)
     write_text(folder / "table.md", text)
@@ -206,7 +415,28 @@ def _write(folder, config, results, plots=True):
                        f"{corpus}, {grammar} grammar: token F1", suffix=f"{corpus}_{grammar}")
     if results:
         plot_summary(folder / "token_f1_by_time.png", results, config)
+    if "brent" in results:
+        plot_against_reference(folder, results["brent"], reference_runs(), config)
     return text
+
+
+def _appended(old, config, results):
+    """The runs of an earlier results.json (`old`, its parsed JSON) with this command's added (its runs replace
+    the old ones of the same corpus, grammar, algorithm label and seed) and the commands joined."""
+    import copy
+
+    merged = copy.deepcopy(old["results"])
+    for corpus, block in results.items():
+        kept = merged.setdefault(corpus, {"runs": []})
+        new = {(r["grammar"], _label(r), r["seed"]) for r in block["runs"]}
+        runs = [r for r in kept["runs"] if (r["grammar"], _label(r), r["seed"]) not in new] + block["runs"]
+        kept.update({key: value for key, value in block.items() if key != "runs"})
+        kept["runs"] = runs
+    joined = dict(config)
+    joined["command"] = old["config"]["command"] + "; " + config["command"]
+    for key in ("grammars", "algorithms", "corpora"):
+        joined[key] = list(dict.fromkeys(old["config"].get(key, []) + config[key]))
+    return joined, merged
 
 
 def run_from_command_line(args):
@@ -214,7 +444,7 @@ def run_from_command_line(args):
     ``--iterations`` (vb, cvi; default 50), ``--cgs-iterations`` (mcmc sweeps), ``--corpora``, ``--utterances``,
     ``--quick``, ``--out`` (results under OUT/wordseg), ``--seed`` (the first seed: seeds SEED..SEED+N-1)."""
     from ..models.adaptor import AdaptorGrammar
-    from ..models.adaptor_mcmc import parse_anneal
+    from ..models.adaptor import parse_anneal
 
     quick = getattr(args, "quick", False)
     grammars = (args.grammars.split(",") if getattr(args, "grammars", None) else list(GRAMMARS))
@@ -248,15 +478,22 @@ def run_from_command_line(args):
               "model_options": {**options, "anneal (mcmc)": anneal},
               "published": {"source": PUBLISHED, "token_f1": PUBLISHED_TOKEN_F1},
               "evaluation": "training utterances (as the published systems)"}
+    previous = None
+    if getattr(args, "append", False) and (folder / "results.json").is_file():
+        import json
+
+        previous = json.loads((folder / "results.json").read_text())
     results = {}
     size = None
     for corpus_name in corpora:
         corpus = load_corpus(corpus_name, limit if limit is not None else size)
         size = size or len(corpus)   # the second language: as many utterances as Brent
         results[corpus_name] = {"data": {"description": corpus.description, "utterances": len(corpus),
-                                         "words": corpus.n_segments, "symbols": corpus.n_symbols}, "runs": []}
+                                         "words": corpus.n_segments, "symbols": corpus.n_symbols},
+                                "baselines": baselines(corpus, corpus_vowels(corpus_name)), "runs": []}
         for grammar in grammars:
-            unknown = AdaptorGrammar(grammar).underivable_symbol(corpus.symbols)
+            text = grammar_for(corpus_name, grammar, corpus)
+            unknown = AdaptorGrammar(text).underivable_symbol(corpus.symbols)
             if unknown is not None:     # colloc-syllable's terminals are Brent's phonemes
                 note = (f"{grammar} (its terminals do not include this corpus's symbol {unknown[1]!r}, e.g. "
                         f"utterance {unknown[0] + 1})")
@@ -268,15 +505,16 @@ def run_from_command_line(args):
                 for algorithm in algorithms:
                     run = run_one(corpus, grammar, algorithm, seed, iterations[algorithm],
                                   1 if quick else RESTARTS.get(algorithm, 1),
-                                  {**options, "anneal": anneal if algorithm == "mcmc" else None})
+                                  {**options, "anneal": anneal if algorithm == "mcmc" else None},
+                                  None if text == grammar else text)
                     results[corpus_name]["runs"].append(run)
                     if not args.quiet:
                         s = run["scores"]
                         print(f"{corpus_name} {grammar} {algorithm} seed {seed}: token F1 "
                               f"{100 * s['token']['f1']:.1f}, boundary {100 * s['boundary']['f1']:.1f}, lexicon "
                               f"{100 * s['lexicon']['f1']:.1f}; {run['seconds']:.1f} s", file=sys.stderr)
-                    _write(folder, config, results, plots=False)
-    text = _write(folder, config, results)
+                    _write(folder, config, results, plots=False, previous=previous)
+    text = _write(folder, config, results, previous=previous)
     if not args.quiet and not getattr(args, "json", False):
         print(text)
     return results

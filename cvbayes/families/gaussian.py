@@ -4,13 +4,21 @@ Prior on state k, dimension d:  tau ~ Gamma(shape a0, rate b0),
 mu | tau ~ Normal(mu0, 1 / (kappa0 tau)).  The posterior predictive that the
 collapsed algorithms plug in (eq. 3.96) is a Student-t with 2 a_n degrees of
 freedom, location mu_n and squared scale b_n (kappa_n + 1) / (a_n kappa_n).
+
+`GaussianMixture` groups the components of this family into mixtures of M with Dirichlet weights: the
+emissions of the acoustic unit models (Lee and Glass 2012; Ondel et al. 2016), one mixture a state.
 """
+from typing import NamedTuple
+
 import numpy as np
 from scipy.special import digamma, gammaln
 
-from ..core.rules import MAP, VB
+from ..core import rules
+from ..core.rules import MAP, MEAN, VB
+from ..core.sampling import log_dirichlet_draws
 from .kmeans import weighted_kmeans
-from .ops import GAUSSIAN, LOG_2PI, gaussian_log_density, normal_gamma_posteriors
+from .ops import (GAUSSIAN, LOG_2PI, gaussian_log_density, mixture_likelihoods, normal_gamma_posteriors,
+                  student_t_constants, student_t_log_densities)
 
 
 class Gaussian:
@@ -209,3 +217,159 @@ class Gaussian:
             return {"means_": params["means"], "covars_": params["covars"]}
         kappa, mu, a, b = self.posterior(stats)
         return {"means_": mu, "covars_": b / a}
+
+
+class LinearTable(NamedTuple):
+    """Component log densities that are linear in (1, x, x^2): log p_k(x) = [1, x, x^2] @ weights[:, k]
+    with ``weights`` (1 + 2D, K); VB's E[log w] + E[log N(x | mu, tau)] and point parameters' log w +
+    log N(x | mu, tau) both take this form, so a block of frames costs one matrix product."""
+
+    weights: np.ndarray
+
+
+class StudentTable(NamedTuple):
+    """Component log densities log w_k + log t_k(x) of Student-t predictives (eq. 3.96), as
+    `ops.student_t_constants` lays them out (``loc`` and ``inverse_scale`` (D, K); log w already in
+    ``log_norm``)."""
+
+    loc: np.ndarray
+    inverse_scale: np.ndarray
+    power: np.ndarray
+    log_norm: np.ndarray
+
+
+def quadratic_features(features):
+    """[1, x, x^2] (T, 1 + 2D): the frames' sufficient statistics s(x) (eq. 3.85-3.86), whose products
+    with a `LinearTable` give log densities and with posteriors give expected statistics."""
+    out = np.empty((features.shape[0], 1 + 2 * features.shape[1]))
+    out[:, 0] = 1.0
+    n_dims = features.shape[1]
+    out[:, 1:1 + n_dims] = features
+    np.square(features, out=out[:, 1 + n_dims:])
+    return out
+
+
+class GaussianMixture:
+    """Mixtures of M diagonal Gaussians: the components are a `Gaussian` family's states (one Normal-Gamma
+    prior each, statistics (1 + 2D, C M) in its layout), grouped by mixture c into columns
+    c M .. c M + M - 1, each mixture's weights w_c ~ Dir(``weight_prior``).
+
+    The rules of `cvbayes.core.rules` give the emission tables: VB's exp(E[log w_cm] + E[log N(x | mu_cm,
+    tau_cm)]) (a `LinearTable`), MEAN's w-bar_cm t_cm(x) with the Student-t predictive of eq. 3.96 (a
+    `StudentTable`); a mixture's emission is the sum over its components, and the share of each is the
+    component's responsibility (`emission_rows`).
+
+    Parameters
+    ----------
+    n_components : int
+        Components M of each mixture.
+    weight_prior : float
+        Symmetric Dirichlet concentration on each mixture's weights.
+    mean, kappa, shape, rate : the Normal-Gamma prior of every component (`Gaussian`).
+    """
+
+    def __init__(self, n_components=2, weight_prior=1.0, mean=None, kappa=0.01, shape=1.0, rate=None):
+        if int(n_components) != n_components or n_components < 1:
+            raise ValueError(f"n_components must be a positive integer, got {n_components}")
+        if not weight_prior > 0:
+            raise ValueError(f"weight_prior must be positive, got {weight_prior}")
+        self.n_components = int(n_components)
+        self.weight_prior = float(weight_prior)
+        self.components = Gaussian(mean, kappa, shape, rate)
+        self.n_mixtures = None
+
+    def prepare(self, corpus, n_mixtures):
+        """Fix D and the prior's data-dependent parts (`Gaussian.prepare`) for ``n_mixtures`` mixtures."""
+        self.components.prepare(corpus, n_mixtures * self.n_components)
+        self.n_mixtures = int(n_mixtures)
+
+    @property
+    def n_dims(self):
+        return self.components.n_dims
+
+    def n_stats(self):
+        return self.components.n_stats()
+
+    def work(self, n_frames):
+        """About the multiply-adds of the emission rows of ``n_frames`` frames (`core.units.threads_for`)."""
+        return n_frames * self.n_mixtures * self.n_components * self.n_dims
+
+    def weight_counts(self, stats):
+        """(C, M) expected frames of every component, by mixture."""
+        return np.maximum(stats[0], 0.0).reshape(self.n_mixtures, self.n_components)
+
+    def log_weights(self, stats, rule):
+        """log of the weights' table under ``rule`` (C, M): VB's E[log w] (eq. 3.21) or MEAN's log w-bar."""
+        return np.log(rules.dirichlet_table(rule, self.weight_counts(stats), self.weight_prior)).ravel()
+
+    # -- tables -----------------------------------------------------------------------------------
+    def table(self, stats, rule):
+        """The emission table of ``rule`` from statistics (1 + 2D, C M): VB or MEAN."""
+        log_weights = self.log_weights(stats, rule)
+        if rule == VB:
+            kappa, mu, a, b = self.components.posterior(stats)
+            precision = a / b
+            constant = 0.5 * (digamma(a) - np.log(b) - LOG_2PI) - 0.5 / kappa - 0.5 * precision * mu ** 2
+            return _linear(constant.sum(axis=1) + log_weights, precision * mu, precision)
+        if rule == MEAN:
+            n_columns, n_dims = stats.shape[1], self.n_dims
+            table = StudentTable(np.empty((n_dims, n_columns)), np.empty((n_dims, n_columns)), np.empty(n_columns),
+                                 np.empty(n_columns))
+            student_t_constants(np.ascontiguousarray(stats, dtype=float), self.components.prior_array(), *table)
+            table.log_norm[:] += log_weights
+            return table
+        raise ValueError(f"mixture tables take the rules {VB!r} and {MEAN!r}, not {rule!r}")
+
+    def table_from_params(self, means, variances, weights):
+        """The `LinearTable` of point parameters: means and variances (C M, D), weights (C, M)."""
+        precision = 1.0 / np.asarray(variances, dtype=float)
+        means = np.asarray(means, dtype=float)
+        constant = 0.5 * (np.log(precision) - LOG_2PI) - 0.5 * precision * means ** 2
+        return _linear(constant.sum(axis=1) + np.log(np.asarray(weights, dtype=float)).ravel(), precision * means,
+                       precision)
+
+    def draw_table(self, rng, stats):
+        """The `LinearTable` of parameters drawn from the posterior of ``stats`` (Gibbs sampling):
+        weights ~ Dir(counts + weight_prior), (mu, tau) ~ Normal-Gamma posterior."""
+        drawn = self.components.draw_parameters(rng, stats)
+        weights = np.exp(log_dirichlet_draws(rng, self.weight_counts(stats) + self.weight_prior))
+        return self.table_from_params(drawn["means"], 1.0 / drawn["precisions"], weights)
+
+    def component_log_densities(self, table, features, out=None):
+        """(T, C M) log w_k + log p_k(x_t) of a block of frames under a `LinearTable` or `StudentTable`."""
+        if isinstance(table, LinearTable):
+            return np.matmul(quadratic_features(features), table.weights, out=out)
+        if out is None:
+            out = np.empty((features.shape[0], table.loc.shape[1]))
+        student_t_log_densities(np.ascontiguousarray(features, dtype=float), *table, out)
+        return out
+
+    def emission_rows(self, table, features):
+        """(log_lik (T, C), responsibilities (T, C M)): the mixtures' log emission densities and the
+        components' shares r(m | c, x_t)."""
+        component_log = self.component_log_densities(table, features)
+        log_lik = np.empty((features.shape[0], self.n_mixtures))
+        mixture_likelihoods(component_log, self.n_components, log_lik)
+        return log_lik, component_log
+
+    # -- objectives and estimates ---------------------------------------------------------------------
+    def kl(self, stats):
+        """KL(q || p) of every component's Normal-Gamma and every mixture's Dirichlet weights (VB's penalty)."""
+        return self.components.kl(stats) + rules.dirichlet_kl(self.weight_counts(stats), self.weight_prior)
+
+    def log_marginal(self, stats):
+        """log p(x, m | z) with the components' parameters and the weights integrated out (hard statistics)."""
+        return self.components.log_marginal(stats) + rules.dirichlet_log_marginal(self.weight_counts(stats),
+                                                                                  self.weight_prior)
+
+    def fitted(self, stats):
+        """Posterior means: means (C, M, D), variances b_n / a_n (C, M, D), weights (C, M)."""
+        kappa, mu, a, b = self.components.posterior(stats)
+        shape = (self.n_mixtures, self.n_components, self.n_dims)
+        weights = rules.dirichlet_table(MEAN, self.weight_counts(stats), self.weight_prior)
+        return {"means": mu.reshape(shape), "covars": (b / a).reshape(shape), "weights": weights}
+
+
+def _linear(constant, linear, quadratic):
+    """A `LinearTable` from per-component constants (K,), coefficients of x (K, D) and precisions (K, D)."""
+    return LinearTable(np.ascontiguousarray(np.vstack([constant[None], linear.T, -0.5 * quadratic.T])))

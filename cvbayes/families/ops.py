@@ -23,9 +23,10 @@ functions below.
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ..core.rules import mean_cell
+from ..core.special import FAST
 
 CATEGORICAL = 0
 GAUSSIAN = 1
@@ -207,3 +208,108 @@ def gaussian_log_density(features, means, precisions):
                 acc -= 0.5 * precisions[k, d] * diff * diff
             out[t, k] = acc
     return out
+
+
+# -- mixtures of diagonal Gaussians (cvbayes.families.gaussian.GaussianMixture) -----------------------
+#
+# A mixture's components are consecutive columns of the (1 + 2D, K) statistics table: mixture c owns
+# columns c * M .. c * M + M - 1.  The kernels below turn per-component log densities (T, K) into
+# per-mixture emission rows and the responsibilities of each mixture's components.
+
+# the (1 + q) factors of this many dimensions are multiplied before the running product is cut back to
+# [0.5, 1) by its binary exponent (frexp), so that one log a component serves every dimension; 8 factors
+# of q < 1e38 stay finite
+_PRODUCT_GROUP = 8
+_LOG_2 = math.log(2.0)
+
+
+@njit(cache=True)
+def student_t_constants(stats, prior, loc, inverse_scale, power, log_norm):
+    """The Student-t posterior predictive of every component (eq. 3.96), as the constants `student_t_row`
+    reads: location mu_n (D, K), 1 / (nu s^2) (D, K), (nu + 1) / 2 (K,) and the summed log normaliser
+    sum_d [log Gamma((nu+1)/2) - log Gamma(nu/2) - log(nu pi s_d^2) / 2] (K,), with nu = 2 a_n and
+    s_d^2 = b_nd (kappa_n + 1) / (a_n kappa_n).  The prior's Gamma shape a0 is one number
+    (`Gaussian.shape`), so a_n, nu and the power are one a component.  Dimensions are rows, so that
+    `student_t_row` runs along the components."""
+    n_dims = prior.shape[1]
+    for k in range(stats.shape[1]):
+        total = 0.0
+        nu = 0.0
+        for d in range(n_dims):
+            kappa, mean, a, b = normal_gamma_posterior(stats, prior, k, d, n_dims)
+            nu = 2.0 * a
+            scale2 = b * (kappa + 1.0) / (a * kappa)
+            loc[d, k] = mean
+            inverse_scale[d, k] = 1.0 / (nu * scale2)
+            total -= 0.5 * math.log(nu * math.pi * scale2)
+        power[k] = 0.5 * (nu + 1.0)
+        log_norm[k] = total + n_dims * (math.lgamma(0.5 * (nu + 1.0)) - math.lgamma(0.5 * nu))
+
+
+@njit(cache=True, fastmath=FAST)
+def student_t_row(features, t, loc, inverse_scale, power, log_norm, out, exponents):
+    """out[k] = log t_k(x_t) for every component: log_norm_k - power_k sum_d log(1 + q_kd) with
+    q_kd = (x_td - loc_dk)^2 inverse_scale_dk, as the log of a product kept in range by its binary
+    exponent (``exponents`` a work row of K); a product that overflows all the same (a frame some 1e19
+    scales out) is summed a log at a time."""
+    n_dims = features.shape[1]
+    n_columns = out.shape[0]
+    for k in range(n_columns):
+        out[k] = 1.0
+        exponents[k] = 0.0
+    for d in range(n_dims):
+        x = features[t, d]
+        centre = loc[d]
+        weight = inverse_scale[d]
+        for k in range(n_columns):
+            z = x - centre[k]
+            out[k] *= 1.0 + z * z * weight[k]
+        if d % _PRODUCT_GROUP == _PRODUCT_GROUP - 1 or d == n_dims - 1:
+            for k in range(n_columns):
+                mantissa, exponent = math.frexp(out[k])
+                out[k] = mantissa
+                exponents[k] += exponent
+    for k in range(n_columns):
+        if out[k] < np.inf:
+            log_sum = math.log(out[k]) + exponents[k] * _LOG_2
+        else:
+            log_sum = 0.0
+            for d in range(n_dims):
+                z = features[t, d] - loc[d, k]
+                log_sum += math.log1p(z * z * inverse_scale[d, k])
+        out[k] = log_norm[k] - power[k] * log_sum
+
+
+@njit(parallel=True, cache=True)
+def student_t_log_densities(features, loc, inverse_scale, power, log_norm, out):
+    """out (T, K) = log t_k(x_t) of every frame and component (`student_t_row`), frames in parallel."""
+    for t in prange(features.shape[0]):
+        student_t_row(features, t, loc, inverse_scale, power, log_norm, out[t], np.empty(out.shape[1]))
+
+
+@njit(cache=True, fastmath=FAST)
+def mixture_row(component_log, n_components, log_lik):
+    """One frame: log_lik[c] = log sum_m exp(component_log[c M + m]) for every mixture c, and the
+    responsibilities r(m | c) written over ``component_log``."""
+    for c in range(log_lik.shape[0]):
+        first = c * n_components
+        top = component_log[first]
+        for m in range(1, n_components):
+            top = max(top, component_log[first + m])
+        total = 0.0
+        for m in range(n_components):
+            v = math.exp(component_log[first + m] - top)
+            component_log[first + m] = v
+            total += v
+        inv = 1.0 / total
+        for m in range(n_components):
+            component_log[first + m] *= inv
+        log_lik[c] = top + math.log(total)
+
+
+@njit(parallel=True, cache=True)
+def mixture_likelihoods(component_log, n_components, log_lik):
+    """`mixture_row` for every frame in parallel: ``log_lik`` (T, C) the mixtures' log emission
+    densities, ``component_log`` (T, C M) left holding r(m | c)."""
+    for t in prange(component_log.shape[0]):
+        mixture_row(component_log[t], n_components, log_lik[t])

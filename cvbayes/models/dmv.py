@@ -33,7 +33,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from ..checkpoints import NO_CHECKPOINT, open_checkpoint, run_identity
+from ..checkpoints import NO_CHECKPOINT
 from ..core import rules
 from ..core.rules import MAP, MEAN, VB
 from ..core.statistics import DecayingCounts
@@ -41,27 +41,18 @@ from ..core.units import max_length
 from ..data.corpus import Corpus
 from ..data.dependencies import DependencyCorpus
 from ..data.vocabulary import Vocabulary
-from ..schedules import IterationRecord, Minibatch, Progress, batch, leave_one_out, passes, stochastic
+from ..schedules import Algorithm, Minibatch, batch, leave_one_out, stochastic
 from ..trees.dmv import (DMVCounts, LocalPosteriors, add_posterior_counts, add_row_totals, check_sentences,
                          dmv_batch_decode, dmv_batch_expectations, dmv_batch_log_evidence, dmv_batch_sample,
                          dmv_buffers, dmv_inside_outside, mean_sentence_weights, work_chunks)
 from ..trees.dmv_init import dmv_harmonic_counts, dmv_random_counts
-from .files import read_model, write_model
-
-
-class Algorithm(NamedTuple):
-    """How an ``algorithm=`` name runs: the schedule of `cvbayes.schedules` and the rule of
-    `cvbayes.core.rules` its tables follow."""
-
-    schedule: object
-    rule: str
-
+from .base import BayesModel
 
 ALGORITHMS = {
-    "em": Algorithm(batch, MAP),             # eq. 4.5-4.10
-    "vb": Algorithm(batch, VB),              # eq. 4.12
-    "cvi": Algorithm(leave_one_out, MEAN),   # eq. 4.17-4.24, a sentence a unit
-    "scvi": Algorithm(stochastic, MEAN),     # eq. 3.98-3.104 on minibatches of sentences
+    "em": Algorithm(batch, MAP, "sentence", "thesis eq. 4.5-4.10 (Klein and Manning 2004)"),
+    "vb": Algorithm(batch, VB, "sentence", "thesis eq. 4.12"),
+    "cvi": Algorithm(leave_one_out, MEAN, "sentence", "thesis eq. 4.17-4.24"),
+    "scvi": Algorithm(stochastic, MEAN, "minibatch of sentences", "thesis eq. 3.98-3.104 with trees as units"),
 }
 
 OBJECTIVES = {
@@ -80,6 +71,13 @@ SAVE_FORMAT = "cvbayes-dmv-1"
 # the log weight given to an impossible event when a sentence has no tree otherwise (see DMV.parse)
 LOG_FLOOR = float(np.log(np.finfo(float).tiny))
 _NO_LOCAL = (np.zeros(1, dtype=np.int64), np.zeros(0), np.zeros((0, 2)))
+
+
+class Sentences(NamedTuple):
+    """The training sentences: every token's type id (int32) and the sentences' offsets (int64)."""
+
+    tags: np.ndarray
+    offsets: np.ndarray
 
 
 def log_tables(rule, counts, alpha):
@@ -183,26 +181,43 @@ class CollapsedTrees:
     Memory: 4 (sum_i n_i (n_i + 1) + 2N) bytes of local posteriors (`LocalPosteriors`).
     """
 
-    def __init__(self, tags, offsets, alpha, counts, local):
+    def __init__(self, tags, offsets, alpha, counts, local, rng=None, checkpoint=NO_CHECKPOINT):
         self.counts = DMVCounts(*(np.array(block, dtype=np.float64) for block in counts))
         self.root_total = np.zeros(1)
         self.attach_totals = np.zeros(self.counts.attach.shape[:2])
         self.refresh_totals()
         self.local = local
+        self.rng = rng
+        self.n_sentences = offsets.shape[0] - 1
         buffers = dmv_buffers(max_length(offsets))[:8]
         self.state = (tags, offsets, float(alpha), self.counts.root, self.root_total, self.counts.stop,
                       self.counts.attach, self.attach_totals, *local, *buffers)
+        checkpoint.track_arrays("cvi", {"root": self.counts.root, "stop": self.counts.stop, "attach": self.counts.attach,
+                                        "root_total": self.root_total, "attach_totals": self.attach_totals,
+                                        "heads": local.heads, "none": local.none})
+        checkpoint.track_generator("order", rng)
 
     def refresh_totals(self):
         """Recompute the kept row totals from the counts (clears the rounding a pass accumulates)."""
         self.root_total[0] = self.counts.root.sum()
         self.attach_totals[:] = self.counts.attach.sum(axis=-1)
 
-    def sweep(self, order):
+    def visit(self, order):
+        """One pass over the sentences in ``order``; returns the objective."""
         objective, bad = cvi_pass(self.state, order)
         _raise_if_bad(bad)
         self.refresh_totals()
         return objective
+
+    def sweep(self, iteration):
+        """One pass over the sentences in a new random order of ``rng``."""
+        return self.visit(self.rng.permutation(self.n_sentences))
+
+    def current(self):
+        return self.counts
+
+    def attributes(self):
+        return {"local_memory_bytes_": self.local.heads.nbytes + self.local.none.nbytes}
 
 
 class MinibatchTrees:
@@ -233,7 +248,7 @@ class MinibatchTrees:
 # -- the estimator -----------------------------------------------------------------------------------
 
 
-class DMV:
+class DMV(BayesModel):
     """Dependency Model with Valence with symmetric Dirichlet(alpha) priors on every row (thesis §4.5.2).
 
     Parameters
@@ -245,6 +260,22 @@ class DMV:
         (`cvbayes.trees.dmv_init`).
     harmonic_constant : float, default 0
         c in the harmonic attachment weights 1 / (c + distance).
+    algorithm : one of `ALGORITHMS`, default "cvi"
+    n_iter : int, default 100
+        Passes over the sentences.
+    n_init : int, default 1
+        Runs with seeds random_state, random_state + 1, ...; the one whose point tables give the training
+        sentences the highest log-likelihood (`score`) is kept.  With the harmonic start EM and VB are
+        deterministic, so only CVI, SCVI or init="random" gain from it.
+    random_state : int, default 0
+        Random posteriors (init="random"), CVI's sentence order (a new permutation every pass), SCVI's
+        minibatches.
+    init : {"harmonic", "random"}, default "harmonic"
+        Klein and Manning's harmonic counts, or random tree posteriors (seeded).
+    batch_size, kappa, tau0 : SCVI's minibatch size (sentences) and step sizes (tau0 + m)^-kappa.
+
+    ``fit(X)`` takes a list of tag (or word) sequences (strings or integer ids), a `Corpus`, or a
+    `DependencyCorpus` (`cvbayes.data.read_dependencies`; its gold heads are not used).
 
     Attributes
     ----------
@@ -257,22 +288,27 @@ class DMV:
     local_memory_bytes_ : CVI's local posteriors (0 for the others).
     """
 
+    MODEL_NAME = "dmv"
+    SAVE_FORMAT = SAVE_FORMAT
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES
 
-    def __init__(self, alpha=1.0, harmonic_variant=HARMONIC_VARIANT, harmonic_constant=0.0):
+    def __init__(self, alpha=1.0, harmonic_variant=HARMONIC_VARIANT, harmonic_constant=0.0, *, algorithm="cvi",
+                 n_iter=100, n_init=1, random_state=0, init="harmonic", batch_size=256, kappa=0.5, tau0=1.0):
+        self._keep_params(locals())
         if not alpha > 0:
             raise ValueError(f"alpha must be positive, got {alpha}")
         if harmonic_variant not in ("completion", "tree"):
             raise ValueError(f"harmonic_variant must be 'completion' or 'tree', got {harmonic_variant!r}")
         if not harmonic_constant >= 0:
             raise ValueError(f"harmonic_constant must be >= 0, got {harmonic_constant}")
+        self._check_learner("n_iter", "n_init", "batch_size")
+        if init not in INITS:
+            raise ValueError(f"unknown init {init!r}; choose one of {', '.join(INITS)}")
+        if not kappa > 0 or not tau0 > 0:
+            raise ValueError("kappa and tau0 must be positive")
         self.alpha = float(alpha)
-        self.harmonic_variant = harmonic_variant
         self.harmonic_constant = float(harmonic_constant)
-
-    def __repr__(self):
-        return f"DMV(alpha={self.alpha!r}, harmonic_variant={self.harmonic_variant!r})"
 
     # -- input ------------------------------------------------------------------------------------------
 
@@ -316,86 +352,20 @@ class DMV:
         tags, offsets = check_sentences(tags, offsets, n_types)
         return tags, offsets, tagset
 
-    # -- fitting ----------------------------------------------------------------------------------------
+    # -- fit's hooks ------------------------------------------------------------------------------------
 
-    def fit(self, X, algorithm="cvi", init="harmonic", n_iter=100, seed=0, n_init=1, batch_size=256, kappa=0.5,
-            tau0=1.0, progress=False, callback=None, checkpoint=None, checkpoint_every=1):
-        """Learn the DMV's posterior from unannotated sentences.
-
-        Parameters
-        ----------
-        X : list of tag (or word) sequences (strings or integer ids), a `Corpus`, or a `DependencyCorpus`
-            (`cvbayes.data.read_dependencies`; its gold heads are not used).
-        algorithm : one of `ALGORITHMS`, default "cvi"
-        init : {"harmonic", "random"}, default "harmonic"
-            Klein and Manning's harmonic counts, or random tree posteriors (seeded).
-        n_iter : int, default 100
-            Passes over the sentences.
-        seed : int, default 0
-            Random posteriors (init="random"), CVI's sentence order (a new permutation every pass),
-            SCVI's minibatches.
-        n_init : int, default 1
-            Runs with seeds seed, seed + 1, ...; the one whose point tables give the training sentences
-            the highest log-likelihood (`score`) is kept.  With the harmonic start EM and VB are
-            deterministic, so only CVI, SCVI or init="random" gain from it.
-        batch_size, kappa, tau0 : SCVI's minibatch size (sentences) and step sizes (tau0 + m)^-kappa.
-        progress : show a progress bar.
-        callback : ``callback(model, iteration)`` after every pass, outside the timed region; the
-            model's counts (`parse`, `score`) are then the current ones.
-        checkpoint : path, optional
-            Save the run's state there every ``checkpoint_every`` passes (scvi: passes over the
-            sentences) and after the last; the same call again resumes from it and ends bit for bit as
-            an uninterrupted run, or, once complete, restores the fitted model without training
-            (`cvbayes.checkpoints`).  Not with ``n_init`` > 1.
-        checkpoint_every : int, default 1
-            Passes between checkpoints.
-
-        Returns
-        -------
-        self
-        """
-        if algorithm not in ALGORITHMS:
-            raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
-        if init not in INITS:
-            raise ValueError(f"unknown init {init!r}; choose one of {', '.join(INITS)}")
-        if int(n_iter) != n_iter or n_iter < 1 or int(n_init) != n_init or n_init < 1:
-            raise ValueError("n_iter and n_init must be positive integers")
-        if int(batch_size) != batch_size or batch_size < 1 or not kappa > 0 or not tau0 > 0:
-            raise ValueError("batch_size must be a positive integer, kappa and tau0 positive")
+    def _prepare(self, X, y=None):
+        """The sentences as (tags, offsets) in the type ids the model learns (the tag set of X)."""
         tags, offsets, tagset = self._sentences(X, fitting=True)
         self.tagset_ = tagset
         self.n_types_ = len(tagset) if tagset is not None else int(np.max(tags, initial=-1)) + 1
         self.tag_column_ = X.tag_column if isinstance(X, DependencyCorpus) else None
-        self.punctuation_removed_ = bool(isinstance(X, DependencyCorpus)
-                                         and np.any(X.sentence_words != X.lengths))
-        self.algorithm_ = algorithm
-        self.objective_name_ = OBJECTIVES[algorithm]
-        how = ALGORITHMS[algorithm]
-        run = {batch: self._run_batch, leave_one_out: self._run_leave_one_out, stochastic: self._run_stochastic}
-        if n_init > 1 and checkpoint is not None:
-            raise ValueError("checkpoint resumes one run: use n_init=1 with it")
-        checkpoint = open_checkpoint(checkpoint, checkpoint_every, run_identity(
-            "dmv", algorithm, n_iter, int(seed), (tags, offsets), n_types=self.n_types_, alpha=self.alpha,
-            init=init, harmonic=[self.harmonic_constant, self.harmonic_variant],
-            options={"batch_size": batch_size, "kappa": kappa, "tau0": tau0}))
-        best = None
-        for restart in range(int(n_init)):
-            self.local_memory_bytes_ = 0
-            with Progress(n_iter, f"DMV {algorithm}", progress,
-                          None if callback is None else lambda iteration: callback(self, iteration)) as bar:
-                checkpoint.track_progress(bar)
-                counts = run[how.schedule](tags, offsets, how.rule, int(n_iter), init, seed + restart, bar,
-                                           batch_size=int(batch_size), kappa=kappa, tau0=tau0, checkpoint=checkpoint)
-                self.history_ = bar.history
-            self.counts_ = DMVCounts(*(np.array(block, dtype=np.float64) for block in counts))
-            if n_init > 1:
-                fitness = self._log_evidence(tags, offsets).sum()
-                if best is None or fitness > best[0]:
-                    best = (fitness, self.counts_, self.history_)
-        if best is not None:
-            _, self.counts_, self.history_ = best
-        self.resumed_from_ = checkpoint.resumed_from
-        return self
+        self.punctuation_removed_ = bool(isinstance(X, DependencyCorpus) and np.any(X.sentence_words != X.lengths))
+        self.local_memory_bytes_ = 0
+        return Sentences(tags, offsets)
+
+    def _fingerprint(self, sentences):
+        return sentences.tags, sentences.offsets, np.array([self.n_types_])
 
     def start_counts(self, tags, offsets, init, seed, local=None):
         """The counts every learner starts from (`cvbayes.trees.dmv_init`); ``local`` receives each
@@ -405,60 +375,39 @@ class DMV:
                                        local)
         return dmv_random_counts(tags, offsets, self.n_types_, seed, local)
 
-    def _record(self, bar, counts_now):
-        def record(iteration, objective, seconds):
-            self.counts_ = counts_now()
-            bar.record(iteration, objective, seconds)
-        return record
+    def _batch(self, sentences, run):
+        """EM (rule MAP) and VB (rule VB) (eq. 4.5-4.12)."""
+        tags, offsets = sentences
+        return (BatchTrees(tags, offsets, self.alpha), self.start_counts(tags, offsets, self.init, run.seed),
+                None)
 
-    def _run_batch(self, tags, offsets, rule, n_iter, init, seed, bar, checkpoint=NO_CHECKPOINT, **options):
-        """EM (rule MAP) and VB (rule VB) on `schedules.batch` (eq. 4.5-4.12)."""
-        structure = BatchTrees(tags, offsets, self.alpha)
-
-        def record(iteration, objective, statistics, seconds):
-            self.counts_ = statistics
-            bar.record(iteration, objective, seconds)
-
-        return batch(structure, rule, n_iter, record, statistics=self.start_counts(tags, offsets, init, seed),
-                     checkpoint=checkpoint)
-
-    def _run_leave_one_out(self, tags, offsets, rule, n_iter, init, seed, bar, checkpoint=NO_CHECKPOINT, **options):
-        """CVI on `schedules.leave_one_out` over sentences, each a new random order (eq. 4.17-4.24)."""
+    def _collapsed(self, sentences, run):
+        """CVI over sentences, each pass in a new random order (eq. 4.17-4.24)."""
+        tags, offsets = sentences
         local = LocalPosteriors.empty(offsets)
-        structure = CollapsedTrees(tags, offsets, self.alpha, self.start_counts(tags, offsets, init, seed, local),
-                                   local)
-        self.local_memory_bytes_ = local.heads.nbytes + local.none.nbytes
-        rng = np.random.default_rng(seed)
-        n_sentences = offsets.shape[0] - 1
-        checkpoint.track_arrays("cvi", {"root": structure.counts.root, "stop": structure.counts.stop,
-                                        "attach": structure.counts.attach, "root_total": structure.root_total,
-                                        "attach_totals": structure.attach_totals, "heads": local.heads,
-                                        "none": local.none})
-        checkpoint.track_generator("order", rng)
-        passes(lambda iteration: structure.sweep(rng.permutation(n_sentences)), n_iter,
-               self._record(bar, lambda: structure.counts), checkpoint=checkpoint)
-        return structure.counts
+        counts = self.start_counts(tags, offsets, self.init, run.seed, local)
+        return CollapsedTrees(tags, offsets, self.alpha, counts, local, run.rng, run.checkpoint)
 
-    def _run_stochastic(self, tags, offsets, rule, n_iter, init, seed, bar, batch_size, kappa, tau0,
-                        checkpoint=NO_CHECKPOINT):
-        """SCVI on `schedules.stochastic` over minibatches of sentences (eq. 3.98-3.104)."""
+    def _stochastic(self, sentences, run):
+        """SCVI over minibatches of sentences (eq. 3.98-3.104)."""
+        tags, offsets = sentences
         counts = {name: DecayingCounts(block)
-                  for name, block in zip(BLOCKS, self.start_counts(tags, offsets, init, seed))}
-        structure = MinibatchTrees(tags, offsets, self.alpha, counts)
-        self.steps_ = stochastic(structure, counts, n_iter, batch_size, kappa, tau0, np.random.default_rng(seed),
-                                 self._record(bar, structure.current), checkpoint=checkpoint)
-        return structure.current()
+                  for name, block in zip(BLOCKS, self.start_counts(tags, offsets, self.init, run.seed))}
+        return MinibatchTrees(tags, offsets, self.alpha, counts)
+
+    def _set_fitted(self, counts, rule, sentences=None):
+        self.counts_ = DMVCounts(*(np.array(block, dtype=np.float64) for block in counts))
+
+    def _restart_objective(self, sentences):
+        """Restarts compare the training sentences' log-likelihood under their point tables."""
+        return self._log_evidence(sentences.tags, sentences.offsets).sum()
 
     # -- using a fitted model ---------------------------------------------------------------------------
-
-    def _fitted(self):
-        if not hasattr(self, "counts_"):
-            raise ValueError("this DMV is not fitted yet; call fit first")
 
     def log_tables(self):
         """The point log tables (root, stop, attach) that `parse` and `score` use: MAP for EM (its
         estimate), the posterior mean (MEAN) for VB, CVI and SCVI."""
-        self._fitted()
+        self._check_fitted()
         return log_tables(MAP if self.algorithm_ == "em" else MEAN, self.counts_, self.alpha)
 
     def _log_evidence(self, tags, offsets):
@@ -467,13 +416,13 @@ class DMV:
     def score(self, X):
         """sum_i log p(x_i) of the sentences X under the point tables (`log_tables`); -inf if one of them
         has no tree of positive probability (possible only for EM)."""
-        self._fitted()
+        self._check_fitted()
         tags, offsets, _ = self._sentences(X)
         return float(self._log_evidence(tags, offsets).sum())
 
     def parse_heads(self, X, method="viterbi", seed=0):
         """`parse` as one flat (N,) int32 array over the tokens of X, with the (I + 1,) offsets."""
-        self._fitted()
+        self._check_fitted()
         if method not in ("viterbi", "sample"):
             raise ValueError(f"method must be 'viterbi' or 'sample', got {method!r}")
         tags, offsets, _ = self._sentences(X)
@@ -523,39 +472,23 @@ class DMV:
 
     # -- files ------------------------------------------------------------------------------------------
 
-    def save(self, path):
-        """Write the fitted model to an ``.npz`` archive without pickles; `DMV.load` reads it back."""
-        self._fitted()
-        meta = {
-            "format": SAVE_FORMAT,
-            "alpha": self.alpha,
-            "harmonic_variant": self.harmonic_variant,
-            "harmonic_constant": self.harmonic_constant,
-            "algorithm": self.algorithm_,
-            "n_types": self.n_types_,
-            "tagset": None if self.tagset_ is None else self.tagset_.to_json(),
-            "tag_column": self.tag_column_,
-            "punctuation_removed": self.punctuation_removed_,
-            "history": [[r.iteration, r.objective, r.seconds] for r in self.history_],
-        }
-        write_model(path, meta, dict(zip(BLOCKS, self.counts_)))
+    def _saved(self):
+        meta = {"alpha": self.alpha, "harmonic_variant": self.harmonic_variant,
+                "harmonic_constant": self.harmonic_constant, "n_types": self.n_types_,
+                "tagset": None if self.tagset_ is None else self.tagset_.to_json(), "tag_column": self.tag_column_,
+                "punctuation_removed": self.punctuation_removed_}
+        return meta, dict(zip(BLOCKS, self.counts_))
 
     @classmethod
-    def load(cls, path):
-        """Read a model written by `save`."""
-        meta, arrays = read_model(path, SAVE_FORMAT)
+    def _from_saved(cls, meta, arrays, path):
         missing = [name for name in BLOCKS if name not in arrays]
         if missing:
             raise ValueError(f"{path}: not a cvbayes model file (no {', '.join(missing)})")
-        counts = DMVCounts(*(arrays[name] for name in BLOCKS))
         model = cls(meta["alpha"], meta["harmonic_variant"], meta["harmonic_constant"])
-        model.counts_ = counts
-        model.algorithm_ = meta["algorithm"]
-        model.objective_name_ = OBJECTIVES[model.algorithm_]
+        model.counts_ = DMVCounts(*(arrays[name] for name in BLOCKS))
         model.n_types_ = meta["n_types"]
         model.tagset_ = None if meta["tagset"] is None else Vocabulary.from_json(meta["tagset"])
         model.tag_column_ = meta["tag_column"]
         model.punctuation_removed_ = meta["punctuation_removed"]
-        model.history_ = [IterationRecord(int(i), o, t) for i, o, t in meta["history"]]
         model.local_memory_bytes_ = 0
         return model

@@ -3,9 +3,13 @@
 Written by `cvbayes.files.write_archive`: atomically (a temporary file beside the target, fsync'd, then
 `os.replace`), so an interrupted save never leaves half a model where a good one was, and with a
 SHA-256 of the contents that `read_model` checks (files from before checksums are read unchecked).
-``meta["format"]`` names the model and its file version (``cvbayes-hmm-1``).
+``meta["format"]`` names the model and its file version (``cvbayes-hmm-1``).  `Persistent` gives every
+model its ``save`` and ``load`` over these two functions.
 """
+from dataclasses import astuple
+
 from ..files import check_format, read_archive, write_archive
+from ..schedules import IterationRecord
 
 WHAT = "cvbayes model file"
 WRITERS = "'cvbayes fit', 'lda fit -o', 'induce' or a model's save()"
@@ -29,3 +33,38 @@ def read_model(path, formats):
     meta, arrays = read_archive(path, WHAT, WRITERS)
     check_format(path, meta, formats, WHAT)
     return meta, arrays
+
+
+class Persistent:
+    """``save`` and ``load`` for a model (gensim's ``SaveLoad`` in spirit, without pickles).
+
+    A model names its file version ``SAVE_FORMAT`` and its ``MODEL_NAME``, and writes two hooks:
+    ``_saved() -> (meta, arrays)``, what of its fitted state the file keeps (JSON-able values, NumPy
+    arrays), and the class method ``_from_saved(meta, arrays, path) -> model``.  The file also keeps the
+    model's name, the algorithm and the history, which `load` restores.  A file written by a subclass
+    (an `HDPHMM`'s, of format ``cvbayes-hmm-1``) loads through the base class's ``load`` too.
+    """
+
+    def save(self, path):
+        """Write the fitted model to ``path`` (a NumPy ``.npz`` archive, no pickles, written atomically);
+        ``load`` reads it back."""
+        self._check_fitted()
+        meta, arrays = self._saved()
+        meta = {"format": self.SAVE_FORMAT, "model": self.MODEL_NAME, "algorithm": self.algorithm_,
+                "history": [astuple(record) for record in self.history_], **meta}
+        write_model(path, meta, arrays)
+
+    @classmethod
+    def load(cls, path):
+        """Read a model written by ``save``."""
+        meta, arrays = read_model(path, cls.SAVE_FORMAT)
+        # files of models from before the name was stored are their format's only model
+        name = meta.get("model", cls.MODEL_NAME)
+        matching = [c for c in (cls, *cls.__subclasses__()) if c.MODEL_NAME == name]
+        if not matching:
+            raise ValueError(f"{path}: holds a {name} model, which {cls.__name__}.load cannot read")
+        model = matching[0]._from_saved(meta, arrays, path)
+        model.algorithm_ = meta["algorithm"]
+        model.objective_name_ = model.OBJECTIVES[model.algorithm_]
+        model.history_ = [IterationRecord(int(i), float(o), float(t), *rest) for i, o, t, *rest in meta["history"]]
+        return model

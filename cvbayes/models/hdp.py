@@ -29,6 +29,10 @@ C = 0 and taking C = E_+[C] on the rest (eq. 5.34) gives
       + E[log p(pi~ | gamma)] - E[log q(pi~)]                     (eq. 5.15, 5.22)
 
 whose derivatives are exactly eq. 5.16, 5.19 (with 5.35-5.36) and 5.23-5.24.
+
+`HDPTransitions` and `HDPOccupancy` are what the HDP-HMM hands the finite HMM's structures
+(models/hmm_structures.py): the transition part with the prior sigma G[pi_k], and the occupancy
+strategy that fills the q(C = 0) products of every pass or minibatch and runs these updates after it.
 """
 from dataclasses import dataclass
 
@@ -36,7 +40,10 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import digamma, gammaln, polygamma
 
+from ..chains.occupancy import method_code
 from ..core import rules
+from ..core.restaurants import expected_tables, positive_mean
+from ..families.transitions import Transitions
 
 # sigma's fixed point (eq. 5.20) is Minka's; it converges in a few dozen steps
 SIGMA_STEPS = 50
@@ -70,22 +77,11 @@ def transition_occupancy(start_counts, trans_counts, zero_start, zero_pairs, zer
                      np.clip(occupied_rows, 0.0, 1.0))
 
 
-def positive_mean(counts, occupied):
-    """E_+[C] = E[C] / q(C > 0) (eq. 5.34); zero where the count is surely zero."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(occupied > 0.0, counts / np.where(occupied > 0.0, occupied, 1.0), 0.0)
-
-
 def _log_gamma_gain(x, counts, occupied):
     """q(C > 0) (log Gamma(x + E_+[C]) - log Gamma(x)): E[log Gamma(x + C) - log Gamma(x)]
     split at zero with the Taylor step on C > 0 (eq. 5.30-5.35, integrated)."""
     gain = gammaln(x + positive_mean(counts, occupied)) - gammaln(x)
     return occupied * gain
-
-
-def expected_tables(x, counts, occupied):
-    """E[s] = x q(C > 0) (psi(x + E_+[C]) - psi(x)) (eq. 5.29, 5.35), elementwise."""
-    return x * occupied * (digamma(x + positive_mean(counts, occupied)) - digamma(x))
 
 
 def digamma_gap(sigma, totals, occupied_rows):
@@ -334,3 +330,170 @@ def effective_states(state_counts, coverage=0.99):
     # relative slack so that e.g. 99 of 100 tokens count as 99 %
     needed = coverage * total * (1.0 - 1e-12)
     return int(min(np.searchsorted(ranked, needed, side="left") + 1, np.count_nonzero(counts)))
+
+
+class HDPTransitions(Transitions):
+    """The HDP-HMM's transition part: every row Dir(sigma G[pi_k]) with total sigma (eq. 5.38) under the
+    ``sticks``; svi-p's point estimate ``top_weights`` beta gives sigma beta_k instead.  While
+    ``first_alpha`` is set (the first pass of batch CVI) every pseudo-count is that instead."""
+
+    def __init__(self, n_states, sticks, sigma, top_weights=None):
+        super().__init__(n_states, sigma / n_states)
+        self.sticks = sticks
+        self.sigma = float(sigma)
+        self.top_weights = top_weights
+        self.first_alpha = None
+
+    def prior(self):
+        if self.first_alpha is not None:
+            return np.full(self.n_states, self.first_alpha), self.n_states * self.first_alpha
+        if self.top_weights is not None:
+            return self.sigma * self.top_weights, self.sigma
+        return self.sticks.prior_row(), self.sticks.sigma
+
+
+class HDPOccupancy:
+    """The HDP-HMM's occupancy strategy (thesis §5.3-5.5): the q(C = 0) products the HMM's updates fill
+    (§5.4, by ``method``) and the hyperparameter updates after every pass of batch CVI (table counts
+    eq. 5.35, sticks eq. 5.25-5.26, gamma eq. 5.17, sigma eq. 5.20, past ``burn_in`` passes; beta tau
+    of §5.5.3) or after every minibatch step and pass of SCVI (eq. 5.40); svi-p moves ``top_weights``
+    towards its optimum instead.  ``history`` receives a record a pass (`HDPHMM.hyper_history_`).
+
+    With ``first_pass`` (batch CVI) the first pass runs on ``first_alpha`` and ``first_word_prior`` where
+    they are given; the emission prior is the family's (categorical: Dir(beta), or Dir(beta tau) with
+    tau uniform when it is learned).
+    """
+
+    def __init__(self, transitions, family, method, n_samples, learn_concentrations, learn_emission_prior,
+                 burn_in, beta, first_alpha=None, first_word_prior=None, first_pass=False, gamma=None):
+        self.transitions = transitions
+        self.family = family
+        self.method = method_code(method)
+        self.n_samples = int(n_samples)
+        self.learn_concentrations = learn_concentrations
+        self.learn_emission_prior = learn_emission_prior
+        self.burn_in = burn_in
+        self.beta = beta
+        self.gamma = gamma
+        self.first_word_prior = first_word_prior
+        self.history = []
+        self.first_pass = first_pass
+        if first_pass:
+            transitions.first_alpha = first_alpha
+        self.set_emission_prior(first_word_prior if first_pass else None)
+
+    def set_emission_prior(self, per_word=None):
+        """Dir(beta), or Dir(beta tau) with tau uniform when the emission prior is learned; with
+        ``per_word``, that pseudo-count on every word instead (the first pass)."""
+        if not self.family.discrete:
+            return
+        n_words = self.family.n_symbols
+        if per_word is not None:
+            self.family.set_prior(per_word * n_words, np.full(n_words, 1.0 / n_words))
+        elif self.learn_emission_prior:
+            self.family.set_prior(self.beta, np.full(n_words, 1.0 / n_words))
+        else:
+            self.family.set_prior(self.beta)
+
+    def track(self, checkpoint):
+        """Declare the state the updates change to a `cvbayes.checkpoints.Checkpoint`."""
+        transitions = self.transitions
+
+        def saved():
+            sticks = transitions.sticks
+            return {"u": sticks.u, "v": sticks.v, "order": sticks.order, "gamma": sticks.gamma, "sigma": sticks.sigma,
+                    "top_weights": transitions.top_weights, "history": list(self.history),
+                    "first_pass": self.first_pass, "first_alpha": transitions.first_alpha,
+                    "beta": getattr(self.family, "beta", None), "tau": getattr(self.family, "tau", None)}
+
+        def restore(state):
+            sticks = transitions.sticks
+            sticks.u, sticks.v, sticks.order = state["u"], state["v"], state["order"]
+            sticks.gamma, sticks.sigma = state["gamma"], state["sigma"]
+            if transitions.top_weights is not None:
+                transitions.top_weights[:] = state["top_weights"]
+            self.history[:] = state["history"]
+            self.first_pass, transitions.first_alpha = state["first_pass"], state["first_alpha"]
+            if self.family.discrete:
+                self.family.set_prior(state["beta"], state["tau"])
+
+        checkpoint.track("hdp", saved, restore)
+
+    # -- batch CVI --------------------------------------------------------------------------------------
+    def pass_products(self, seed, iteration):
+        """What a pass of the HMM's unit updates fills (models/hmm_kernels.py): the q(C = 0) products
+        (start (K,), pairs (K, K), exits (K,), emissions (W, K) when beta tau is learned), the method,
+        and the samples and seed of the "sampling" method."""
+        k = self.transitions.n_states
+        n_words = self.family.n_symbols if self.learn_emission_prior else 0
+        zero = (np.ones(k), np.ones((k, k)), np.ones(k), np.ones((n_words, k)))
+        return zero, self.method, self.n_samples, (seed + 1) * 1_000_003 + iteration * 7919
+
+    def after_collapsed_pass(self, marginals, counts, zero, n_sequences):
+        """Batch CVI after every pass: the sticks ordered by expected tokens (footnote 4), then the table
+        counts (eq. 5.35) and the sticks, gamma and sigma (eq. 5.25-5.26, 5.17, 5.20), and past
+        ``burn_in`` beta tau (§5.5.3)."""
+        if self.first_pass:
+            self.first_pass = False
+            self.transitions.first_alpha = None
+            if self.first_word_prior is not None:
+                self.set_emission_prior()
+        sticks = self.transitions.sticks
+        start_counts, trans_counts, stats = counts
+        zero_start, zero_pairs, zero_exits, zero_emissions = zero
+        tokens = marginals.sum(axis=0, dtype=np.float64)
+        sticks.reorder(np.argsort(-tokens, kind="stable"))
+        occupancy = transition_occupancy(start_counts, trans_counts, zero_start, zero_pairs, zero_exits, n_sequences)
+        before = hyper_objective(sticks, occupancy)
+        learn = len(self.history) >= self.burn_in
+        batch_update(sticks, occupancy, self.learn_concentrations and learn)
+        record = {"gamma": sticks.gamma, "sigma": sticks.sigma, "objective_before": before,
+                  "objective_after": hyper_objective(sticks, occupancy)}
+        if self.learn_emission_prior and learn:
+            record["beta"] = self._update_emission_prior(stats, zero_emissions)
+        record["effective_states"] = effective_states(tokens)
+        record["decoded_states"] = effective_states(np.bincount(marginals.argmax(axis=1),
+                                                                minlength=self.transitions.n_states))
+        self.history.append(record)
+
+    def _update_emission_prior(self, stats, zero_emissions):
+        """beta tau from the emission restaurants (§5.5.3); the next tables read the family's prior."""
+        emissions = emission_occupancy(stats[:-1].T, zero_emissions)
+        beta, tau = update_emission_prior(self.family.beta, self.family.tau, emissions)
+        self.family.set_prior(beta, tau)
+        return beta
+
+    # -- SCVI and svi-p ---------------------------------------------------------------------------------
+    def minibatch_occupancy(self):
+        """(method code, samples, emissions) of the q(C = 0) blocks a minibatch fills; None for svi-p."""
+        if self.transitions.top_weights is not None:
+            return None
+        return self.method, self.n_samples, self.learn_emission_prior
+
+    def after_step(self, counts, n_sequences, rho):
+        """SCVI: one step of eq. 5.40 from the running counts and log q(C = 0) blocks; svi-p: the point
+        estimate of the top level moves rho of the way to its optimum."""
+        transitions = self.transitions
+        start_counts, trans_counts = counts["start"].values(), counts["trans"].values()
+        if transitions.top_weights is not None:
+            stacked = np.vstack([start_counts[None], trans_counts])
+            best = point_stick(transitions.top_weights, np.maximum(stacked, 0.0), transitions.sigma, self.gamma)
+            transitions.top_weights[:] = (1.0 - rho) * transitions.top_weights + rho * best
+            return
+        zero = [np.exp(counts[name].values()) for name in ("zero_start", "zero_pairs", "zero_exits")]
+        occupancy = transition_occupancy(start_counts, trans_counts, *zero, n_sequences)
+        stochastic_update(transitions.sticks, occupancy, rho, self.learn_concentrations)
+
+    def after_stochastic_pass(self, counts):
+        """SCVI's batch update of beta tau after every pass (§5.5.3): the emission restaurants from the
+        global counts and exp of the running log prod_t (1 - q(z_t = k)) (eq. 5.46).  Appends the pass's
+        record to ``history``."""
+        if self.transitions.top_weights is not None:
+            return
+        sticks = self.transitions.sticks
+        stats = counts["stats"].values()
+        record = {"gamma": sticks.gamma, "sigma": sticks.sigma}
+        if self.learn_emission_prior:
+            record["beta"] = self._update_emission_prior(stats, np.exp(counts["zero_emissions"].values()))
+        record["effective_states"] = effective_states(self.family.state_totals(stats))
+        self.history.append(record)

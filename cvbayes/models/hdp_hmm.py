@@ -4,28 +4,27 @@ The transitions of every state j (and of the start state, restaurant 0) are
 DP(sigma, pi) draws around a top-level stick pi ~ GEM(gamma) (eq. 5.1-5.9).
 With the direct-assignment truncation at level K (§5.3), CVI is the finite
 HMM's CVI-2 (or CVI-3 on one long sequence) with the symmetric alpha replaced
-by sigma G[pi_k] (eq. 5.37-5.39).  The HDP plugs into the finite HMM's
-schedules through their hooks: the q(C = 0) blocks the updates fill
-(§5.4), and after every pass (batch CVI) or minibatch step (SCVI) the HDP
-updates of models/hdp.py: table counts (eq. 5.35), the sticks (eq. 5.25-5.26),
-gamma (eq. 5.17) and sigma (eq. 5.20), or their gradient steps (eq. 5.40).
+by sigma G[pi_k] (eq. 5.37-5.39).  The HDP-HMM is the finite HMM with two other
+parts (models/hdp.py): the transition part of that prior, and an occupancy
+strategy that fills the q(C = 0) blocks of the updates (§5.4) and after every
+pass (batch CVI) or minibatch step (SCVI) runs the HDP updates: table counts
+(eq. 5.35), the sticks (eq. 5.25-5.26), gamma (eq. 5.17) and sigma (eq. 5.20),
+or their gradient steps (eq. 5.40).
 """
 import numpy as np
 
 from ..chains.forward_backward import chain_buffers, chain_marginals, fill_rows_from_table
-from ..chains.occupancy import METHODS, method_code
+from ..chains.occupancy import METHODS
 from ..core.rules import MEAN, VB
-from ..data import as_corpus
-from ..schedules import leave_one_out, stochastic
+from ..schedules import Algorithm, leave_one_out, stochastic
 from . import hdp
-from .hmm import HMM, SEQUENCE, Algorithm
-from .hmm_kernels import NO_OCCUPANCY
+from .hmm import HMM, SEQUENCE
 from .hmm_structures import ChainData
 
 ALGORITHMS = {
-    "cvi": Algorithm(leave_one_out, SEQUENCE, MEAN),   # CVI-2 on eq. 5.38 (CVI-3 on subchains)
-    "scvi": Algorithm(stochastic, SEQUENCE, MEAN),     # SCVI-2 / SCVI-3 with eq. 5.40's steps
-    "svi-p": Algorithm(stochastic, SEQUENCE, VB),      # Johnson and Willsky 2014
+    "cvi": Algorithm(leave_one_out, MEAN, SEQUENCE, "thesis eq. 5.37-5.39 (CVI-3 on subchains)"),
+    "scvi": Algorithm(stochastic, MEAN, SEQUENCE, "thesis eq. 5.40 (SCVI-2 / SCVI-3)"),
+    "svi-p": Algorithm(stochastic, VB, SEQUENCE, "Johnson and Willsky 2014"),
 }
 
 # init="perturbed": the sd of the log-normal spread of every state's emission row around the
@@ -86,6 +85,27 @@ class HDPHMM(HMM):
         thesis starts §5.4.4 from G[pi_k] = 1/K (``first_alpha`` = sigma / K)
         and §5.5.3 from the finite HMM's 0.1 "for the first iteration for fair
         comparisons".
+    algorithm : {"cvi", "scvi", "svi-p"}
+        "cvi" (the default) is batch CVI (CVI-2 on many sequences, CVI-3 on
+        subchains of one long sequence); "scvi" the stochastic version
+        (SCVI-2/SCVI-3); "svi-p" the uncollapsed stochastic VB baseline with a
+        point estimate of the top-level stick (Johnson and Willsky 2014), whose
+        beta (``top_weights_``) moves rho of the way to its optimum each step;
+        gamma and sigma stay fixed there.
+    init : {"perturbed", "local", "params"}, dict or None
+        None (the default) is "perturbed" for batch CVI with categorical
+        emissions and the HMM's default otherwise (from nearly equal states,
+        15 passes of SCVI or svi-p on small data stay near them).  "perturbed"
+        (`perturbed_start`): all states alike but for a small random spread of
+        their emission rows, shared by every token of a word.  "local" is the
+        thesis's start (footnote 5, §5.5.1: q(z_t | z_{t-1}) ∝ U[0, 1] for every
+        token independently); averaged over many tokens its states are nearly
+        equal, and CVI needs about 130 passes on Fig. 5.7's data before they
+        separate, against about 30 from "perturbed" (issue 15).  "params" (the
+        finite HMM's Dirichlet(1) parameters) separates the states at once but
+        splits true states into copies that CVI merges only slowly or never.
+    n_iter, n_init, random_state, batch_size, kappa, tau0, subchain_length, buffer, vanilla
+        As the `HMM`'s.
 
     Attributes (after fit)
     ----------------------
@@ -105,97 +125,71 @@ class HDPHMM(HMM):
     ALGORITHMS = ALGORITHMS
     DEFAULT_SUBCHAIN = {"cvi": 50, "scvi": 10}
     OBJECTIVES = OBJECTIVES
+    FIT_OPTIONS = ("lengths",)
 
     def __init__(self, n_states, gamma=1.0, sigma=1.0, beta=1.0, emission="categorical", occupancy="heuristic",
                  n_samples=1000, learn_concentrations=True, learn_emission_prior=False, burn_in=100,
-                 first_alpha=None, first_word_prior=None):
+                 first_alpha=None, first_word_prior=None, *, algorithm="cvi", n_iter=50, n_init=1, random_state=0,
+                 init=None, batch_size=100, kappa=0.5, tau0=1.0, subchain_length=None, buffer=10, vanilla=False):
+        self._keep_params(locals())
         if not gamma > 0 or not sigma > 0:
             raise ValueError("gamma and sigma must be positive")
         if occupancy not in METHODS:
             raise ValueError(f"unknown occupancy method {occupancy!r}; choose one of {', '.join(METHODS)}")
+        self._check_chain_params(n_states, beta, emission)
         # the finite HMM's alpha is unused: sigma G[pi] is the transition prior
-        super().__init__(n_states, alpha=sigma / n_states, beta=beta, emission=emission)
+        self.alpha = self.sigma / self.n_states
+        self.tag_dictionary = None
+        if not (init is None or isinstance(init, dict) or init in ("perturbed", "params", "local", "random")):
+            raise ValueError("init must be 'perturbed', 'params', 'local' (or its alias 'random') or a dict")
         if learn_emission_prior and not self.family.discrete:
             raise ValueError("learn_emission_prior needs categorical emissions")
-        self.gamma = float(gamma)
-        self.sigma = float(sigma)
-        self.occupancy = occupancy
-        self.n_samples = int(n_samples)
-        self.learn_concentrations = bool(learn_concentrations)
-        self.learn_emission_prior = bool(learn_emission_prior)
-        self.burn_in = int(burn_in)
+        if learn_emission_prior and algorithm == "svi-p":
+            raise ValueError("learn_emission_prior is supported by batch CVI and SCVI, not svi-p")
         if first_word_prior is not None and not self.family.discrete:
             raise ValueError("first_word_prior needs categorical emissions")
+        if init == "perturbed" and not self.family.discrete:
+            raise ValueError("init='perturbed' needs categorical emissions")
+        self.gamma = float(gamma)
+        self.sigma = float(sigma)
+        self.n_samples = int(n_samples)
+        self.burn_in = int(burn_in)
         self.first_alpha = None if first_alpha is None else float(first_alpha)
         self.first_word_prior = None if first_word_prior is None else float(first_word_prior)
-        self._first_pass = False
-        self._training = None
-        self._params = {"n_states": n_states, "gamma": gamma, "sigma": sigma, "beta": beta, "emission": emission,
-                        "occupancy": occupancy, "n_samples": n_samples,
-                        "learn_concentrations": learn_concentrations, "learn_emission_prior": learn_emission_prior,
-                        "burn_in": burn_in, "first_alpha": first_alpha, "first_word_prior": first_word_prior}
 
-    # ------------------------------------------------------------ priors
+    # ------------------------------------------------------------ the HDP's parts
+    def _parts(self, run=None):
+        """The finite HMM's parts with the HDP's transition part (sigma G[pi_k], eq. 5.38) and, in a run of
+        fit, its occupancy strategy (`cvbayes.models.hdp.HDPOccupancy`), from the sticks' prior; outside
+        one the transition part of the fitted sticks (``sticks_``, svi-p's ``top_weights_``)."""
+        parts = super()._parts()
+        if run is None:
+            sticks = getattr(self, "sticks_", None) or hdp.Sticks.prior(self.n_states, self.gamma, self.sigma)
+            return parts._replace(transitions=hdp.HDPTransitions(self.n_states, sticks, self.sigma,
+                                                                 getattr(self, "top_weights_", None)))
+        top_weights = hdp.gem_mean(self.n_states, self.gamma) if run.algorithm == "svi-p" else None
+        transitions = hdp.HDPTransitions(self.n_states, hdp.Sticks.prior(self.n_states, self.gamma, self.sigma),
+                                         self.sigma, top_weights)
+        occupancy = hdp.HDPOccupancy(transitions, self.family, self.occupancy, self.n_samples,
+                                     self.learn_concentrations, self.learn_emission_prior, self.burn_in, self.beta,
+                                     self.first_alpha, self.first_word_prior, first_pass=run.algorithm == "cvi",
+                                     gamma=self.gamma)
+        occupancy.track(run.checkpoint)
+        self.sticks_, self.top_weights_, self.hyper_history_ = transitions.sticks, top_weights, occupancy.history
+        return parts._replace(transitions=transitions, occupancy=occupancy)
+
     def transition_prior(self):
         """(sigma G[pi_k] (K,), sigma): the surrogate's prior of eq. 5.38; for svi-p,
         sigma beta_k with the point-estimated top level beta."""
-        if self._first_pass and self.first_alpha is not None:
-            return np.full(self.n_states, self.first_alpha), self.n_states * self.first_alpha
-        if getattr(self, "top_weights_", None) is not None:
-            return self.sigma * self.top_weights_, self.sigma
-        sticks = getattr(self, "sticks_", None) or hdp.Sticks.prior(self.n_states, self.gamma, self.sigma)
-        return sticks.prior_row(), sticks.sigma
+        return self._parts().transitions.prior()
 
-    def fit(self, X, lengths=None, algorithm="cvi", n_iter=50, seed=0, init=None, **options):
-        """Learn from sequences; the options are `HMM.fit`'s.
-
-        algorithm : {"cvi", "scvi", "svi-p"}
-            "cvi" is batch CVI (CVI-2 on many sequences, CVI-3 on subchains of
-            one long sequence); "scvi" the stochastic version (SCVI-2/SCVI-3);
-            "svi-p" the uncollapsed stochastic VB baseline with a point estimate
-            of the top-level stick (Johnson and Willsky 2014), whose beta
-            (``top_weights_``) moves rho of the way to its optimum each step;
-            gamma and sigma stay fixed there.
-        init : {"perturbed", "local", "params"}, dict or None
-            None (the default) is "perturbed" for batch CVI with categorical
-            emissions and `HMM.fit`'s default otherwise (from nearly equal
-            states, 15 passes of SCVI or svi-p on small data stay near them).  "perturbed" (`perturbed_start`):
-            all states alike but for a small random spread of their emission
-            rows, shared by every token of a word.  "local" is the thesis's
-            start (footnote 5, §5.5.1: q(z_t | z_{t-1}) ∝ U[0, 1] for every
-            token independently); averaged over many tokens its states are
-            nearly equal, and CVI needs about 130 passes on Fig. 5.7's data
-            before they separate, against about 30 from "perturbed" (issue 15).
-            "params" (the finite HMM's Dirichlet(1) parameters) separates the
-            states at once but splits true states into copies that CVI merges
-            only slowly or never.
-        """
-        self.sticks_ = hdp.Sticks.prior(self.n_states, self.gamma, self.sigma)
-        self.top_weights_ = hdp.gem_mean(self.n_states, self.gamma) if algorithm == "svi-p" else None
-        self.hyper_history_ = []
-        if algorithm == "svi-p" and self.learn_emission_prior:
-            raise ValueError("learn_emission_prior is supported by batch CVI and SCVI, not svi-p")
-        corpus = as_corpus(X, lengths)
-        if init is None and self.family.discrete and algorithm == "cvi":
-            init = "perturbed"
-        if self.family.discrete:
-            self.family.prepare(corpus, self.n_states)
-        if init is not None:
-            options["init"] = init
-        if init == "perturbed" and options.get("n_init", 1) == 1:  # restarts come back here, one seed each
-            options["init"] = self.perturbed_start(corpus, int(seed))
-        self._first_pass = algorithm == "cvi"
-        self._set_emission_prior(self.first_word_prior if self._first_pass else None)
-        # what n_effective_states_ decodes (one run: restarts set their own)
-        self._training = corpus if options.get("n_init", 1) == 1 else None
-        try:
-            super().fit(corpus, algorithm=algorithm, n_iter=n_iter, seed=seed, **options)
-        finally:
-            self._first_pass = False
-            self._training = None
-        self.gamma_ = self.sticks_.gamma
-        self.sigma_ = self.sticks_.sigma
-        return self
+    def _start(self, training, seed):
+        init = self.init
+        if init is None:
+            init = "perturbed" if self.family.discrete and self.algorithm == "cvi" else "params"
+        if init == "perturbed":
+            return self.perturbed_start(training.corpus, seed)
+        return self._start_of(init, training, seed)
 
     def perturbed_start(self, corpus, seed):
         """The parameters of ``fit(init="perturbed")``: start and transition rows uniform, and
@@ -218,93 +212,6 @@ class HDPHMM(HMM):
         emissions /= emissions.sum(axis=1, keepdims=True)
         return {"startprob": np.full(k, 1.0 / k), "transmat": np.full((k, k), 1.0 / k), "emissionprob": emissions}
 
-    def _set_emission_prior(self, per_word=None):
-        """Dir(beta), or Dir(beta tau) with tau uniform when the emission prior is learned; with
-        ``per_word``, that pseudo-count on every word instead (the first pass)."""
-        if not self.family.discrete:
-            return
-        n_words = self.family.n_symbols
-        if per_word is not None:
-            self.family.set_prior(per_word * n_words, np.full(n_words, 1.0 / n_words))
-        elif self.learn_emission_prior:
-            self.family.set_prior(self.beta, np.full(n_words, 1.0 / n_words))
-        else:
-            self.family.set_prior(self.beta)
-
-    # ------------------------------------------ hooks of the schedules (§5.3)
-    def _occupancy_products(self):
-        k = self.n_states
-        n_words = self.family.n_symbols if self.learn_emission_prior else 0
-        return (np.ones(k), np.ones((k, k)), np.ones(k), np.ones((n_words, k))), method_code(self.occupancy)
-
-    def _occupancy_sampling(self, seed, iteration):
-        return self.n_samples, (seed + 1) * 1_000_003 + iteration * 7919
-
-    def _after_collapsed_pass(self, iteration):
-        """Batch CVI after every pass: the sticks ordered by expected tokens (footnote 4), then
-        the table counts (eq. 5.35) and the sticks, gamma and sigma (eq. 5.25-5.26, 5.17, 5.20),
-        and past ``burn_in`` beta tau (§5.5.3)."""
-        if self._first_pass:
-            self._first_pass = False
-            if self.first_word_prior is not None:
-                self._set_emission_prior()
-        start_counts, trans_counts, stats = self._collapsed["counts"]
-        zero_start, zero_pairs, zero_exits, zero_emissions = self._collapsed["zero"]
-        tokens = self._collapsed["marginals"].sum(axis=0, dtype=np.float64)
-        self.sticks_.reorder(np.argsort(-tokens, kind="stable"))
-        occupancy = hdp.transition_occupancy(start_counts, trans_counts, zero_start, zero_pairs, zero_exits,
-                                             self._collapsed["n_sequences"])
-        before = hdp.hyper_objective(self.sticks_, occupancy)
-        learn = len(self.hyper_history_) >= self.burn_in
-        hdp.batch_update(self.sticks_, occupancy, self.learn_concentrations and learn)
-        record = {"gamma": self.sticks_.gamma, "sigma": self.sticks_.sigma, "objective_before": before,
-                  "objective_after": hdp.hyper_objective(self.sticks_, occupancy)}
-        if self.learn_emission_prior and learn:
-            record["beta"] = self._update_emission_prior(stats, zero_emissions)
-        record["effective_states"] = hdp.effective_states(tokens)
-        record["decoded_states"] = hdp.effective_states(np.bincount(self._collapsed["marginals"].argmax(axis=1),
-                                                                    minlength=self.n_states))
-        self.hyper_history_.append(record)
-
-    def _update_emission_prior(self, stats, zero_emissions):
-        """beta tau from the emission restaurants (§5.5.3); the next tables read the family's prior."""
-        emissions = hdp.emission_occupancy(stats[:-1].T, zero_emissions)
-        beta, tau = hdp.update_emission_prior(self.family.beta, self.family.tau, emissions)
-        self.family.set_prior(beta, tau)
-        return beta
-
-    def _stochastic_occupancy(self):
-        if self.top_weights_ is not None:
-            return NO_OCCUPANCY, 0, False
-        return method_code(self.occupancy), self.n_samples, self.learn_emission_prior
-
-    def _after_stochastic_step(self, structure, rho):
-        """SCVI: one step of eq. 5.40 from the running counts and log q(C = 0); svi-p: the point
-        estimate of the top level moves rho of the way to its optimum."""
-        start_counts, trans_counts = structure.counts["start"].values(), structure.counts["trans"].values()
-        if self.top_weights_ is not None:
-            counts = np.vstack([start_counts[None], trans_counts])
-            best = hdp.point_stick(self.top_weights_, np.maximum(counts, 0.0), self.sigma, self.gamma)
-            self.top_weights_ = (1.0 - rho) * self.top_weights_ + rho * best
-            return
-        zero = [np.exp(structure.counts[name].values()) for name in ("zero_start", "zero_pairs", "zero_exits")]
-        occupancy = hdp.transition_occupancy(start_counts, trans_counts, *zero, structure.corpus.n_sequences)
-        hdp.stochastic_update(self.sticks_, occupancy, rho, self.learn_concentrations)
-
-    def _after_stochastic_pass(self, structure):
-        """SCVI's batch update of beta tau after every pass (§5.5.3): the emission
-        restaurants from the global counts and exp of the running log
-        prod_t (1 - q(z_t = k)) (eq. 5.46).  The next minibatch's tables read
-        the family's prior.  Appends the pass's record to ``hyper_history_``."""
-        if self.top_weights_ is not None:
-            return
-        counts = structure.counts["stats"].values()
-        record = {"gamma": self.sticks_.gamma, "sigma": self.sticks_.sigma}
-        if self.learn_emission_prior:
-            record["beta"] = self._update_emission_prior(counts, np.exp(structure.counts["zero_emissions"].values()))
-        record["effective_states"] = hdp.effective_states(self.family.state_totals(counts))
-        self.hyper_history_.append(record)
-
     # ------------------------------------------------------------ analysis
     def chain_posteriors(self, X, lengths=None):
         """Every sequence's q(z^i) as a Markov chain (eq. 5.48-5.49): a list of
@@ -312,7 +219,7 @@ class HDPHMM(HMM):
         parameters; the input of the §5.4 comparisons (chains/occupancy.py)."""
         corpus = self._prepare_input(X, lengths)
         start, trans, table, offset = self.tables_from_params(self._fitted_params(), corpus)
-        data = ChainData(self, corpus)
+        data = ChainData(self._parts(), corpus)
         longest = int(np.diff(data.offsets).max(initial=1))
         lik, fwd, bwd, gamma = chain_buffers(longest, self.n_states)
         chains = []
@@ -327,31 +234,36 @@ class HDPHMM(HMM):
         return chains
 
     # ------------------------------------------------------------- fitted
-    def _set_fitted(self, counts, rule):
+    def _set_fitted(self, counts, rule, training=None):
         """The finite HMM's estimates, and during fit ``n_effective_states_``: the states that
         decoding (max posterior marginals) gives 99 % of the training tokens (footnote 4's count
-        on the decoded states).  Footnote 4 counts expected tokens (``hyper_history_``); the two
-        differ while states are still nearly equal: the expected tokens then spread over all
-        of them, but decoding takes the same one or few for every token."""
+        on the decoded states), and the learned ``gamma_`` and ``sigma_``.  Footnote 4 counts expected
+        tokens (``hyper_history_``); the two differ while states are still nearly equal: the expected
+        tokens then spread over all of them, but decoding takes the same one or few for every token."""
         super()._set_fitted(counts, rule)
-        if self._training is not None:
-            states = self._decode_corpus(self._training, "mpd")
+        if training is not None:
+            states = self._decode_corpus(training.corpus, "mpd")
             self.n_effective_states_ = hdp.effective_states(np.bincount(states, minlength=self.n_states))
+            self.gamma_, self.sigma_ = self.sticks_.gamma, self.sticks_.sigma
 
-    def _saved_extras(self):
-        meta = {"gamma": self.gamma, "sigma": self.sigma, "occupancy": self.occupancy, "n_samples": self.n_samples,
-                "learned": [self.sticks_.gamma, self.sticks_.sigma], "n_effective_states": self.n_effective_states_}
-        arrays = {"sticks": np.vstack([self.sticks_.u, self.sticks_.v, self.sticks_.order])}
+    def _saved(self):
+        meta, arrays = super()._saved()
+        meta.update(gamma=self.gamma, sigma=self.sigma, occupancy=self.occupancy, n_samples=self.n_samples,
+                    learned=[self.sticks_.gamma, self.sticks_.sigma], n_effective_states=self.n_effective_states_)
+        arrays["sticks"] = np.vstack([self.sticks_.u, self.sticks_.v, self.sticks_.order])
+        if self.top_weights_ is not None:   # svi-p's point estimate of the top level: the fitted prior
+            arrays["top_weights"] = self.top_weights_
         if self.family.discrete and self.family.tau is not None:
             arrays["tau"] = self.family.tau
         return meta, arrays
 
     @classmethod
-    def _from_saved(cls, meta, arrays, family):
+    def _from_config(cls, meta, arrays, family):
         model = cls(meta["n_states"], meta["gamma"], meta["sigma"], family.beta if family.discrete else 1.0,
                     emission=family, occupancy=meta["occupancy"], n_samples=meta["n_samples"])
         model.sticks_ = hdp.Sticks(arrays["sticks"][0], arrays["sticks"][1], *meta["learned"],
                                    order=arrays["sticks"][2].astype(np.int64))
+        model.top_weights_ = arrays.get("top_weights")
         model.gamma_, model.sigma_ = meta["learned"]
         model.n_effective_states_ = meta.get("n_effective_states")  # None in files saved before issue 15
         if "tau" in arrays:

@@ -16,9 +16,11 @@ counts of everything but the unit for the collapsed updates (``mean_rows``, ``me
 family's predictive rows), the tables the caller built for the others.
 
 The HDP-HMM (thesis §5.3) uses the same updates: the transition prior is a row a_k with a
-denominator total A (sigma G[pi_k] and sigma, eq. 5.38), and ``zero`` carries the running products
-prod_i q(C^i = 0) of eq. 5.46 its table counts need (`chains.occupancy.multiply_no_transition`; an
-``occupancy`` of NO_OCCUPANCY skips them for the finite HMM).
+denominator total A (sigma G[pi_k] and sigma, eq. 5.38), and its occupancy strategy (models/hdp.py)
+hands `update_subchain` the running products prod_i q(C^i = 0) of eq. 5.46 its table counts need
+(`chains.occupancy.multiply_no_transition`); the finite HMM's state has None there, and numba compiles
+its update without them.  The minibatch E-step `chain_expectations` takes the method code
+NO_OCCUPANCY for the finite HMM.
 
 Statistics: ``start_counts`` (K,), ``trans_counts`` (K, K), ``trans_rows`` (K,) = the row sums of
 trans_counts (the C_{j,.} of eq. 3.8, which differ from the emission totals because a sequence's
@@ -62,8 +64,8 @@ GUARDED = 2       # SCVI-3: the message from the left guard's belief (eq. 3.77, 
 #     one), is_first (the unit starts a sequence), start_counts, trans_counts, stats, marginals (N, K)
 #     float32, internal_pairs (I, K, K) float32 (each unit's internal transitions), boundary_pairs
 #     (I, K, K) float32 (the transition into each unit from its left neighbour; (0, K, K) when no unit
-#     has one), zero (the HDP-HMM's q(C = 0) products), occupancy (method code), n_samples, seed,
-#     work (`subchain_workspace`))
+#     has one), work (`subchain_workspace`), occupancy (None for the finite HMM; the HDP-HMM's
+#     (q(C = 0) products, method code, n_samples, seed)))
 #
 # Tokens, the state of `update_token` and `resample_token` (`token_state` builds it):
 #     (emissions, alpha (the finite HMM's symmetric prior), offsets of the sequences, sequence_of
@@ -72,16 +74,11 @@ GUARDED = 2       # SCVI-3: the message from the left guard's belief (eq. 3.77, 
 #     arrays, which the compiler keeps apart better than rows of one))
 
 
-def no_occupancy(n_states):
-    """The ``zero`` products and method code of the finite HMM: none."""
-    return (np.ones(0), np.ones((0, 0)), np.ones(0), np.ones((0, n_states))), NO_OCCUPANCY
-
-
 def subchain_state(emissions, trans_prior, trans_prior_total, offsets, is_first, start_counts, trans_counts, stats,
-                   marginals, internal_pairs, boundary_pairs, zero, occupancy, n_samples, seed, work):
+                   marginals, internal_pairs, boundary_pairs, work, occupancy=None):
     """The state tuple of `update_subchain` (layout above)."""
     return (emissions, trans_prior, float(trans_prior_total), offsets, is_first, start_counts, trans_counts, stats,
-            marginals, internal_pairs, boundary_pairs, zero, int(occupancy), int(n_samples), int(seed), work)
+            marginals, internal_pairs, boundary_pairs, work, occupancy)
 
 
 def token_state(emissions, alpha, offsets, sequence_of, start_counts, trans_counts, trans_rows, stats, local,
@@ -127,6 +124,28 @@ def _without(counts, internal, boundary, use_boundary, out):
 
 
 @njit(cache=True, fastmath=FAST)
+def _chain_occupancy(occupancy, i, fwd, bwd, gamma, trans_bar, n_steps, is_first, has_right, index, begin):
+    """The HDP-HMM's q(C^i = 0) products of unit i's chain, by its method (chains/occupancy.py); nothing
+    for the finite HMM, whose ``occupancy`` is None (numba prunes the branch at compile time)."""
+    if occupancy is None:
+        return
+    zero, method, n_samples, seed = occupancy
+    multiply_no_transition(method, n_samples, seed + i, fwd, bwd, gamma, trans_bar, n_steps, is_first, has_right,
+                           index, begin, zero)
+
+
+@njit(cache=True, fastmath=FAST)
+def _guard_occupancy(occupancy, guard_pairs):
+    """The HDP-HMM's heuristic q(C = 0) of a left boundary pair: prod (1 - pair); nothing for the finite HMM."""
+    if occupancy is None:
+        return
+    zero_pairs = occupancy[0][1]
+    for j in range(zero_pairs.shape[0]):
+        for k in range(zero_pairs.shape[1]):
+            zero_pairs[j, k] *= 1.0 - guard_pairs[j, k]
+
+
+@njit(cache=True, fastmath=FAST)
 def update_subchain(state, i):
     """CVI-2 / CVI-3 on unit i (eq. 3.47-3.50, 3.56-3.82); returns its log normaliser.
 
@@ -138,11 +157,11 @@ def update_subchain(state, i):
     forward-backward; and put the new statistics back, the guards' pairs included (eq. 3.82).
 
     The log normaliser is a predictive log-probability of the unit's tokens (and its right guard):
-    CVI-2's leave-one-sequence-out term of eq. 3.47.  For the HDP-HMM, ``zero`` receives the unit's
-    q(C^i = 0) by the ``occupancy`` method, its left boundary pair by the heuristic.
+    CVI-2's leave-one-sequence-out term of eq. 3.47.  For the HDP-HMM, the occupancy's products receive
+    the unit's q(C^i = 0) by its method, its left boundary pair by the heuristic.
     """
     ((family, prior, mask, index, features), trans_prior, trans_prior_total, offsets, is_first, start_counts,
-     trans_counts, stats, marginals, internal, boundary, zero, occupancy, n_samples, seed, work) = state
+     trans_counts, stats, marginals, internal, boundary, work, occupancy) = state
     begin = offsets[i]
     end = offsets[i + 1]
     n_steps = end - begin
@@ -197,18 +216,12 @@ def update_subchain(state, i):
     add_pair_outer(fwd, bwd, 1, n_steps, outer)
     outer *= trans_bar
     store(outer, internal[i], trans_counts)
-    with_zero = occupancy != NO_OCCUPANCY
-    if with_zero:
-        multiply_no_transition(occupancy, n_samples, seed + i, fwd, bwd, gamma, trans_bar,
-                               n_steps, is_first[i], has_right, index, begin, zero)
+    _chain_occupancy(occupancy, i, fwd, bwd, gamma, trans_bar, n_steps, is_first[i], has_right, index, begin)
     if has_left:
         outer[:, :] = 0.0
         add_left_guard_pairs(marginals[begin - 1], left_counts, trans_prior, gamma[0], 1.0, outer)
         store(outer, boundary[i], trans_counts)
-        if with_zero:
-            for j in range(n_states):
-                for k in range(n_states):
-                    zero[1][j, k] *= 1.0 - outer[j, k]
+        _guard_occupancy(occupancy, outer)
     if has_right:
         outer[:, :] = 0.0
         add_right_guard_pairs(right_counts, marginals[end], trans_prior, gamma[n_steps - 1], 1.0, outer)

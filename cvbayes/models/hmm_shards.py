@@ -48,16 +48,12 @@ from numba import njit
 
 from ..core.units import ZeroProbabilityError
 from ..data import Corpus
-from .hmm_kernels import no_occupancy, subchain_pass, subchain_state, subchain_workspace, unit_totals
+from .hmm_kernels import subchain_pass, subchain_state, subchain_workspace, unit_totals
 from .hmm_structures import ChainData, Minibatches, Units, gather_ranges
 
 # The largest block of tokens a worker draws the random start for at once (its (tokens, K) float32
 # marginals are temporary): keeps a worker's peak memory that of its shard, not of K times it.
 START_BLOCK_TOKENS = 1_000_000
-
-# What a worker needs of the HMM: its priors, prepared emission family and tag dictionary, never the
-# user's callback or the history.
-_WORKER_FIELDS = ("n_states", "alpha", "beta", "family", "tag_dictionary")
 
 # Per worker process: the opened shards and the sharded CVI-2's local state, by (fit token, shard).
 _OPENED = {}
@@ -91,13 +87,11 @@ def tree_sum(items, add=add_up):
     return items[0]
 
 
-def worker_model(model):
-    """A copy of the HMM holding only what a shard's work needs (it is sent to every worker once)."""
-    if getattr(model, "MODEL_NAME", None) != "hmm":
-        raise NotImplementedError(f"fitting a {type(model).__name__} on shards is not supported; only the HMM is")
-    copy = object.__new__(type(model))
-    copy.__dict__.update({name: getattr(model, name) for name in _WORKER_FIELDS})
-    return copy
+def worker_parts(parts):
+    """The HMM's parts as a shard's work needs them (sent to every worker once): the finite HMM's only."""
+    if parts.occupancy is not None:
+        raise NotImplementedError("fitting an HDP-HMM on shards is not supported; only the HMM is")
+    return parts
 
 
 def _limit_threads():
@@ -107,11 +101,11 @@ def _limit_threads():
     numba.set_num_threads(max(1, min(numba.config.NUMBA_NUM_THREADS, get_worker().state.nthreads)))
 
 
-def _opened(token, path, model, kind, build):
+def _opened(token, path, parts, kind, build):
     """The shard at ``path`` opened (memory-mapped) for ``kind`` of work, once per worker process."""
     key = (token, path, kind)
     if key not in _OPENED:
-        _OPENED[key] = build(model, Corpus.load(path, mmap=True))
+        _OPENED[key] = build(parts, Corpus.load(path, mmap=True))
     return _OPENED[key]
 
 
@@ -123,17 +117,17 @@ def _forget(token):
 
 class Shards:
     """A corpus cut into shards of whole sequences, saved for the workers of ``client`` (or kept in
-    this process without one), and the model the workers run.
+    this process without one), and the parts of the HMM the workers run.
 
     Parameters
     ----------
-    model : the HMM being fitted (its family prepared on the whole corpus)
+    parts : the `Parts` of the HMM being fitted (its family prepared on the whole corpus)
     corpus : the training Corpus
     client : dask.distributed.Client or None
     n_shards : shards (default: one per worker; without a client, numba's thread count)
     """
 
-    def __init__(self, model, corpus, client=None, n_shards=None):
+    def __init__(self, parts, corpus, client=None, n_shards=None):
         self.client = client
         self.corpus = corpus
         self.token = uuid.uuid4().hex
@@ -147,7 +141,7 @@ class Shards:
         self.n_shards = self.bounds.shape[0] - 1
         self.paths = []
         self.folder = None
-        self._model = worker_model(model)
+        self.parts = worker_parts(parts)
         if client is None:
             return
         self.folder = tempfile.mkdtemp(prefix="cvbayes-shards-", dir=os.environ.get("CVBAYES_SHARED_DIR"))
@@ -159,11 +153,11 @@ class Shards:
         workers = sorted(client.scheduler_info()["workers"])
         # each shard prefers one worker, so that it is opened once; any other may take it over
         self.homes = [workers[s % len(workers)] for s in range(self.n_shards)]
-        self.model = client.scatter(self._model, broadcast=True, hash=False)
+        self.sent_parts = client.scatter(self.parts, broadcast=True, hash=False)
 
     def submit(self, function, s, *args):
-        """``function(token, path, model, *args)`` for shard ``s`` on its preferred worker."""
-        return self.client.submit(function, self.token, self.paths[s], self.model, *args, workers=[self.homes[s]],
+        """``function(token, path, parts, *args)`` for shard ``s`` on its preferred worker."""
+        return self.client.submit(function, self.token, self.paths[s], self.sent_parts, *args, workers=[self.homes[s]],
                                   allow_other_workers=True, pure=False)
 
     def reduce(self, futures):
@@ -196,21 +190,17 @@ def _reraise_in_shard(error, first_sequence):
 
 # ------------------------------------------------------------------------ EM and VB
 
-def _batch_data(model, corpus):
-    return ChainData(model, corpus)
-
-
-def _batch_shard(token, path, model, tables, first_sequence):
+def _batch_shard(token, path, parts, tables, first_sequence):
     """One shard's E-step under ``tables``: ((start, trans, stats), sum of log Z) (eq. 3.13-3.17)."""
     _limit_threads()
-    data = _opened(token, path, model, "batch", _batch_data)
+    data = _opened(token, path, parts, "batch", ChainData)
     try:
         return data.expectations(tables.start, tables.trans, tables.emission, tables.emission_log_offset)
     except ZeroProbabilityError as error:
         raise _reraise_in_shard(error, first_sequence) from None
 
 
-def _random_shard(token, path, model, seed, first_sequence):
+def _random_shard(token, path, parts, seed, first_sequence):
     """The expected counts of the random start (thesis footnote 5) over one shard: every sequence's
     generator is seeded by its index in the whole corpus (``first_sequence`` + its index here), as in
     one process; drawn in blocks of about `START_BLOCK_TOKENS` tokens."""
@@ -223,7 +213,7 @@ def _random_shard(token, path, model, seed, first_sequence):
         block = corpus[int(a):int(b)]
         # empty chains before the block number its sequences as in the whole corpus
         padded = np.concatenate([np.zeros(first_sequence + a, dtype=np.int64), block.offsets])
-        counts = ChainData(model, block, padded).random_counts(seed)
+        counts = ChainData(parts, block, padded).random_counts(seed)
         total = counts if total is None else add_up(total, counts)
     return total
 
@@ -256,6 +246,9 @@ class ShardedBatch:
         shards = self.shards
         futures = [shards.submit(_random_shard, s, int(seed), int(shards.bounds[s])) for s in range(shards.n_shards)]
         return shards.reduce(futures)
+
+    def close(self):
+        self.shards.close()
 
 
 # ------------------------------------------------------------------------ SVI and SCVI
@@ -294,13 +287,13 @@ def _chain_positions(structure, ids):
     return positions
 
 
-def _minibatch_shard(token, path, model, settings, ids, rows, stats, start, trans):
+def _minibatch_shard(token, path, parts, settings, ids, rows, stats, start, trans):
     """One shard's part of a minibatch step: `Minibatches.expectations` of its units ``ids`` (its
     own numbering) under the counts sent (eq. 3.98-3.100)."""
     _limit_threads()
     rule, length, buffer, vanilla = settings
-    structure = _opened(token, path, model, ("minibatch", settings),
-                        lambda m, corpus: Minibatches(m, corpus, rule, Units(np.asarray(corpus.offsets), length),
+    structure = _opened(token, path, parts, ("minibatch", settings),
+                        lambda p, corpus: Minibatches(p, corpus, rule, Units(np.asarray(corpus.offsets), length),
                                                       buffer, vanilla))
     structure.counts = {"start": _Fixed(start), "trans": _Fixed(trans), "stats": _SentRows(rows, stats)}
     return structure.expectations(ids)
@@ -310,8 +303,8 @@ class ShardedMinibatches(Minibatches):
     """The HMM's `Minibatches` with the minibatch's forward-backward run on the shards that own its
     units (SVI, SCVI).  The counts, the draws and the steps stay here; `minibatch` is inherited."""
 
-    def __init__(self, model, corpus, rule, units, buffer, vanilla, shards):
-        super().__init__(model, corpus, rule, units, buffer, vanilla)
+    def __init__(self, parts, corpus, rule, units, buffer, vanilla, shards):
+        super().__init__(parts, corpus, rule, units, buffer, vanilla)
         if self.guarded:
             raise NotImplementedError("SCVI on guarded subchains keeps boundary beliefs between steps, which is "
                                       "not offered on shards; use whole sequences, vanilla=True, or no client")
@@ -323,7 +316,7 @@ class ShardedMinibatches(Minibatches):
 
     def expectations(self, ids):
         """`Minibatches.expectations` of the units ``ids``, summed over the shards that own them."""
-        rows = self.model.family.minibatch_layout(self.corpus, _chain_positions(self, ids))[2]
+        rows = self.parts.family.minibatch_layout(self.corpus, _chain_positions(self, ids))[2]
         stats_rows = self.counts["stats"].rows(rows)
         start, trans = self.counts["start"].values(), self.counts["trans"].values()
         cuts = np.searchsorted(ids, self.unit_bounds)
@@ -332,12 +325,15 @@ class ShardedMinibatches(Minibatches):
                                  rows, stats_rows, start, trans)
                    for s in range(shards.n_shards) if cuts[s + 1] > cuts[s]]
         parts = shards.client.gather(futures)
-        stats = np.zeros((rows.shape[0], self.model.n_states))
+        stats = np.zeros((rows.shape[0], self.parts.n_states))
         for part in parts:
             stats[np.searchsorted(rows, part[3])] += part[2]
         total = tree_sum([(p[0], p[1], p[4], p[5], p[6], p[7]) for p in parts])
         start_counts, pairs, log_z, n_tokens, n_pairs, n_chain_tokens = total
         return start_counts, pairs, stats, rows, log_z, n_tokens, n_pairs, n_chain_tokens, parts[0][8]
+
+    def close(self):
+        self.shards.close()
 
 
 # ------------------------------------------------------------------------ the sharded CVI-2
@@ -362,7 +358,6 @@ class _ShardState:
         self.boundary = np.zeros((0, n_states, n_states), dtype=np.float32)
         self.order = np.arange(offsets.shape[0] - 1, dtype=np.int64)
         self.work = subchain_workspace(offsets, n_states)
-        self.zero, self.occupancy = no_occupancy(n_states)
         self.trans_prior = trans_prior
         self.trans_prior_total = trans_prior_total
 
@@ -371,8 +366,7 @@ class _ShardState:
         (the change in the counts, the summed log normalisers, the first bad sequence or -1)."""
         counts = tuple(np.array(block) for block in frozen)
         state = subchain_state(self.emissions, self.trans_prior, self.trans_prior_total, self.offsets, self.is_first,
-                               *counts, self.marginals, self.internal, self.boundary, self.zero, self.occupancy, 0, 0,
-                               self.work)
+                               *counts, self.marginals, self.internal, self.boundary, self.work)
         objective, bad = _shard_pass(state, self.order)
         return tuple(after - before for after, before in zip(counts, frozen)), objective, bad
 
@@ -392,25 +386,25 @@ def _place_shard(token, s, state):
 
 
 class ShardedSweep:
-    """The sharded CVI-2 (``algorithm="cvi2-sharded"``): ``sweep(iteration) -> objective`` for
-    `schedules.passes`, and ``counts()``.
+    """The sharded CVI-2 (``algorithm="cvi2-sharded"``) for `schedules.passes`: ``sweep(iteration) ->
+    objective`` and ``current()``.
 
-    Starts from CVI-2's random local posteriors (or those under an ``init`` dict), the same as
-    ``"cvi2"``'s, drawn here for the whole corpus; each shard's part is then sent to its worker (or
-    kept as views in this process).
+    Starts from CVI-2's random local posteriors (or those under the tables ``start`` of given
+    parameters), the same as ``"cvi2"``'s, drawn here for the whole corpus; each shard's part is then
+    sent to its worker (or kept as views in this process).
     """
 
-    def __init__(self, model, data, init, seed, shards):
+    def __init__(self, parts, data, start, seed, shards):
         self.shards = shards
         self.data = data
         offsets = data.offsets
-        marginals, internal = data.local_posteriors(init, seed, keep_pairs=True)
+        marginals, internal = data.local_posteriors(start, seed, keep_pairs=True)
         is_first = np.ones(data.n_chains, dtype=np.bool_)
         no_boundary = np.zeros((0, *internal.shape[1:]), dtype=np.float32)
         self.start_counts, self.trans_counts = unit_totals(offsets, is_first, marginals, internal, no_boundary)
         self.stats = data.token_stats(marginals)
         code, prior, mask, index, features = data.emissions()
-        trans_prior, trans_prior_total = model.transition_prior()
+        trans_prior, trans_prior_total = parts.transitions.prior()
         states = []
         for s in range(shards.n_shards):
             a, b = int(shards.bounds[s]), int(shards.bounds[s + 1])
@@ -431,11 +425,11 @@ class ShardedSweep:
             state.marginals, state.internal = np.array(state.marginals), np.array(state.internal)
             client.submit(_place_shard, shards.token, s, state, workers=[shards.homes[s]], pure=False).result()
 
-    def counts(self):
+    def current(self):
         return self.start_counts, self.trans_counts, self.stats
 
     def sweep(self, iteration):
-        frozen = self.counts()
+        frozen = self.current()
         shards = self.shards
         if shards.client is None:
             results = list(self.threads.map(lambda state: state.sweep(frozen), self.states))
@@ -456,6 +450,7 @@ class ShardedSweep:
     def close(self):
         if self.states is not None:
             self.threads.shutdown()
+        self.shards.close()
 
 
 # the algorithms fit(client=...) runs

@@ -46,13 +46,10 @@ cvb0, cvb, cgs), as the thesis learns beta tau (§5.5.3).
 from __future__ import annotations
 
 import dataclasses
-import inspect
-from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse
 
-from ..checkpoints import open_checkpoint, run_identity
 from ..core import rules
 from ..core.rules import MEAN, VB
 from ..core.statistics import DecayingCounts
@@ -61,34 +58,26 @@ from ..data.corpus import Corpus
 from ..data.documents import document_term_matrix
 from ..data.vocabulary import Vocabulary
 from ..metrics.topics import document_completion, document_topics, top_words
-from ..schedules import IterationRecord, Minibatch, Progress, batch, passes, stochastic
+from ..schedules import Algorithm, Minibatch, Progress, batch, gibbs, leave_one_out, stochastic
+from ..schedules.driver import check_positive_int
 from . import lda_kernels as kernels
-from .files import read_model, write_model
+from .base import BayesModel
 
 SAVE_FORMAT = "cvbayes-lda-1"
 _TINY = np.finfo(float).tiny
 
 
-class Algorithm(NamedTuple):
-    """One row of `ALGORITHMS`: the schedule, the rule, the unit a step updates, the paper, the default
-    passes and (stochastic ones) the default step sizes (kappa, tau0)."""
-
-    schedule: str
-    rule: str
-    unit: str
-    paper: str
-    default_iterations: int
-    default_steps: tuple = (None, None)
-
-
 ALGORITHMS = {
-    "vb": Algorithm("batch", VB, "document", "Blei, Ng and Jordan 2003", 100),
-    "online-vb": Algorithm("stochastic", VB, "minibatch of documents", "Hoffman, Blei and Bach 2010", 20, (0.7, 10.0)),
-    "cvb0": Algorithm("leave-one-out", MEAN, "token", "Asuncion, Welling, Smyth and Teh 2009", 100),
-    "cvb": Algorithm("leave-one-out", MEAN, "token", "Teh, Newman and Welling 2006", 100),
-    "scvb0": Algorithm("stochastic", MEAN, "minibatch of documents", "Foulds et al. 2013", 20, (0.5, 1.0)),
-    "cgs": Algorithm("gibbs", MEAN, "token (a document a call)", "Griffiths and Steyvers 2004", 1000),
+    "vb": Algorithm(batch, VB, "document", "Blei, Ng and Jordan 2003", 100),
+    "online-vb": Algorithm(stochastic, VB, "minibatch of documents", "Hoffman, Blei and Bach 2010", 20),
+    "cvb0": Algorithm(leave_one_out, MEAN, "token", "Asuncion, Welling, Smyth and Teh 2009", 100),
+    "cvb": Algorithm(leave_one_out, MEAN, "token", "Teh, Newman and Welling 2006", 100),
+    "scvb0": Algorithm(stochastic, MEAN, "minibatch of documents", "Foulds et al. 2013", 20),
+    "cgs": Algorithm(gibbs, MEAN, "token (a document a call)", "Griffiths and Steyvers 2004", 1000),
 }
+# the default step sizes (kappa, tau0) of the stochastic algorithms: scikit-learn's learning_decay and
+# learning_offset for online-vb, the thesis's SCVI values (§3.8.4) for scvb0
+DEFAULT_STEPS = {"online-vb": (0.7, 10.0), "scvb0": (0.5, 1.0)}
 
 OBJECTIVES = {
     "vb": "evidence lower bound (Blei et al. 2003, eq. 15)",
@@ -245,6 +234,9 @@ class BatchVB:
     def penalty(self, rule, statistics, tables):
         return -rules.dirichlet_kl(statistics.T, self.eta)
 
+    def attributes(self):
+        return {"doc_topic_": self.gamma / self.gamma.sum(axis=1, keepdims=True)}
+
 
 class StochasticLDA:
     """LDA's structure for `schedules.stochastic`: online VB (rule VB) or SCVB0 (rule MEAN).
@@ -302,14 +294,34 @@ class StochasticLDA:
         return Minibatch([("topic_word", rows, values, scale), ("topic", slice(None), values.sum(axis=0), scale)],
                          float(total_log_z), n_tokens)
 
+    def current(self):
+        return self.counts["topic_word"].values()
 
-class CollapsedLDA:
+
+class _Passes:
+    """What the collapsed learners and the sampler share: Minka's alpha after each pass (with
+    ``learn_alpha``), the topic-word counts, and the documents' topic proportions."""
+
+    def after_pass(self, iteration):
+        if self.learn_alpha:
+            self.alpha[:] = minka_alpha(self.doc_counts(), self.documents.doc_length, self.alpha)
+
+    def current(self):
+        return self.word_topic
+
+    def attributes(self):
+        return {"doc_topic_": rules.dirichlet_table(MEAN, self.doc_counts(), self.alpha)}
+
+
+class CollapsedLDA(_Passes):
     """LDA's state for `schedules.leave_one_out` (CVB0, CVB) or the frozen-count parallel pass."""
 
-    def __init__(self, documents, n_topics, alpha, eta, rng, second_order=False, frozen_counts=False):
+    def __init__(self, documents, n_topics, alpha, eta, rng, second_order=False, frozen_counts=False,
+                 learn_alpha=False):
         self.documents = documents
         self.second_order = second_order
         self.frozen_counts = frozen_counts
+        self.learn_alpha = learn_alpha
         docs = documents
         # random local posteriors, the same for every collapsed algorithm given a seed (thesis footnote 5)
         self.gamma = rng.random((docs.entry_word.shape[0], n_topics))
@@ -357,14 +369,15 @@ class CollapsedLDA:
         return self.doc_topic
 
 
-class GibbsLDA:
-    """LDA's state for the collapsed Gibbs sampler `lda_kernels.gibbs_sweep`: one topic a token, integer
-    counts, each word's nonzero topics as a list of (topic, count) pairs (SparseLDA's), and the
-    partitions of the documents and the vocabulary that ``n_jobs`` threads sample in parallel (one
-    partition: the exact sampler)."""
+class GibbsLDA(_Passes):
+    """LDA's state for the collapsed Gibbs sampler `lda_kernels.gibbs_sweep` (the sweep of
+    `schedules.gibbs`): one topic a token, integer counts, each word's nonzero topics as a list of
+    (topic, count) pairs (SparseLDA's), and the partitions of the documents and the vocabulary that
+    ``n_jobs`` threads sample in parallel (one partition: the exact sampler)."""
 
-    def __init__(self, documents, n_topics, alpha, eta, rng, n_jobs=1):
+    def __init__(self, documents, n_topics, alpha, eta, rng, n_jobs=1, learn_alpha=False):
         self.documents = documents
+        self.learn_alpha = learn_alpha
         self.token_word, token_doc = documents.tokens()
         self.assignment = rng.integers(0, n_topics, size=self.token_word.shape[0]).astype(np.int32)
         self.seed = rng.integers(0, 2 ** 63, size=1).astype(np.uint64)  # the sweeps' generators (gibbs_sweep)
@@ -414,11 +427,14 @@ class GibbsLDA:
     def doc_counts(self):
         return self.doc_topic
 
+    def attributes(self):
+        return {**super().attributes(), "assignments_": self.assignment}
+
 
 # -- the estimator --------------------------------------------------------------------------------
 
 
-class LDA:
+class LDA(BayesModel):
     """Latent Dirichlet allocation in scikit-learn's shape, learnt by any algorithm of `ALGORITHMS`.
 
     Parameters
@@ -430,10 +446,11 @@ class LDA:
     eta : float, default 0.01
         Symmetric Dirichlet prior on each topic's words (scikit-learn's ``topic_word_prior``).
     algorithm : str, default "cvb0"
-        One of `ALGORITHMS`; ``fit`` may override it.
+        One of `ALGORITHMS`.
     n_iter : int, optional
         Passes over the data (Gibbs sweeps for cgs); the algorithm's default when None.
-    seed : int, default 0
+    random_state : int, default 0
+        Seeds the start, the minibatches and the samples (``seed`` before, deprecated).
     batch_size : int, default 128
         Documents a minibatch (online-vb, scvb0).
     kappa, tau0 : float, optional
@@ -458,7 +475,14 @@ class LDA:
         cgs only: sample n_jobs partitions of the documents and the vocabulary in parallel, one a
         thread (Yan, Xu and Qi 2009); each thread sees the others' changes to the topic totals only
         after each of the sweep's n_jobs steps: an approximation, named so.  1 is the exact sampler.
-        The chain depends on n_jobs and the seed, not on the threads numba runs.
+        The chain depends on n_jobs and the seed, not on the threads numba runs.  cgs always draws
+        with SparseLDA's buckets, which are exact (the former ``sparse_gibbs`` switch is gone).
+    n_init : int, default 1
+        Restarts from seeds random_state, random_state + 1, ...; the run with the highest last objective
+        is kept.
+
+    ``fit(X)`` takes a scipy.sparse (D, W) count matrix (scikit-learn's layout), a dense one, or a
+    `Corpus` of documents (`cvbayes.data.documents`), and `BayesModel.fit`'s arguments.
 
     Attributes
     ----------
@@ -470,120 +494,96 @@ class LDA:
     vocabulary_ : the `Vocabulary` of a Corpus fitted, else None
     """
 
-    def __init__(self, n_topics=10, alpha=0.1, eta=0.01, algorithm="cvb0", n_iter=None, seed=0, batch_size=128,
-                 kappa=None, tau0=None, total_samples=1_000_000, max_doc_iter=100, doc_tol=1e-3, burn_in=1,
-                 local_kappa=0.9, local_tau0=10.0, frozen_counts=False, learn_alpha=False, n_jobs=1):
-        self.n_topics = n_topics
-        self.alpha = alpha
-        self.eta = eta
-        self.algorithm = algorithm
-        self.n_iter = n_iter
-        self.seed = seed
-        self.batch_size = batch_size
-        self.kappa = kappa
-        self.tau0 = tau0
-        self.total_samples = total_samples
-        self.max_doc_iter = max_doc_iter
-        self.doc_tol = doc_tol
-        self.burn_in = burn_in
-        self.local_kappa = local_kappa
-        self.local_tau0 = local_tau0
-        self.frozen_counts = frozen_counts
-        self.learn_alpha = learn_alpha
-        self.n_jobs = n_jobs
+    MODEL_NAME = "lda"
+    SAVE_FORMAT = SAVE_FORMAT
+    ALGORITHMS = ALGORITHMS
+    OBJECTIVES = OBJECTIVES
+    FITTED = "components_"
 
-    # scikit-learn's parameter protocol, without depending on it
-    @classmethod
-    def _param_names(cls):
-        return [name for name in inspect.signature(cls.__init__).parameters if name != "self"]
-
-    def get_params(self, deep=True):
-        """The constructor's parameters, as scikit-learn's ``get_params``."""
-        return {name: getattr(self, name) for name in self._param_names()}
-
-    def set_params(self, **params):
-        """Set constructor parameters, as scikit-learn's ``set_params``; returns self."""
-        names = self._param_names()
-        for name, value in params.items():
-            if name not in names:
-                raise ValueError(f"invalid parameter {name!r} for LDA; valid ones: {', '.join(names)}")
-            setattr(self, name, value)
-        return self
-
-    def __repr__(self):
-        changed = [f"{name}={value!r}" for name, value in self.get_params().items()
-                   if value != inspect.signature(type(self).__init__).parameters[name].default]
-        return f"LDA({', '.join(changed)})"
-
-    # -- fitting -----------------------------------------------------------------------------------
-
-    def _check(self, algorithm):
-        if algorithm not in ALGORITHMS:
-            raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
-        if int(self.n_topics) != self.n_topics or self.n_topics < 1:
-            raise ValueError(f"n_topics must be a positive integer, got {self.n_topics}")
-        if not self.eta > 0:
-            raise ValueError(f"eta must be positive, got {self.eta}")
-        alpha = np.broadcast_to(np.asarray(self.alpha, dtype=float), (self.n_topics,)).copy()
-        if np.any(alpha <= 0):
+    def __init__(self, n_topics=10, alpha=0.1, eta=0.01, algorithm="cvb0", n_iter=None, random_state=0,
+                 batch_size=128, kappa=None, tau0=None, total_samples=1_000_000, max_doc_iter=100, doc_tol=1e-3,
+                 burn_in=1, local_kappa=0.9, local_tau0=10.0, frozen_counts=False, learn_alpha=False,
+                 n_jobs=1, n_init=1, *, seed=None):
+        self._keep_params(locals())
+        self._check_learner("n_topics", "n_init", "batch_size", "n_jobs")
+        if n_iter is not None:
+            check_positive_int("n_iter", n_iter)
+        if not eta > 0:
+            raise ValueError(f"eta must be positive, got {eta}")
+        if np.any(np.asarray(alpha, dtype=float) <= 0):
             raise ValueError("alpha must be positive")
-        if self.learn_alpha and ALGORITHMS[algorithm].schedule == "stochastic":
+        if learn_alpha and ALGORITHMS[algorithm].schedule is stochastic:
             raise ValueError(f"learn_alpha needs the documents' topic counts, which {algorithm} does not keep")
-        if self.frozen_counts and algorithm != "cvb0":
+        if frozen_counts and algorithm != "cvb0":
             raise ValueError("frozen_counts applies to cvb0 only")
-        if int(self.n_jobs) != self.n_jobs or self.n_jobs < 1:
-            raise ValueError(f"n_jobs must be a positive integer, got {self.n_jobs}")
-        if self.n_jobs != 1 and algorithm != "cgs":
+        if n_jobs != 1 and algorithm != "cgs":
             raise ValueError("n_jobs applies to cgs only")
-        return alpha
 
-    def fit(self, X, y=None, *, algorithm=None, n_iter=None, seed=None, progress=False, callback=None,
-            checkpoint=None, checkpoint_every=1):
-        """Learn the topics of X.
+    # -- fit's hooks ----------------------------------------------------------------------------------
+    def _n_passes(self):
+        return self.n_iter or ALGORITHMS[self.algorithm].default_iterations
 
-        Parameters
-        ----------
-        X : scipy.sparse (D, W) count matrix (scikit-learn's layout), a dense one, or a `Corpus` of
-            documents (`cvbayes.data.documents`)
-        y : ignored (scikit-learn's signature)
-        algorithm, n_iter, seed : override the constructor's
-        progress : show a progress bar
-        callback : ``callback(model, iteration)`` after every pass, outside the timed region;
-            ``model.components_`` then holds the current topics
-        checkpoint : path, optional
-            Save the run's state there every ``checkpoint_every`` passes and after the last; the same
-            call again resumes from it and ends bit for bit as an uninterrupted run, or, once complete,
-            restores the fitted model without training (`cvbayes.checkpoints`)
-        checkpoint_every : passes between checkpoints (default 1)
+    def _step_sizes(self):
+        return (self.batch_size, *self._kappa_tau0(self.algorithm))
 
-        Returns
-        -------
-        self
-        """
-        algorithm = algorithm or self.algorithm
-        alpha = self._check(algorithm)
-        seed = self.seed if seed is None else seed
-        spec = ALGORITHMS[algorithm]
-        n_iter = n_iter or self.n_iter or spec.default_iterations
-        self.vocabulary_ = X.vocabulary if isinstance(X, Corpus) else None
+    def _kappa_tau0(self, algorithm):
+        """(kappa, tau0) of a stochastic algorithm: the constructor's, or the algorithm's defaults."""
+        default_kappa, default_tau0 = DEFAULT_STEPS[algorithm]
+        return (default_kappa if self.kappa is None else self.kappa,
+                default_tau0 if self.tau0 is None else self.tau0)
+
+    def _prepare(self, X, y=None):
+        """The documents of X, and the prior alpha_ every run starts from (y: ignored, scikit-learn's)."""
         documents = Documents.from_input(X)
-        self.fitted_algorithm_ = algorithm
-        self.alpha_ = alpha
-        self.n_batch_iter_ = 0
+        self.vocabulary_ = X.vocabulary if isinstance(X, Corpus) else None
+        self.alpha_ = np.broadcast_to(np.asarray(self.alpha, dtype=float), (self.n_topics,)).copy()
+        self.steps_ = 0
         self.doc_topic_ = None
-        rng = np.random.default_rng(seed)
-        run = _RUNNERS[spec.schedule]
-        checkpoint = open_checkpoint(checkpoint, checkpoint_every, run_identity(
-            "lda", algorithm, n_iter, seed, (documents.doc_start, documents.entry_word, documents.entry_count),
-            n_words=documents.n_words, params=self.get_params()))
-        with Progress(n_iter, f"LDA {algorithm}", progress,
-                      None if callback is None else lambda iteration: callback(self, iteration)) as bar:
-            checkpoint.track_progress(bar)
-            run(self, documents, algorithm, spec.rule, n_iter, rng, seed, bar, checkpoint)
-            self.history_ = bar.history
-        self.resumed_from_ = checkpoint.resumed_from
-        self.n_iter_ = n_iter
-        return self
+        self.n_iter_ = self._n_passes()
+        return documents
+
+    def _fingerprint(self, documents):
+        return documents.doc_start, documents.entry_word, documents.entry_count
+
+    def _batch(self, documents, run):
+        """Mean-field VB: the per-document fixed point under exp(E[log beta]) (Blei et al. 2003), from
+        Gamma(100, 1/100) topic-word counts."""
+        structure = BatchVB(documents, self.n_topics, self.alpha_, self.eta, self.max_doc_iter, self.doc_tol,
+                            self.learn_alpha)
+        run.checkpoint.track_arrays("alpha", {"alpha": structure.alpha})
+        run.checkpoint.track("gamma", lambda: structure.gamma, lambda gamma: setattr(structure, "gamma", gamma))
+        return structure, _initial_counts(run.rng, documents.n_words, self.n_topics)["topic_word"].values(), None
+
+    def _stochastic(self, documents, run):
+        """Online VB and SCVB0 on minibatches of documents, from Gamma(100, 1/100) topic-word counts."""
+        counts = _initial_counts(run.rng, documents.n_words, self.n_topics)
+        return self._stochastic_structure(documents, run.how.rule, counts, documents.n_documents, documents.n_tokens)
+
+    def _collapsed(self, documents, run):
+        """CVB0 and CVB over the entries of the document-term matrix, from random local posteriors."""
+        state = CollapsedLDA(documents, self.n_topics, self.alpha_, self.eta, run.rng,
+                             second_order=run.algorithm == "cvb", frozen_counts=self.frozen_counts,
+                             learn_alpha=self.learn_alpha)
+        # every array of the kernels' state after the documents' own four: gamma, the counts, their variances
+        run.checkpoint.track_arrays("collapsed", state.state[4:])
+        return state
+
+    def _sampler(self, documents, run):
+        """Collapsed Gibbs sampling with SparseLDA's buckets from uniform random topics; ``n_jobs``
+        partitions sampled on as many threads."""
+        state = GibbsLDA(documents, self.n_topics, self.alpha_, self.eta, run.rng, n_jobs=self.n_jobs,
+                         learn_alpha=self.learn_alpha)
+        run.checkpoint.track_arrays("gibbs", state.checkpointed())
+        return state
+
+    def _set_fitted(self, statistics, rule, documents=None):
+        """components_ = eta + the expected (or sampled) topic-word counts."""
+        self.components_ = self.eta + np.asarray(statistics, dtype=np.float64).T
+
+    @property
+    def n_batch_iter_(self):
+        """Stochastic steps run (scikit-learn's name for ``steps_``)."""
+        return getattr(self, "steps_", 0)
 
     def partial_fit(self, X, y=None):
         """One stochastic step on the minibatch X (online-vb, or scvb0 if that is the algorithm).
@@ -591,37 +591,32 @@ class LDA:
         The step size continues rho_t = (tau0 + t)^-kappa over calls; ``total_samples`` is the size of the
         whole stream of documents.
         """
-        stochastic_algorithms = [name for name, spec in ALGORITHMS.items() if spec.schedule == "stochastic"]
+        stochastic_algorithms = [name for name, spec in ALGORITHMS.items() if spec.schedule is stochastic]
         algorithm = self.algorithm if self.algorithm in stochastic_algorithms else "online-vb"
         if not hasattr(self, "_partial_counts"):
             documents = Documents.from_input(X)
-            self.alpha_ = self._check(algorithm)
+            self.alpha_ = np.broadcast_to(np.asarray(self.alpha, dtype=float), (self.n_topics,)).copy()
             self.vocabulary_ = X.vocabulary if isinstance(X, Corpus) else None
-            self._partial_counts = _initial_counts(np.random.default_rng(self.seed), documents.n_words,
+            self._partial_counts = _initial_counts(np.random.default_rng(self.random_state), documents.n_words,
                                                    self.n_topics)
-            self.n_batch_iter_ = 0
+            self.steps_ = 0
             self.history_ = []
-            self.fitted_algorithm_ = algorithm
+            self.algorithm_ = algorithm
+            self.objective_name_ = OBJECTIVES[algorithm]
             self.doc_topic_ = None
         documents = Documents.from_input(X, self._partial_counts["topic_word"].stored.shape[0])
         mean_length = documents.n_tokens / max(documents.n_documents, 1)
         structure = self._stochastic_structure(documents, ALGORITHMS[algorithm].rule, self._partial_counts,
                                                self.total_samples, self.total_samples * mean_length)
         with Progress(1, "", False) as bar:
-            kappa, tau0 = self._step_sizes(algorithm)
-            stochastic(structure, self._partial_counts, 1, documents.n_documents, kappa, tau0 + self.n_batch_iter_,
-                       np.random.default_rng(self.seed), bar.record)
+            kappa, tau0 = self._kappa_tau0(algorithm)
+            stochastic(structure, self._partial_counts, 1, documents.n_documents, kappa, tau0 + self.steps_,
+                       np.random.default_rng(self.random_state), bar.record)
             self.history_ += [dataclasses.replace(record, iteration=len(self.history_)) for record in bar.history]
-        self.n_batch_iter_ += 1
-        self.n_iter_ = self.n_batch_iter_
+        self.steps_ += 1
+        self.n_iter_ = self.steps_
         self.components_ = self.eta + self._partial_counts["topic_word"].values().T
         return self
-
-    def _step_sizes(self, algorithm):
-        """(kappa, tau0): the constructor's, or the algorithm's defaults."""
-        default_kappa, default_tau0 = ALGORITHMS[algorithm].default_steps
-        return (default_kappa if self.kappa is None else self.kappa,
-                default_tau0 if self.tau0 is None else self.tau0)
 
     def _stochastic_structure(self, documents, rule, counts, corpus_documents, corpus_tokens):
         return StochasticLDA(documents, rule, self.n_topics, self.alpha_, self.eta, counts, corpus_documents,
@@ -630,12 +625,8 @@ class LDA:
 
     # -- using a fitted model --------------------------------------------------------------------------
 
-    def _fitted(self):
-        if not hasattr(self, "components_"):
-            raise ValueError("this LDA is not fitted yet; call fit first")
-
     def _matrix(self, X):
-        self._fitted()
+        self._check_fitted()
         return Documents.from_input(self._in_model_words(X), self.components_.shape[1]).matrix
 
     def _in_model_words(self, X):
@@ -668,20 +659,20 @@ class LDA:
         """Held-out document-completion log-likelihood of X (`cvbayes.metrics.topics.document_completion`:
         fold in on each document's first half, score its second half; a count matrix's tokens are cut
         into halves at random with seed 0, whatever the model's seed).  Not scikit-learn's bound."""
-        self._fitted()
+        self._check_fitted()
         documents = self._in_model_words(X) if isinstance(X, Corpus) else self._matrix(X)
         return document_completion(self.components_, documents, self.alpha_).log_likelihood
 
     def perplexity(self, X):
         """exp(-score / tokens scored): the held-out document-completion perplexity of X."""
-        self._fitted()
+        self._check_fitted()
         documents = self._in_model_words(X) if isinstance(X, Corpus) else self._matrix(X)
         return document_completion(self.components_, documents, self.alpha_).perplexity
 
     @property
     def topic_word_(self):
         """Each topic's word distribution (K, W): the posterior mean, MEAN of the components' counts."""
-        self._fitted()
+        self._check_fitted()
         return rules.dirichlet_table(MEAN, self.components_ - self.eta, self.eta)
 
     def top_words(self, n=10):
@@ -693,42 +684,30 @@ class LDA:
 
     # -- files ----------------------------------------------------------------------------------------
 
-    def save(self, path):
-        """Write the fitted model to an ``.npz`` file without pickles; `LDA.load` reads it back."""
-        self._fitted()
-        meta = {
-            "format": SAVE_FORMAT,
-            "params": {name: (value.tolist() if isinstance(value, np.ndarray) else value)
-                       for name, value in self.get_params().items()},
-            "algorithm": self.fitted_algorithm_,
-            "n_iter": int(getattr(self, "n_iter_", 0)),
-            "n_batch_iter": int(getattr(self, "n_batch_iter_", 0)),
-            "history": [dataclasses.astuple(record) for record in getattr(self, "history_", [])],
-            "vocabulary": None if self.vocabulary_ is None else self.vocabulary_.to_json(),
-        }
+    def _saved(self):
+        meta = {"params": {name: (value.tolist() if isinstance(value, np.ndarray) else value)
+                           for name, value in self.get_params().items()},
+                "n_iter": int(getattr(self, "n_iter_", 0)), "n_batch_iter": int(self.n_batch_iter_),
+                "vocabulary": None if self.vocabulary_ is None else self.vocabulary_.to_json()}
         arrays = {"components": self.components_, "alpha": self.alpha_}
         if getattr(self, "doc_topic_", None) is not None:
             arrays["doc_topic"] = self.doc_topic_
-        write_model(path, meta, arrays)
+        return meta, arrays
 
     @classmethod
-    def load(cls, path):
-        """Read a model written by `save`."""
-        meta, arrays = read_model(path, SAVE_FORMAT)
-        components, alpha = arrays["components"], arrays["alpha"]
-        model = cls(**meta["params"])
-        model.components_ = components
-        model.alpha_ = alpha
-        model.fitted_algorithm_ = meta["algorithm"]
+    def _from_saved(cls, meta, arrays, path):
+        params = dict(meta["params"])
+        if "seed" in params:  # files from before random_state
+            params["random_state"] = params.pop("seed")
+        params.pop("sparse_gibbs", None)  # files from before cgs always drew with SparseLDA's buckets
+        model = cls(**params)
+        model.components_ = arrays["components"]
+        model.alpha_ = arrays["alpha"]
         model.n_iter_ = meta["n_iter"]
-        model.n_batch_iter_ = meta["n_batch_iter"]
-        model.history_ = [IterationRecord(*record) for record in meta["history"]]
+        model.steps_ = meta["n_batch_iter"]
         model.vocabulary_ = None if meta["vocabulary"] is None else Vocabulary.from_json(meta["vocabulary"])
         model.doc_topic_ = arrays.get("doc_topic")
         return model
-
-
-# -- one runner a schedule ----------------------------------------------------------------------------
 
 
 def _initial_counts(rng, n_words, n_topics):
@@ -736,71 +715,3 @@ def _initial_counts(rng, n_words, n_topics):
     (Hoffman et al. 2010's start for lambda - eta), as DecayingCounts blocks."""
     topic_word = rng.gamma(100.0, 0.01, size=(n_words, n_topics))
     return {"topic_word": DecayingCounts(topic_word), "topic": DecayingCounts(topic_word.sum(axis=0))}
-
-
-def _record(model, bar, components):
-    """The schedules' record, with ``components()`` exposed as ``model.components_`` for the callback."""
-
-    def record(iteration, objective, seconds):
-        if bar.callback is not None:
-            model.components_ = components()
-        bar.record(iteration, objective, seconds)
-
-    return record
-
-
-def _run_batch(model, documents, algorithm, rule, n_iter, rng, seed, bar, checkpoint):
-    structure = BatchVB(documents, model.n_topics, model.alpha_, model.eta, model.max_doc_iter, model.doc_tol,
-                        model.learn_alpha)
-    checkpoint.track_arrays("alpha", {"alpha": structure.alpha})
-    checkpoint.track("gamma", lambda: structure.gamma, lambda gamma: setattr(structure, "gamma", gamma))
-    current = {"statistics": _initial_counts(rng, documents.n_words, model.n_topics)["topic_word"].values()}
-    record = _record(model, bar, lambda: model.eta + current["statistics"].T)
-
-    def batch_record(iteration, objective, statistics, seconds):
-        current["statistics"] = statistics
-        record(iteration, objective, seconds)
-
-    statistics = batch(structure, rule, n_iter, batch_record, statistics=current["statistics"], checkpoint=checkpoint)
-    model.components_ = model.eta + statistics.T
-    model.doc_topic_ = structure.gamma / structure.gamma.sum(axis=1, keepdims=True)
-
-
-def _run_stochastic(model, documents, algorithm, rule, n_iter, rng, seed, bar, checkpoint):
-    counts = _initial_counts(rng, documents.n_words, model.n_topics)
-    structure = model._stochastic_structure(documents, rule, counts, documents.n_documents, documents.n_tokens)
-    record = _record(model, bar, lambda: model.eta + counts["topic_word"].values().T)
-    kappa, tau0 = model._step_sizes(algorithm)
-    model.n_batch_iter_ = stochastic(structure, counts, n_iter, model.batch_size, kappa, tau0, rng, record,
-                                     checkpoint=checkpoint)
-    model.components_ = model.eta + counts["topic_word"].values().T
-
-
-def _run_collapsed(model, documents, algorithm, rule, n_iter, rng, seed, bar, checkpoint):
-    state = CollapsedLDA(documents, model.n_topics, model.alpha_, model.eta, rng, second_order=algorithm == "cvb",
-                         frozen_counts=model.frozen_counts)
-    # every array of the kernels' state after the documents' own four: gamma, the counts, their variances
-    checkpoint.track_arrays("collapsed", state.state[4:])
-    _run_passes(model, documents, state, n_iter, bar, checkpoint)
-
-
-def _run_gibbs(model, documents, algorithm, rule, n_iter, rng, seed, bar, checkpoint):
-    state = GibbsLDA(documents, model.n_topics, model.alpha_, model.eta, rng, n_jobs=int(model.n_jobs))
-    model.assignments_ = state.assignment
-    checkpoint.track_arrays("gibbs", state.checkpointed())
-    _run_passes(model, documents, state, n_iter, bar, checkpoint)
-
-
-def _run_passes(model, documents, state, n_iter, bar, checkpoint):
-    """The pass loop of the collapsed learners and the sampler, with Minka's alpha after each pass."""
-    def update_alpha(iteration):
-        state.alpha[:] = minka_alpha(state.doc_counts(), documents.doc_length, state.alpha)
-
-    record = _record(model, bar, lambda: model.eta + state.word_topic.T)
-    passes(state.sweep, n_iter, record, update_alpha if model.learn_alpha else None, checkpoint=checkpoint)
-    model.components_ = model.eta + state.word_topic.T.astype(np.float64)
-    model.doc_topic_ = rules.dirichlet_table(MEAN, state.doc_counts(), model.alpha_)
-
-
-_RUNNERS = {"batch": _run_batch, "stochastic": _run_stochastic, "leave-one-out": _run_collapsed,
-            "gibbs": _run_gibbs}

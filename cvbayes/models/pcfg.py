@@ -1,6 +1,6 @@
 """Bayesian PCFGs with Dirichlet priors on the rule rows (thesis eq. 4.1-4.2) and five learners.
 
-``PCFG.fit(X, algorithm=...)`` runs EM, VB, CVI, SCVI or the collapsed Metropolis-Hastings sampler of
+``PCFG(algorithm=...).fit(X)`` runs EM, VB, CVI, SCVI or the collapsed Metropolis-Hastings sampler of
 Johnson, Griffiths and Goldwater (2007).  They share the inside-outside kernels of `cvbayes.trees` and
 differ only in the parameter rule (`cvbayes.core.rules`) and the schedule (`cvbayes.schedules`):
 `ALGORITHMS` says which is which.  The PCFG's numba bindings to the schedules are in
@@ -14,42 +14,35 @@ sparse-row functions (``slot_*``), one call per width.
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
 
 import numpy as np
 
-from ..checkpoints import NO_CHECKPOINT, fingerprint, open_checkpoint, run_identity
+from ..checkpoints import NO_CHECKPOINT
 from ..core import rules
 from ..core.rules import MAP, MEAN, VB
-from ..core.sampling import seed_numba
 from ..core.statistics import DecayingCounts
 from ..core.units import ZeroProbabilityError
 from ..data import Vocabulary
 from ..data.corpus import Corpus
-from ..schedules import IterationRecord, Minibatch, Progress, batch, gibbs, leave_one_out, passes, stochastic
-from ..trees.grammar import (UNARY, CompiledGrammar, derivation_to_tree, Grammar, SentenceBatch, compile_grammar, format_grammar,
+from ..schedules import Algorithm, Minibatch, batch, gibbs, leave_one_out, stochastic
+from ..schedules.driver import check_positive_int
+from ..trees.cells import sentence_cells, shared_rules
+from ..trees.grammar import (UNARY, CompiledGrammar, Grammar, SentenceBatch, compile_grammar, format_grammar,
                              full_cnf_grammar, parse_grammar, read_grammar)
-from ..trees.inside_outside import (batch_log_z, chart_buffers, cubic_chunks, expected_counts, make_tables,
-                                    viterbi_batch)
-from .files import read_model, write_model
-from .pcfg_kernels import (cvi_pass, local_expected_counts, mh_pass, sentence_cells, shared_rules,
-                           start_trees)
+from ..trees.inside_outside import (batch_log_z, chart_buffers, cubic_chunks, derivation_to_tree, expected_counts,
+                                    make_tables, viterbi_batch)
+from .base import BayesModel
+from .pcfg_kernels import cvi_pass, local_expected_counts, mh_pass, start_trees
 
 
-class Algorithm(NamedTuple):
-    """How an ``algorithm=`` name runs: the schedule of `cvbayes.schedules` and the rule of
-    `cvbayes.core.rules` its tables follow; the unit is always a sentence (its tree)."""
-
-    schedule: object
-    rule: str
-
+SENTENCE = "sentence"
 
 ALGORITHMS = {
-    "em": Algorithm(batch, MAP),              # inside-outside, eq. 4.5-4.11 (the MLE when alpha <= 1)
-    "vb": Algorithm(batch, VB),               # Kurihara and Sato 2006, eq. 4.12
-    "cvi": Algorithm(leave_one_out, MEAN),    # eq. 4.17-4.24, a sentence's expected counts left out
-    "scvi": Algorithm(stochastic, MEAN),      # Robbins-Monro on minibatches of sentences (thesis §3.7.2)
-    "mh": Algorithm(gibbs, MEAN),             # Johnson, Griffiths and Goldwater 2007, eq. 4.13-4.16
+    "em": Algorithm(batch, MAP, SENTENCE, "inside-outside, thesis eq. 4.5-4.11 (the MLE when alpha <= 1)"),
+    "vb": Algorithm(batch, VB, SENTENCE, "Kurihara and Sato 2006; thesis eq. 4.12"),
+    "cvi": Algorithm(leave_one_out, MEAN, SENTENCE, "thesis eq. 4.17-4.24"),
+    "scvi": Algorithm(stochastic, MEAN, "minibatch of sentences", "thesis §3.7.2 carried to trees"),
+    "mh": Algorithm(gibbs, MEAN, SENTENCE, "Johnson, Griffiths and Goldwater 2007; thesis eq. 4.13-4.16"),
 }
 
 OBJECTIVES = {
@@ -273,7 +266,7 @@ class CollapsedTrees:
     """CVI's state (eq. 4.17-4.24): every sentence's expected rule counts at its cells (float32) and
     the global counts they sum to; `sweep` is one `schedules.leave_one_out` pass."""
 
-    def __init__(self, rows: RuleRows, data: TreeCorpus, start_table):
+    def __init__(self, rows: RuleRows, data: TreeCorpus, start_table, checkpoint):
         grammar = data.grammar
         kernel_sentences = data.kernel_sentences()
         cell_offsets, cell_rules = kernel_sentences[5], kernel_sentences[6]
@@ -294,19 +287,29 @@ class CollapsedTrees:
                       chart_buffers(grammar.kernel, int(max(data.lengths.max(), 1))), np.zeros((0, 0, 0)))
         self.order = np.arange(data.n_sentences, dtype=np.int64)
         self.memory_bytes = self.local.nbytes + cell_rules.nbytes + cell_offsets.nbytes
+        # the global counts and row totals, every sentence's local counts, the kernels' rule scratch
+        checkpoint.track_arrays("cvi", {"counts": self.counts, "rows": self.row_totals, "local": self.local,
+                                        "scratch": self.state[1][6]})
 
     def sweep(self, iteration):
         objective, bad = cvi_pass(self.state, self.order)
         self.data.raise_bad(bad)
         return objective
 
+    def current(self):
+        return self.counts
+
+    def attributes(self):
+        return {"local_memory_bytes_": self.memory_bytes}
+
 
 class TreeSampler:
     """The MH sampler's state (eq. 4.13-4.16): the current tree of every sentence as global rule ids in
     preorder (a leftmost derivation: the ids identify the tree), the counts of all of them, and the
-    tally of accepted proposals; `sweep` is one `schedules.gibbs` pass."""
+    tally of accepted proposals; `sweep` is one `schedules.gibbs` pass, pass i at temperature
+    ``temperatures[i]``, whose objective is log p(x, z | alpha) (eq. 4.13)."""
 
-    def __init__(self, rows: RuleRows, data: TreeCorpus, start_table):
+    def __init__(self, rows: RuleRows, data: TreeCorpus, start_table, temperatures=None, checkpoint=NO_CHECKPOINT):
         grammar = data.grammar
         kernel = grammar.kernel
         has_unary = kernel.unary_parent.shape[0] > 0
@@ -333,15 +336,35 @@ class TreeSampler:
         self.state = (kernel_sentences, kernel_rows, self.tree_offsets, self.tree_rules, self.tree_sizes,
                       self.proposal, self.buffers, self.tally)
         self.data = data
+        self.rows = rows
         self.order = np.arange(data.n_sentences, dtype=np.int64)
+        self.temperatures = temperatures
+        self.rates = []
+        checkpoint.track_arrays("mh", {"counts": self.counts, "rows": self.row_totals, "trees": self.tree_rules,
+                                       "sizes": self.tree_sizes, "tally": self.tally})
+        checkpoint.track("rates", lambda: list(self.rates), lambda saved: self.rates.__setitem__(slice(None), saved))
 
-    def sweep(self, power=1.0):
-        """One MH pass; returns the pass's acceptance rate."""
+    def draw(self, power=1.0):
+        """One MH pass with the proposals and the target raised to ``power``; returns its acceptance rate."""
         before = self.tally.copy()
         bad = mh_pass(self.state, self.order, float(power))
         self.data.raise_bad(bad)
         accepted, proposed, _ = self.tally - before
         return accepted / max(proposed, 1)
+
+    def sweep(self, iteration):
+        """Pass ``iteration`` at its temperature, whose acceptance rate joins ``rates``; returns
+        log p(x, z | alpha)."""
+        self.rates.append(self.draw(1.0 / self.temperatures[iteration]))
+        return self.rows.log_marginal(self.counts)
+
+    def current(self):
+        return self.counts
+
+    def attributes(self):
+        tally = self.tally
+        return {"acceptance_rates_": np.array(self.rates), "acceptance_rate_": tally[0] / max(tally[1], 1),
+                "move_rate_": tally[2] / max(tally[1], 1)}
 
     def trees(self):
         """The current tree of every sentence: a tuple of global rule ids in preorder."""
@@ -350,16 +373,7 @@ class TreeSampler:
 
 
 # ------------------------------------------------------------------ the model
-class _Run(NamedTuple):
-    """One restart's result."""
-
-    counts: np.ndarray
-    point_rule: str
-    history: list
-    extras: dict
-
-
-class PCFG:
+class PCFG(BayesModel):
     """Probabilistic context-free grammar with symmetric Dirichlet priors on its rule rows (eq. 4.1-4.2).
 
     Parameters
@@ -375,6 +389,34 @@ class PCFG:
         The symmetric Dirichlet concentration of every row.
     max_substring : int, optional
         Longest substring an ``<any>`` rule without its own ``<any:m>`` may rewrite to.
+    algorithm : {"em", "vb", "cvi", "scvi", "mh"}
+        See `ALGORITHMS`; default "cvi".
+    n_iter : int
+        Passes over the data (scvi: n_sentences / batch_size minibatch steps each).
+    n_init : int
+        Restarts from seeds random_state, random_state + 1, ...; the one with the best final objective
+        is kept.
+    random_state : int
+        Seeds the random start and, for mh and scvi, the draws.  em, vb, cvi and scvi start from the
+        expected counts under `random_table`; mh from one tree a sentence drawn uniformly
+        (`uniform_tree_table`).
+    init : "random" or array (R,)
+        A rule table to start from instead (rule ids of `compile`): its expected counts, or for mh
+        one tree a sentence drawn from it.
+    batch_size, kappa, tau0 : scvi only
+        Sentences a minibatch (drawn with replacement) and step sizes rho_m = (tau0 + m)^-kappa.
+    anneal : bool
+        mh only: temperature from 2.0 down to 1.0 geometrically over the iterations (the
+        proposals and the target raised to 1 / temperature).  Off by default, as in the thesis's
+        Fig. 4.1 (footnote 2).
+
+    ``fit(X, terminals_from=None, ...)`` takes a list of token lists (str) or a Corpus with a vocabulary,
+    and besides `BayesModel.fit`'s arguments
+
+    terminals_from : list of token lists, optional
+        More sentences whose tokens and substrings become terminals (with no counts), so that
+        `score` and `parse` can handle them: Johnson et al. (2007) and thesis §4.5.1 take the
+        ``<any>`` terminals from the whole corpus, held-out words included.
 
     Attributes
     ----------
@@ -391,23 +433,33 @@ class PCFG:
     restart_objectives_ : the final objective of every restart (``n_init``).
     """
 
+    MODEL_NAME = "pcfg"
+    SAVE_FORMAT = SAVE_FORMAT
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES
+    FIT_OPTIONS = ("terminals_from",)
 
-    def __init__(self, n_nonterminals=None, grammar=None, alpha=0.1, max_substring=None):
+    def __init__(self, n_nonterminals=None, grammar=None, alpha=0.1, max_substring=None, *, algorithm="cvi",
+                 n_iter=50, n_init=1, random_state=0, init="random", batch_size=100, kappa=0.5, tau0=1.0,
+                 anneal=False):
+        self._keep_params(locals())
         if (n_nonterminals is None) == (grammar is None):
             raise ValueError("give exactly one of n_nonterminals and grammar")
-        if n_nonterminals is not None and (int(n_nonterminals) != n_nonterminals or n_nonterminals < 1):
-            raise ValueError(f"n_nonterminals must be a positive integer, got {n_nonterminals}")
+        if n_nonterminals is not None:
+            self.n_nonterminals = check_positive_int("n_nonterminals", n_nonterminals)
         if not alpha > 0:
             raise ValueError(f"alpha must be positive, got {alpha}")
-        if max_substring is not None and (int(max_substring) != max_substring or max_substring < 1):
-            raise ValueError(f"max_substring must be a positive integer, got {max_substring}")
-        self.n_nonterminals = None if n_nonterminals is None else int(n_nonterminals)
+        if max_substring is not None:
+            self.max_substring = check_positive_int("max_substring", max_substring)
+        self._check_learner("n_iter", "n_init", "batch_size")
+        if not 0.0 <= kappa <= 1.0:
+            raise ValueError(f"kappa must lie in [0, 1], got {kappa}")
+        if not tau0 >= 1.0:
+            raise ValueError(f"tau0 must be at least 1 so that every step size is at most 1, got {tau0}")
+        if isinstance(init, str) and init != "random":
+            raise ValueError("init must be 'random' or an array of rule weights")
         self.grammar = None if grammar is None else _as_grammar(grammar)
         self.alpha = float(alpha)
-        self.max_substring = None if max_substring is None else int(max_substring)
-        self.history_ = []
 
     # ------------------------------------------------------------- grammar
     def compile(self, X, terminals_from=None) -> CompiledGrammar:
@@ -423,212 +475,63 @@ class PCFG:
         vocabulary = Vocabulary(list(dict.fromkeys(w for s in sentences for w in s if w != "<unk>")))
         return full_cnf_grammar(self.n_nonterminals, vocabulary)
 
-    # ------------------------------------------------------------- fitting
-    def fit(self, X, algorithm="cvi", n_iter=50, seed=0, n_init=1, init="random", terminals_from=None,
-            batch_size=100, kappa=0.5, tau0=1.0, anneal=False, progress=False, callback=None, checkpoint=None,
-            checkpoint_every=1):
-        """Learn the rule probabilities from sentences.
-
-        Parameters
-        ----------
-        X : list of token lists (str), or a Corpus with a vocabulary
-        algorithm : {"em", "vb", "cvi", "scvi", "mh"}
-            See `ALGORITHMS`.
-        n_iter : int
-            Passes over the data (scvi: n_sentences / batch_size minibatch steps each).
-        seed : int
-            Seeds the random start and, for mh and scvi, the draws; restart r uses seed + r.  em, vb,
-            cvi and scvi start from the expected counts under `random_table`; mh from one tree a
-            sentence drawn uniformly (`uniform_tree_table`).
-        n_init : int
-            Restarts; the one with the best final objective is kept.
-        init : "random" or array (R,)
-            A rule table to start from instead (rule ids of `compile`): its expected counts, or for mh
-            one tree a sentence drawn from it.
-        terminals_from : list of token lists, optional
-            More sentences whose tokens and substrings become terminals (with no counts), so that
-            `score` and `parse` can handle them: Johnson et al. (2007) and thesis §4.5.1 take the
-            ``<any>`` terminals from the whole corpus, held-out words included.
-        batch_size, kappa, tau0 : scvi only
-            Sentences a minibatch (drawn with replacement) and step sizes rho_m = (tau0 + m)^-kappa.
-        anneal : bool
-            mh only: temperature from 2.0 down to 1.0 geometrically over the iterations (the
-            proposals and the target raised to 1 / temperature).  Off by default, as in the thesis's
-            Fig. 4.1 (footnote 2).
-        progress : bool
-            Show a progress bar.
-        callback : callable, optional
-            ``callback(model, iteration)`` after every iteration with the fitted attributes set to the
-            current estimates (so `score` and `parse` work inside it); its time is not in ``history_``,
-            ``model.train_seconds_`` holds the training time so far.
-        checkpoint : path, optional
-            Save the run's state there every ``checkpoint_every`` passes (scvi: passes over the data)
-            and after the last; the same call again resumes from it and ends bit for bit as an
-            uninterrupted run, or, once complete, restores the fitted model without training
-            (`cvbayes.checkpoints`).  Not with ``n_init`` > 1.
-        checkpoint_every : int
-            Passes between checkpoints (default 1).
-        """
-        if algorithm not in self.ALGORITHMS:
-            raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(self.ALGORITHMS)}")
-        for name, value in (("n_iter", n_iter), ("n_init", n_init), ("batch_size", batch_size)):
-            if int(value) != value or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value}")
-        if not 0.0 <= kappa <= 1.0:
-            raise ValueError(f"kappa must lie in [0, 1], got {kappa}")
-        if not tau0 >= 1.0:
-            raise ValueError(f"tau0 must be at least 1 so that every step size is at most 1, got {tau0}")
+    # ------------------------------------------------------------- fit's hooks
+    def _prepare(self, X, y=None, terminals_from=None):
+        """The sentences laid out for the tree kernels under the grammar compiled for them."""
         sentences = _as_sentences(X)
         grammar = self.compile(sentences, terminals_from)
-        if isinstance(init, str):
-            if init != "random":
-                raise ValueError("init must be 'random' or an array of rule weights")
-        else:
-            init = _check_table(grammar, init)
+        if not isinstance(self.init, str):
+            _check_table(grammar, self.init)
         self.grammar_ = grammar
         self._rows = RuleRows(grammar, self.alpha)
-        self.algorithm_ = algorithm
-        self.objective_name_ = self.OBJECTIVES[algorithm]
-        self._callback = callback
-        data = TreeCorpus(grammar, sentences)
-        how = self.ALGORITHMS[algorithm]
-        if n_init > 1 and checkpoint is not None:
-            raise ValueError("checkpoint resumes one run: use n_init=1 with it")
-        checkpoint = open_checkpoint(checkpoint, checkpoint_every, run_identity(
-            "pcfg", algorithm, n_iter, int(seed), (data.batch.tokens, data.batch.offsets, data.batch.span_ids),
-            grammar=fingerprint(np.frombuffer("\n".join(map(grammar.describe, range(grammar.n_rules))).encode(),
-                                              np.uint8)), alpha=self.alpha, init=init,
-            options={"batch_size": batch_size, "kappa": kappa, "tau0": tau0, "anneal": anneal}))
-        best = None
-        self.restart_objectives_ = []
-        for restart in range(int(n_init)):
-            start_seed = int(seed) + restart
-            if not isinstance(init, str):
-                start = init
-            elif how.schedule is gibbs:
-                start = uniform_tree_table(grammar)       # the draws differ by the seed (numba's generator)
-            else:
-                start = random_table(grammar, np.random.default_rng(start_seed))
-            run = self._run(how, data, start, int(n_iter), start_seed, progress, batch_size=int(batch_size),
-                            kappa=float(kappa), tau0=float(tau0), anneal=bool(anneal), checkpoint=checkpoint)
-            objective = run.history[-1].objective
-            self.restart_objectives_.append(objective)
-            if best is None or objective > best.history[-1].objective:
-                best = run
-        self.history_ = best.history
-        for name, value in best.extras.items():
-            setattr(self, name, value)
-        self._set_fitted(best.counts, best.point_rule)
-        self.resumed_from_ = checkpoint.resumed_from
-        return self
+        return TreeCorpus(grammar, sentences)
 
-    def _run(self, how, data, start, n_iter, seed, progress, **options):
-        runner = {batch: self._run_batch, leave_one_out: self._run_leave_one_out, gibbs: self._run_gibbs,
-                  stochastic: self._run_stochastic}[how.schedule]
-        return runner(how, data, start, n_iter, seed, progress, **options)
+    def _fingerprint(self, data):
+        grammar = data.grammar
+        rules_text = "\n".join(map(grammar.describe, range(grammar.n_rules))).encode()
+        return data.batch.tokens, data.batch.offsets, data.batch.span_ids, np.frombuffer(rules_text, np.uint8)
 
-    def _set_fitted(self, counts, point_rule):
+    def _start(self, data, run):
+        """The rule table a run starts from: ``init``, or for mh the uniform tree table (its draws differ
+        by the seed, numba's generator), or `random_table` of the run's seed."""
+        if not isinstance(self.init, str):
+            return _check_table(data.grammar, self.init)
+        if run.how.schedule is gibbs:
+            return uniform_tree_table(data.grammar)
+        return random_table(data.grammar, np.random.default_rng(run.seed))
+
+    def _batch(self, data, run):
+        """EM (rule MAP) and VB (rule VB) (eq. 4.5-4.12), from the expected counts under the start table."""
+        structure = BatchTrees(self._rows, data)
+        start = self._start(data, run)
+        return structure, structure.expectations((start, make_tables(data.grammar, start)))[0], None
+
+    def _collapsed(self, data, run):
+        """CVI (eq. 4.24), each sentence starting from its expected counts under the start table."""
+        return CollapsedTrees(self._rows, data, self._start(data, run), run.checkpoint)
+
+    def _sampler(self, data, run):
+        """The MH sampler (eq. 4.13-4.16), each sentence starting from a tree drawn from the start table."""
+        n_iter = run.n_iter
+        temperatures = np.geomspace(2.0, 1.0, n_iter) if self.anneal and n_iter > 1 else np.ones(n_iter)
+        return TreeSampler(self._rows, data, self._start(data, run), temperatures, run.checkpoint)
+
+    def _stochastic(self, data, run):
+        """SCVI: minibatches of sentences under MEAN tables of the global counts, which start as the
+        expected counts under the start table."""
+        start = self._start(data, run)
+        counts = BatchTrees(self._rows, data).expectations((start, make_tables(data.grammar, start)))[0]
+        return TreeMinibatches(self._rows, data, counts)
+
+    def _set_fitted(self, counts, rule, data=None):
         """Store the counts and the point estimate: MAP for em, the posterior mean otherwise."""
         self.counts_ = np.asarray(counts, dtype=float)
-        self._point_rule = point_rule
-        self.rule_probs_ = self._rows.table(point_rule, self.counts_)
+        self._point_rule = MAP if rule == MAP else MEAN
+        self.rule_probs_ = self._rows.table(self._point_rule, self.counts_)
         self._tables = make_tables(self.grammar_, self.rule_probs_)
 
-    def _progress(self, progress, total, unit="it"):
-        return Progress(total, self.algorithm_, progress, unit=unit)
-
-    def _call_back(self, iteration, counts, train_seconds, point_rule=MEAN):
-        if self._callback is not None:
-            self.train_seconds_ = train_seconds
-            self._set_fitted(counts, point_rule)
-            self._callback(self, iteration)
-
-    def _run_batch(self, how, data, start, n_iter, seed, progress, checkpoint=NO_CHECKPOINT, **options):
-        """EM (rule MAP) and VB (rule VB) on `schedules.batch` (eq. 4.5-4.12), from the expected
-        counts under the start table."""
-        structure = BatchTrees(self._rows, data)
-        statistics = structure.expectations((start, make_tables(data.grammar, start)))[0]
-        point_rule = MAP if how.rule == MAP else MEAN
-        with self._progress(progress, n_iter) as bar:
-            def record(iteration, objective, counts, seconds):
-                bar.record(iteration, objective, seconds)
-                self._call_back(iteration, counts, bar.train_seconds, point_rule)
-
-            checkpoint.track_progress(bar)
-            statistics = batch(structure, how.rule, n_iter, record, statistics, checkpoint=checkpoint)
-        return _Run(statistics, point_rule, bar.history, {})
-
-    def _run_leave_one_out(self, how, data, start, n_iter, seed, progress, checkpoint=NO_CHECKPOINT, **options):
-        """CVI on `schedules.leave_one_out` (eq. 4.24), each sentence starting from its expected counts
-        under the start table."""
-        collapsed = CollapsedTrees(self._rows, data, start)
-        with self._progress(progress, n_iter) as bar:
-            def record(iteration, objective, seconds):
-                bar.record(iteration, objective, seconds)
-                self._call_back(iteration, collapsed.counts, bar.train_seconds)
-
-            checkpoint.track_progress(bar)
-            # the global counts and row totals, every sentence's local counts, the kernels' rule scratch
-            checkpoint.track_arrays("cvi", {"counts": collapsed.counts, "rows": collapsed.row_totals,
-                                            "local": collapsed.local, "scratch": collapsed.state[1][6]})
-            passes(collapsed.sweep, n_iter, record, checkpoint=checkpoint)
-        return _Run(collapsed.counts.copy(), MEAN, bar.history, {"local_memory_bytes_": collapsed.memory_bytes})
-
-    def _run_gibbs(self, how, data, start, n_iter, seed, progress, anneal=False, checkpoint=NO_CHECKPOINT,
-                   **options):
-        """The MH sampler on `schedules.gibbs` (eq. 4.13-4.16), each sentence starting from a tree drawn
-        from the start table (by default uniformly among its trees)."""
-        seed_numba(seed)
-        sampler = TreeSampler(self._rows, data, start)
-        temperatures = np.geomspace(2.0, 1.0, n_iter) if anneal and n_iter > 1 else np.ones(n_iter)
-        rates = []
-
-        def sweep(iteration):
-            rates.append(sampler.sweep(1.0 / temperatures[iteration]))
-            return self._rows.log_marginal(sampler.counts)
-
-        with self._progress(progress, n_iter) as bar:
-            def record(iteration, objective, seconds):
-                bar.record(iteration, objective, seconds)
-                self.acceptance_rates_ = np.array(rates)
-                self._call_back(iteration, sampler.counts, bar.train_seconds)
-
-            checkpoint.track_progress(bar)
-            checkpoint.track_arrays("mh", {"counts": sampler.counts, "rows": sampler.row_totals,
-                                           "trees": sampler.tree_rules, "sizes": sampler.tree_sizes,
-                                           "tally": sampler.tally})
-            checkpoint.track("rates", lambda: list(rates), lambda saved: rates.__setitem__(slice(None), saved))
-            checkpoint.track_numba_random()
-            passes(sweep, n_iter, record, checkpoint=checkpoint)
-        tally = sampler.tally
-        return _Run(sampler.counts.copy(), MEAN, bar.history,
-                    {"acceptance_rates_": np.array(rates), "acceptance_rate_": tally[0] / max(tally[1], 1),
-                     "move_rate_": tally[2] / max(tally[1], 1)})
-
-    def _run_stochastic(self, how, data, start, n_iter, seed, progress, batch_size=100, kappa=0.5, tau0=1.0,
-                        checkpoint=NO_CHECKPOINT, **options):
-        """SCVI on `schedules.stochastic`: minibatches of sentences under MEAN tables of the global
-        counts, which start as the expected counts under the start table."""
-        counts = BatchTrees(self._rows, data).expectations((start, make_tables(data.grammar, start)))[0]
-        structure = TreeMinibatches(self._rows, data, counts)
-        rng = np.random.default_rng(seed)
-        steps_per_pass = -(-structure.n_units // batch_size)
-        with self._progress(progress, n_iter * steps_per_pass, unit="batch") as bar:
-            def record(iteration, objective, seconds):
-                bar.record(iteration, objective, seconds, advance=False)
-                self._call_back(iteration, structure.current(), bar.train_seconds)
-
-            checkpoint.track_progress(bar)
-            steps = stochastic(structure, structure.counts, n_iter, batch_size, kappa, tau0, rng, record,
-                               after_step=lambda rho: bar.advance(), checkpoint=checkpoint)
-        return _Run(structure.current(), MEAN, bar.history, {"steps_": steps})
-
     # ------------------------------------------------------------- using it
-    def _check_fitted(self):
-        if not hasattr(self, "counts_"):
-            raise RuntimeError("this PCFG is not fitted yet; call fit() first")
-
-    def _batch(self, X):
+    def _prepared(self, X):
         self._check_fitted()
         sentences = _as_sentences(X)
         return sentences, self.grammar_.prepare(sentences)
@@ -650,7 +553,7 @@ class PCFG:
         ``counts_`` whatever the algorithm, which for em smooths its expected counts by alpha (an MLE
         gives unseen rules probability zero).
         """
-        _, prepared = self._batch(X)
+        _, prepared = self._prepared(X)
         tables = self._estimate_tables(estimate)
         return batch_log_z(self.grammar_.kernel, tables, prepared.tokens, prepared.offsets,
                            prepared.span_ids, prepared.span_offsets, cubic_chunks(prepared.offsets))
@@ -668,30 +571,20 @@ class PCFG:
         ``counts_`` ("mean"; differs only for em, whose MLE gives every unseen rule probability zero and
         so forces held-out words into analyses made of seen pieces).
         """
-        sentences, prepared = self._batch(X)
+        sentences, prepared = self._prepared(X)
         derivations = viterbi_batch(self.grammar_, self._estimate_tables(estimate), prepared)
         return [None if d is None else derivation_to_tree(self.grammar_, d, words)
                 for d, words in zip(derivations, sentences)]
 
     # ------------------------------------------------------------- save/load
-    def save(self, path):
-        """Write the fitted model to ``path`` (a NumPy ``.npz`` archive, no pickles): the counts, the
-        prior, the grammar (text, or the number of nonterminals), its terminals and ``<any>``
-        substrings, and the training history."""
-        self._check_fitted()
+    def _saved(self):
+        """The counts, the prior, the grammar (text, or the number of nonterminals), its terminals and
+        ``<any>`` substrings."""
         grammar = self.grammar_
-        meta = {
-            "format": SAVE_FORMAT,
-            "alpha": self.alpha,
-            "n_nonterminals": self.n_nonterminals,
-            "grammar": None if self.grammar is None else format_grammar(self.grammar),
-            "start": None if self.grammar is None else self.grammar.start,
-            "max_substring": self.max_substring,
-            "vocabulary": grammar.vocabulary.to_json(),
-            "algorithm": self.algorithm_,
-            "point_rule": self._point_rule,
-            "history": [[r.iteration, r.objective, r.seconds] for r in self.history_],
-        }
+        meta = {"alpha": self.alpha, "n_nonterminals": self.n_nonterminals,
+                "grammar": None if self.grammar is None else format_grammar(self.grammar),
+                "start": None if self.grammar is None else self.grammar.start, "max_substring": self.max_substring,
+                "vocabulary": grammar.vocabulary.to_json(), "point_rule": self._point_rule}
         arrays = {"counts": self.counts_}
         if grammar.substrings is not None:
             substrings = grammar.substrings.substrings
@@ -699,12 +592,10 @@ class PCFG:
             arrays["substring_tokens"] = np.array([t for s in substrings for t in s], dtype=np.int32)
         if hasattr(self, "acceptance_rates_"):
             arrays["acceptance_rates"] = self.acceptance_rates_
-        write_model(path, meta, arrays)
+        return meta, arrays
 
     @classmethod
-    def load(cls, path):
-        """Read a model written by `save`."""
-        meta, arrays = read_model(path, SAVE_FORMAT)
+    def _from_saved(cls, meta, arrays, path):
         vocabulary = Vocabulary.from_json(meta["vocabulary"])
         if meta["grammar"] is None:
             model = cls(n_nonterminals=meta["n_nonterminals"], alpha=meta["alpha"])
@@ -725,9 +616,6 @@ class PCFG:
             raise ValueError(f"{path}: {arrays['counts'].shape[0]} counts for a grammar of {grammar.n_rules} rules")
         model.grammar_ = grammar
         model._rows = RuleRows(grammar, model.alpha)
-        model.algorithm_ = meta["algorithm"]
-        model.objective_name_ = OBJECTIVES[model.algorithm_]
-        model.history_ = [IterationRecord(int(i), o, t) for i, o, t in meta["history"]]
         if "acceptance_rates" in arrays:
             model.acceptance_rates_ = arrays["acceptance_rates"]
         model._set_fitted(arrays["counts"], meta["point_rule"])

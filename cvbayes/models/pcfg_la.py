@@ -22,20 +22,21 @@ from numba import njit
 from ..core.rules import MAP, MEAN, VB, mean_cell, slot_kl, slot_log_prior
 from ..core.units import ZeroProbabilityError, max_length
 from ..data.trees import read_trees
-from ..schedules import IterationRecord, Progress, batch, leave_one_out, passes
+from ..schedules import Algorithm, batch, leave_one_out
+from ..schedules.driver import check_positive_int
 from ..trees.grammar import LEXICAL, UNARY
 from ..trees.latent import (AnnotatedTables, RowLayout, add_posteriors, add_row_totals, latent_inside_outside,
                             parent_totals, posterior_offsets, row_sizes, split_grammar, tree_inside_outside)
 from ..trees.latent_parse import LatentParser
-from .files import read_model, write_model
 from ..trees.treebank import PreparedTreebank, TreebankGrammar, prepare_treebank
+from .base import BayesModel
 
 __all__ = ["ALGORITHMS", "OBJECTIVES", "PCFGLA"]
 
 ALGORITHMS = {
-    "em": (batch, MAP),            # inside-outside over annotations, eq. 4.5-4.10 (the MLE when alpha <= 1)
-    "vb": (batch, VB),             # eq. 4.12 over annotated rules
-    "cvi": (leave_one_out, MEAN),  # eq. 4.24 over annotated rules, a tree's expected counts left out
+    "em": Algorithm(batch, MAP, "tree", "inside-outside over annotations, thesis eq. 4.5-4.10"),
+    "vb": Algorithm(batch, VB, "tree", "thesis eq. 4.12 over annotated rules"),
+    "cvi": Algorithm(leave_one_out, MEAN, "tree", "thesis eq. 4.24 over annotated rules"),
 }
 
 OBJECTIVES = {
@@ -61,8 +62,8 @@ class LatentTrees:
         self.alpha = alpha
 
     def tables(self, statistics, rule):
-        """MAP (eq. 4.10) or VB (eq. 4.12) tables of the counts."""
-        return self.layout.table(rule, statistics, self.alpha)
+        """MAP (eq. 4.10) or VB (eq. 4.12) tables of the counts (a checkpoint gives them back as a tuple)."""
+        return self.layout.table(rule, AnnotatedTables(*statistics), self.alpha)
 
     def expectations(self, tables):
         """Expected annotated-rule counts and sum log Z over the trees (eq. 4.7-4.9)."""
@@ -72,6 +73,7 @@ class LatentTrees:
     def penalty(self, rule, statistics, tables):
         """MAP: the log prior of the tables; VB: minus KL(q(theta) || p(theta)) of the counts."""
         layout = self.layout
+        statistics = None if statistics is None else AnnotatedTables(*statistics)
         if rule == MAP:
             totals = np.zeros(layout.n_rows) if statistics is None else layout.row_totals(statistics)
             return slot_log_prior(layout.flatten(tables), layout.cell_row, totals, self.alpha, layout.row_width)
@@ -142,8 +144,44 @@ def cvi_pass(state, order):
     return leave_one_out(_update_tree, state, order)
 
 
+def _raise_if_bad(tree):
+    if tree >= 0:
+        raise ZeroProbabilityError(f"training tree {tree} has probability zero under the CVI weights")
+
+
+class CollapsedTrees:
+    """CVI's state (eq. 4.24): every tree's annotated-rule counts from the start grammar (float32, to
+    leave them out), the global counts and row totals they sum to, and the kernels' work arrays."""
+
+    def __init__(self, prepared, n_subtypes, alpha, start, checkpoint):
+        grammar, nodes = prepared.grammar, prepared.nodes
+        offsets = posterior_offsets(nodes, n_subtypes)
+        store = np.zeros(offsets[-1], dtype=np.float32)
+        self.counts = latent_inside_outside(nodes, start, store=store).counts
+        totals = parent_totals(grammar, self.counts)
+        weights = AnnotatedTables(*(table.copy() for table in start))
+        longest = max_length(nodes.tree_offsets)
+        self.state = (nodes.tree_offsets, nodes.kind, nodes.rule, nodes.left, nodes.right,
+                      *(np.ascontiguousarray(rules[:, 0]) for rules in
+                        (grammar.binary_rules, grammar.unary_rules, grammar.lexical_rules)),
+                      *self.counts, totals, row_sizes(grammar, n_subtypes).astype(float), alpha, *weights,
+                      np.empty((longest, n_subtypes)), np.empty((longest, n_subtypes)), np.empty(longest), store,
+                      offsets)
+        self.order = np.arange(nodes.n_trees, dtype=np.int64)
+        checkpoint.track_arrays("cvi", {"binary": self.counts.binary, "unary": self.counts.unary,
+                                        "lexical": self.counts.lexical, "totals": totals, "store": store})
+
+    def sweep(self, iteration):
+        objective, bad = cvi_pass(self.state, self.order)
+        _raise_if_bad(bad)
+        return objective
+
+    def current(self):
+        return self.counts
+
+
 # ------------------------------------------------------------------ the model
-class PCFGLA:
+class PCFGLA(BayesModel):
     """A PCFG with latent annotations: every treebank symbol split into ``n_subtypes`` subtypes.
 
     Parameters
@@ -157,6 +195,19 @@ class PCFGLA:
         0 and 1, are Petrov et al. (2006)'s X-bar start grammar.
     min_count : int
         Training words seen fewer times become word signatures (`word_signature`).
+    algorithm : {"em", "vb", "cvi"}
+        Default "cvi".
+    n_iter : int
+        Passes over the trees.
+    n_init : int
+        Restarts from seeds random_state, random_state + 1, ...; the best last objective is kept.
+    random_state : int
+        Seeds the 1 % noise of the split grammar every algorithm starts from.
+
+    ``fit(trees)`` takes a sequence of Tree, a path to a file of Penn-bracket trees, or a
+    PreparedTreebank: training trees, with or without ROOT on top (function tags and empty elements
+    already removed), or the output of `cvbayes.trees.treebank.prepare_treebank` with this model's
+    settings (to prepare a treebank once for many fits).
 
     Attributes
     ----------
@@ -171,47 +222,26 @@ class PCFGLA:
         The objective (``objective_name_``) and wall time of every pass.
     """
 
+    MODEL_NAME = "pcfg-la"
+    SAVE_FORMAT = SAVE_FORMAT
     ALGORITHMS = ALGORITHMS
+    OBJECTIVES = OBJECTIVES
+    FITTED = "tables_"
 
-    def __init__(self, n_subtypes=2, alpha=0.1, horizontal=0, vertical=1, min_count=2):
-        if int(n_subtypes) != n_subtypes or n_subtypes < 1:
-            raise ValueError(f"n_subtypes must be a positive integer, got {n_subtypes}")
+    def __init__(self, n_subtypes=2, alpha=0.1, horizontal=0, vertical=1, min_count=2, *, algorithm="cvi",
+                 n_iter=30, n_init=1, random_state=0):
+        self._keep_params(locals())
+        self.n_subtypes = check_positive_int("n_subtypes", n_subtypes)
         if not alpha > 0:
             raise ValueError(f"alpha must be positive, got {alpha}")
-        if int(min_count) != min_count or min_count < 1:
-            raise ValueError(f"min_count must be a positive integer, got {min_count}")
-        self.n_subtypes = int(n_subtypes)
+        self.min_count = check_positive_int("min_count", min_count)
+        self._check_learner("n_iter", "n_init")
         self.alpha = float(alpha)
-        self.horizontal = horizontal
         self.vertical = int(vertical)
-        self.min_count = int(min_count)
-        self.history_ = []
 
-    # ------------------------------------------------------------ fitting
-    def fit(self, trees, algorithm="cvi", n_iter=30, seed=0, progress=False, callback=None):
-        """Learn the subtypes' rule weights from observed trees.
-
-        Parameters
-        ----------
-        trees : sequence of Tree, a path to a file of Penn-bracket trees, or a PreparedTreebank
-            Training trees, with or without ROOT on top (function tags and empty elements already
-            removed), or the output of `cvbayes.trees.treebank.prepare_treebank` with this model's
-            settings (to prepare a treebank once for many fits).
-        algorithm : {"em", "vb", "cvi"}
-        n_iter : int
-            Passes over the trees.
-        seed : int
-            Seeds the 1 % noise of the split grammar every algorithm starts from.
-        progress : bool
-            Show a progress bar.
-        callback : callable, optional
-            ``callback(model, iteration)`` after every pass with ``tables_`` set to the current
-            estimates (so that ``parse`` works inside it); its time is not training time.
-        """
-        if algorithm not in self.ALGORITHMS:
-            raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(self.ALGORITHMS)}")
-        if int(n_iter) != n_iter or n_iter < 1:
-            raise ValueError(f"n_iter must be a positive integer, got {n_iter}")
+    # ------------------------------------------------------------ fit's hooks
+    def _prepare(self, trees, y=None):
+        """The treebank prepared with this model's settings (binarised, rare words as signatures)."""
         if isinstance(trees, (str, os.PathLike)):
             trees = read_trees(trees)
         settings = (self.horizontal, self.vertical, self.min_count)
@@ -225,82 +255,36 @@ class PCFGLA:
             prepared = prepare_treebank(list(trees), horizontal=self.horizontal, vertical=self.vertical,
                                         min_count=self.min_count)
         self.grammar_ = prepared.grammar
-        self.algorithm_ = algorithm
-        self.objective_name_ = OBJECTIVES[algorithm]
-        self._callback = callback
-        layout = RowLayout(prepared.grammar, self.n_subtypes)
-        start = split_grammar(prepared.grammar, self.n_subtypes, np.random.default_rng(seed))
-        schedule, rule = self.ALGORITHMS[algorithm]
-        with Progress(int(n_iter), algorithm, progress) as bar:
-            self.history_ = bar.history
-            if schedule is batch:
-                counts = self._run_batch(prepared, layout, rule, start, int(n_iter), bar)
-            else:
-                counts = self._run_leave_one_out(prepared, start, int(n_iter), bar)
-        self._set_fitted(counts, rule)
-        return self
+        return prepared
 
-    def _run_batch(self, prepared, layout, rule, start, n_iter, bar):
+    def _fingerprint(self, prepared):
+        nodes, grammar = prepared.nodes, prepared.grammar
+        return (nodes.tree_offsets, nodes.kind, nodes.rule, nodes.left, nodes.right, grammar.binary_rules,
+                grammar.unary_rules, grammar.lexical_rules)
+
+    def _start(self, prepared, run):
+        """The treebank grammar split into subtypes with 1 % noise (Petrov et al. 2006)."""
+        return split_grammar(prepared.grammar, self.n_subtypes, run.rng)
+
+    def _batch(self, prepared, run):
         """EM (rule MAP) from the split grammar, VB (rule VB) from its expected counts."""
-        structure = LatentTrees(prepared, layout, self.alpha)
-        statistics = tables = None
-        if rule == MAP:
-            tables = start
-        else:
-            statistics = structure.expectations(start)[0]
+        structure = LatentTrees(prepared, RowLayout(prepared.grammar, self.n_subtypes), self.alpha)
+        start = self._start(prepared, run)
+        if run.how.rule == MAP:
+            return structure, None, start
+        return structure, structure.expectations(start)[0], None
 
-        def record(iteration, objective, counts, seconds):
-            bar.record(iteration, objective, seconds)
-            self._call_back(iteration, counts, rule, bar.train_seconds)
-
-        return batch(structure, rule, n_iter, record, statistics, tables)
-
-    def _run_leave_one_out(self, prepared, start, n_iter, bar):
+    def _collapsed(self, prepared, run):
         """CVI (eq. 4.24): every tree's counts from the split grammar, then passes of leave-one-tree-out
         updates on the MEAN weights of the others."""
-        grammar, nodes = prepared.grammar, prepared.nodes
-        offsets = posterior_offsets(nodes, self.n_subtypes)
-        store = np.zeros(offsets[-1], dtype=np.float32)
-        counts = latent_inside_outside(nodes, start, store=store).counts
-        weights = AnnotatedTables(*(table.copy() for table in start))
-        longest = max_length(nodes.tree_offsets)
-        state = (nodes.tree_offsets, nodes.kind, nodes.rule, nodes.left, nodes.right,
-                 *(np.ascontiguousarray(rules[:, 0]) for rules in
-                   (grammar.binary_rules, grammar.unary_rules, grammar.lexical_rules)),
-                 *counts, parent_totals(grammar, counts), row_sizes(grammar, self.n_subtypes).astype(float),
-                 self.alpha, *weights, np.empty((longest, self.n_subtypes)), np.empty((longest, self.n_subtypes)),
-                 np.empty(longest), store, offsets)
-        order = np.arange(nodes.n_trees, dtype=np.int64)
+        return CollapsedTrees(prepared, self.n_subtypes, self.alpha, self._start(prepared, run), run.checkpoint)
 
-        def sweep(iteration):
-            objective, bad = cvi_pass(state, order)
-            if bad >= 0:
-                raise ZeroProbabilityError(f"training tree {bad} has probability zero under the CVI weights")
-            return objective
-
-        def record(iteration, objective, seconds):
-            bar.record(iteration, objective, seconds)
-            self._call_back(iteration, counts, MEAN, bar.train_seconds)
-
-        passes(sweep, n_iter, record)
-        return counts
-
-    def _call_back(self, iteration, counts, rule, train_seconds):
-        if self._callback is not None:
-            self.train_seconds_ = train_seconds
-            self._set_fitted(AnnotatedTables(*(table.copy() for table in counts)), rule)
-            self._callback(self, iteration)
-
-    def _set_fitted(self, counts, rule):
-        """The counts and the fitted table: MAP for EM, the posterior mean otherwise."""
-        self.counts_ = AnnotatedTables(*counts)
+    def _set_fitted(self, counts, rule, prepared=None):
+        """The counts (a copy: CVI's keep changing) and the fitted table: MAP for EM, the posterior mean
+        otherwise."""
+        self.counts_ = AnnotatedTables(*(np.array(table) for table in counts))
         self._point_rule = MAP if rule == MAP else MEAN
         self.tables_ = RowLayout(self.grammar_, self.n_subtypes).table(self._point_rule, self.counts_, self.alpha)
-
-    @property
-    def train_seconds(self):
-        """Training time of the last fit (the sum of the history's pass times)."""
-        return sum(record.seconds for record in self.history_)
 
     # ------------------------------------------------------------ parsing
     def parser(self, decoder="max-rule"):
@@ -330,29 +314,13 @@ class PCFGLA:
         """
         return self.parser(decoder).parse(sentences, pruning).trees
 
-    def _check_fitted(self):
-        if not hasattr(self, "tables_"):
-            raise RuntimeError("this PCFGLA is not fitted yet; call fit() first")
-
     # ------------------------------------------------------------ save/load
-    def save(self, path):
-        """Write the fitted model to ``path`` (a NumPy ``.npz`` archive, no pickles): the grammar, the
-        expected counts (the tables follow from them), the settings and the history."""
-        self._check_fitted()
+    def _saved(self):
+        """The grammar, the expected counts (the tables follow from them) and the settings."""
         grammar = self.grammar_
-        meta = {
-            "format": SAVE_FORMAT,
-            "n_subtypes": self.n_subtypes,
-            "alpha": self.alpha,
-            "horizontal": self.horizontal,
-            "vertical": self.vertical,
-            "min_count": self.min_count,
-            "algorithm": self.algorithm_,
-            "point_rule": self._point_rule,
-            "history": [[r.iteration, r.objective, r.seconds] for r in self.history_],
-            "symbols": list(grammar.symbols),
-            "words": list(grammar.words),
-        }
+        meta = {"n_subtypes": self.n_subtypes, "alpha": self.alpha, "horizontal": self.horizontal,
+                "vertical": self.vertical, "min_count": self.min_count, "point_rule": self._point_rule,
+                "symbols": list(grammar.symbols), "words": list(grammar.words)}
         arrays = {
             "binary_rules": grammar.binary_rules, "unary_rules": grammar.unary_rules,
             "lexical_rules": grammar.lexical_rules, "binary_rule_counts": grammar.binary_counts,
@@ -360,21 +328,15 @@ class PCFGLA:
             "binary_counts": self.counts_.binary, "unary_counts": self.counts_.unary,
             "lexical_counts": self.counts_.lexical,
         }
-        write_model(path, meta, arrays)
+        return meta, arrays
 
     @classmethod
-    def load(cls, path):
-        """Read a model written by `save`."""
-        meta, arrays = read_model(path, SAVE_FORMAT)
+    def _from_saved(cls, meta, arrays, path):
         model = cls(meta["n_subtypes"], meta["alpha"], meta["horizontal"], meta["vertical"], meta["min_count"])
         model.grammar_ = TreebankGrammar(
             tuple(meta["symbols"]), tuple(meta["words"]), arrays["binary_rules"], arrays["unary_rules"],
             arrays["lexical_rules"], arrays["binary_rule_counts"], arrays["unary_rule_counts"],
             arrays["lexical_rule_counts"])
-        model.algorithm_ = meta["algorithm"]
-        model.objective_name_ = OBJECTIVES[model.algorithm_]
-        model.history_ = [IterationRecord(int(i), o, t) for i, o, t in meta["history"]]
         model._set_fitted((arrays["binary_counts"], arrays["unary_counts"], arrays["lexical_counts"]),
                           meta["point_rule"])
         return model
-

@@ -12,13 +12,16 @@ Every algorithm is a schedule paired with a rule of `cvbayes.core.rules`:
 
 A model supplies the structure (its dynamic program bound to the data) and the hooks; the schedule
 supplies the loop, and saves and resumes it through the `cvbayes.checkpoints.Checkpoint` the model
-opens (NO_CHECKPOINT by default).  Schedules import only `cvbayes.core` and `cvbayes.checkpoints`.
+opens (NO_CHECKPOINT by default).  `driver` is the fit every model shares (checks, seeds, restarts,
+checkpoints, progress, history); a model's ``ALGORITHMS`` table names its learners by `Algorithm`
+records.  Schedules import only `cvbayes.core` and `cvbayes.checkpoints`.
 """
 from .batch import batch
 from .collapsed import leave_one_out, passes
 from .progress import IterationRecord, Progress
 from .sampling import gibbs
 from .stochastic import Minibatch, stochastic, step_size
+from .driver import Algorithm, Run
 
-__all__ = ["IterationRecord", "Minibatch", "Progress", "batch", "gibbs", "leave_one_out", "passes",
+__all__ = ["Algorithm", "IterationRecord", "Run", "Minibatch", "Progress", "batch", "gibbs", "leave_one_out", "passes",
            "step_size", "stochastic"]

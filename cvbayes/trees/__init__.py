@@ -5,8 +5,9 @@ from .dmv_init import dmv_harmonic_counts, dmv_random_counts
 from .grammar import (AnySubstring, CompiledGrammar, Grammar, GrammarError, Rule, SentenceBatch, SubstringIndex,
                       Terminal, compile_grammar, format_grammar, full_cnf_grammar, parse_grammar, read_grammar,
                       write_grammar)
-from .inside_outside import (Derivation, InsideOutside, RuleTables, expected_counts, inside_outside, log_z,
-                             make_tables, sample_tree, viterbi, viterbi_batch)
+from .inside_outside import (Derivation, InsideOutside, derivation_to_tree, expected_counts, inside_outside, log_z,
+                             sample_tree, viterbi, viterbi_batch)
+from .tables import RuleTables, make_tables
 from .latent import (AnnotatedTables, LatentPass, add_posteriors, latent_inside_outside, normalise_rows,
                      parent_totals, posterior_offsets, row_sizes, split_grammar, tree_inside_outside,
                      zero_annotated_tables)
@@ -26,6 +27,7 @@ __all__ = [
     "SubstringIndex",
     "Terminal",
     "compile_grammar",
+    "derivation_to_tree",
     "expected_counts",
     "format_grammar",
     "full_cnf_grammar",

@@ -89,6 +89,7 @@ from ..core.special import FAST
 from ..core.rules import mean_cell
 from ..core.sampling import pick, uniform, unit_generator
 from ..core.units import equal_token_chunks, first_bad, max_length
+from .top_down import push
 
 LEFT = 0
 RIGHT = 1
@@ -239,6 +240,54 @@ def _choose(terms, count, viterbi, state):
     return pick(terms, count, uniform(state))
 
 
+# ROOT's item over the whole sentence: its splits are the root word h, over LS[0, h] and RS[h, n - 1]
+ROOT_ITEM = N_ITEMS
+
+
+@njit(cache=True, inline="always")
+def _split_terms(chart, w_root, w_stop, kind, i, j, terms):
+    """The log weights of the splits of item (kind, i, j), in order, to ``terms``; returns their number.
+
+    The item's inside is their log-sum-exp (max for Viterbi), plus its attach weight for RI and LI;
+    the outside pass hands each split its share of the item's posterior, the top-down pass chooses
+    one; `_children` names the two items under split x.  RS and LS have the splits of RU and LU.
+    """
+    if kind == ROOT_ITEM:
+        for h in range(j + 1):
+            terms[h] = w_root[h] + chart[LS, 0, h] + chart[RS, h, j]
+        return j + 1
+    if kind == RU or kind == RS:
+        for m in range(i + 1, j + 1):
+            terms[m - i - 1] = chart[RI, i, m] + chart[RS, m, j]
+    elif kind == LU or kind == LS:
+        for m in range(i, j):
+            terms[m - i] = chart[LS, i, m] + chart[LI, m, j]
+    elif kind == RI:
+        # i takes j as its outermost right dependent so far; k ends i's inner half
+        for k in range(i, j):
+            terms[k - i] = chart[RU, i, k] + chart[LS, k + 1, j] + w_stop[i, RIGHT, 1 if k > i else 0, CONTINUE]
+    else:
+        # j takes i as its outermost left dependent so far
+        for k in range(i, j):
+            terms[k - i] = chart[RS, i, k] + chart[LU, k + 1, j] + w_stop[j, LEFT, 1 if k + 1 < j else 0, CONTINUE]
+    return j - i
+
+
+@njit(cache=True, inline="always")
+def _children(kind, i, j, x):
+    """The two items (kind, left, right) under split x of item (kind, i, j) (`_split_terms`' order)."""
+    if kind == ROOT_ITEM:
+        return LS, 0, x, RS, x, j
+    if kind == RU or kind == RS:
+        # open halves end with their outermost dependent's sealed outer half
+        return RI, i, i + 1 + x, RS, i + 1 + x, j
+    if kind == LU or kind == LS:
+        return LS, i, i + x, LI, i + x, j
+    if kind == RI:
+        return RU, i, i + x, LS, i + x + 1, j
+    return RS, i, i + x, LU, i + x + 1, j
+
+
 @njit(cache=True, fastmath=FAST)
 def dmv_inside(w_root, w_stop, w_attach, n, chart, terms, viterbi):
     """Inside pass of the split-head DMV chart (Eisner 2000; Klein and Manning 2004).
@@ -276,30 +325,30 @@ def dmv_inside(w_root, w_stop, w_attach, n, chart, terms, viterbi):
     for width in range(1, n):
         for i in range(n - width):
             j = i + width
-            # i takes j as its outermost right dependent so far; k ends i's inner half
-            for k in range(i, j):
-                terms[k - i] = ru[i, k] + ls[k + 1, j] + w_stop[i, RIGHT, 1 if k > i else 0, CONTINUE]
-            ri[i, j] = _reduce(terms, width, viterbi) + w_attach[i, j]
-            # j takes i as its outermost left dependent so far
-            for k in range(i, j):
-                terms[k - i] = rs[i, k] + lu[k + 1, j] + w_stop[j, LEFT, 1 if k + 1 < j else 0, CONTINUE]
-            li[i, j] = _reduce(terms, width, viterbi) + w_attach[j, i]
-            # open halves end with their outermost dependent's sealed outer half
-            for m in range(i + 1, j + 1):
-                terms[m - i - 1] = ri[i, m] + rs[m, j]
-            ru[i, j] = _reduce(terms, width, viterbi)
-            for m in range(i, j):
-                terms[m - i] = ls[i, m] + li[m, j]
-            lu[i, j] = _reduce(terms, width, viterbi)
+            ri[i, j] = _reduce(terms, _split_terms(chart, w_root, w_stop, RI, i, j, terms), viterbi) + w_attach[i, j]
+            li[i, j] = _reduce(terms, _split_terms(chart, w_root, w_stop, LI, i, j, terms), viterbi) + w_attach[j, i]
+            ru[i, j] = _reduce(terms, _split_terms(chart, w_root, w_stop, RU, i, j, terms), viterbi)
+            lu[i, j] = _reduce(terms, _split_terms(chart, w_root, w_stop, LU, i, j, terms), viterbi)
             rs[i, j] = ru[i, j] + w_stop[i, RIGHT, HAS_DEPENDENT, STOP]
             ls[i, j] = lu[i, j] + w_stop[j, LEFT, HAS_DEPENDENT, STOP]
-    for h in range(n):
-        terms[h] = w_root[h] + ls[0, h] + rs[h, n - 1]
-    return _reduce(terms, n, viterbi)
+    return _reduce(terms, _split_terms(chart, w_root, w_stop, ROOT_ITEM, 0, n - 1, terms), viterbi)
+
+
+@njit(cache=True, inline="always", fastmath=FAST)
+def _share(chart, w_root, w_stop, kind, i, j, mass, base, terms, posterior):
+    """Hand item (kind, i, j)'s posterior ``mass`` to its splits, each in proportion to exp(its log
+    weight + ``base``), and each split's share to both its items."""
+    if not mass > 0.0:
+        return
+    for x in range(_split_terms(chart, w_root, w_stop, kind, i, j, terms)):
+        share = mass * math.exp(terms[x] + base)
+        first, a1, b1, second, a2, b2 = _children(kind, i, j, x)
+        posterior[first, a1, b1] += share
+        posterior[second, a2, b2] += share
 
 
 @njit(cache=True, fastmath=FAST)
-def dmv_posteriors(w_root, w_stop, w_attach, n, chart, log_z, posterior, head_marginals, none_marginals):
+def dmv_posteriors(w_root, w_stop, w_attach, n, chart, log_z, posterior, head_marginals, none_marginals, terms):
     """Outside pass: posterior marginals of every item, top-down (thesis eq. 4.8).
 
     P(item) = P_OUT P_IN / Z is pushed from parents to children: a split of
@@ -316,19 +365,8 @@ def dmv_posteriors(w_root, w_stop, w_attach, n, chart, log_z, posterior, head_ma
     posterior : (6, >= n, >= n) output, the item marginals.
     head_marginals : (>= n, >= n + 1) output (module notes).
     none_marginals : (>= n, 2) output (module notes).
+    terms : (>= n,) scratch.
     """
-    ru = chart[RU]
-    lu = chart[LU]
-    rs = chart[RS]
-    ls = chart[LS]
-    ri = chart[RI]
-    li = chart[LI]
-    p_ru = posterior[RU]
-    p_lu = posterior[LU]
-    p_rs = posterior[RS]
-    p_ls = posterior[LS]
-    p_ri = posterior[RI]
-    p_li = posterior[LI]
     for kind in range(N_ITEMS):
         for i in range(n):
             for j in range(n):
@@ -336,52 +374,26 @@ def dmv_posteriors(w_root, w_stop, w_attach, n, chart, log_z, posterior, head_ma
     for m in range(n):
         for h in range(n + 1):
             head_marginals[m, h] = 0.0
+    _share(chart, w_root, w_stop, ROOT_ITEM, 0, n - 1, 1.0, -log_z, terms, posterior)
     for h in range(n):
-        share = math.exp(w_root[h] + ls[0, h] + rs[h, n - 1] - log_z)
-        head_marginals[h, 0] = share
-        p_ls[0, h] += share
-        p_rs[h, n - 1] += share
+        head_marginals[h, 0] = posterior[LS, 0, h]
     for width in range(n - 1, -1, -1):
         for i in range(n - width):
             j = i + width
-            p_ru[i, j] += p_rs[i, j]
-            p_lu[i, j] += p_ls[i, j]
+            posterior[RU, i, j] += posterior[RS, i, j]
+            posterior[LU, i, j] += posterior[LS, i, j]
             if width == 0:
-                none_marginals[i, RIGHT] = 1.0 if i == n - 1 else min(p_rs[i, i], 1.0)
-                none_marginals[i, LEFT] = 1.0 if i == 0 else min(p_ls[i, i], 1.0)
+                none_marginals[i, RIGHT] = 1.0 if i == n - 1 else min(posterior[RS, i, i], 1.0)
+                none_marginals[i, LEFT] = 1.0 if i == 0 else min(posterior[LS, i, i], 1.0)
                 continue
-            mass = p_ru[i, j]
-            if mass > 0.0:
-                base = -ru[i, j]
-                for m in range(i + 1, j + 1):
-                    share = mass * math.exp(ri[i, m] + rs[m, j] + base)
-                    p_ri[i, m] += share
-                    p_rs[m, j] += share
-            mass = p_lu[i, j]
-            if mass > 0.0:
-                base = -lu[i, j]
-                for m in range(i, j):
-                    share = mass * math.exp(ls[i, m] + li[m, j] + base)
-                    p_ls[i, m] += share
-                    p_li[m, j] += share
-            mass = p_ri[i, j]
-            head_marginals[j, i + 1] = mass
-            if mass > 0.0:
-                base = w_attach[i, j] - ri[i, j]
-                for k in range(i, j):
-                    share = mass * math.exp(ru[i, k] + ls[k + 1, j] + w_stop[i, RIGHT, 1 if k > i else 0, CONTINUE]
-                                            + base)
-                    p_ru[i, k] += share
-                    p_ls[k + 1, j] += share
-            mass = p_li[i, j]
-            head_marginals[i, j + 1] = mass
-            if mass > 0.0:
-                base = w_attach[j, i] - li[i, j]
-                for k in range(i, j):
-                    share = mass * math.exp(rs[i, k] + lu[k + 1, j]
-                                            + w_stop[j, LEFT, 1 if k + 1 < j else 0, CONTINUE] + base)
-                    p_rs[i, k] += share
-                    p_lu[k + 1, j] += share
+            _share(chart, w_root, w_stop, RU, i, j, posterior[RU, i, j], -chart[RU, i, j], terms, posterior)
+            _share(chart, w_root, w_stop, LU, i, j, posterior[LU, i, j], -chart[LU, i, j], terms, posterior)
+            head_marginals[j, i + 1] = posterior[RI, i, j]
+            _share(chart, w_root, w_stop, RI, i, j, posterior[RI, i, j], w_attach[i, j] - chart[RI, i, j], terms,
+                   posterior)
+            head_marginals[i, j + 1] = posterior[LI, i, j]
+            _share(chart, w_root, w_stop, LI, i, j, posterior[LI, i, j], w_attach[j, i] - chart[LI, i, j], terms,
+                   posterior)
 
 
 @njit(cache=True, fastmath=FAST)
@@ -404,7 +416,7 @@ def dmv_inside_outside(w_root, w_stop, w_attach, n, chart, posterior, terms, hea
     """
     log_z = dmv_inside(w_root, w_stop, w_attach, n, chart, terms, False)
     if log_z > -np.inf:
-        dmv_posteriors(w_root, w_stop, w_attach, n, chart, log_z, posterior, head_marginals, none_marginals)
+        dmv_posteriors(w_root, w_stop, w_attach, n, chart, log_z, posterior, head_marginals, none_marginals, terms)
     return log_z
 
 
@@ -431,23 +443,11 @@ def dmv_top_down(w_root, w_stop, n, chart, viterbi, state, terms, stack, heads):
     stack : (>= 6 n + 4, 3) int64 scratch.
     heads : (>= n,) int output, 1-based heads, 0 for the root word.
     """
-    ru = chart[RU]
-    lu = chart[LU]
-    rs = chart[RS]
-    ls = chart[LS]
-    ri = chart[RI]
-    li = chart[LI]
-    for h in range(n):
-        terms[h] = w_root[h] + ls[0, h] + rs[h, n - 1]
-    root = _choose(terms, n, viterbi, state)
+    root = _choose(terms, _split_terms(chart, w_root, w_stop, ROOT_ITEM, 0, n - 1, terms), viterbi, state)
     heads[root] = 0
-    stack[0, 0] = LS
-    stack[0, 1] = 0
-    stack[0, 2] = root
-    stack[1, 0] = RS
-    stack[1, 1] = root
-    stack[1, 2] = n - 1
-    top = 2
+    first, a1, b1, second, a2, b2 = _children(ROOT_ITEM, 0, n - 1, root)
+    top = push(stack, 0, first, a1, b1)
+    top = push(stack, top, second, a2, b2)
     while top > 0:
         top -= 1
         kind = stack[top, 0]
@@ -455,36 +455,14 @@ def dmv_top_down(w_root, w_stop, n, chart, viterbi, state, terms, stack, heads):
         j = stack[top, 2]
         if i == j and kind <= LS:
             continue
-        # a seal has a single child, the open half of the same span
-        if kind == RS or kind == RU:
-            for m in range(i + 1, j + 1):
-                terms[m - i - 1] = ri[i, m] + rs[m, j]
-            m = i + 1 + _choose(terms, j - i, viterbi, state)
-            first, a1, b1, second, a2, b2 = RI, i, m, RS, m, j
-        elif kind == LS or kind == LU:
-            for m in range(i, j):
-                terms[m - i] = ls[i, m] + li[m, j]
-            m = i + _choose(terms, j - i, viterbi, state)
-            first, a1, b1, second, a2, b2 = LS, i, m, LI, m, j
-        elif kind == RI:
+        if kind == RI:
             heads[j] = i + 1
-            for k in range(i, j):
-                terms[k - i] = ru[i, k] + ls[k + 1, j] + w_stop[i, RIGHT, 1 if k > i else 0, CONTINUE]
-            k = i + _choose(terms, j - i, viterbi, state)
-            first, a1, b1, second, a2, b2 = RU, i, k, LS, k + 1, j
-        else:
+        elif kind == LI:
             heads[i] = j + 1
-            for k in range(i, j):
-                terms[k - i] = rs[i, k] + lu[k + 1, j] + w_stop[j, LEFT, 1 if k + 1 < j else 0, CONTINUE]
-            k = i + _choose(terms, j - i, viterbi, state)
-            first, a1, b1, second, a2, b2 = RS, i, k, LU, k + 1, j
-        stack[top, 0] = first
-        stack[top, 1] = a1
-        stack[top, 2] = b1
-        stack[top + 1, 0] = second
-        stack[top + 1, 1] = a2
-        stack[top + 1, 2] = b2
-        top += 2
+        x = _choose(terms, _split_terms(chart, w_root, w_stop, kind, i, j, terms), viterbi, state)
+        first, a1, b1, second, a2, b2 = _children(kind, i, j, x)
+        top = push(stack, top, first, a1, b1)
+        top = push(stack, top, second, a2, b2)
 
 
 @njit(cache=True)
@@ -594,47 +572,122 @@ def tree_log_weight(tags, begin, n, heads, log_root, log_stop, log_attach):
 
 
 # ------------------------------------------------------------ corpus drivers
-@njit(parallel=True, cache=True)
-def dmv_batch_expectations(tags, offsets, chunk_bounds, log_root, log_stop, log_attach,
-                     head_offsets, head_store, none_store):
-    """Expected counts of all sentences under one set of tables (E-step, thesis eq. 4.7-4.9).
+# What `dmv_batch` does with every sentence.
+EXPECT = 0    # inside-outside: local posteriors, expected counts and log Z (E-step, eq. 4.7-4.9)
+RANDOM = 1    # the same on random position weights (`cvbayes.trees.dmv_init`'s random posteriors)
+LOG_Z = 2     # the inside pass only
+DECODE = 3    # Viterbi: the best tree's heads and log weight
+SAMPLE = 4    # one tree drawn from the posterior (eq. 4.15's proposal), and its counts
 
-    Sentences are independent given the tables, so chunks run in parallel
-    (EM, VB and any batch learner).
+
+@njit(cache=True)
+def random_weights(state, n, w_root, w_stop, w_attach):
+    """Position-level log weights of n words, each an independent U(0, 1] draw from ``state``."""
+    for p in range(n):
+        # 1 - u lies in (0, 1], so every log weight is finite
+        w_root[p] = np.log(1.0 - uniform(state))
+        for d in range(2):
+            for v in range(2):
+                for o in range(2):
+                    w_stop[p, d, v, o] = np.log(1.0 - uniform(state))
+        for q in range(n):
+            w_attach[p, q] = np.log(1.0 - uniform(state))
+
+
+@njit(cache=True)
+def store_and_count(tags, begin, n, i, hm, none, head_offsets, head_store, none_store, root, stop, attach):
+    """Copy sentence i's local posteriors into the stores (if any) and add the counts of the stored
+    (rounded) values, so that subtracting them later with `add_posterior_counts` removes what was added."""
+    if head_store.shape[0] > 0:
+        block = head_store[head_offsets[i]:head_offsets[i + 1]].reshape((n, n + 1))
+        for m in range(n):
+            for h in range(n + 1):
+                block[m, h] = hm[m, h]
+            none_store[begin + m, 0] = none[m, 0]
+            none_store[begin + m, 1] = none[m, 1]
+        add_posterior_counts(tags, begin, n, block, none_store[begin:begin + n], 1.0, root, stop, attach)
+    else:
+        add_posterior_counts(tags, begin, n, hm, none, 1.0, root, stop, attach)
+
+
+@njit(cache=True)
+def _dmv_sentence(mode, seed, i, tags, begin, n, log_root, log_stop, log_attach, buffers, state, head_offsets,
+                  head_store, none_store, heads_out, root, stop, attach):
+    """One sentence of `dmv_batch`: its chart and what ``mode`` does with it; returns log Z (or the
+    best tree's log weight), adding nothing when it is -inf."""
+    w_root, w_stop, w_attach, chart, posterior, terms, hm, none, stack, heads = buffers
+    if mode == RANDOM or mode == SAMPLE:
+        state[0] = unit_generator(seed, i)[0]
+    if mode == RANDOM:
+        random_weights(state, n, w_root, w_stop, w_attach)
+    else:
+        sentence_weights(tags, begin, n, log_root, log_stop, log_attach, w_root, w_stop, w_attach)
+    # the semiring as a literal at each call: numba then compiles one version of the chart for each
+    if mode == EXPECT or mode == RANDOM:
+        log_z = dmv_inside_outside(w_root, w_stop, w_attach, n, chart, posterior, terms, hm, none)
+    elif mode == DECODE:
+        log_z = dmv_inside(w_root, w_stop, w_attach, n, chart, terms, True)
+    else:
+        log_z = dmv_inside(w_root, w_stop, w_attach, n, chart, terms, False)
+    if mode == LOG_Z or log_z == -np.inf:
+        return log_z
+    if mode == EXPECT or mode == RANDOM:
+        store_and_count(tags, begin, n, i, hm, none, head_offsets, head_store, none_store, root, stop, attach)
+        return log_z
+    if mode == DECODE:
+        dmv_top_down(w_root, w_stop, n, chart, True, state, terms, stack, heads)
+    else:
+        dmv_top_down(w_root, w_stop, n, chart, False, state, terms, stack, heads)
+    for m in range(n):
+        heads_out[begin + m] = heads[m]
+    if mode == SAMPLE:
+        add_tree_counts(tags, begin, n, heads, 1.0, root, stop, attach)
+    return log_z
+
+
+@njit(parallel=True, cache=True)
+def dmv_batch(mode, seed, tags, offsets, chunk_bounds, log_root, log_stop, log_attach, head_offsets, head_store,
+              none_store, heads_out, per_sentence):
+    """The chart of every sentence under one set of tables, in parallel: the one driver of the DMV's
+    E-steps, initialisers, likelihoods, parses and samples (``mode``: EXPECT, RANDOM, LOG_Z, DECODE,
+    SAMPLE).
+
+    Sentences are independent given the tables, so chunks run in parallel, each with its own count
+    accumulators, summed at the end.  Draws (RANDOM, SAMPLE) come from a generator seeded by (seed,
+    sentence index), so they do not depend on the number of threads.
 
     Parameters
     ----------
+    mode : int; seed : int (RANDOM, SAMPLE).
     tags : (N,) int type ids; offsets : (I + 1,) int64 sentence boundaries.
-    chunk_bounds : (C + 1,) int64 sentence indices, one chunk a thread
-        (`work_chunks`).
-    log_root, log_stop, log_attach : log tables (module notes).
-    head_offsets : (I + 1,) int64, `head_block_offsets` (ignored when not
-        storing).
-    head_store : flat float32/float64 (sum n_i (n_i + 1),) receiving each
-        sentence's head marginals as an (n, n + 1) block at head_offsets[i];
-        pass an empty array to keep nothing.
+    chunk_bounds : (C + 1,) int64 sentence indices, one chunk a thread (`work_chunks`).
+    log_root, log_stop, log_attach : log tables (module notes); RANDOM reads only V = len(log_root).
+    head_offsets : (I + 1,) int64, `head_block_offsets` (ignored when not storing).
+    head_store : flat float32/float64 (sum n_i (n_i + 1),) receiving each sentence's head marginals
+        as an (n, n + 1) block at head_offsets[i] (EXPECT, RANDOM); empty to keep nothing.
     none_store : (N, 2) float32/float64 receiving the none marginals (or (0, 2)).
+    heads_out : (N,) int32 output (DECODE, SAMPLE), 1-based heads, 0 = root; a sentence without a tree
+        keeps its heads.
+    per_sentence : (I,) float64 output (LOG_Z, DECODE): each sentence's log Z or best tree's log
+        weight (-inf: no tree; 0 for an empty sentence).
 
     Returns
     -------
-    (root_counts (V,), stop_counts (V, 2, 2, 2), attach_counts (V, 2, V),
-    log_evidence, first_bad)
-        log_evidence = sum_i log Z_i over the possible sentences; first_bad is
-        the first sentence no tree explains (-1 if none).  With stores, the
-        counts are summed from the stored (rounded) values, so subtracting a
-        sentence later with `add_posterior_counts` removes what was added.
+    (root_counts (V,), stop_counts (V, 2, 2, 2), attach_counts (V, 2, V), log_evidence, first_bad)
+        The expected (EXPECT, RANDOM) or drawn (SAMPLE) counts, log_evidence = sum_i log Z_i over the
+        possible sentences, and the first sentence no tree explains (-1 if none).
     """
-    n_types = log_root.shape[0]
+    n_types = log_root.shape[0] if mode != LOG_Z and mode != DECODE else 0  # the modes that count
     n_chunks = chunk_bounds.shape[0] - 1
     longest = max_length(offsets)
-    keep = head_store.shape[0] > 0
     root_acc = np.zeros((n_chunks, n_types))
     stop_acc = np.zeros((n_chunks, n_types, 2, 2, 2))
     attach_acc = np.zeros((n_chunks, n_types, 2, n_types))
     log_z_acc = np.zeros(n_chunks)
     bad_acc = np.full(n_chunks, -1, dtype=np.int64)
     for c in prange(n_chunks):
-        w_root, w_stop, w_attach, chart, posterior, terms, hm, none, _, _ = dmv_buffers(longest)
+        buffers = dmv_buffers(longest)
+        state = np.ones(1, dtype=np.uint64)  # Viterbi draws nothing
         # accumulate in locals: neighbouring chunks' slots share a cache line
         chunk_log_z = 0.0
         chunk_bad = -1
@@ -642,148 +695,63 @@ def dmv_batch_expectations(tags, offsets, chunk_bounds, log_root, log_stop, log_
             begin = offsets[i]
             n = offsets[i + 1] - begin
             if n == 0:
+                if mode == DECODE:
+                    per_sentence[i] = 0.0
                 continue
-            sentence_weights(tags, begin, n, log_root, log_stop, log_attach, w_root, w_stop, w_attach)
-            log_z = dmv_inside_outside(w_root, w_stop, w_attach, n, chart, posterior, terms, hm, none)
+            log_z = _dmv_sentence(mode, seed, i, tags, begin, n, log_root, log_stop, log_attach, buffers, state,
+                                  head_offsets, head_store, none_store, heads_out, root_acc[c], stop_acc[c],
+                                  attach_acc[c])
+            if mode == LOG_Z or mode == DECODE:
+                per_sentence[i] = log_z
+            if mode == LOG_Z:
+                continue
             if log_z == -np.inf:
                 if chunk_bad < 0:
                     chunk_bad = i
                 continue
             chunk_log_z += log_z
-            if keep:
-                block = head_store[head_offsets[i]:head_offsets[i + 1]].reshape((n, n + 1))
-                for m in range(n):
-                    for h in range(n + 1):
-                        block[m, h] = hm[m, h]
-                    none_store[begin + m, 0] = none[m, 0]
-                    none_store[begin + m, 1] = none[m, 1]
-                add_posterior_counts(tags, begin, n, block, none_store[begin:begin + n], 1.0,
-                                     root_acc[c], stop_acc[c], attach_acc[c])
-            else:
-                add_posterior_counts(tags, begin, n, hm, none, 1.0, root_acc[c], stop_acc[c], attach_acc[c])
         log_z_acc[c] = chunk_log_z
         bad_acc[c] = chunk_bad
     return (root_acc.sum(axis=0), stop_acc.sum(axis=0), attach_acc.sum(axis=0), log_z_acc.sum(),
             first_bad(bad_acc))
 
 
-@njit(parallel=True, cache=True)
+_NO_HEADS = np.zeros(0, dtype=np.int32)
+_NO_SENTENCES = np.zeros(0)
+_NO_STORES = (np.zeros(1, dtype=np.int64), np.zeros(0), np.zeros((0, 2)))
+
+
+def dmv_batch_expectations(tags, offsets, chunk_bounds, log_root, log_stop, log_attach, head_offsets, head_store,
+                           none_store):
+    """Expected counts of all sentences under one set of tables (E-step, thesis eq. 4.7-4.9; EM, VB and
+    any batch learner): `dmv_batch` in EXPECT mode, returning (root_counts, stop_counts, attach_counts,
+    log_evidence, first_bad).  With stores, the counts are summed from the stored (rounded) values."""
+    return dmv_batch(EXPECT, 0, tags, offsets, chunk_bounds, log_root, log_stop, log_attach, head_offsets,
+                     head_store, none_store, _NO_HEADS, _NO_SENTENCES)
+
+
 def dmv_batch_log_evidence(tags, offsets, chunk_bounds, log_root, log_stop, log_attach):
     """log Z_i of every sentence (the inside pass only), as (I,) float64; 0 for empty ones."""
-    n_seq = offsets.shape[0] - 1
-    n_chunks = chunk_bounds.shape[0] - 1
-    longest = max_length(offsets)
-    out = np.zeros(n_seq)
-    for c in prange(n_chunks):
-        w_root, w_stop, w_attach, chart, _, terms, _, _, _, _ = dmv_buffers(longest)
-        for i in range(chunk_bounds[c], chunk_bounds[c + 1]):
-            begin = offsets[i]
-            n = offsets[i + 1] - begin
-            if n == 0:
-                continue
-            sentence_weights(tags, begin, n, log_root, log_stop, log_attach, w_root, w_stop, w_attach)
-            out[i] = dmv_inside(w_root, w_stop, w_attach, n, chart, terms, False)
+    out = np.zeros(offsets.shape[0] - 1)
+    dmv_batch(LOG_Z, 0, tags, offsets, chunk_bounds, log_root, log_stop, log_attach, *_NO_STORES, _NO_HEADS, out)
     return out
 
 
-@njit(parallel=True, cache=True)
 def dmv_batch_decode(tags, offsets, chunk_bounds, log_root, log_stop, log_attach, heads_out, log_best_out):
-    """Viterbi parse of every sentence: the heads of its most probable tree.
-
-    Parameters
-    ----------
-    tags, offsets, chunk_bounds, log_root, log_stop, log_attach :
-        as `dmv_batch_expectations`.
-    heads_out : (N,) int32 output, 1-based heads per sentence, 0 = root.
-    log_best_out : (I,) float64 output, the best tree's log weight (-inf
-        when no tree is possible; its heads are then left as they were).
-
-    Returns
-    -------
-    int
-        The first sentence with no possible tree, or -1.
-    """
-    n_chunks = chunk_bounds.shape[0] - 1
-    longest = max_length(offsets)
-    bad_acc = np.full(n_chunks, -1, dtype=np.int64)
-    for c in prange(n_chunks):
-        w_root, w_stop, w_attach, chart, _, terms, _, _, stack, heads = dmv_buffers(longest)
-        state = np.ones(1, dtype=np.uint64)  # Viterbi draws nothing
-        chunk_bad = -1
-        for i in range(chunk_bounds[c], chunk_bounds[c + 1]):
-            begin = offsets[i]
-            n = offsets[i + 1] - begin
-            if n == 0:
-                log_best_out[i] = 0.0
-                continue
-            sentence_weights(tags, begin, n, log_root, log_stop, log_attach, w_root, w_stop, w_attach)
-            best = dmv_inside(w_root, w_stop, w_attach, n, chart, terms, True)
-            log_best_out[i] = best
-            if best == -np.inf:
-                if chunk_bad < 0:
-                    chunk_bad = i
-                continue
-            dmv_top_down(w_root, w_stop, n, chart, True, state, terms, stack, heads)
-            for m in range(n):
-                heads_out[begin + m] = heads[m]
-        bad_acc[c] = chunk_bad
-    return first_bad(bad_acc)
+    """Viterbi parse of every sentence: its most probable tree's heads to ``heads_out`` (N,) int32
+    (1-based, 0 = root) and log weight to ``log_best_out`` (I,) (-inf when no tree is possible; its
+    heads are then left as they were).  Returns the first sentence with no possible tree, or -1."""
+    return dmv_batch(DECODE, 0, tags, offsets, chunk_bounds, log_root, log_stop, log_attach, *_NO_STORES,
+                     heads_out, log_best_out)[4]
 
 
-@njit(parallel=True, cache=True)
 def dmv_batch_sample(seed, tags, offsets, chunk_bounds, log_root, log_stop, log_attach, heads_out):
-    """Draw one tree per sentence from its posterior under fixed tables, and its counts.
-
-    Each sentence uses its own generator seeded by (seed, sentence index), so
-    the draw does not depend on the number of threads (exact sampling; the
-    proposal of the thesis's Hastings sampler, eq. 4.15, on CVI's tables).
-
-    Parameters
-    ----------
-    seed : int.
-    tags, offsets, chunk_bounds, log_root, log_stop, log_attach :
-        as `dmv_batch_expectations`.
-    heads_out : (N,) int32 output, 1-based heads, 0 = root.
-
-    Returns
-    -------
-    (root_counts, stop_counts, attach_counts, log_evidence, first_bad)
-        The counts of the drawn trees, sum_i log Z_i, and the first
-        sentence with no possible tree (-1 if none).
-    """
-    n_types = log_root.shape[0]
-    n_chunks = chunk_bounds.shape[0] - 1
-    longest = max_length(offsets)
-    root_acc = np.zeros((n_chunks, n_types))
-    stop_acc = np.zeros((n_chunks, n_types, 2, 2, 2))
-    attach_acc = np.zeros((n_chunks, n_types, 2, n_types))
-    log_z_acc = np.zeros(n_chunks)
-    bad_acc = np.full(n_chunks, -1, dtype=np.int64)
-    for c in prange(n_chunks):
-        w_root, w_stop, w_attach, chart, _, terms, _, _, stack, heads = dmv_buffers(longest)
-        chunk_log_z = 0.0
-        chunk_bad = -1
-        for i in range(chunk_bounds[c], chunk_bounds[c + 1]):
-            begin = offsets[i]
-            n = offsets[i + 1] - begin
-            if n == 0:
-                continue
-            state = unit_generator(seed, i)
-            sentence_weights(tags, begin, n, log_root, log_stop, log_attach, w_root, w_stop, w_attach)
-            log_z = dmv_inside(w_root, w_stop, w_attach, n, chart, terms, False)
-            if log_z == -np.inf:
-                if chunk_bad < 0:
-                    chunk_bad = i
-                continue
-            chunk_log_z += log_z
-            dmv_top_down(w_root, w_stop, n, chart, False, state, terms, stack, heads)
-            for m in range(n):
-                heads_out[begin + m] = heads[m]
-            add_tree_counts(tags, begin, n, heads, 1.0, root_acc[c], stop_acc[c], attach_acc[c])
-        log_z_acc[c] = chunk_log_z
-        bad_acc[c] = chunk_bad
-    return (root_acc.sum(axis=0), stop_acc.sum(axis=0), attach_acc.sum(axis=0), log_z_acc.sum(),
-            first_bad(bad_acc))
+    """Draw one tree per sentence from its posterior under fixed tables (exact sampling; the proposal of
+    the thesis's Hastings sampler, eq. 4.15, on CVI's tables), its heads to ``heads_out``; each sentence
+    draws from its own generator seeded by (seed, sentence index).  Returns (root_counts, stop_counts,
+    attach_counts, log_evidence, first_bad) of the drawn trees."""
+    return dmv_batch(SAMPLE, seed, tags, offsets, chunk_bounds, log_root, log_stop, log_attach, *_NO_STORES,
+                     heads_out, _NO_SENTENCES)
 
 
 # ------------------------------------------------------------ Python helpers

@@ -49,12 +49,11 @@ local posteriors of thesis footnote 5).  Draws come from a generator seeded by
 (seed, sentence index), so they do not depend on the number of threads.
 """
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from ..core.sampling import uniform, unit_generator
 from ..core.units import max_length
-from .dmv import (DMVCounts, LocalPosteriors, add_posterior_counts, check_sentences, dmv_buffers,
-                  dmv_inside_outside, work_chunks)
+from .dmv import (RANDOM, DMVCounts, LocalPosteriors, check_sentences, dmv_batch, dmv_buffers, dmv_inside_outside,
+                  store_and_count, work_chunks)
 
 
 @njit(cache=True)
@@ -88,21 +87,6 @@ def harmonic_sentence(n, constant, head_marginals, none_marginals):
             none_right *= 1.0 - head_marginals[m, p + 1]
         none_marginals[p, 0] = none_left
         none_marginals[p, 1] = none_right
-
-
-@njit(cache=True)
-def _store_and_count(tags, begin, n, i, hm, none, head_offsets, head_store, none_store, root, stop, attach):
-    """Copy a sentence's local posteriors into the stores (if any) and add the counts of the stored values."""
-    if head_store.shape[0] > 0:
-        block = head_store[head_offsets[i]:head_offsets[i + 1]].reshape((n, n + 1))
-        for m in range(n):
-            for h in range(n + 1):
-                block[m, h] = hm[m, h]
-            none_store[begin + m, 0] = none[m, 0]
-            none_store[begin + m, 1] = none[m, 1]
-        add_posterior_counts(tags, begin, n, block, none_store[begin:begin + n], 1.0, root, stop, attach)
-    else:
-        add_posterior_counts(tags, begin, n, hm, none, 1.0, root, stop, attach)
 
 
 @njit(cache=True)
@@ -152,44 +136,21 @@ def harmonic_batch(tags, offsets, n_types, constant, tree, head_offsets, head_st
             harmonic_tree_sentence(n, constant, w_root, w_stop, w_attach, chart, posterior, terms, hm, none)
         else:
             harmonic_sentence(n, constant, hm, none)
-        _store_and_count(tags, begin, n, i, hm, none, head_offsets, head_store, none_store, root, stop, attach)
+        store_and_count(tags, begin, n, i, hm, none, head_offsets, head_store, none_store, root, stop, attach)
     return root, stop, attach
 
 
-@njit(parallel=True, cache=True)
 def random_batch(seed, tags, offsets, chunk_bounds, n_types, head_offsets, head_store, none_store):
-    """Counts of random local tree posteriors, one per sentence (module notes).
+    """Counts of random local tree posteriors, one per sentence (module notes): the chart's driver on
+    random position weights (`cvbayes.trees.dmv.dmv_batch`, RANDOM).
 
     Parameters as `harmonic_batch`, plus ``seed`` and ``chunk_bounds``
     (`cvbayes.trees.dmv.work_chunks`).  Returns (root, stop, attach) counts;
     every weight is positive, so every sentence has trees.
     """
-    n_chunks = chunk_bounds.shape[0] - 1
-    longest = max_length(offsets)
-    root_acc = np.zeros((n_chunks, n_types))
-    stop_acc = np.zeros((n_chunks, n_types, 2, 2, 2))
-    attach_acc = np.zeros((n_chunks, n_types, 2, n_types))
-    for c in prange(n_chunks):
-        w_root, w_stop, w_attach, chart, posterior, terms, hm, none, _, _ = dmv_buffers(longest)
-        for i in range(chunk_bounds[c], chunk_bounds[c + 1]):
-            begin = offsets[i]
-            n = offsets[i + 1] - begin
-            if n == 0:
-                continue
-            state = unit_generator(seed, i)
-            for p in range(n):
-                # 1 - u lies in (0, 1], so every log weight is finite
-                w_root[p] = np.log(1.0 - uniform(state))
-                for d in range(2):
-                    for v in range(2):
-                        for o in range(2):
-                            w_stop[p, d, v, o] = np.log(1.0 - uniform(state))
-                for q in range(n):
-                    w_attach[p, q] = np.log(1.0 - uniform(state))
-            dmv_inside_outside(w_root, w_stop, w_attach, n, chart, posterior, terms, hm, none)
-            _store_and_count(tags, begin, n, i, hm, none, head_offsets, head_store, none_store,
-                             root_acc[c], stop_acc[c], attach_acc[c])
-    return root_acc.sum(axis=0), stop_acc.sum(axis=0), attach_acc.sum(axis=0)
+    no_tables = (np.zeros(n_types), np.zeros((0, 2, 2, 2)), np.zeros((0, 2, 0)))
+    return dmv_batch(RANDOM, seed, tags, offsets, chunk_bounds, *no_tables, head_offsets, head_store, none_store,
+                     np.zeros(0, dtype=np.int32), np.zeros(0))[:3]
 
 
 def _no_local():

@@ -62,7 +62,6 @@ import numpy as np
 
 from ..files import write_text
 from ..data.errors import CorpusFormatError, read_text_file
-from ..data.trees import Tree, unbinarize
 from ..data.vocabulary import Vocabulary
 
 __all__ = [
@@ -80,7 +79,6 @@ __all__ = [
     "Terminal",
     "UNARY",
     "compile_grammar",
-    "derivation_to_tree",
     "format_grammar",
     "full_cnf_grammar",
     "parse_grammar",
@@ -968,48 +966,3 @@ def full_cnf_grammar(n_nonterminals: int, vocabulary: Vocabulary | int, start: i
     names = tuple(str(i) for i in range(n))
     return CompiledGrammar(names, names, int(start), vocabulary, None, rule_parent, rule_kind,
                            np.arange(n + 1, dtype=np.int64) * row, np.full(n * row, -1, np.int64), kernel)
-
-
-def derivation_to_tree(grammar, applications, words, *, binarized: bool = False) -> Tree:
-    """The `Tree` of a kernel derivation (Viterbi or sampled).
-
-    Parameters
-    ----------
-    grammar : CompiledGrammar
-    applications : Derivation or int array (n, 5)
-        Rule applications in preorder (`cvbayes.trees.inside_outside`).
-    words : sequence of str or of ids
-        The sentence; ids are decoded with ``grammar.vocabulary``.
-    binarized : bool, default False
-        Keep the internal ``@`` symbols (the kernel's binary tree) instead of
-        returning the user's n-ary tree.
-    """
-    rows = np.asarray(getattr(applications, "applications", applications))
-    array = np.asarray(words)
-    words = grammar.vocabulary.decode(array) if array.dtype.kind in "iu" else [str(w) for w in words]
-    kernel = grammar.kernel
-    symbols = grammar.symbols
-    position = 0
-
-    def build() -> Tree:
-        nonlocal position
-        if position >= len(rows):
-            raise ValueError("the derivation ends before its tree is complete")
-        kind, index, begin, split, end = (int(v) for v in rows[position])
-        position += 1
-        if kind == BINARY:
-            left = build()
-            right = build()
-            return Tree(symbols[kernel.binary_parent[index]], [left, right])
-        if kind == UNARY:
-            return Tree(symbols[kernel.unary_parent[index]], [build()])
-        if kind == LEXICAL:
-            return Tree(symbols[kernel.lexical_parent[index]], [words[begin]])
-        if kind == SPAN:
-            return Tree(symbols[kernel.span_parent[index]], words[begin:end])
-        raise ValueError(f"unknown rule application kind {kind}")
-
-    tree = build()
-    if position != len(rows):
-        raise ValueError(f"the derivation has {len(rows) - position} rows after its tree")
-    return tree if binarized else unbinarize(tree)

@@ -320,25 +320,9 @@ def binary_inside(weights, r, inside, left, right, factor, out, at):
 
 
 @njit(cache=True)
-def tree_inside_outside(
-    node_kind,
-    node_rule,
-    node_left,
-    node_right,
-    first,
-    last,
-    binary_weights,
-    unary_weights,
-    lexical_weights,
-    inside,
-    outside,
-    scale,
-    binary_counts,
-    unary_counts,
-    lexical_counts,
-    store,
-    store_offsets,
-):
+def tree_inside_outside(node_kind, node_rule, node_left, node_right, first, last, binary_weights, unary_weights,
+                        lexical_weights, inside, outside, scale, binary_counts, unary_counts, lexical_counts, store,
+                        store_offsets):
     """Inside-outside over the annotations of one observed tree (Matsuzaki et al. 2005, §3).
 
     The E-step of eq. 4.8-4.9 with the tree shape fixed: the sum runs over
@@ -471,24 +455,9 @@ def tree_inside_outside(
 
 
 @njit(cache=True, parallel=True)
-def _corpus_pass(
-    tree_offsets,
-    node_kind,
-    node_rule,
-    node_left,
-    node_right,
-    chunk_bounds,
-    longest,
-    binary_weights,
-    unary_weights,
-    lexical_weights,
-    binary_counts,
-    unary_counts,
-    lexical_counts,
-    store,
-    store_offsets,
-    log_z,
-):
+def _corpus_pass(tree_offsets, node_kind, node_rule, node_left, node_right, chunk_bounds, longest, binary_weights,
+                 unary_weights, lexical_weights, binary_counts, unary_counts, lexical_counts, store, store_offsets,
+                 log_z):
     """Run `tree_inside_outside` on every tree, one chunk of trees per thread and count table."""
     n_sub = lexical_weights.shape[1]
     for k in prange(len(chunk_bounds) - 1):
@@ -496,25 +465,10 @@ def _corpus_pass(
         outside = np.empty((longest, n_sub))
         scale = np.empty(longest)
         for t in range(chunk_bounds[k], chunk_bounds[k + 1]):
-            log_z[t] = tree_inside_outside(
-                node_kind,
-                node_rule,
-                node_left,
-                node_right,
-                tree_offsets[t],
-                tree_offsets[t + 1],
-                binary_weights,
-                unary_weights,
-                lexical_weights,
-                inside,
-                outside,
-                scale,
-                binary_counts[k],
-                unary_counts[k],
-                lexical_counts[k],
-                store,
-                store_offsets,
-            )
+            log_z[t] = tree_inside_outside(node_kind, node_rule, node_left, node_right, tree_offsets[t],
+                                           tree_offsets[t + 1], binary_weights, unary_weights, lexical_weights, inside,
+                                           outside, scale, binary_counts[k], unary_counts[k], lexical_counts[k], store,
+                                           store_offsets)
 
 
 def latent_inside_outside(
@@ -566,41 +520,16 @@ def latent_inside_outside(
     lexical_counts = np.zeros((n_chunks,) + lexical_weights.shape)
     log_z = np.empty(nodes.n_trees)
     longest = max_length(nodes.tree_offsets)
-    _corpus_pass(
-        nodes.tree_offsets,
-        nodes.kind,
-        nodes.rule,
-        nodes.left,
-        nodes.right,
-        bounds,
-        longest,
-        binary_weights,
-        unary_weights,
-        lexical_weights,
-        binary_counts,
-        unary_counts,
-        lexical_counts,
-        store,
-        store_offsets,
-        log_z,
-    )
+    _corpus_pass(nodes.tree_offsets, nodes.kind, nodes.rule, nodes.left, nodes.right, bounds, longest,
+                 binary_weights, unary_weights, lexical_weights, binary_counts, unary_counts, lexical_counts, store,
+                 store_offsets, log_z)
     counts = AnnotatedTables(binary_counts.sum(axis=0), unary_counts.sum(axis=0), lexical_counts.sum(axis=0))
     return LatentPass(log_z, counts)
 
 
 @njit(cache=True)
-def add_posteriors(
-    tree_offsets,
-    node_kind,
-    node_rule,
-    tree,
-    store,
-    store_offsets,
-    sign,
-    binary_counts,
-    unary_counts,
-    lexical_counts,
-):
+def add_posteriors(tree_offsets, node_kind, node_rule, tree, store, store_offsets, sign, binary_counts, unary_counts,
+                   lexical_counts):
     """Add ``sign`` times one tree's stored posteriors C^i to the counts.
 
     With ``sign = -1`` this leaves tree i out, C^{\\i} = C - C^i, before its
@@ -633,19 +562,8 @@ def add_posteriors(
 
 
 @njit(cache=True)
-def add_row_totals(
-    tree_offsets,
-    node_kind,
-    node_rule,
-    tree,
-    store,
-    store_offsets,
-    sign,
-    binary_parent,
-    unary_parent,
-    lexical_parent,
-    totals,
-):
+def add_row_totals(tree_offsets, node_kind, node_rule, tree, store, store_offsets, sign, binary_parent, unary_parent,
+                   lexical_parent, totals):
     """Add ``sign`` times one tree's stored posteriors to the row totals C_{A[a] -> .}.
 
     The companion of `add_posteriors`: CVI keeps every row's total in step

@@ -71,6 +71,7 @@ from ..data.trees import Tree
 from .grammar import BINARY, LEXICAL, UNARY
 from .inside_outside import cubic_chunks
 from .latent import AnnotatedTables, binary_inside, treebank_weights
+from .top_down import emit
 from .treebank import ROOT, TreebankGrammar, debinarise, encode_words
 
 __all__ = [
@@ -476,16 +477,6 @@ def _keep_likely(slot, inside, outside, threshold, keep):
 
 # ------------------------------------------------------------------ decoders
 @njit(cache=True)
-def _emit(rows, n, kind, rule, i, j, k):
-    rows[n, 0] = kind
-    rows[n, 1] = rule
-    rows[n, 2] = i
-    rows[n, 3] = j
-    rows[n, 4] = k
-    return n + 1
-
-
-@njit(cache=True)
 def chart_max_rule(g, binary_weights, unary_weights, words, slot_bottom, slot_top, in_bottom, in_top,
                    out_bottom, out_top, log_scale, root_inside, alive, alive_list, alive_count, rows):
     """Max-rule-product decoding (Petrov and Klein 2007 §4) after `chart_inside` and `chart_outside`.
@@ -589,7 +580,7 @@ def chart_max_rule(g, binary_weights, unary_weights, words, slot_bottom, slot_to
         layer, symbol, i, k = stack[depth, 0], stack[depth, 1], stack[depth, 2], stack[depth, 3]
         if layer == 2:
             if root_back >= 0:
-                n = _emit(rows, n, UNARY, root_back, i, -1, k)
+                n = emit(rows, n, UNARY, root_back, i, -1, k)
                 stack[depth, 0], stack[depth, 1] = 1, g.unary_child[root_back]
             else:
                 stack[depth, 0] = 0
@@ -598,17 +589,17 @@ def chart_max_rule(g, binary_weights, unary_weights, words, slot_bottom, slot_to
             r = unary_back[slot_top[i, k, symbol]]
             stack[depth, 0] = 0
             if r >= 0:
-                n = _emit(rows, n, UNARY, r, i, -1, k)
+                n = emit(rows, n, UNARY, r, i, -1, k)
                 stack[depth, 1] = g.unary_child[r]
             depth += 1
         else:
             s = slot_bottom[i, k, symbol]
             r = rule_back[s]
             if k == i + 1:
-                n = _emit(rows, n, LEXICAL, r, i, i, k)
+                n = emit(rows, n, LEXICAL, r, i, i, k)
             else:
                 j = split_back[s]
-                n = _emit(rows, n, BINARY, r, i, j, k)
+                n = emit(rows, n, BINARY, r, i, j, k)
                 stack[depth, 0], stack[depth, 1], stack[depth, 2], stack[depth, 3] = 1, g.binary_right[r], j, k
                 stack[depth + 1, 0], stack[depth + 1, 1] = 1, g.binary_left[r]
                 stack[depth + 1, 2], stack[depth + 1, 3] = i, j
@@ -713,7 +704,7 @@ def chart_viterbi(g, log_binary, log_unary, log_lexical, words, slot_bottom, slo
     stack = np.empty((4 * n_words + 4, 5), dtype=np.int64)
     n = 0
     if root_rule >= 0:
-        n = _emit(rows, n, UNARY, root_rule, 0, -1, n_words)
+        n = emit(rows, n, UNARY, root_rule, 0, -1, n_words)
         stack[0, 0], stack[0, 1], stack[0, 2] = 1, g.unary_child[root_rule], root_child
     else:
         stack[0, 0], stack[0, 1], stack[0, 2] = 0, g.start, 0
@@ -727,16 +718,16 @@ def chart_viterbi(g, log_binary, log_unary, log_lexical, words, slot_bottom, slo
             r = top_back[t, a, 0]
             stack[depth, 0] = 0
             if r >= 0:
-                n = _emit(rows, n, UNARY, r, i, -1, k)
+                n = emit(rows, n, UNARY, r, i, -1, k)
                 stack[depth, 1], stack[depth, 2] = g.unary_child[r], top_back[t, a, 1]
             depth += 1
         else:
             s = slot_bottom[i, k, symbol]
             j, r, b, c = bottom_back[s, a, 0], bottom_back[s, a, 1], bottom_back[s, a, 2], bottom_back[s, a, 3]
             if k == i + 1:
-                n = _emit(rows, n, LEXICAL, r, i, i, k)
+                n = emit(rows, n, LEXICAL, r, i, i, k)
             else:
-                n = _emit(rows, n, BINARY, r, i, j, k)
+                n = emit(rows, n, BINARY, r, i, j, k)
                 stack[depth, 0], stack[depth, 1], stack[depth, 2] = 1, g.binary_right[r], c
                 stack[depth, 3], stack[depth, 4] = j, k
                 stack[depth + 1, 0], stack[depth + 1, 1], stack[depth + 1, 2] = 1, g.binary_left[r], b

@@ -26,30 +26,29 @@ is a schedule of `cvbayes.schedules` and a rule of `cvbayes.core.rules`, `ALGORI
   and the posterior mean's tables: the translation slots, their row totals and the jump buckets decay as
   N <- (1 - rho) N + rho (pairs / batch) E[C^B], rho = (tau0 + m)^-kappa.
 
-Every algorithm runs IBM1 first and hands its statistics to the HMM (the stochastic schedule keeps
-counting its steps across the two).  IBM1 starts from uniform alignment posteriors (the first EM
-iteration is the E-step of a uniform table); CGS starts from a uniform random alignment (``seed``), SVI
-and SCVI draw their minibatches with ``seed``, and the other algorithms do not use it.
+Every algorithm runs IBM1 first and hands its statistics to the HMM, in one run of its schedule
+(`structures.Stages`; the stochastic schedule keeps counting its steps across the two).  IBM1 starts
+from uniform alignment posteriors (the first EM iteration is the E-step of a uniform table); CGS starts
+from a uniform random alignment (``random_state``), SVI and SCVI draw their minibatches with
+``random_state``, and the other algorithms do not use it.
 
 Decoding: for every target word, the candidate (source position or NULL) with the largest posterior
 marginal; a word whose best candidate is NULL gets no link.
 """
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from ...chains.alignment import argmax_segments
-from ...core.rules import MAP, MEAN, VB, dirichlet_log_marginal, slot_log_marginal
-from ...core.sampling import seed_numba
-from ...core.statistics import DecayingCounts
-from ...schedules import Progress, batch, gibbs, leave_one_out, passes, stochastic
-from . import collapsed
-from . import gibbs as sampler
+from ...core.rules import MAP, MEAN, VB
+from ...core.units import equal_token_chunks
+from ...data.vocabulary import Vocabulary
+from ...schedules import Algorithm, batch, gibbs, leave_one_out, stochastic
+from ..base import BayesModel
 from .corpus import ParallelCorpus
 from .index import AlignmentData, build_index
-from .structures import AlignmentStructure, Statistics, Tables, check_pair
+from .structures import (AlignmentStructure, Stages, StagedBatch, StagedMinibatches, StagedSampler, StagedSweep,
+                         Statistics, Tables)
 from .symmetrize import SYMMETRIZATIONS, symmetrize
 
 __all__ = ["ALGORITHMS", "COLLAPSED", "DEFAULT_ITERATIONS", "MODELS", "OBJECTIVES", "Aligner", "align",
@@ -57,16 +56,16 @@ __all__ = ["ALGORITHMS", "COLLAPSED", "DEFAULT_ITERATIONS", "MODELS", "OBJECTIVE
 
 MODELS = ("ibm1", "hmm")
 
-# algorithm -> (schedule, rule, unit): the unit a collapsed update or a Gibbs draw visits, the unit a
-# minibatch samples, or (batch) the unit of the parallel E-step
+# the unit is what a collapsed update or a Gibbs draw visits, what a minibatch samples, or (batch) the
+# unit of the parallel E-step
 ALGORITHMS = {
-    "em": (batch, MAP, "pair"),
-    "vb": (batch, VB, "pair"),
-    "cvi1": (leave_one_out, MEAN, "token"),
-    "cvi2": (leave_one_out, MEAN, "pair"),
-    "cgs": (gibbs, MEAN, "pair"),
-    "svi": (stochastic, VB, "pair"),
-    "scvi": (stochastic, MEAN, "pair"),
+    "em": Algorithm(batch, MAP, "pair", "the GIZA++ pipeline (Och and Ney 2003)"),
+    "vb": Algorithm(batch, VB, "pair", "Riley and Gildea 2012; thesis eq. 3.20-3.22"),
+    "cvi1": Algorithm(leave_one_out, MEAN, "token", "thesis eq. 3.28-3.39"),
+    "cvi2": Algorithm(leave_one_out, MEAN, "pair", "thesis eq. 3.44-3.50"),
+    "cgs": Algorithm(gibbs, MEAN, "pair", "thesis eq. 3.25; Gal and Blunsom 2013"),
+    "svi": Algorithm(stochastic, VB, "pair", "thesis §3.7.2"),
+    "scvi": Algorithm(stochastic, MEAN, "pair", "thesis §3.7.2, §3.8.4"),
 }
 
 # (IBM1, HMM) iterations (passes for svi and scvi).  EM and VB: GIZA++'s 5 + 5 (Och and Ney 2003), as the
@@ -119,16 +118,16 @@ def _iterations(algorithm: str, model: str, n_iter) -> tuple[tuple[str, int], ..
     elif isinstance(n_iter, (int, np.integer)):
         n_ibm1 = n_hmm = int(n_iter)
     else:
-        pair = [int(n) for n in n_iter]
-        if len(pair) != 2:
+        pair = list(n_iter) if isinstance(n_iter, (tuple, list)) else []
+        if len(pair) != 2 or any(int(n) != n for n in pair):
             raise ValueError(f"n_iter takes None, an int or (ibm1_iters, hmm_iters), got {n_iter!r}")
-        n_ibm1, n_hmm = pair
+        n_ibm1, n_hmm = (int(n) for n in pair)
     if n_ibm1 < 0 or n_hmm < 0 or (model == "ibm1" and n_ibm1 == 0) or (model == "hmm" and n_hmm == 0):
         raise ValueError(f"need a positive number of iterations for the final model, got {n_iter!r}")
     return (("ibm1", n_ibm1),) if model == "ibm1" else (("ibm1", n_ibm1), ("hmm", n_hmm))
 
 
-class Aligner:
+class Aligner(BayesModel):
     """Align target words to source words (fast_align's forward direction).
 
     Parameters
@@ -142,8 +141,9 @@ class Aligner:
         Symmetric Dirichlet concentration on every translation row and on the jump buckets; None (the
         default) takes `default_prior` of the algorithm: 1e-3 for cvi1, cvi2, cgs and scvi, 0.1 (the
         thesis's, §3.8.3) for em, vb and svi.
-    seed : int
-        Seeds the Gibbs sampler and the minibatches of svi and scvi (the others are deterministic).
+    random_state : int
+        Seeds the Gibbs sampler and the minibatches of svi and scvi (the others are deterministic);
+        ``seed`` before (deprecated).
     null_prob : float
         p0, the HMM's fixed probability of a jump to NULL; 0 leaves NULL out of the HMM (fast_align's
         ``-N``; IBM1, which starts it, keeps its NULL word).
@@ -151,23 +151,36 @@ class Aligner:
         M: jump widths are clipped to [-M, M] (2M + 1 buckets).
     batch_size, kappa, tau0 : int, float, float
         svi and scvi: sentence pairs a minibatch and the step size rho_m = (tau0 + m)^-kappa.
+    n_init : int
+        Restarts from seeds random_state, random_state + 1, ...; the best last objective is kept.
+
+    ``fit(corpus)`` takes a `ParallelCorpus` and `BayesModel.fit`'s arguments; afterwards `links` gives its
+    alignment.
 
     Attributes
     ----------
     history_ : list of cvbayes.schedules.IterationRecord
         (iteration, objective, seconds, stage) per iteration, ``stage`` "ibm1" or "hmm"; `OBJECTIVES`
         says what the objective is for each algorithm.
+    statistics_ : the final expected counts (`structures.Statistics`).
     seconds_ : float
         Wall time of `fit`, indexing included.
     """
 
+    MODEL_NAME = "aligner"
+    SAVE_FORMAT = "cvbayes-aligner-1"
+    ALGORITHMS = ALGORITHMS
+    OBJECTIVES = OBJECTIVES
+    FITTED = "statistics_"
+
     def __init__(self, model: str = "hmm", algorithm: str = "cvi1", n_iter=None, prior: float | None = None,
-                 seed: int = 0, *, null_prob: float = NULL_PROB, max_jump: int = MAX_JUMP,
-                 batch_size: int = BATCH_SIZE, kappa: float = KAPPA, tau0: float = TAU0) -> None:
+                 random_state: int = 0, *, null_prob: float = NULL_PROB, max_jump: int = MAX_JUMP,
+                 batch_size: int = BATCH_SIZE, kappa: float = KAPPA, tau0: float = TAU0, n_init: int = 1,
+                 seed: int | None = None) -> None:
+        self._keep_params(locals())
         if model not in MODELS:
             raise ValueError(f"unknown model {model!r}; choose from {', '.join(MODELS)}")
-        if algorithm not in ALGORITHMS:
-            raise ValueError(f"unknown algorithm {algorithm!r}; choose from {', '.join(ALGORITHMS)}")
+        self._check_learner("n_init")
         if prior is None:
             prior = default_prior(algorithm)
         if not prior > 0:
@@ -178,196 +191,93 @@ class Aligner:
             raise ValueError(f"max_jump must be at least 1, got {max_jump}")
         if batch_size < 1 or not kappa >= 0 or not tau0 > 0:
             raise ValueError(f"need batch_size >= 1, kappa >= 0 and tau0 > 0, got {batch_size}, {kappa}, {tau0}")
-        self.model = model
-        self.algorithm = algorithm
         self.stages = _iterations(algorithm, model, n_iter)
         self.prior = float(prior)
-        self.seed = int(seed)
         self.null_prob = float(null_prob)
         self.max_jump = int(max_jump)
         self.batch_size = int(batch_size)
         self.kappa = float(kappa)
         self.tau0 = float(tau0)
-        self.history_ = []
-        self.seconds_ = 0.0
 
     @property
     def n_buckets(self) -> int:
         """2M + 1 jump buckets (chains/jumps.py)."""
         return 2 * self.max_jump + 1
 
-    def fit(self, corpus: ParallelCorpus, progress: bool = False) -> Aligner:
-        """Train on a corpus; afterwards `links` gives its alignment."""
-        started = time.perf_counter()
+    @property
+    def seconds_(self) -> float:
+        """Wall time of `fit`, indexing included (``fit_seconds_``)."""
+        return self.fit_seconds_
+
+    # -- fit's hooks -------------------------------------------------------------------------------------
+    def _n_passes(self):
+        return sum(n for _, n in self.stages)
+
+    def _prepare(self, corpus: ParallelCorpus, y=None) -> AlignmentData:
+        """The co-occurrence index of the corpus (`index.build_index`)."""
         self._n_pairs = len(corpus)
-        data = build_index(corpus)
-        self._data = data
-        schedule, rule, unit = ALGORITHMS[self.algorithm]
-        fits = {batch: self._fit_batch, leave_one_out: self._fit_collapsed, gibbs: self._fit_gibbs,
-                stochastic: self._fit_stochastic}
-        with Progress(sum(n for _, n in self.stages), f"{self.model} {self.algorithm}", progress) as bar:
-            if data.n_pairs == 0:
-                self._cells = np.zeros(0, dtype=np.float32)
-                self._statistics = Statistics(np.zeros(0), np.zeros(data.n_rows), np.zeros(self.n_buckets))
-            else:
-                self._cells = fits[schedule](data, rule, unit, bar)
-        self.history_ = bar.history
-        self.seconds_ = time.perf_counter() - started
-        return self
+        self._data = build_index(corpus)
+        self.vocabularies_ = (corpus.source_vocabulary, corpus.target_vocabulary)
+        return self._data
 
-    # -- the parts every schedule shares ----------------------------------------------------------------
+    def _fingerprint(self, data):
+        return data.pairs, data.src_ids, data.src_offsets, data.tgt_ids, data.tgt_offsets
 
-    def _structure(self, data, model, cells, rule=None, counts=None):
-        return AlignmentStructure(data, model, self.prior, self.null_prob, self.max_jump, cells, self.algorithm,
-                                  rule, counts)
+    def _batch(self, data, run):
+        structure = StagedBatch(data, Stages(self.stages), self.prior, self.null_prob, self.max_jump, run.algorithm,
+                                run.checkpoint)
+        return structure, structure.start, None
 
-    def _check(self, data, bad, token_pair=None):
-        """Raise for the first bad unit of a pass: a pair, or a token of pair ``token_pair[bad]``."""
-        if bad >= 0:
-            check_pair(data, bad if token_pair is None else token_pair[bad], self.algorithm)
+    def _collapsed(self, data, run):
+        return StagedSweep(data, Stages(self.stages), run.how.unit, self.prior, self.null_prob, self.max_jump,
+                           run.algorithm, run.checkpoint)
 
-    def _record(self, bar, model):
-        """The ``record`` of `passes` and `stochastic` for one model's stage."""
-        return lambda iteration, objective, seconds: bar.record(iteration, objective, seconds, stage=model)
+    def _sampler(self, data, run):
+        return StagedSampler(data, Stages(self.stages), self.prior, self.null_prob, self.max_jump, run.algorithm,
+                             run.rng, run.checkpoint)
 
-    # -- EM and VB ---------------------------------------------------------------------------------------
+    def _stochastic(self, data, run):
+        return StagedMinibatches(data, Stages(self.stages), run.how.rule, self.prior, self.null_prob, self.max_jump,
+                                 run.algorithm, run.checkpoint)
 
-    def _fit_batch(self, data, rule, unit, bar):
-        """EM or VB: E-steps in parallel on fixed tables, then the tables from the counts; the HMM starts
-        from IBM1's translation counts and no jump counts."""
-        cells = np.empty(data.cell_slot.shape[0], dtype=np.float32)
-        statistics = Statistics(np.zeros(data.n_slots), np.zeros(data.n_rows), np.zeros(self.n_buckets))
-        for model, n_iter in self.stages:
-            def record(iteration, objective, _, seconds, model=model):
-                bar.record(iteration, objective, seconds, stage=model)
+    def _set_fitted(self, statistics, rule, data=None):
+        self.statistics_ = Statistics(*statistics)
 
-            statistics = batch(self._structure(data, model, cells), rule, n_iter, record,
-                               statistics._replace(jumps=np.zeros(self.n_buckets)))
-        self._statistics = statistics
-        return cells
+    # -- files: the fitted statistics, the training pairs' index and their posteriors (the links) ---------
+    _DATA = ("pairs", "src_ids", "src_offsets", "tgt_ids", "tgt_offsets", "cell_offsets", "cell_slot", "slot_row")
 
-    # -- CVI-1 and CVI-2 ---------------------------------------------------------------------------------
+    def _saved(self):
+        data = self._data
+        passes = dict(self.stages)
+        meta = {"params": {**self.get_params(), "n_iter": [passes.get("ibm1", 0), passes.get("hmm", 0)],
+                           "prior": self.prior},
+                "n_pairs": self._n_pairs, "types": [data.n_source_types, data.n_target_types],
+                "vocabularies": [vocabulary.to_json() for vocabulary in self.vocabularies_]}
+        arrays = {name: getattr(data, name) for name in self._DATA}
+        arrays.update(cells=self._cells, **{f"statistics_{name}": block
+                                            for name, block in self.statistics_._asdict().items()})
+        return meta, arrays
 
-    def _fit_collapsed(self, data, rule, unit, bar):
-        """CVI-1 or CVI-2 from uniform IBM1 posteriors; local statistics in float32."""
-        n_src = np.diff(data.src_offsets)
-        cells = np.repeat((1.0 / (n_src + 1)).astype(np.float32), (n_src + 1) * np.diff(data.tgt_offsets))
-        counts = data.slot_totals(cells)
-        totals = data.row_totals(counts)
-        token_pair = data.layout()[3] if unit == "token" else None
-        order = np.arange(data.n_target_tokens if unit == "token" else data.n_pairs)
-        jump_counts = np.zeros(self.n_buckets)
-        for model, n_iter in self.stages:
-            if model == "ibm1":
-                state = collapsed.ibm1_state(data, self.prior, counts, totals, cells)
-                one_pass = collapsed.ibm1_token_pass if unit == "token" else collapsed.ibm1_pair_pass
-            elif unit == "pair":
-                state = collapsed.hmm_pair_state(data, self.prior, self.null_prob, self.max_jump, counts, totals,
-                                                 cells, jump_counts,
-                                                 np.zeros((data.n_pairs, self.n_buckets), dtype=np.float32))
-                one_pass = collapsed.hmm_pair_pass
-            else:
-                offsets = collapsed.state_offsets(data)
-                states = np.empty(offsets[-1], dtype=np.float32)
-                into = np.empty((data.n_target_tokens, self.n_buckets), dtype=np.float32)
-                counts[:] = 0.0
-                totals[:] = 0.0
-                jump_counts = collapsed.hmm_cvi1_init(self.max_jump, data.src_offsets, data.tgt_offsets,
-                                                      data.cell_offsets, offsets, data.cell_slot, data.slot_row,
-                                                      cells, states, into, counts, totals)
-                state = collapsed.hmm_token_state(data, self.prior, self.null_prob, self.max_jump, counts, totals,
-                                                  offsets, states, jump_counts, into)
-                one_pass = collapsed.hmm_token_pass
-
-            def sweep(iteration, state=state, one_pass=one_pass):
-                objective, bad = one_pass(state, order)
-                self._check(data, bad, token_pair)
-                return objective
-
-            passes(sweep, n_iter, self._record(bar, model))
-            if model == "hmm" and unit == "token":
-                collapsed.collapse_state_posteriors(data.src_offsets, data.tgt_offsets, data.cell_offsets, offsets,
-                                                    states, cells)
-        self._statistics = Statistics(counts, totals, jump_counts)
-        return cells
-
-    # -- collapsed Gibbs sampling ------------------------------------------------------------------------
-
-    def _fit_gibbs(self, data, rule, unit, bar):
-        """CGS: IBM1 sweeps from a uniform random alignment, then HMM sweeps from IBM1's last sample."""
-        n_src = np.diff(data.src_offsets)
-        n_tgt = np.diff(data.tgt_offsets)
-        rng = np.random.default_rng(self.seed)
-        seed_numba(int(rng.integers(2**31)))
-        align = rng.integers(0, np.repeat(n_src, n_tgt) + 1).astype(np.int32)
-        rb = np.empty(data.cell_slot.shape[0], dtype=np.float32)
-        sampler.sample_cells(data.cell_offsets, data.src_offsets, data.tgt_offsets, align, rb)
-        counts = data.slot_totals(rb)
-        totals = data.row_totals(counts)
-        rb[:] = 0.0
-        accumulate = np.zeros(1, dtype=np.bool_)
-        order = np.arange(data.n_pairs)
-        uniform_alignment = float((n_tgt * np.log(n_src + 1.0)).sum())
-        jump_counts = np.zeros(self.n_buckets)
-        kept = []
-        for stage, (model, n_iter) in enumerate(self.stages):
-            final = stage == len(self.stages) - 1
-            if model == "hmm":
-                bucket = np.empty(data.n_target_tokens, dtype=np.int32)
-                jump_counts = np.zeros(self.n_buckets)
-                sampler.hmm_cgs_init(self.max_jump, data.src_offsets, data.tgt_offsets, align, bucket, jump_counts)
-                state = sampler.hmm_gibbs_state(data, self.prior, self.null_prob, self.max_jump, counts, totals,
-                                                align, rb, accumulate, jump_counts, bucket)
-            else:
-                state = sampler.ibm1_gibbs_state(data, self.prior, counts, totals, align, rb, accumulate)
-
-            def sweep(iteration, model=model, state=state, final=final, n_iter=n_iter):
-                accumulate[0] = final and iteration >= n_iter // 2
-                kept.append(accumulate[0])
-                if model == "ibm1":
-                    self._check(data, sampler.ibm1_gibbs_pass(state, order, 1.0))
-                    alignment = -uniform_alignment
-                else:
-                    self._check(data, sampler.hmm_gibbs_pass(state, order, 1.0))
-                    alignment = (dirichlet_log_marginal(jump_counts, self.prior)
-                                 + sampler.hmm_alignment_log_prob(self.null_prob, self.max_jump, data.src_offsets,
-                                                                  data.tgt_offsets, align, bucket))
-                return slot_log_marginal(counts, data.slot_row, totals, self.prior, data.n_target_types) + alignment
-
-            passes(sweep, n_iter, self._record(bar, model))
-        self._statistics = Statistics(counts, totals, jump_counts)
-        return rb / np.float32(sum(kept))
-
-    # -- SVI and SCVI ------------------------------------------------------------------------------------
-
-    def _fit_stochastic(self, data, rule, unit, bar):
-        """SVI or SCVI from zero counts; the HMM continues IBM1's counts and step count, with its jump
-        buckets from zero.  The links come from one E-step on the final tables."""
-        counts = {"translation": DecayingCounts(np.zeros(data.n_slots)), "rows": DecayingCounts(np.zeros(data.n_rows))}
-        rng = np.random.default_rng(self.seed)
-        cells = np.empty(data.cell_slot.shape[0], dtype=np.float32)
-        steps = 0
-        for model, n_iter in self.stages:
-            if model == "hmm":
-                counts["jumps"] = DecayingCounts(np.zeros(self.n_buckets))
-            structure = self._structure(data, model, cells, rule, counts)
-            steps += stochastic(structure, counts, n_iter, self.batch_size, self.kappa, self.tau0 + steps, rng,
-                                self._record(bar, model))
-        self._statistics = structure.statistics()
-        structure.expectations(structure.tables(self._statistics, rule))
-        return cells
+    @classmethod
+    def _from_saved(cls, meta, arrays, path):
+        params = meta["params"]
+        model = cls(**{**params, "n_iter": tuple(params["n_iter"])})
+        model._n_pairs = meta["n_pairs"]
+        model._data = AlignmentData(*(arrays[name] for name in cls._DATA), *meta["types"],
+                                    equal_token_chunks(arrays["cell_offsets"]))
+        model.vocabularies_ = tuple(Vocabulary.from_json(vocabulary) for vocabulary in meta["vocabularies"])
+        model._cells = arrays["cells"]
+        model.statistics_ = Statistics(*(arrays[f"statistics_{name}"] for name in Statistics._fields))
+        return model
 
     # -- results -----------------------------------------------------------------------------------------
-
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "_data"):
-            raise RuntimeError("call fit() first")
 
     def _final_model(self, cells: np.ndarray) -> tuple[AlignmentStructure, Tables]:
         """The fitted model on the training data, writing posteriors into ``cells``, and its final tables:
         MAP (em) or the posterior mean (every other algorithm) of the final expected counts."""
-        structure = self._structure(self._data, self.model, cells)
-        return structure, structure.tables(self._statistics, MAP if self.algorithm == "em" else MEAN)
+        structure = AlignmentStructure(self._data, self.stages[-1][0], self.prior, self.null_prob, self.max_jump,
+                                       cells, self.algorithm)
+        return structure, structure.tables(self.statistics_, MAP if self.algorithm == "em" else MEAN)
 
     def translation_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The final translation table t(e | f) at every stored entry (what fast_align's ``-p`` writes).
@@ -447,8 +357,8 @@ def align(corpus: ParallelCorpus, model: str = "hmm", algorithm: str = "cvi1", n
 
     Trains an `Aligner` on ``corpus`` (target words to source words) and one on ``corpus.reversed()``,
     then combines them with `symmetrize`.  With ``symmetrization="forward"`` or ``"reverse"`` only that
-    direction is trained.  ``prior`` None takes `default_prior` of the algorithm.  ``options`` go to `Aligner` (``null_prob``, ``max_jump``, ``batch_size``,
-    ``kappa``, ``tau0``).
+    direction is trained.  ``prior`` None takes `default_prior` of the algorithm.  ``options`` go to `Aligner`
+    (``null_prob``, ``max_jump``, ``batch_size``, ``kappa``, ``tau0``).
 
     Returns
     -------
@@ -458,9 +368,10 @@ def align(corpus: ParallelCorpus, model: str = "hmm", algorithm: str = "cvi1", n
         raise ValueError(f"unknown symmetrization {symmetrization!r}; choose from {', '.join(SYMMETRIZATIONS)}")
     forward = reverse = None
     if symmetrization != "reverse":
-        forward = Aligner(model, algorithm, n_iter, prior, seed, **options).fit(corpus, progress).links()
+        forward = Aligner(model, algorithm, n_iter, prior, seed, **options).fit(corpus, progress=progress).links()
     if symmetrization != "forward":
-        backward = Aligner(model, algorithm, n_iter, prior, seed, **options).fit(corpus.reversed(), progress).links()
+        backward = Aligner(model, algorithm, n_iter, prior, seed, **options).fit(corpus.reversed(),
+                                                                               progress=progress).links()
         reverse = [{(i, j) for j, i in pair} for pair in backward]
     if symmetrization == "forward":
         return forward

@@ -1,9 +1,10 @@
 """The adaptor grammar's reference sampler: Johnson, Griffiths and Goldwater's (2007) Metropolis-Hastings
 over utterance parses with Pitman-Yor restaurants (`cvbayes.models.adaptor`, ``fit(algorithm="mcmc")``),
-and the slice-sampling moves of the PY hyperparameters (Johnson and Goldwater 2009).
+its annealing schedule, and the learner that runs it (`MetropolisHastings`).
 
-The sampler works on the model's compiled grammar and its CVI state layout (`cvbayes.models.adaptor_kernels`):
-its proposal is the PCFG approximation of the state without the utterance (`fill_mean_table`).
+The sampler works on the model's compiled grammar and the collapsed learners' `Restaurants`
+(`cvbayes.models.adaptor.kernels`): its proposal is the PCFG approximation of the state without the
+utterance (`fill_predictive_table`).
 
 Storage (all hot loops in numba)
 --------------------------------
@@ -25,11 +26,14 @@ import numpy as np
 from numba import njit
 from scipy.special import gammaln
 
-from ..core.units import ZeroProbabilityError
-from ..trees.grammar import BINARY, LEXICAL, SPAN, UNARY
-from ..trees.inside_outside import build_tables, chart_buffers, sentence_sample
-from .adaptor_kernels import fill_mean_table, log_rising, mean_weight
-from .pcfg_kernels import sentence_cells
+from ...core.restaurants import log_seating_probability
+from ...core.units import ZeroProbabilityError
+from ...schedules import passes
+from ...trees.cells import sentence_cells
+from ...trees.grammar import BINARY, LEXICAL, SPAN, UNARY
+from ...trees.inside_outside import build_tables, chart_buffers, sentence_sample
+from .hyperparameters import resample_py_parameters
+from .kernels import all_predictive_weights, empty_restaurants, fill_predictive_table, predictive_weight
 
 # columns of a parse's node array
 RULE, SYMBOL, ADAPTED, YIELD, CACHED, BEGIN, END, OWNER, LAST, TABLE = range(10)
@@ -43,7 +47,7 @@ class Sampler:
     """Johnson, Griffiths and Goldwater's (2007) Metropolis-Hastings sampler over utterance parses.
 
     The proposal is a tree drawn from the PCFG approximation of the state without the utterance
-    (`fill_mean_table`: cache weights (n_s - a t_s) / (n + b), base (b + a T) / (n + b) times the
+    (`fill_predictive_table`: cache weights (n_s - a t_s) / (n + b), base (b + a T) / (n + b) times the
     Dirichlet predictive); the target is the exact sequential probability of the tree under the
     Pitman-Yor restaurants and the Dirichlet-multinomial base rules, with its own nodes updating the
     counts as they are generated (`log_target`); accepted trees are seated by the Chinese restaurant
@@ -53,20 +57,15 @@ class Sampler:
 
     initial_tables = 1024     # the table pool's first capacity
 
-    def __init__(self, model, rng):
-        self.model, self.rng = model, rng
-        compiled, layout, batch = model.grammar_, model._layout, model._batch
+    def __init__(self, compiled, layout, batch, alpha, discount, concentration, rng):
+        self.rng = rng
         self.compiled, self.layout, self.batch = compiled, layout, batch
         kernel = compiled.kernel
         self.cell_offsets, self.cell_rules = sentence_cells(kernel, batch.tokens, batch.offsets, batch.span_ids,
                                                             batch.span_offsets, compiled.n_rules)
-        n_adapted = len(model.adapted_names)
+        n_adapted = layout.adapted_symbol.shape[0]
         n_rules, n_nonterminals = compiled.n_rules, compiled.n_nonterminals
-        self.state = (np.zeros(n_rules), np.zeros(n_nonterminals), compiled.rule_parent,
-                      model.alpha, layout["row_prior"].astype(float), layout["cache_of"], layout["adapted_of"],
-                      layout["adapted_symbol"], np.zeros(n_rules), np.zeros(n_rules),
-                      np.zeros(n_adapted), np.zeros(n_adapted), model.discount.copy(), model.concentration.copy(),
-                      np.zeros(n_rules))
+        self.state = empty_restaurants(compiled, layout, alpha, layout.adapted_symbol, discount, concentration)
         # log_target's count changes, zero between calls
         self.scratch = (np.zeros(n_rules), np.zeros(n_nonterminals), np.zeros(n_rules), np.zeros(n_rules),
                         np.zeros(n_adapted), np.zeros(n_adapted))
@@ -83,7 +82,7 @@ class Sampler:
         self.nodes = np.empty((self.rows.shape[0], N_COLUMNS), dtype=np.int64)
         self.accepted = self.proposed = self.repairs = 0
         # a nonterminal that starts as a Dirichlet process (a = 0) stays one (Johnson's py-cfg)
-        self.sample_discount = model.discount > 0
+        self.sample_discount = discount > 0
 
     def _row_limit(self, length):
         """The rows `sentence_sample` may write for an utterance of `length` tokens."""
@@ -97,13 +96,13 @@ class Sampler:
         rows = self.rows[:self._row_limit(tokens.shape[0])]
         n_nodes = propose(self.compiled.kernel, self.state, self.cell_rules, self.cell_offsets[i],
                           self.cell_offsets[i + 1], 1.0 / temperature, tokens, spans, self.buffers,
-                          int(self.rng.integers(2 ** 62)), rows, self.layout["adapted_of"],
+                          int(self.rng.integers(2 ** 62)), rows, self.layout.adapted_of,
                           self.compiled.n_nonterminals, self.family_of, self.nodes)
         if n_nodes == 0:
             raise ZeroProbabilityError(f"utterance {i} has no parse under the grammar")
         if n_nodes < 0:
             raise RuntimeError(f"utterance {i}: a sampled unary chain overflowed the derivation buffer")
-        return self.nodes[:n_nodes].copy(), self.state[14]
+        return self.nodes[:n_nodes].copy(), self.state.table
 
     # the restaurants
     def _commit(self, i, nodes):
@@ -173,20 +172,20 @@ class Sampler:
     def log_joint(self):
         """log p(trees, seating) of the current state: the Dirichlet-multinomial of the base counts
         plus each restaurant's Pitman-Yor probability of its seating (`log_seating_probability`)."""
-        counts, row_totals, rule_parent, alpha, row_prior = self.state[:5]
-        base = self.layout["base"]
-        rows = row_prior > 0
-        total = float((gammaln(counts[base] + alpha) - gammaln(alpha)).sum()
-                      + (gammaln(row_prior[rows]) - gammaln(row_totals[rows] + row_prior[rows])).sum())
-        for x in range(len(self.model.adapted_names)):
-            total += log_seating_probability(self.state[12][x], self.state[13][x], self.table_sizes(x))
+        state, base = self.state, self.layout.base
+        rows = state.row_prior > 0
+        total = float((gammaln(state.counts[base] + state.alpha) - gammaln(state.alpha)).sum()
+                      + (gammaln(state.row_prior[rows])
+                         - gammaln(state.row_totals[rows] + state.row_prior[rows])).sum())
+        for x in range(state.discount.shape[0]):
+            total += log_seating_probability(state.discount[x], state.concentration[x], self.table_sizes(x))
         return total
 
     def table_sizes(self, x):
         """The customers of every table of adapted X's restaurants (its seating's partition)."""
         customers = self.pool[TABLE_CUSTOMERS]
         open_tables = np.flatnonzero(customers > 0)
-        return customers[open_tables[self.layout["cache_of"][self.pool[TABLE_YIELD][open_tables]] == x]]
+        return customers[open_tables[self.layout.cache_of[self.pool[TABLE_YIELD][open_tables]] == x]]
 
     def resample_hyperparameters(self, n_rounds=5):
         """Slice-sample every adapted X's PY discount a_X and concentration b_X given the seating.
@@ -196,11 +195,11 @@ class Sampler:
         (2003) slice sampler, ``n_rounds`` alternations of b then a; an X whose discount started at 0 keeps
         it (a Dirichlet process, only b is drawn).  The base rules' counts do not depend on (a, b).
         """
-        for x in range(len(self.model.adapted_names)):
-            a, b = resample_py_parameters(self.table_sizes(x), self.state[12][x], self.state[13][x], self.rng,
-                                          bool(self.sample_discount[x]), n_rounds)
-            self.state[12][x] = self.model.discount[x] = a
-            self.state[13][x] = self.model.concentration[x] = b
+        state = self.state
+        for x in range(state.discount.shape[0]):
+            state.discount[x], state.concentration[x] = resample_py_parameters(
+                self.table_sizes(x), state.discount[x], state.concentration[x], self.rng,
+                bool(self.sample_discount[x]), n_rounds)
 
     def words(self, word_symbol):
         """The current segmentation: each utterance's word spans in its sampled tree (the words of a
@@ -227,6 +226,45 @@ class Sampler:
                     j = int(nodes[j, LAST])
             out.append(sorted(spans))
         return out
+
+
+class MetropolisHastings:
+    """The sampler as a learner (``algorithm="mcmc"``): sweeps in a fresh random order each
+    (`cvbayes.schedules.passes`; the sweep is Python-level, as the tree store is, so not
+    `cvbayes.schedules.gibbs`), each followed by the a and b moves (``estimate``); the history holds
+    log p(trees, seating)."""
+
+    def __init__(self, training, rng):
+        self.training, self.rng = training, rng
+        self.sampler = Sampler(training.compiled, training.layout, training.batch, training.alpha,
+                               training.discount, training.concentration, rng)
+        self.sampler.initialise(rng.permutation(len(training.batch)))
+
+    def run(self, n_iter, record):
+        sampler, training = self.sampler, self.training
+
+        def sweep(iteration):
+            temperature = 1.0 if training.anneal is None else annealing_temperature(iteration, *training.anneal)
+            for i in self.rng.permutation(len(training.batch)):
+                sampler.step(int(i), temperature)
+            if training.estimate:
+                sampler.resample_hyperparameters()
+                training.discount[:] = sampler.state.discount
+                training.concentration[:] = sampler.state.concentration
+            return sampler.log_joint()
+
+        passes(sweep, n_iter, record)
+
+    def weights(self):
+        """The proposal's weights of the whole state (`segment`'s)."""
+        return all_predictive_weights(self.sampler.state, self.training.compiled.n_rules)
+
+    def mean_weights(self):
+        """The predictive weights (`AdaptorGrammar.score`'s)."""
+        return self.weights()
+
+    def customers(self):
+        return self.sampler.state.customers
 
 
 def _empty_pool(n_rules, capacity):
@@ -299,13 +337,13 @@ def tree_nodes(kernel, rows, n_rows, spans, width, adapted_of, n_nonterminals, f
 def propose(kernel, state, cell_rules, first, last, power, tokens, spans, buffers, seed, rows, adapted_of,
             n_nonterminals, family_of, nodes):
     """Draw utterance's tree from the PCFG approximation of the state (Johnson et al. 2007): the
-    weights `fill_mean_table` of its cells (each to the power ``power``, the annealed proposal),
+    weights `fill_predictive_table` of its cells (each to the power ``power``, the annealed proposal),
     `sentence_sample`, then `tree_nodes`.  Returns the number of nodes (0: no parse; -1: the rows
     overflowed)."""
-    table = fill_mean_table(state, cell_rules, first, last)
-    if power != 1.0:     # from mean_weight again: a rule may fill several cells
+    table = fill_predictive_table(state, cell_rules, first, last)
+    if power != 1.0:     # from predictive_weight again: a rule may fill several cells
         for c in range(first, last):
-            table[cell_rules[c]] = mean_weight(state, cell_rules[c]) ** power
+            table[cell_rules[c]] = predictive_weight(state, cell_rules[c]) ** power
     _, n_rows = sentence_sample(kernel, build_tables(kernel, table), tokens, spans, buffers, seed, rows)
     if n_rows > 0:
         tree_nodes(kernel, rows, n_rows, spans, tokens.shape[0] + 1, adapted_of, n_nonterminals, family_of, nodes)
@@ -331,9 +369,11 @@ def log_target(state, nodes, scratch):
     is served by the cache with probability (n_s - a t_s) / (n + b) or opens a table with (b + a T) /
     (n + b), a base rule A -> beta has (c + alpha) / (c_A + |row| alpha); the tree's own nodes update the
     counts as they are generated (kept in `scratch`, zero again on return)."""
-    counts, row_totals, rule_parent, alpha, row_prior = state[0], state[1], state[2], state[3], state[4]
-    customers, tables, total_customers, total_tables = state[8], state[9], state[10], state[11]
-    discount, concentration = state[12], state[13]
+    counts, row_totals, rule_parent, alpha, row_prior = (state.counts, state.row_totals, state.rule_parent,
+                                                         state.alpha, state.row_prior)
+    customers, tables, total_customers, total_tables = (state.customers, state.tables, state.total_customers,
+                                                        state.total_tables)
+    discount, concentration = state.discount, state.concentration
     delta_rules, delta_rows, delta_customers, delta_tables, delta_n, delta_t = scratch
     log_p = 0.0
     for j in range(nodes.shape[0]):
@@ -389,8 +429,10 @@ def add_tree(state, nodes, tree, uniforms, pool):
     cached node, walking the tables in the order they opened), a base-served one opens a table of its
     own (recording the opener: tree id, node), and the base rules outside cached nodes are counted.
     Returns the number of tables opened."""
-    counts, row_totals, rule_parent = state[0], state[1], state[2]
-    customers, tables, total_customers, total_tables, discount = state[8], state[9], state[10], state[11], state[12]
+    counts, row_totals, rule_parent = state.counts, state.row_totals, state.rule_parent
+    customers, tables, total_customers, total_tables = (state.customers, state.tables, state.total_customers,
+                                                        state.total_tables)
+    discount = state.discount
     table_customers, table_yield, previous, following, head, tail, table_tree, table_node, free, n_free = pool
     drawn = 0
     opened = 0
@@ -450,8 +492,9 @@ def remove_owned(state, nodes, owner, pool, closed):
     """Take out what `owner` put in the state (node `owner`'s table, or the utterance at -1): its base
     rules and its adapted nodes' customers; a table left without customers is closed and listed in
     `closed` (its content is the caller's next to remove).  Returns the number of closed tables."""
-    counts, row_totals, rule_parent = state[0], state[1], state[2]
-    customers, tables, total_customers, total_tables = state[8], state[9], state[10], state[11]
+    counts, row_totals, rule_parent = state.counts, state.row_totals, state.rule_parent
+    customers, tables, total_customers, total_tables = (state.customers, state.tables, state.total_customers,
+                                                        state.total_tables)
     table_customers, table_yield, previous, following, head, tail, table_tree, table_node, free, n_free = pool
     first, stop = (0, nodes.shape[0]) if owner < 0 else (owner + 1, nodes[owner, LAST])
     if owner >= 0 and nodes[owner, RULE] >= 0:     # the opener's own base rule is its table's
@@ -507,88 +550,3 @@ def parse_anneal(text):
         return float(start), int(sweeps)
     except ValueError:
         raise ValueError(f"--anneal takes T0,SWEEPS (e.g. 10,400), got {text!r}") from None
-
-
-# Johnson and Goldwater (2009): a ~ Beta(1, 1), b ~ Gamma(shape 10, scale 0.1)
-DISCOUNT_PRIOR = (1.0, 1.0)
-CONCENTRATION_PRIOR = (10.0, 0.1)
-
-
-def log_seating_probability(a, b, sizes):
-    """log of the Pitman-Yor probability of a seating with tables of ``sizes`` customers (Pitman and Yor
-    1997's exchangeable partition probability, the likelihood of a and b in Johnson and Goldwater 2009):
-
-        sum_{i=1}^{T-1} log(b + i a) - [log Gamma(b + n) - log Gamma(b + 1)]
-        + sum_t [log Gamma(c_t - a) - log Gamma(1 - a)],
-
-    n = sum_t c_t customers at T tables (a = 0: the Dirichlet process's (T - 1) log b + ...)."""
-    return _log_seating(a, b, *seating_statistics(sizes))
-
-
-def seating_statistics(sizes):
-    """(distinct table sizes, how many tables have each, customers n, tables T) of a seating."""
-    values, multiplicity = np.unique(np.asarray(sizes, dtype=np.int64), return_counts=True)
-    return values, multiplicity, int(values @ multiplicity), int(multiplicity.sum())
-
-
-def _log_seating(a, b, values, multiplicity, n, tables):
-    """`log_seating_probability` from `seating_statistics`."""
-    if tables == 0:
-        return 0.0
-    table_terms = float(multiplicity @ (gammaln(values - a) - gammaln(1.0 - a)))
-    return log_rising(b, a, float(tables)) - (gammaln(b + n) - gammaln(b + 1.0)) + table_terms
-
-
-def log_hyperprior(a, b):
-    """log Beta(a; 1, 1) + log Gamma(b; 10, 0.1) up to constants (-inf outside 0 <= a < 1, b > 0)."""
-    if not (0.0 <= a < 1.0 and b > 0.0):
-        return -math.inf
-    (p, q), (shape, scale) = DISCOUNT_PRIOR, CONCENTRATION_PRIOR
-    log_a = (p - 1.0) * math.log(a) if p != 1.0 else 0.0
-    return log_a + (q - 1.0) * math.log1p(-a) + (shape - 1.0) * math.log(b) - b / scale
-
-
-def resample_py_parameters(sizes, a, b, rng, sample_discount=True, n_rounds=5):
-    """(a, b) after ``n_rounds`` alternations of slice-sampling b | a and a | b under the posterior
-    p(a, b | seating) (`log_seating_probability` plus `log_hyperprior`; Johnson and Goldwater 2009).
-    With ``sample_discount`` False, a stays as it is (0: a Dirichlet process)."""
-    statistics = seating_statistics(sizes)
-
-    def log_posterior(a, b):
-        prior = log_hyperprior(a, b)
-        return prior if prior == -math.inf else prior + _log_seating(a, b, *statistics)
-
-    for _ in range(n_rounds):
-        b = slice_sample(lambda v: log_posterior(a, v), b, 1.0, rng)
-        if sample_discount:
-            a = slice_sample(lambda v: log_posterior(v, b), a, 0.1, rng)
-    return a, b
-
-
-def slice_sample(log_density, x, width, rng, max_steps=100):
-    """One univariate slice-sampling update of x (Neal 2003, "Slice sampling": stepping out, shrinkage).
-
-    The slice {v : log_density(v) > log_density(x) - E}, E ~ Exp(1), is bracketed by stepping out in
-    steps of ``width`` (at most ``max_steps`` in all, split at random between the two sides) and the new
-    point drawn uniformly in the bracket, shrinking it towards x at every rejection.  log_density is
-    -inf outside the support.  Draws come from `rng` (a numpy Generator) only.
-    """
-    level = log_density(x) + math.log1p(-rng.random())
-    left = x - width * rng.random()
-    right = left + width
-    steps_left = int(max_steps * rng.random())
-    steps_right = max_steps - 1 - steps_left
-    while steps_left > 0 and log_density(left) > level:
-        left -= width
-        steps_left -= 1
-    while steps_right > 0 and log_density(right) > level:
-        right += width
-        steps_right -= 1
-    while True:
-        candidate = left + rng.random() * (right - left)
-        if log_density(candidate) > level:
-            return candidate
-        if candidate < x:
-            left = candidate
-        else:
-            right = candidate

@@ -1,0 +1,153 @@
+"""Chinese restaurant statistics shared by the Dirichlet and Pitman-Yor processes of the HDP-HMM and the
+adaptor grammar: expected table counts, the Pitman-Yor seating probability and its hyperprior.
+
+* `expected_tables` (thesis eq. 5.29-5.35, Teh, Kurihara and Welling 2008): the expected number of tables
+  of a dish with prior mass x whose customer count C is random under q, with the case C = 0 taken
+  exactly and the first-order Taylor step on C > 0; `expected_table_count` is its scalar numba twin.
+* `log_rising` and `log_seating_probability`: Pitman and Yor's (1997) exchangeable partition probability
+  of a seating, the likelihood of a restaurant's discount a and concentration b; `log_hyperprior` is
+  Johnson and Goldwater's (2009) prior on them.
+"""
+import math
+
+import numpy as np
+from numba import njit
+from scipy.special import digamma as scipy_digamma
+from scipy.special import gammaln
+
+from .special import digamma
+
+# Johnson and Goldwater (2009): a ~ Beta(1, 1), b ~ Gamma(shape 10, scale 0.1)
+DISCOUNT_PRIOR = (1.0, 1.0)
+CONCENTRATION_PRIOR = (10.0, 0.1)
+
+
+def positive_mean(counts, occupied):
+    """E_+[C] = E[C] / q(C > 0) (eq. 5.34); zero where the count is surely zero."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(occupied > 0.0, counts / np.where(occupied > 0.0, occupied, 1.0), 0.0)
+
+
+def expected_tables(x, counts, occupied):
+    """E[s] = x q(C > 0) (psi(x + E_+[C]) - psi(x)) (eq. 5.29, 5.35), elementwise."""
+    return x * occupied * (scipy_digamma(x + positive_mean(counts, occupied)) - scipy_digamma(x))
+
+
+@njit(cache=True)
+def expected_table_count(theta, customers, occupied):
+    """`expected_tables` of one dish: theta q(C > 0) (psi(theta + E_+[C]) - psi(theta)), 0 without
+    customers or prior mass."""
+    if occupied <= 0.0 or customers <= 0.0 or theta <= 0.0:
+        return 0.0
+    return theta * occupied * (digamma(theta + customers / occupied) - digamma(theta))
+
+
+# py_table_count's recursion runs over at most this many customers, then its continuous limit
+RECURSION_STEPS = 64
+
+
+@njit(cache=True)
+def py_table_count(theta, customers, discount):
+    """The expected tables of one dish of a Pitman-Yor restaurant seen through its yields: with k customers
+    at t tables, the next one opens a table with probability theta / (k - a t + theta), where theta =
+    (b + a T) H(s) is the dish's share of the new-table mass (T the restaurant's tables, held fixed).
+
+    a = 0: the Dirichlet process's theta (psi(theta + n) - psi(theta)) (eq. 5.29).  a > 0 has no closed
+    form; the mean-field recursion t_{k+1} = t_k + theta / (k - a t_k + theta), from t_0 = 0, carries
+    the expected count into the next step (its error is Jensen's, second order in t's spread: it falls
+    short of the seating's expectation by up to 2.2 % at a = 0.7, 0.2 % at a = 0.3, tests), and a
+    fractional last customer f adds theta (psi(x + f) - psi(x)), x = k - a t + theta, which at a = 0 is
+    exactly the psi form's increment.  ``customers`` may be real and large (n / q(n > 0) of a yield few
+    units are sure of): beyond RECURSION_STEPS customers the recursion follows its continuous limit
+    dt/dk = theta / (k - a t + theta), whose solution u = k - a t + theta satisfies u + a theta log(u - a
+    theta) = k + const (`_continued_tables`)."""
+    if customers <= 0.0 or theta <= 0.0:
+        return 0.0
+    if discount <= 0.0:
+        return theta * (digamma(theta + customers) - digamma(theta))
+    tables = 0.0
+    whole = int(min(customers, RECURSION_STEPS))
+    for k in range(whole):
+        tables += theta / (k - discount * tables + theta)
+    if customers > RECURSION_STEPS:
+        return _continued_tables(theta, discount, float(whole), tables, customers)
+    x = whole - discount * tables + theta
+    return tables + theta * (digamma(x + customers - whole) - digamma(x))
+
+
+@njit(cache=True)
+def _continued_tables(theta, discount, start, tables, customers):
+    """t at k = ``customers`` on the solution of dt/dk = theta / (k - a t + theta) through (start, tables):
+    with u = k - a t + theta, du/dk = 1 - a theta / u, so G(u) = u + a theta log(u - a theta) grows by k's
+    growth.  G is increasing and concave, so Newton's steps from the bracket's upper end u0 + (n - start)
+    reach the root from below after the first one."""
+    shift = discount * theta
+    u0 = start - discount * tables + theta
+    target = u0 + shift * math.log(u0 - shift) + (customers - start)
+    u = u0 + (customers - start)
+    for _ in range(60):
+        step = (u + shift * math.log(u - shift) - target) / (1.0 + shift / (u - shift))
+        u = max(u - step, 0.5 * (u + shift))     # stay right of the pole at a theta
+        if abs(step) <= 1e-13 * u:
+            break
+    return (customers + theta - u) / discount
+
+
+@njit(cache=True)
+def py_expected_tables(theta, customers, occupied, discount):
+    """E[t] of a dish whose customer count C is random: q(C > 0) `py_table_count`(theta, E_+[C], a), the
+    case C = 0 (no table) exact and the count's first-order value on C > 0 (eq. 5.30-5.35)."""
+    if occupied <= 0.0 or customers <= 0.0:
+        return 0.0
+    return occupied * py_table_count(theta, customers / occupied, discount)
+
+
+def log_rising(b, a, tables):
+    """log prod_{i=1}^{T-1} (b + i a) for real T = ``tables`` >= 1 (the table factor of the Pitman-Yor
+    exchangeable partition probability): (T - 1) log a + log Gamma(z + T) - log Gamma(z + 1), z = b / a,
+    and (T - 1) log b at a = 0.  For large z (small a) the Gamma functions' difference loses every digit,
+    so it is taken from Stirling's series, (T - 1) log(b + a) + (z + T - 1/2) log1p((T - 1) / (z + 1))
+    - (T - 1) + 1/(12 (z + T)) - 1/(12 (z + 1)), whose error is below 1/(360 z^3) per Gamma function."""
+    steps = tables - 1.0
+    if a <= 0.0:
+        return steps * math.log(b)
+    z = b / a
+    if z < 1e4:
+        return steps * math.log(a) + gammaln(z + tables) - gammaln(z + 1.0)
+    return (steps * math.log(b + a) + (z + tables - 0.5) * math.log1p(steps / (z + 1.0)) - steps
+            + 1.0 / (12.0 * (z + tables)) - 1.0 / (12.0 * (z + 1.0)))
+
+
+def seating_statistics(sizes):
+    """(distinct table sizes, how many tables have each, customers n, tables T) of a seating."""
+    values, multiplicity = np.unique(np.asarray(sizes, dtype=np.int64), return_counts=True)
+    return values, multiplicity, int(values @ multiplicity), int(multiplicity.sum())
+
+
+def log_seating_probability(a, b, sizes):
+    """log of the Pitman-Yor probability of a seating with tables of ``sizes`` customers (Pitman and Yor
+    1997's exchangeable partition probability, the likelihood of a and b in Johnson and Goldwater 2009):
+
+        sum_{i=1}^{T-1} log(b + i a) - [log Gamma(b + n) - log Gamma(b + 1)]
+        + sum_t [log Gamma(c_t - a) - log Gamma(1 - a)],
+
+    n = sum_t c_t customers at T tables (a = 0: the Dirichlet process's (T - 1) log b + ...)."""
+    return seating_log_likelihood(a, b, *seating_statistics(sizes))
+
+
+def seating_log_likelihood(a, b, values, multiplicity, n, tables):
+    """`log_seating_probability` from `seating_statistics` (``multiplicity`` and ``tables`` may be real:
+    expected tables)."""
+    if tables == 0:
+        return 0.0
+    table_terms = float(multiplicity @ (gammaln(values - a) - gammaln(1.0 - a)))
+    return log_rising(b, a, float(tables)) - (gammaln(b + n) - gammaln(b + 1.0)) + table_terms
+
+
+def log_hyperprior(a, b):
+    """log Beta(a; 1, 1) + log Gamma(b; 10, 0.1) up to constants (-inf outside 0 <= a < 1, b > 0)."""
+    if not (0.0 <= a < 1.0 and b > 0.0):
+        return -math.inf
+    (p, q), (shape, scale) = DISCOUNT_PRIOR, CONCENTRATION_PRIOR
+    log_a = (p - 1.0) * math.log(a) if p != 1.0 else 0.0
+    return log_a + (q - 1.0) * math.log1p(-a) + (shape - 1.0) * math.log(b) - b / scale

@@ -1,0 +1,298 @@
+"""Collapsed VI for adaptor grammars on the leave-one-out schedule (`cvbayes.schedules.leave_one_out`,
+`passes`); `cvbayes.models.adaptor` documents the derivation and its approximations.
+"""
+import numpy as np
+
+from ...core.restaurants import seating_log_likelihood
+from ...core.units import ZeroProbabilityError
+from ...schedules import passes
+from ...trees.cells import sentence_cells
+from ...trees.grammar import SentenceBatch
+from ...trees.inside_outside import batch_log_z, chart_buffers, cubic_chunks, make_tables
+from .grammar import adapted_regions
+from .hyperparameters import maximise
+from .kernels import (EMPTY_FLOOR, FIRST_ORDER, PREDICTIVES, CviState, Local, Sentences, Work, all_predictive_weights,
+                      cell_expectations, cvi_pass, empty_restaurants, seat_cells, start_pass, substring_batch,
+                      substring_occurrences)
+from .layout import base_chart_grammar
+
+
+# span ids (each 8 bytes) of the yields a table chart parses at once: the charts of all yields would take
+# memory that grows as the fourth power of the utterances' length (1.3 GB for colloc on Brent)
+CHUNK_SPANS = 2_000_000
+
+
+class TableChart:
+    """Adapted X's table chart: the base-only grammar of X (`base_chart_grammar`) and every yield of X's
+    cache family that X's base rules can derive as a sentence, parsed in chunks of about CHUNK_SPANS span
+    ids (`chunks`), each cut from an occurrence of the yields in the utterances.
+
+    inner, to_global, root : the base-only grammar, its rules' global ids, its start's rules
+    first : X's first cache rule; yields : (Y,) the derivable yields (X's cache rules minus ``first``)
+    children : the kernel symbols (in ``inner``) of the adapted nonterminals used in X's region
+    """
+
+    def __init__(self, training, x, mean, region_of, adapted_parent, occurrences, lengths):
+        compiled, layout = training.compiled, training.layout
+        names = tuple(training.spec.adapted)
+        name = names[x]
+        inner, to_global, top = base_chart_grammar(training.spec, compiled, training.utterances, name)
+        self.first, count = layout.cache_family(compiled, x)
+        self.inner, self.to_global, self.x, self.region_of = inner, to_global, x, region_of
+        self.layout, self.compiled, self.batch = layout, compiled, training.batch
+        self.occurrences, self.lengths = occurrences, lengths
+        self.root = np.flatnonzero(inner.rule_parent == top)
+        self.children = np.array([inner.nonterminals.index(y) for y in names if adapted_parent.get(y) == name],
+                                 dtype=np.int64)
+        # yields X's base rules cannot derive never get a customer: their H and tables stay 0
+        probe = make_tables(inner, np.where(layout.base[to_global], mean[to_global], 0.0))
+        derivable = []
+        for chosen in self._split(np.arange(count)):
+            yields = self._batch(chosen)
+            derivable.append(chosen[np.isfinite(batch_log_z(inner.kernel, probe, yields.tokens, yields.offsets,
+                                                            yields.span_ids, yields.span_offsets,
+                                                            cubic_chunks(yields.offsets)))])
+        self.yields = np.concatenate(derivable)
+
+    def _split(self, chosen):
+        """``chosen`` yields in pieces of about CHUNK_SPANS span ids."""
+        spans = np.cumsum((self.lengths[chosen] + 1) ** 2)
+        cuts = np.searchsorted(spans, np.arange(CHUNK_SPANS, spans[-1], CHUNK_SPANS)) if spans.size else []
+        return np.split(chosen, cuts)
+
+    def _batch(self, chosen):
+        batch = self.batch
+        return SentenceBatch(*substring_batch(batch.tokens, batch.offsets, batch.span_ids, batch.span_offsets,
+                                              self.occurrences, self.lengths, chosen))
+
+    def chunks(self):
+        """(global cache rules, yields as sentences, cell offsets, cell rules, their global rules, own) of
+        every chunk: ``own`` marks the cells of base rules of X's region."""
+        for chosen in self._split(self.yields):
+            yields = self._batch(chosen)
+            cell_offsets, cell_rules = sentence_cells(self.inner.kernel, yields.tokens, yields.offsets,
+                                                      yields.span_ids, yields.span_offsets, self.inner.n_rules)
+            cell_global = self.to_global[cell_rules]
+            own = self.layout.base[cell_global] & (self.region_of[self.compiled.rule_parent[cell_global]] == self.x)
+            yield self.first + chosen, yields, cell_offsets, cell_rules, cell_global, own
+
+
+def nested_statistics(model, cells, sizes, local_customers, cell_global, n_rules):
+    """The customers, log q(n = 0) and variance (3, R) that the tables of adapted X's yields give the adapted
+    nonterminals used in X's base rules.
+
+    A table of X at yield c holds one base parse of c, with m_{c,s} expected Y-nodes over s (the table
+    chart's ``local_customers``), so n^Y_s = sum_c E[t_c] m_{c,s}.  Y has no customer at s when no table of
+    any c has a Y-node there; the tables as independent units, each without one with probability 1 - p,
+    p = min(m_{c,s}, 1), and the number of c's tables split at zero as the customers are (eq. 5.30-5.35):
+    q(none from c) = E[(1 - p)^{t_c}] ~ q(t_c = 0) + q(t_c > 0) (1 - p)^{E_+[t_c]}, q(t_c = 0) = q(n_c = 0),
+    E_+[t_c] = E[t_c] / q(n_c > 0), and log q(n^Y_s = 0) = sum_c log q(none from c).  The variance is
+    sum_c E[t_c] p (1 - p) (the number of tables at its expectation).
+    """
+    tables = model.tables[cells]
+    empty = np.exp(np.minimum(model.log_empty[cells], 0.0))
+    occupied = 1.0 - empty
+    per_table = np.where(occupied > 0, tables / np.where(occupied > 0, occupied, 1.0), 0.0)
+    weight = np.repeat(tables, sizes)
+    p = np.minimum(local_customers, 1.0)
+    with np.errstate(divide="ignore"):
+        none = np.log(np.repeat(empty, sizes) + np.repeat(occupied, sizes) * (1.0 - p) ** np.repeat(per_table, sizes))
+    none = np.maximum(none, np.log(EMPTY_FLOOR))
+    out = np.empty((3, n_rules))
+    for row, value in enumerate((weight * local_customers, np.where(local_customers > 0, none, 0.0),
+                                 weight * p * (1.0 - p))):
+        out[row] = np.bincount(cell_global, weights=value, minlength=n_rules)
+    return out
+
+
+class CollapsedVariational:
+    """CVI's state (`cvbayes.models.adaptor.kernels.CviState`), its passes and its table refresh."""
+
+    def __init__(self, training, rng):
+        self.training, self.rng = training, rng
+        compiled, layout = training.compiled, training.layout
+        kernel, n_rules = compiled.kernel, compiled.n_rules
+        self.names = tuple(training.spec.adapted)
+        if training.unit == "type":     # identical utterances left out and put back together
+            types = {}
+            for utterance in training.utterances:
+                key = tuple(utterance)
+                types[key] = types.get(key, 0) + 1
+            units, weight = [list(key) for key in types], np.array(list(types.values()), dtype=float)
+            batch = compiled.prepare(units)
+        else:
+            batch, weight = training.batch, np.ones(len(training.batch))
+        self.n_units = len(batch)
+        cell_offsets, cell_rules = sentence_cells(kernel, batch.tokens, batch.offsets, batch.span_ids,
+                                                  batch.span_offsets, n_rules)
+        region, parent = adapted_regions(training.spec)
+        self.region_of = np.array([-1 if region.get(a) is None else self.names.index(region[a])
+                                   for a in compiled.nonterminals], dtype=np.int32)
+        self.adapted_parent = parent
+        self.order = self._top_down(parent)
+        self.top_adapted = {x for x, name in enumerate(self.names) if parent.get(name) is None}
+        counted_symbol = layout.adapted_symbol[sorted(self.top_adapted)].astype(np.int64)
+        self.model = empty_restaurants(compiled, layout, training.alpha, counted_symbol, training.discount,
+                                       training.concentration, PREDICTIVES[training.predictive])
+        self.model.top_rule[:] = layout.base & (self.region_of[compiled.rule_parent] < 0)
+        self.table_counts = np.zeros(n_rules)
+        self.charts = {}
+        longest = int(np.diff(batch.offsets).max())
+        sentences = Sentences(kernel, batch.tokens, batch.offsets, batch.span_ids, batch.span_offsets, cell_offsets,
+                              cell_rules, weight)
+        local = Local(np.zeros(cell_rules.shape[0]), np.zeros(cell_rules.shape[0]))
+        work = Work(np.zeros(n_rules), np.zeros(n_rules), np.zeros((0, 0)), chart_buffers(kernel, longest),
+                    np.zeros((longest + 1, longest + 1, kernel.n_symbols)))
+        self.state = CviState(sentences, self.model, local, work)
+
+    def run(self, n_iter, record):
+        """``n_iter`` passes from empty counts (H_X under the prior base), each followed by the table refresh
+        and (``estimate``) a and b.
+
+        The start (module notes): ``init="sample"``, the units first get the sampler's trees as local
+        statistics; ``"empty"``, the first pass adds the units one by one, each parsed with the first-order
+        predictive of those before it.  Either way every adapted node of a unit's parse counts as a customer
+        of its restaurant during the start (as the sampler seats the nodes of a table it opens), so that a
+        nested restaurant (Word under Colloc) has customers before its first refresh, which then counts
+        them from its parent's tables."""
+        self.refresh_tables()
+        predictive = self.model.predictive[0]
+        every = self.training.layout.adapted_symbol.astype(np.int64)
+        start = self.state._replace(model=self.model._replace(counted_symbol=every))
+        if self.training.init == "sample":
+            bad = start_pass(start, self.rng.permutation(self.n_units).astype(np.int64),
+                             int(self.rng.integers(2 ** 62)))
+            if bad >= 0:
+                raise ZeroProbabilityError(f"utterance {bad} has no parse under the grammar")
+            self._end_start()
+        else:
+            self.model.predictive[0] = FIRST_ORDER
+
+        def sweep(iteration):
+            state = start if iteration == 0 and self.training.init == "empty" else self.state
+            objective, bad = cvi_pass(state, self.rng.permutation(self.n_units).astype(np.int64))
+            if bad >= 0:
+                raise ZeroProbabilityError(f"utterance {bad} has no parse under the grammar")
+            return objective
+
+        def after_pass(iteration):
+            if iteration == 0 and self.training.init == "empty":
+                self._end_start()
+                self.model.predictive[0] = predictive
+            else:
+                self.refresh_tables()
+            if self.training.estimate:     # from the refreshed tables; theta_s follows b at the next refresh
+                self.estimate_hyperparameters()
+
+        passes(sweep, n_iter, record, after_pass)
+        self.model.predictive[0] = predictive
+
+    def _end_start(self):
+        """From the start's counting to CVI's: the units' customers of nested adapted nonterminals leave
+        their local statistics (the tables count them from now on, `refresh_tables`)."""
+        sentences, local = self.state.sentences, self.state.local
+        cache_of = self.training.layout.cache_of[sentences.cell_rules]
+        nested = np.array([x not in self.top_adapted for x in range(len(self.names))] + [False])
+        local.customers[nested[cache_of]] = 0.0       # cache_of -1 (a base rule) reads the last entry
+        self.refresh_tables()
+
+    def weights(self):
+        """The predictive weights of the final counts (`segment`'s)."""
+        return all_predictive_weights(self.model, self.training.compiled.n_rules)
+
+    def mean_weights(self):
+        """The predictive weights (`AdaptorGrammar.score`'s)."""
+        return self.weights()
+
+    def customers(self):
+        return self.model.customers
+
+    def _top_down(self, parent) -> list:
+        """The adapted nonterminals' indices, each after the one whose region it is used in."""
+        order, placed = [], {None}
+        while len(order) < len(self.names):
+            for x, name in enumerate(self.names):
+                if x not in order and parent.get(name) in placed:
+                    order.append(x)
+                    placed.add(name)
+        return order
+
+    def _chart(self, x, mean):
+        if x not in self.charts:
+            if not self.charts:      # where the utterances have each substring, to cut the yields from
+                batch, substrings = self.training.batch, self.training.compiled.substrings.substrings
+                self.occurrences = substring_occurrences(batch.offsets, batch.span_ids, batch.span_offsets,
+                                                         len(substrings))
+                self.lengths = np.array([len(substring) for substring in substrings], dtype=np.int64)
+            self.charts[x] = TableChart(self.training, x, mean, self.region_of, self.adapted_parent,
+                                        self.occurrences, self.lengths)
+        return self.charts[x]
+
+    def refresh_tables(self):
+        """Tables, H_X and the base counts from the customers (once per CVI pass), top-down over the
+        adapted nonterminals (module notes of `cvbayes.models.adaptor`, ``cvi``).
+
+        For adapted X and every yield s of X's cache: H_X(s), the probability that X's base rules
+        generate s (inside of ``X%base`` over s with the predictive weights of the current counts, X's own
+        base rules without X's base mass); E[t_s] (`seat_cells`), T_X held at its last value meanwhile.  Then the weighted batch inside-outside over
+        the yields, yield s weighted by E[t_s], gives the counts of the rules in X's region and, for an
+        adapted Y used there, Y's statistics (`nested_statistics`).  The counts replace the previous
+        pass's table counts.
+        """
+        compiled, layout, model = self.training.compiled, self.training.layout, self.model
+        counts, row_totals, rule_parent, alpha, row_prior = (model.counts, model.row_totals, model.rule_parent,
+                                                             model.alpha, model.row_prior)
+        n_rules = compiled.n_rules
+        weights = all_predictive_weights(model, n_rules)
+        mean = (counts + alpha) / np.maximum(row_totals[rule_parent] + row_prior[rule_parent], 1e-300)
+        table_counts = np.zeros(n_rules)
+        nested = np.zeros((3, n_rules))          # customers, log q(n = 0), variance of nested adapted yields
+        for x in self.order:
+            chart = self._chart(x, mean)
+            cells = chart.first + chart.yields
+            if x not in self.top_adapted:
+                model.customers[cells], model.log_empty[cells], model.variance[cells] = nested[:, cells]
+                model.total_customers[x] = model.customers[cells].sum()
+            inner_weights = weights[chart.to_global]
+            inner_weights[chart.root] = mean[chart.to_global[chart.root]]    # H_X: without X's base mass
+            tables = make_tables(chart.inner, inner_weights)
+            model.reference_tables[x] = max(model.total_tables[x], 0.0)
+            total = 0.0
+            for rules, yields, cell_offsets, cell_rules, cell_global, own in chart.chunks():
+                local_counts, local_customers, log_z = cell_expectations(
+                    chart.inner.kernel, tables, yields.tokens, yields.offsets, yields.span_ids, yields.span_offsets,
+                    cubic_chunks(yields.offsets), cell_offsets, cell_rules, chart.inner.n_rules, chart.children)
+                model.base_mass[rules] = np.exp(log_z)
+                total += seat_cells(model, rules)
+                sizes = np.diff(cell_offsets)
+                weight = np.repeat(model.tables[rules], sizes)
+                table_counts += np.bincount(cell_global[own], weights=(weight * local_counts)[own], minlength=n_rules)
+                if chart.children.shape[0]:
+                    nested += nested_statistics(model, rules, sizes, local_customers, cell_global, n_rules)
+            model.total_tables[x] = total
+        counts += table_counts - self.table_counts
+        self.table_counts = table_counts
+        base = layout.base
+        row_totals[:] = np.bincount(rule_parent[base], weights=counts[base], minlength=row_totals.shape[0])
+
+    def estimate_hyperparameters(self):
+        """a and b of every adapted nonterminal at the mode of the Pitman-Yor probability of CVI's expected
+        seating plus the prior (`maximise`; ``estimate``); the tables follow at the next refresh."""
+        model, training = self.model, self.training
+        for x in range(len(self.names)):
+            cells = np.flatnonzero(training.layout.cache_of == x)
+            served, seated = model.customers[cells], model.tables[cells]
+            keep = seated > 1e-9
+            per_table = np.maximum(served[keep] / seated[keep], 1.0)
+            seated = seated[keep]
+            n, total = float(served.sum()), float(seated.sum())
+            if total <= 1.0 or n <= total:
+                continue
+
+            def log_likelihood(a, b):
+                return seating_log_likelihood(a, b, per_table, seated, n, total)
+
+            a, b = maximise(log_likelihood, training.discount[x], training.concentration[x],
+                            training.learn_discount[x])
+            training.discount[x] = model.discount[x] = a
+            training.concentration[x] = model.concentration[x] = b

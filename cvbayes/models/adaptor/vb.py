@@ -1,0 +1,199 @@
+"""VB for adaptor grammars (Cohen, Blei and Smith 2010) on the batch schedule (`cvbayes.schedules.batch`).
+
+Truncated PY stick-breaking, v_k ~ Beta(1 - a, b + k a), over a *grammaton* of ``truncation`` candidate
+yields per adapted X, the mass beyond the last stick left to the base; q(v_k) = Beta(1 - a + u_k, b + k a
++ sum_{j > k} u_j + u_base), q(theta) = Dir(alpha + base rule counts), inside-outside on the weights
+exp E[log .] (thesis eq. 4.12, `cvbayes.core.rules.log_geometric_cell`).  After every E-step the
+grammaton is refreshed: the ``truncation`` yields with most expected customers, in decreasing order; a
+yield that enters it starts with its expected customers as its stick's count.  (The subtrees of the
+grammaton's atoms are not counted in q(theta); the ELBO can dip when the grammaton changes and never
+does while it is fixed.)
+"""
+import numpy as np
+from scipy.special import betaln, digamma
+
+from ...core.rules import VB, slot_kl
+from ...core.units import ZeroProbabilityError
+from ...schedules import batch
+from ...trees.inside_outside import cubic_chunks, make_tables
+from .hyperparameters import maximise
+from .kernels import batch_expectations, vb_table
+from .sampler import Sampler
+
+
+class VariationalBayes:
+    """VB's q(theta) and q(v), and the batch schedule's structure (``tables``, ``expectations``,
+    ``penalty``).
+
+    The q update of a pass (the grammaton's refresh and, with ``estimate``, a and b) is `absorb`, which
+    the model's record runs after each pass, so that the weights seen after a pass are those of the
+    updated q.
+    """
+
+    def __init__(self, training, rng):
+        self.training = training
+        compiled, layout = training.compiled, training.layout
+        n_rules, n_adapted = compiled.n_rules, layout.adapted_symbol.shape[0]
+        self.counts = np.zeros(n_rules)            # base rule counts of q(theta)
+        self.served = np.zeros(n_rules)            # customers of the last E-step
+        self.log_stick = np.full(n_rules, -np.inf)
+        self.log_rest = np.zeros(n_adapted)
+        self.sticks = [(np.zeros(0, np.int64), np.zeros(0), np.zeros(0)) for _ in range(n_adapted)]
+        self.cells = [np.flatnonzero(layout.cache_of == x) for x in range(n_adapted)]
+        # identical utterances have identical expectations: one E-step per utterance type, its statistics
+        # times its copies, the types grouped by their number of copies
+        copies = {}
+        for utterance in training.utterances:
+            copies[tuple(utterance)] = copies.get(tuple(utterance), 0) + 1
+        groups = {}
+        for key, count in copies.items():
+            groups.setdefault(count, []).append(list(key))
+        self.groups = [(float(count), batch_, cubic_chunks(batch_.offsets))
+                       for count, batch_ in ((count, compiled.prepare(members)) for count, members in groups.items())]
+        if training.init == "sample":    # q(theta) and q(v) from the sampler's initial trees
+            start = Sampler(compiled, layout, training.batch, training.alpha, training.discount,
+                            training.concentration, rng)
+            start.initialise(rng.permutation(len(training.batch)))
+            self.counts = np.where(layout.base, start.state.counts, 0.0)
+            for x in range(n_adapted):
+                self.sticks[x] = self.refresh(x, start.state.counts, start.state.customers)
+
+    def run(self, n_iter, record):
+        """``n_iter`` VB passes; ``record(iteration, objective, seconds)`` after each, q already updated."""
+        def after_pass(iteration, objective, statistics, seconds):
+            self.absorb(statistics)
+            record(iteration, objective, seconds)
+
+        batch(self, VB, n_iter, after_pass)
+
+    # the batch schedule's structure
+    def tables(self, statistics, rule):
+        """The kernel tables of the current q (`absorb` has taken the statistics in)."""
+        return make_tables(self.training.compiled, self.weights())
+
+    def expectations(self, tables):
+        """The E-step: ((rule counts, customers), sum of log Z), over the utterance types."""
+        training = self.training
+        n_rules = training.compiled.n_rules
+        counts, customers, evidence = np.zeros(n_rules), np.zeros(n_rules), 0.0
+        for copies, batch_, chunks in self.groups:
+            found, served, log_z = batch_expectations(
+                training.compiled.kernel, tables, batch_.tokens, batch_.offsets, batch_.span_ids, batch_.span_offsets,
+                chunks, n_rules, training.layout.adapted_symbol)
+            if not np.all(np.isfinite(log_z)):
+                raise ZeroProbabilityError("an utterance has no parse under the grammar")
+            counts += copies * found
+            customers += copies * served
+            evidence += copies * float(log_z.sum())
+        return (counts, customers), evidence
+
+    def penalty(self, rule, statistics, tables):
+        """-KL(q(theta) || p(theta)) - KL(q(v) || p(v)) of the q the E-step uses (the ELBO's penalty)."""
+        return -self.dirichlet_kl() - self.beta_kl()
+
+    def absorb(self, statistics):
+        """q(theta) and q(v) from an E-step's counts and customers, over a refreshed grammaton; then a and b
+        (``estimate``)."""
+        counts, customers = statistics
+        self.counts = np.where(self.training.layout.base, counts, 0.0)
+        for x in range(len(self.sticks)):
+            self.sticks[x] = self.refresh(x, counts, customers)
+        self.served = customers
+        if self.training.estimate:
+            self.estimate_hyperparameters()
+
+    def refresh(self, x, uses, customers):
+        """q(v) of adapted X after an E-step, over a refreshed grammaton (module notes)."""
+        training, cells = self.training, self.cells[x]
+        previous = self.sticks[x][0]
+        in_cache = np.zeros(training.compiled.n_rules, dtype=bool)
+        in_cache[previous] = True
+        served = customers[cells]
+        keep = np.flatnonzero(served > 1e-9)
+        top = keep[np.argsort(-served[keep], kind="stable")[:training.truncation]]
+        members = cells[top]
+        counts = np.where(in_cache[members], uses[members], customers[members])
+        order = np.argsort(-counts, kind="stable")
+        members, counts = members[order], counts[order]
+        base_uses = max(customers[cells].sum() - counts.sum(), 0.0)
+        a, b = training.discount[x], training.concentration[x]
+        k = np.arange(1, members.shape[0] + 1)
+        after = np.cumsum(counts[::-1])[::-1] - counts        # sum_{j > k} u_j
+        first = 1.0 - a + counts
+        second = b + k * a + after + base_uses
+        self.log_rest[x] = 0.0
+        log_not = digamma(second) - digamma(first + second)
+        log_stop = digamma(first) - digamma(first + second)
+        self.log_stick[cells] = -np.inf
+        self.log_stick[members] = log_stop + np.concatenate([[0.0], np.cumsum(log_not)[:-1]])
+        self.log_rest[x] = float(log_not.sum())
+        return members, first, second
+
+    def weights(self) -> np.ndarray:
+        """VB's rule weights: exp E[log theta] times the base mass, exp E[log pi_k] at the grammaton."""
+        compiled, layout = self.training.compiled, self.training.layout
+        row_totals = np.bincount(compiled.rule_parent, weights=self.counts, minlength=compiled.n_nonterminals)
+        out = np.empty(compiled.n_rules)
+        vb_table(self.counts, row_totals, compiled.rule_parent, self.training.alpha, layout.row_prior,
+                 layout.cache_of, layout.adapted_of, self.log_stick, self.log_rest, out)
+        return out
+
+    def mean_weights(self) -> np.ndarray:
+        """The posterior mean of q: E[theta] = (C + alpha) / (C_A + |R_A| alpha) times the base's E[prod_k
+        (1 - v_k)], E[pi_k] = E[v_k] prod_{j < k} E[1 - v_j] at the grammaton (a proper predictive, for
+        `AdaptorGrammar.score`)."""
+        compiled, layout, alpha = self.training.compiled, self.training.layout, self.training.alpha
+        parent = compiled.rule_parent
+        row_totals = np.bincount(parent, weights=self.counts, minlength=compiled.n_nonterminals)
+        out = (self.counts + alpha) / np.maximum(row_totals[parent] + layout.row_prior[parent], 1e-300)
+        out[~layout.base] = 0.0
+        for x, (members, first, second) in enumerate(self.sticks):
+            keep = second / (first + second)
+            out[members] = first / (first + second) * np.concatenate([[1.0], np.cumprod(keep)[:-1]])
+            owned = layout.base & (layout.adapted_of[parent] == x)
+            out[owned] *= float(np.prod(keep))
+        return out
+
+    def customers(self) -> np.ndarray:
+        """The expected customers of the last E-step."""
+        return self.served
+
+    def dirichlet_kl(self) -> float:
+        """sum_A KL(Dir(alpha + C_A) || Dir(alpha)) over the base rows (eq. 4.3; `cvbayes.core.rules.slot_kl`)."""
+        compiled, layout, alpha = self.training.compiled, self.training.layout, self.training.alpha
+        parent = compiled.rule_parent[layout.base]
+        counts = self.counts[layout.base]
+        row_counts = np.bincount(parent, weights=counts, minlength=compiled.n_nonterminals)
+        return slot_kl(counts, parent, row_counts, alpha, layout.row_prior / alpha)
+
+    def beta_kl(self) -> float:
+        """sum_X sum_k KL(Beta(first_k, second_k) || Beta(1 - a, b + k a)) of the current sticks."""
+        total = 0.0
+        for x, (_, first, second) in enumerate(self.sticks):
+            if first.shape[0] == 0:
+                continue
+            a, b = self.training.discount[x], self.training.concentration[x]
+            k = np.arange(1, first.shape[0] + 1)
+            p, q = 1.0 - a, b + k * a
+            total += float((betaln(p, q) - betaln(first, second) + (first - p) * digamma(first)
+                            + (second - q) * digamma(second)
+                            + (p + q - first - second) * digamma(first + second)).sum())
+        return total
+
+    def estimate_hyperparameters(self):
+        """a and b at the mode of sum_k E_q[log Beta(v_k; 1 - a, b + k a)] of X's sticks plus the prior
+        (`maximise`)."""
+        training = self.training
+        for x, (_, first, second) in enumerate(self.sticks):
+            if first.shape[0] == 0:
+                continue
+            k = np.arange(1, first.shape[0] + 1)
+            log_stop = digamma(first) - digamma(first + second)
+            log_not = digamma(second) - digamma(first + second)
+
+            def log_likelihood(a, b):
+                p, q = 1.0 - a, b + k * a
+                return float((-betaln(p, q) + (p - 1) * log_stop + (q - 1) * log_not).sum())
+
+            training.discount[x], training.concentration[x] = maximise(
+                log_likelihood, training.discount[x], training.concentration[x], training.learn_discount[x])

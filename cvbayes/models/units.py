@@ -1,0 +1,819 @@
+"""Acoustic unit discovery: a Dirichlet process over units, each a left-to-right HMM with Gaussian-mixture
+emissions (Lee and Glass 2012; Ondel, Burget and Černocký 2016), the bottom layer of seeds/004.
+
+The model
+---------
+An utterance x_1..x_T (feature frames, e.g. MFCC + deltas) is a sequence of unit occurrences; unit
+boundaries are latent.  With a truncation of U units, S states a unit and M components a state:
+
+* unit weights pi ~ GEM(gamma) truncated at U (stick-breaking, the last stick 1; thesis eq. 5.3), and
+  every occurrence's unit u ~ pi, independently of the one before (Ondel et al.'s phone loop; Lee and
+  Glass's DP mixture of HMMs);
+* state s of unit u stays with probability a_us or moves on (from the last state: the unit ends),
+  (a_us, 1 - a_us) ~ Dir(alpha, alpha);
+* a frame in state (u, s) comes from a mixture of M diagonal Gaussians, weights ~ Dir(beta) and each
+  component's (mu, tau) under the Normal-Gamma prior of `cvbayes.families.Gaussian`
+  (`cvbayes.families.gaussian.GaussianMixture`).
+
+The composite chain's dynamic program is `cvbayes.chains.composite` (O(T U S) a pass).  Its expected
+statistics, `UnitCounts`, are the unit occurrences E[n_u], each state's stays and leaves (leaves = E[n_u]:
+an occurrence leaves each state once) and the components' (1 + 2D, U S M) Gaussian statistics.
+
+The learners
+------------
+Every learner is a schedule of `cvbayes.schedules` and a rule of `cvbayes.core.rules`, as for the HMM:
+
+==========  ===============================  =====  ===============================================
+algorithm   schedule (unit)                  rule   reference
+==========  ===============================  =====  ===============================================
+``vb``      batch (utterance)                VB     Ondel, Burget and Černocký 2016; seeds/004 §1.3
+``cvi``     leave_one_out (utterance)        MEAN   thesis §3.5 (CVI-2), §3.7.1, ch. 5 (eq. 5.37-5.39)
+``gibbs``   passes (blocked, uncollapsed)    draws  Lee and Glass 2012
+``svi``     stochastic (minibatch of utt.)   VB     Hoffman et al. 2013
+``scvi``    stochastic (minibatch of utt.)   MEAN   thesis §3.7.2 (eq. 3.98-3.104)
+==========  ===============================  =====  ===============================================
+
+``vb`` runs forward-backward under exp(E[log theta]) of q(theta) = prod of the posteriors of the
+counts: G[pi_u] of the stick-breaking posterior Beta(1 + n_u, gamma + n_{>u}), exp E[log a], exp E[log w]
+and exp E[log N(x | mu, tau)]; its objective is the ELBO, sum_i log Z_i - KL(q(theta) || p(theta)),
+which never decreases.  ``svi`` takes the same tables from running averages of the counts.
+
+``cvi`` keeps q(z) = prod_i q(z^i) over utterances, with the unit weights, transitions, mixture weights
+and Gaussians all integrated out, and updates one utterance at a time.  Its update
+q(z^i) ∝ exp E[log p(x^i, z^i | x^{-i}, z^{-i})] is approximated as thesis §3.5 and §3.7.1 do:
+
+1. the utterance's joint predictive is replaced by the product of one-draw predictives given everyone
+   else (eq. 3.55, 3.89): the counts the utterance itself adds while it unfolds (a unit used twice in
+   it, a state's second frame) are left out;
+2. expectations over q(z^{-i}) are taken inside (zeroth-order Taylor, eq. 3.49-3.50, 3.91-3.96): the
+   predictive is evaluated at the expected counts E[C^{-i}].
+
+The result is forward-backward under MEAN tables of the leave-one-utterance-out counts: the sticks'
+posterior means (the exact predictive of the next unit given counts, the one-level analogue of
+eq. 5.38), (stays + alpha) / (occupancy + 2 alpha), (n_cm + beta) / (n_c + M beta), and each
+component's Student-t predictive (eq. 3.96).  The concentration gamma is fixed; learning it would need
+E[psi(gamma + n_{>u})], split at zero with q(n_{>u} > 0) as eq. 5.35-5.36 do for the HDP-HMM (not done).
+A third approximation is one of memory: each frame's posterior over the U S M components is stored to
+its ``components_per_frame`` largest entries, renormalised (models/units_kernels.py); the unit and
+transition statistics are stored whole.  The objective is the sum of the updates' log normalisers, a
+leave-one-utterance-out predictive log-likelihood (not a bound, not monotone).
+
+``scvi`` replaces E[C^{-i}] by running averages of minibatch counts scaled to the corpus (eq. 3.98-3.104),
+keeping no local statistics: memory O(parameters) whatever the corpus size, as ``svi``.
+
+``gibbs`` is the reference: each sweep draws the parameters from their posterior given the current
+segmentation (sticks from their Betas, a from its Beta, mixture weights from their Dirichlets, (mu, tau)
+from the Normal-Gamma posterior), then every utterance's units, boundaries, states and components at
+once by forward filtering and backward sampling (`chains.composite.unit_sample`), the utterances in
+parallel, each with its own generator.  Its objective is log p(x, z) of the sample with every
+parameter integrated out.
+
+Data and files
+--------------
+`fit` takes a list of (T_i, D) feature arrays or one (N, D) array with ``lengths`` (hmmlearn's layout).
+No normalisation is done here: the Normal-Gamma prior is centred on the training frames' mean, with an
+expected precision of their inverse variance (`Gaussian.prepare`).  `save` writes the expected counts
+and priors to an ``.npz`` archive without pickles; checkpoints resume bit for bit (`cvbayes.checkpoints`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import os
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ..chains.composite import batch_unit_log_evidence, batch_unit_posteriors, batch_unit_sample, batch_unit_viterbi
+from ..checkpoints import open_checkpoint, run_identity
+from ..core import rules
+from ..core.rules import MEAN, VB
+from ..core.sampling import log_dirichlet_draws
+from ..core.statistics import DecayingCounts
+from ..core.units import ZeroProbabilityError, equal_token_chunks, max_length, threads_for
+from ..data.corpus import Corpus, as_corpus
+from ..families.gaussian import GaussianMixture, quadratic_features
+from ..families.ops import GAUSSIAN, state_stats
+from ..schedules import IterationRecord, Minibatch, Progress, batch, leave_one_out, passes, stochastic
+from .files import read_model, write_model
+from .hdp import effective_states
+from .units_kernels import cvi_pass, cvi_state, cvi_workspace, keep_frames, move_frames, sample_components
+
+SAVE_FORMAT = "cvbayes-units-1"
+# the frames of whole utterances one E-step block holds: its (frames, U S M) component table is the
+# largest array of a pass (16,384 x 600 x 8 bytes = 79 MB at U = 100, S = 3, M = 2)
+BLOCK_FRAMES = 16_384
+# the frames k-means sees for the start (a uniform sample of them)
+START_FRAMES = 10_000
+START_STREAM = 30
+START_STAY = 0.5
+
+
+class Algorithm(NamedTuple):
+    """One row of `ALGORITHMS`: the schedule, the rule, the unit a step updates, the paper, the default
+    number of passes."""
+
+    schedule: object
+    rule: str
+    unit: str
+    paper: str
+    default_iterations: int
+
+
+ALGORITHMS = {
+    "vb": Algorithm(batch, VB, "utterance", "Ondel, Burget and Černocký 2016", 40),
+    "cvi": Algorithm(leave_one_out, MEAN, "utterance", "thesis §3.5, §3.7.1, ch. 5", 40),
+    "gibbs": Algorithm(passes, "draw", "utterance (blocked)", "Lee and Glass 2012", 200),
+    "svi": Algorithm(stochastic, VB, "minibatch of utterances", "Hoffman, Blei, Wang and Paisley 2013", 20),
+    "scvi": Algorithm(stochastic, MEAN, "minibatch of utterances", "thesis §3.7.2", 20),
+}
+
+OBJECTIVES = {
+    "vb": "evidence lower bound: sum_i log Z_i - KL(q(theta) || p(theta))",
+    "cvi": "sum over utterances of the update's log normaliser: a leave-one-utterance-out predictive log-likelihood",
+    "gibbs": "log p(x, z) of the current sample, every parameter integrated out",
+    "svi": "per-frame log Z of the pass's minibatch utterances under the VB tables (no KL term)",
+    "scvi": "per-frame log Z of the pass's minibatch utterances under the MEAN tables of the running counts",
+}
+
+
+class UnitCounts(NamedTuple):
+    """Expected statistics of a chain of units: occurrences (U,), stays and leaves (U S, 2) and the
+    components' Gaussian statistics (1 + 2D, U S M) (`cvbayes.families.ops` layout)."""
+
+    units: np.ndarray
+    trans: np.ndarray
+    stats: np.ndarray
+
+
+class UnitTables(NamedTuple):
+    """What the composite chain runs on (`cvbayes.chains.composite`, in log space): log unit entry (U,),
+    log stay and log leave (U S,), and the mixtures' emission table (`families.gaussian.LinearTable` or
+    `StudentTable`)."""
+
+    log_entry: np.ndarray
+    log_stay: np.ndarray
+    log_leave: np.ndarray
+    emission: Any
+
+
+class Segments(NamedTuple):
+    """One utterance's decoded units: ``units`` (n,), and each occurrence's first frame ``starts`` and
+    end frame ``ends`` (exclusive), in frames of the input."""
+
+    units: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+
+
+# -- data ---------------------------------------------------------------------------------------------
+
+
+class Utterances:
+    """Feature frames (N, D) of utterances laid end to end (``offsets``), for the kernels."""
+
+    def __init__(self, corpus):
+        self.features = np.ascontiguousarray(corpus.observations, dtype=np.float64)
+        self.offsets = np.ascontiguousarray(corpus.offsets, dtype=np.int64)
+        self.corpus = corpus
+
+    @property
+    def n_utterances(self):
+        return self.offsets.shape[0] - 1
+
+    @property
+    def n_frames(self):
+        return int(self.offsets[-1])
+
+    def blocks(self, max_frames=BLOCK_FRAMES):
+        """Ranges [a, b) of whole utterances of at most ``max_frames`` frames (or one utterance)."""
+        bounds = [0]
+        while bounds[-1] < self.n_utterances:
+            a = bounds[-1]
+            b = int(np.searchsorted(self.offsets, self.offsets[a] + max_frames, side="right")) - 1
+            bounds.append(max(b, a + 1))
+        return list(zip(bounds[:-1], bounds[1:]))
+
+    def gather(self, ids):
+        """The utterances ``ids`` (repeats allowed) as their own `Utterances`."""
+        starts, stops = self.offsets[ids], self.offsets[ids + 1]
+        frames = np.concatenate([np.arange(a, b) for a, b in zip(starts, stops)])
+        lengths = stops - starts
+        return Utterances(Corpus(self.features[frames], np.concatenate([[0], np.cumsum(lengths)])))
+
+
+def unit_posteriors(family, n_states, tables, data):
+    """Forward-backward of every utterance of ``data`` under ``tables``, block by block of whole
+    utterances: yields (a, b, frames x, marginals (T, U S), E[n_u] (b - a, U), component posteriors
+    q(z_t = c, m_t = m) (T, U S M), log Z (b - a,)).
+
+    Raises
+    ------
+    ZeroProbabilityError
+        For the first utterance with no path (its emissions underflow everywhere).
+    """
+    n_units = tables.log_entry.shape[0]
+    for a, b in data.blocks():
+        x = data.features[data.offsets[a]:data.offsets[b]]
+        offsets = data.offsets[a:b + 1] - data.offsets[a]
+        unit_counts = np.zeros((b - a, n_units))
+        log_z = np.empty(b - a)
+        with threads_for(family.work(x.shape[0])):
+            log_lik, posterior = family.emission_rows(tables.emission, x)
+            marginals = np.empty_like(log_lik)
+            batch_unit_posteriors(*tables[:3], log_lik, offsets, n_states, equal_token_chunks(offsets), marginals,
+                                  unit_counts, log_z)
+        bad = np.flatnonzero(~np.isfinite(log_z))
+        if bad.size:
+            i = a + int(bad[0])
+            raise ZeroProbabilityError(f"utterance {i} ({data.offsets[i + 1] - data.offsets[i]} frames) has "
+                                       f"probability zero under every path of units")
+        posterior.reshape(x.shape[0], log_lik.shape[1], -1)[...] *= marginals[:, :, None]
+        yield a, b, x, marginals, unit_counts, posterior, log_z
+
+
+def transition_counts(occupancy, unit_counts, n_states):
+    """(U S, 2) stays and leaves from the states' occupancies and the units' occurrences (module notes)."""
+    leaves = np.repeat(unit_counts, n_states, axis=-1)
+    return np.stack([np.maximum(occupancy - leaves, 0.0), leaves], axis=-1)
+
+
+def unit_expectations(family, n_states, tables, data):
+    """The E-step: (UnitCounts summed over utterances, log Z of every utterance) (eq. 3.13-3.17 on
+    the chain of units); a pure function of the tables and the data, so that shards add up."""
+    n_units = tables.log_entry.shape[0]
+    units = np.zeros(n_units)
+    occupancy = np.zeros(tables.log_stay.shape[0])
+    stats = np.zeros((family.n_stats(), occupancy.shape[0] * family.n_components))
+    log_z = np.empty(data.n_utterances)
+    for a, b, x, marginals, unit_counts, posterior, block_log_z in unit_posteriors(family, n_states, tables, data):
+        units += unit_counts.sum(axis=0)
+        occupancy += marginals.sum(axis=0)
+        stats += quadratic_features(x).T @ posterior
+        log_z[a:b] = block_log_z
+    return UnitCounts(units, transition_counts(occupancy, units, n_states), stats), log_z
+
+
+# -- the structures the schedules drive --------------------------------------------------------------
+
+
+class BatchUnits:
+    """The structure of `schedules.batch` (VB) from the model's hooks only (`_tables`, `_expectations`,
+    `_kl`): tables, E-step and penalty of the model on its data."""
+
+    def __init__(self, model, data):
+        self.model = model
+        self.data = data
+
+    def tables(self, statistics, rule):
+        return self.model._tables(UnitCounts(*statistics), rule)
+
+    def expectations(self, tables):
+        counts, log_z = self.model._expectations(tables, self.data)
+        return counts, float(log_z.sum())
+
+    def penalty(self, rule, statistics, tables):
+        return -self.model._kl(UnitCounts(*statistics))
+
+
+class StochasticUnits:
+    """The structure of `schedules.stochastic` (SVI with rule VB, SCVI with rule MEAN) from the model's
+    hooks: a minibatch's E-step under the tables of the running counts ``counts`` (DecayingCounts blocks
+    "units", "trans", "stats"), scaled from the minibatch to the corpus (eq. 3.103-3.104)."""
+
+    def __init__(self, model, data, rule, counts):
+        self.model = model
+        self.data = data
+        self.rule = rule
+        self.counts = counts
+        self.n_units = data.n_utterances
+
+    def current(self):
+        return UnitCounts(*(self.counts[name].values() for name in UnitCounts._fields))
+
+    def minibatch(self, ids):
+        batch_data = self.data.gather(ids)
+        counts, log_z = self.model._expectations(self.model._tables(self.current(), self.rule), batch_data)
+        scale = self.n_units / ids.shape[0]
+        return Minibatch([(name, slice(None), value, scale) for name, value in zip(UnitCounts._fields, counts)],
+                         float(log_z.sum()), batch_data.n_frames)
+
+
+class CollapsedUnits:
+    """CVI's state (models/units_kernels.py): global counts, each utterance's local statistics, and the
+    pass `sweep` that `schedules.passes` runs."""
+
+    def __init__(self, model, data, tables, width):
+        family = model.family
+        n_units, n_states = model.n_units, model.n_states
+        n_utterances = data.n_utterances
+        self.data = data
+        self.units = np.zeros(n_units)
+        self.trans = np.zeros((n_units * n_states, 2))
+        self.stats = np.zeros((family.n_stats(), n_units * n_states * family.n_components))
+        self.local_units = np.zeros((n_utterances, n_units), dtype=np.float32)
+        self.local_trans = np.zeros((n_utterances, n_units * n_states, 2), dtype=np.float32)
+        self.kept = np.zeros((data.n_frames, width), dtype=np.int32)
+        self.kept_weight = np.zeros((data.n_frames, width), dtype=np.float32)
+        for a, b, x, marginals, unit_counts, posterior, _ in unit_posteriors(family, n_states, tables, data):
+            offsets = data.offsets[a:b + 1] - data.offsets[a]
+            self.local_units[a:b] = unit_counts
+            occupancy = np.add.reduceat(marginals, offsets[:-1], axis=0)
+            self.local_trans[a:b] = transition_counts(occupancy, self.local_units[a:b], n_states)
+            keep_frames(posterior, data.offsets[a], self.kept, self.kept_weight)
+        # the global counts are the sums of the stored (float32) local statistics
+        self.units += self.local_units.sum(axis=0, dtype=np.float64)
+        self.trans += self.local_trans.sum(axis=0, dtype=np.float64)
+        move_frames(data.features, 0, data.n_frames, self.kept, self.kept_weight, self.stats, 1.0)
+        priors = (float(model.gamma), float(model.transition_prior), float(family.weight_prior),
+                  family.components.prior_array())
+        work = cvi_workspace(max_length(data.offsets), n_units, n_states, family.n_components, family.n_dims)
+        self.state = cvi_state(data.features, data.offsets, n_states, family.n_components, priors,
+                               (self.units, self.trans, self.stats),
+                               (self.local_units, self.local_trans, self.kept, self.kept_weight), work)
+        self.order = np.arange(n_utterances, dtype=np.int64)
+        # an utterance's emission rows run in parallel over its frames, worth it from some length on
+        self.work = family.work(data.n_frames / n_utterances)
+        self.memory_bytes = (self.local_units.nbytes + self.local_trans.nbytes + self.kept.nbytes
+                             + self.kept_weight.nbytes)
+
+    def arrays(self):
+        """Every array a pass changes, for checkpoints."""
+        return {"units": self.units, "trans": self.trans, "stats": self.stats, "local_units": self.local_units,
+                "local_trans": self.local_trans, "kept": self.kept, "kept_weight": self.kept_weight}
+
+    def counts(self):
+        return UnitCounts(self.units, self.trans, self.stats)
+
+    def sweep(self, iteration):
+        with threads_for(self.work):
+            objective, bad = cvi_pass(self.state, self.order)
+        if bad >= 0:
+            raise ZeroProbabilityError(f"utterance {bad} has probability zero under every path of units")
+        return objective
+
+
+class SampledUnits:
+    """The blocked Gibbs sampler's state: every frame's composite state, component and unit starts;
+    `sweep` draws the parameters, then every utterance's path (module notes)."""
+
+    def __init__(self, model, data, tables, rng):
+        self.model = model
+        self.data = data
+        self.rng = rng
+        self.states = np.zeros(data.n_frames, dtype=np.int32)
+        self.components = np.zeros(data.n_frames, dtype=np.int32)
+        self.starts = np.zeros(data.n_frames, dtype=np.bool_)
+        self._draw_paths(tables)
+
+    def arrays(self):
+        return {"states": self.states, "components": self.components, "starts": self.starts}
+
+    def counts(self):
+        """The hard statistics of the current sample."""
+        model = self.model
+        n_units, n_states = model.n_units, model.n_states
+        n_composite = n_units * n_states
+        units = np.bincount(self.states[self.starts] // n_states, minlength=n_units).astype(float)
+        occupancy = np.bincount(self.states, minlength=n_composite).astype(float)
+        n_columns = n_composite * model.family.n_components
+        stats = state_stats(GAUSSIAN, np.empty(0, dtype=np.int32), self.data.features, self.components, n_columns,
+                            model.family.n_stats())
+        return UnitCounts(units, transition_counts(occupancy, units, n_states), stats)
+
+    def _draw_paths(self, tables):
+        """Every utterance's path and components under ``tables``, from generators seeded by a draw of
+        the sampler's NumPy generator (so a run resumes exactly from a checkpoint of that generator)."""
+        data, model = self.data, self.model
+        seed = int(self.rng.integers(2 ** 62))
+        for a, b in data.blocks():
+            begin, end = data.offsets[a], data.offsets[b]
+            x = data.features[begin:end]
+            offsets = data.offsets[a:b + 1] - begin
+            chunks = equal_token_chunks(offsets)
+            log_z = np.empty(b - a)
+            with threads_for(model.family.work(x.shape[0])):
+                log_lik, responsibilities = model.family.emission_rows(tables.emission, x)
+                batch_unit_sample(*tables[:3], log_lik, offsets, model.n_states, chunks, seed, a,
+                                  self.states[begin:end], self.starts[begin:end], log_z)
+                sample_components(responsibilities, self.states[begin:end], model.family.n_components, offsets,
+                                  chunks, seed + 1, a, self.components[begin:end])
+            bad = np.flatnonzero(~np.isfinite(log_z))
+            if bad.size:
+                raise ZeroProbabilityError(f"utterance {a + int(bad[0])} has probability zero under every path "
+                                           f"of units")
+
+    def sweep(self, iteration):
+        model = self.model
+        self._draw_paths(model._draw_tables(self.rng, self.counts()))
+        return model._log_joint(self.counts())
+
+
+# -- the estimator --------------------------------------------------------------------------------------
+
+
+class AcousticUnits:
+    """Acoustic unit discovery (module notes) in scikit-learn's shape.
+
+    Parameters
+    ----------
+    n_units : int, default 50
+        Truncation U of the Dirichlet process over units.
+    n_states : int, default 3
+        States S of every unit's left-to-right HMM.
+    n_components : int, default 2
+        Gaussians M of every state's mixture.
+    algorithm : {"vb", "cvi", "gibbs", "svi", "scvi"}, default "vb"
+    n_iter : int, optional
+        Passes over the data (Gibbs sweeps); the algorithm's default when None (vb, cvi 40; gibbs 200;
+        svi, scvi 20).
+    gamma : float, default 1.0
+        Concentration of the Dirichlet process over units.
+    transition_prior : float, default 1.0
+        Dirichlet pseudo-count alpha on every state's (stay, leave) probabilities.
+    weight_prior : float, default 1.0
+        Dirichlet pseudo-count beta on every mixture's weights.
+    prior_kappa, prior_shape : float, default 0.1 and 2.0
+        The Normal-Gamma prior: mu | tau ~ N(m0, 1 / (prior_kappa tau)) and tau ~ Gamma(prior_shape,
+        prior_shape v0), with m0 and v0 the training frames' mean and variance (so E[tau] = 1 / v0).
+    batch_size : int, default 32
+        svi, scvi: utterances a minibatch, drawn uniformly with replacement.
+    kappa, tau0 : float, default 0.6 and 1.0
+        svi, scvi: step sizes rho_m = (tau0 + m)^-kappa (thesis §3.8.4's names).
+    components_per_frame : int, default 4
+        cvi: each frame's posterior over components is stored to this many entries (module notes).
+    random_state : int, default 0
+        Seeds the start (k-means), the minibatches and the samples.
+
+    Attributes
+    ----------
+    counts_ : `UnitCounts`, the expected statistics of the fitted posterior (the last sample's for gibbs)
+    weights_ (U,), stay_ (U, S), mixture_weights_ (U, S, M), means_ and covars_ (U, S, M, D):
+        the posterior means of the parameters
+    n_units_used_ : the fewest units that hold 99 % of the training frames (thesis footnote 4)
+    history_ : list of `schedules.IterationRecord`; ``objective_name_`` says what the objective is
+    local_memory_bytes_, global_memory_bytes_ : the learner's per-utterance state and its global counts
+    sample_ : gibbs only: the current sample, every frame's composite state u S + s ("states"), component
+        ("components") and whether a unit starts there ("starts"), updated in place sweep by sweep
+    """
+
+    MODEL_NAME = "units"
+    ALGORITHMS = ALGORITHMS
+
+    def __init__(self, n_units=50, n_states=3, n_components=2, algorithm="vb", n_iter=None, gamma=1.0,
+                 transition_prior=1.0, weight_prior=1.0, prior_kappa=0.1, prior_shape=2.0, batch_size=32,
+                 kappa=0.6, tau0=1.0, components_per_frame=4, random_state=0):
+        self.n_units = n_units
+        self.n_states = n_states
+        self.n_components = n_components
+        self.algorithm = algorithm
+        self.n_iter = n_iter
+        self.gamma = gamma
+        self.transition_prior = transition_prior
+        self.weight_prior = weight_prior
+        self.prior_kappa = prior_kappa
+        self.prior_shape = prior_shape
+        self.batch_size = batch_size
+        self.kappa = kappa
+        self.tau0 = tau0
+        self.components_per_frame = components_per_frame
+        self.random_state = random_state
+        self._check_params()
+
+    # -- scikit-learn's estimator interface -------------------------------------------------------------
+    @classmethod
+    def _param_names(cls):
+        return [name for name in inspect.signature(cls.__init__).parameters if name != "self"]
+
+    def get_params(self, deep=True):
+        """The constructor's arguments (scikit-learn's convention; ``deep`` changes nothing)."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params):
+        """Set constructor arguments; the model must be fitted again."""
+        names = self._param_names()
+        for name in params:
+            if name not in names:
+                raise ValueError(f"invalid parameter {name!r} for AcousticUnits; valid ones: {', '.join(names)}")
+        for name, value in params.items():
+            setattr(self, name, value)
+        self._check_params()
+        return self
+
+    def __repr__(self):
+        defaults = inspect.signature(type(self).__init__).parameters
+        changed = [f"{name}={value!r}" for name, value in self.get_params().items() if value != defaults[name].default]
+        return f"AcousticUnits({', '.join(changed)})"
+
+    def _check_params(self):
+        """Refuse bad hyperparameters, naming them (before any work)."""
+        for name in ("n_units", "n_states", "n_components", "batch_size", "components_per_frame"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or int(value) != value or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"unknown algorithm {self.algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
+        if self.n_iter is not None and (int(self.n_iter) != self.n_iter or self.n_iter < 1):
+            raise ValueError(f"n_iter must be a positive integer, got {self.n_iter!r}")
+        for name in ("gamma", "transition_prior", "weight_prior", "prior_kappa"):
+            if not float(getattr(self, name)) > 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
+        if not float(self.prior_shape) > 0.5:
+            raise ValueError(f"prior_shape must exceed 0.5, got {self.prior_shape!r}")
+        if not 0.0 <= float(self.kappa) <= 1.0:
+            raise ValueError(f"kappa must lie in [0, 1], got {self.kappa!r}")
+        if not float(self.tau0) >= 1.0:
+            raise ValueError(f"tau0 must be at least 1 so that every step size is at most 1, got {self.tau0!r}")
+        int(self.random_state)
+
+    # -- the model's parts: data, start, tables, expectations, estimates ------------------------------
+    def _data(self, X, lengths, training):
+        """How data become units: the utterances, checked (finite frames, D as fitted, at least S frames
+        an utterance: a unit needs one a state)."""
+        if not training:
+            self._check_fitted()
+        corpus = as_corpus(X, lengths)
+        if corpus.is_discrete or corpus.observations.ndim != 2:
+            raise ValueError("acoustic units need real-valued feature frames: a list of (T, D) float arrays, "
+                             "or one (N, D) float array with lengths")
+        if corpus.n_sequences == 0 or corpus.n_tokens == 0:
+            raise ValueError("no frames to learn from")
+        n_dims = corpus.observations.shape[1]
+        if not training and n_dims != self.family.n_dims:
+            raise ValueError(f"the model was fitted on {self.family.n_dims}-dimensional frames; these have {n_dims}")
+        short = np.flatnonzero(corpus.lengths < self.n_states)
+        if short.size:
+            i = int(short[0])
+            raise ValueError(f"utterance {i} has {corpus.lengths[i]} frames, fewer than the {self.n_states} states "
+                             f"of a unit (each state takes at least one frame)")
+        return Utterances(corpus)
+
+    def _start(self, data, rng):
+        """How to start: the point parameters whose E-step every learner begins with: component means
+        and variances from k-means on up to START_FRAMES frames (`Gaussian.draw_start`), equal
+        mixture weights, stay probabilities 1/2 and equal unit weights."""
+        family = self.family
+        n_composite = self.n_units * self.n_states
+        n_columns = n_composite * family.n_components
+        take = np.sort(rng.choice(data.n_frames, size=min(START_FRAMES, data.n_frames), replace=False))
+        sample = Corpus(data.features[take], np.array([0, take.shape[0]]))
+        start = family.components.draw_start(rng, sample, n_columns)
+        weights = np.full((n_composite, family.n_components), 1.0 / family.n_components)
+        return UnitTables(np.full(self.n_units, -np.log(self.n_units)), np.full(n_composite, np.log(START_STAY)),
+                          np.full(n_composite, np.log(1.0 - START_STAY)),
+                          family.table_from_params(start["means"], start["covars"], weights))
+
+    def _tables(self, counts, rule):
+        """The tables of ``rule`` (VB or MEAN, `cvbayes.core.rules`) from expected counts."""
+        log_trans = np.log(rules.dirichlet_table(rule, counts.trans, self.transition_prior))
+        return UnitTables(np.log(rules.stick_table(rule, counts.units, self.gamma)),
+                          np.ascontiguousarray(log_trans[:, 0]), np.ascontiguousarray(log_trans[:, 1]),
+                          self.family.table(counts.stats, rule))
+
+    def _expectations(self, tables, data):
+        """The utterances' expected statistics under a table: (UnitCounts, log Z of every utterance)."""
+        return unit_expectations(self.family, self.n_states, tables, data)
+
+    def _kl(self, counts):
+        """KL(q(theta) || p(theta)) of the posterior the counts give: VB's penalty."""
+        return (rules.stick_kl(counts.units, self.gamma) + rules.dirichlet_kl(counts.trans, self.transition_prior)
+                + self.family.kl(counts.stats))
+
+    def _log_joint(self, counts):
+        """log p(x, z) of hard counts with every parameter integrated out (the sampler's objective)."""
+        return (rules.stick_log_marginal(counts.units, self.gamma)
+                + rules.dirichlet_log_marginal(counts.trans, self.transition_prior)
+                + self.family.log_marginal(counts.stats))
+
+    def _draw_tables(self, rng, counts):
+        """Parameters drawn from the posterior of hard counts, as tables (the Gibbs sampler)."""
+        u, v = rules.stick_posterior(counts.units, self.gamma)
+        log_sticks = log_dirichlet_draws(rng, np.stack([u, v], axis=1))
+        log_entry = np.append(log_sticks[:, 0], 0.0) + np.concatenate([[0.0], np.cumsum(log_sticks[:, 1])])
+        log_trans = log_dirichlet_draws(rng, counts.trans + self.transition_prior)
+        return UnitTables(log_entry, np.ascontiguousarray(log_trans[:, 0]), np.ascontiguousarray(log_trans[:, 1]),
+                          self.family.draw_table(rng, counts.stats))
+
+    def _set_fitted(self, counts):
+        """Statistics -> fitted attributes: the posterior means."""
+        self.counts_ = UnitCounts(*(np.array(block, dtype=float) for block in counts))
+        shape = (self.n_units, self.n_states)
+        self.weights_ = rules.stick_table(MEAN, self.counts_.units, self.gamma)
+        self.stay_ = rules.dirichlet_table(MEAN, self.counts_.trans, self.transition_prior)[:, 0].reshape(shape)
+        fitted = self.family.fitted(self.counts_.stats)
+        self.means_ = fitted["means"].reshape(*shape, self.n_components, -1)
+        self.covars_ = fitted["covars"].reshape(self.means_.shape)
+        self.mixture_weights_ = fitted["weights"].reshape(*shape, self.n_components)
+        frames = np.maximum(self.counts_.trans.sum(axis=1), 0.0).reshape(shape).sum(axis=1)
+        self.n_units_used_ = effective_states(frames)
+
+    # -- fitting -------------------------------------------------------------------------------------
+    def fit(self, X: Any, lengths: ArrayLike | None = None, progress: bool = False, callback: Callable | None = None,
+            checkpoint: str | os.PathLike[str] | None = None, checkpoint_every: int = 1, client: Any = None,
+            n_shards: int | None = None) -> AcousticUnits:
+        """Learn units from utterances.
+
+        Parameters
+        ----------
+        X : list of (T_i, D) float arrays, or one (N, D) array with ``lengths``
+        lengths : the utterances' frame counts, for a concatenated X
+        progress : show a progress bar
+        callback : ``callback(model, iteration)`` after every pass, with the fitted attributes set to the
+            current estimates (outside the timed region)
+        checkpoint : path, optional
+            Save the run's state there every ``checkpoint_every`` passes and after the last; the same call
+            again resumes from it and ends bit for bit as an uninterrupted run (`cvbayes.checkpoints`)
+        checkpoint_every : passes between checkpoints
+        client : dask.distributed.Client, optional
+            vb: each pass's E-step on the client's workers, each on its shard of whole utterances
+            (`cvbayes.models.units_shards`)
+        n_shards : shards with a client (default: one a worker)
+        """
+        self._check_params()
+        if client is not None and self.algorithm != "vb":
+            raise ValueError(f"algorithm {self.algorithm!r} does not run on shards; client= takes vb")
+        data = self._data(X, lengths, training=True)
+        self.family = GaussianMixture(self.n_components, self.weight_prior, kappa=float(self.prior_kappa),
+                                      shape=float(self.prior_shape))
+        self.family.prepare(data.corpus, self.n_units * self.n_states)
+        spec = ALGORITHMS[self.algorithm]
+        n_iter = int(self.n_iter or spec.default_iterations)
+        seed = int(self.random_state)
+        self.objective_name_ = OBJECTIVES[self.algorithm]
+        self.fitted_algorithm_ = self.algorithm
+        self._callback = callback
+        self._checkpoint = open_checkpoint(checkpoint, checkpoint_every, run_identity(
+            self.MODEL_NAME, self.algorithm, n_iter, seed, (data.features, data.offsets), params=self.get_params()))
+        rng = np.random.default_rng([seed, START_STREAM])
+        start = self._start(data, rng)
+        runner = {batch: self._run_batch, leave_one_out: self._run_collapsed, passes: self._run_gibbs,
+                  stochastic: self._run_stochastic}[spec.schedule]
+        try:
+            with Progress(n_iter, f"units {self.algorithm}", progress) as bar:
+                self.history_ = bar.history
+                self._checkpoint.track_progress(bar)
+                runner(data, spec, n_iter, start, np.random.default_rng(seed), bar, client=client, n_shards=n_shards)
+        finally:
+            self.resumed_from_ = self.__dict__.pop("_checkpoint").resumed_from
+            self._callback = None
+        self.n_iter_ = n_iter
+        return self
+
+    def _record(self, bar, counts_now):
+        """record(iteration, objective, seconds) for the schedules, then the callback on the estimates."""
+        def record(iteration, objective, seconds):
+            bar.record(iteration, objective, seconds)
+            if self._callback is not None:
+                self.train_seconds_ = bar.train_seconds
+                self._set_fitted(counts_now())
+                self._callback(self, iteration)
+        return record
+
+    def _run_batch(self, data, spec, n_iter, start, rng, bar, client=None, n_shards=None):
+        """VB on `schedules.batch`: the first statistics from the start's E-step."""
+        structure = BatchUnits(self, data)
+        if client is not None:
+            from .units_shards import ShardedUnits
+
+            structure = ShardedUnits(structure, client, n_shards)
+        try:
+            statistics = structure.expectations(start)[0]
+            current = {"counts": statistics}
+            record = self._record(bar, lambda: current["counts"])
+
+            def batch_record(iteration, objective, statistics, seconds):
+                current["counts"] = statistics
+                record(iteration, objective, seconds)
+
+            statistics = batch(structure, spec.rule, n_iter, batch_record, statistics, checkpoint=self._checkpoint)
+        finally:
+            if client is not None:
+                structure.close()
+        self._set_fitted(UnitCounts(*statistics))
+        self.local_memory_bytes_ = 0
+        self.global_memory_bytes_ = sum(block.nbytes for block in self.counts_)
+
+    def _run_collapsed(self, data, spec, n_iter, start, rng, bar, **options):
+        """CVI on `schedules.passes` and `schedules.leave_one_out` (models/units_kernels.py)."""
+        state = CollapsedUnits(self, data, start, int(self.components_per_frame))
+        self._checkpoint.track_arrays("cvi", state.arrays())
+        passes(state.sweep, n_iter, self._record(bar, state.counts), checkpoint=self._checkpoint)
+        self._set_fitted(state.counts())
+        self.local_memory_bytes_ = state.memory_bytes
+        self.global_memory_bytes_ = sum(block.nbytes for block in self.counts_)
+
+    def _run_gibbs(self, data, spec, n_iter, start, rng, bar, **options):
+        """The blocked Gibbs sampler on `schedules.passes`, from a path drawn under the start."""
+        state = SampledUnits(self, data, start, rng)
+        self.sample_ = state.arrays()
+        self._checkpoint.track_arrays("gibbs", self.sample_)
+        self._checkpoint.track_generator("gibbs.rng", rng)
+        passes(state.sweep, n_iter, self._record(bar, state.counts), checkpoint=self._checkpoint)
+        self._set_fitted(state.counts())
+        self.local_memory_bytes_ = sum(array.nbytes for array in state.arrays().values())
+        self.global_memory_bytes_ = sum(block.nbytes for block in self.counts_)
+
+    def _run_stochastic(self, data, spec, n_iter, start, rng, bar, **options):
+        """SVI (rule VB) and SCVI (rule MEAN) on `schedules.stochastic`, from the start's E-step."""
+        counts, _ = self._expectations(start, data)
+        blocks = {name: DecayingCounts(value) for name, value in zip(UnitCounts._fields, counts)}
+        structure = StochasticUnits(self, data, spec.rule, blocks)
+        self.steps_ = stochastic(structure, blocks, n_iter, int(self.batch_size), float(self.kappa), float(self.tau0),
+                                 rng, self._record(bar, structure.current), checkpoint=self._checkpoint)
+        self._set_fitted(structure.current())
+        self.local_memory_bytes_ = 0
+        self.global_memory_bytes_ = sum(block.nbytes for block in blocks.values())
+
+    # -- using a fitted model ------------------------------------------------------------------------
+    def _check_fitted(self):
+        if not hasattr(self, "counts_"):
+            raise RuntimeError("this AcousticUnits model is not fitted yet; call fit() first")
+
+    def _fitted_tables(self):
+        self._check_fitted()
+        return self._tables(self.counts_, MEAN)
+
+    def _viterbi(self, data):
+        tables = self._fitted_tables()
+        states = np.empty(data.n_frames, dtype=np.int32)
+        starts = np.empty(data.n_frames, dtype=np.bool_)
+        for a, b in data.blocks():
+            begin, end = data.offsets[a], data.offsets[b]
+            offsets = data.offsets[a:b + 1] - begin
+            scores = np.empty(b - a)
+            with threads_for(self.family.work(end - begin)):
+                log_lik, _ = self.family.emission_rows(tables.emission, data.features[begin:end])
+                batch_unit_viterbi(*tables[:3], log_lik, offsets, self.n_states, equal_token_chunks(offsets),
+                                   states[begin:end], starts[begin:end], scores)
+            bad = np.flatnonzero(~np.isfinite(scores))
+            if bad.size:
+                raise ZeroProbabilityError(f"utterance {a + int(bad[0])} has probability zero under every path")
+        return states, starts
+
+    def decode(self, X: Any, lengths: ArrayLike | None = None) -> list[Segments]:
+        """The most probable segmentation of every utterance into units (Viterbi over the chain of units,
+        under the posterior-mean tables with Student-t emissions): one `Segments` an utterance."""
+        data = self._data(X, lengths, training=False)
+        states, starts = self._viterbi(data)
+        out = []
+        for a, b in zip(data.offsets[:-1], data.offsets[1:]):
+            first = np.flatnonzero(starts[a:b])
+            ends = np.append(first[1:], b - a)
+            out.append(Segments(states[a + first] // self.n_states, first, ends))
+        return out
+
+    def predict(self, X: Any, lengths: ArrayLike | None = None) -> list[np.ndarray] | np.ndarray:
+        """The unit of every frame on the Viterbi path: a list of arrays for a list, else one array."""
+        data = self._data(X, lengths, training=False)
+        units = self._viterbi(data)[0] // self.n_states
+        if isinstance(X, (list, tuple)):
+            return np.split(units, data.offsets[1:-1])
+        return units
+
+    def score_samples(self, X: Any, lengths: ArrayLike | None = None) -> np.ndarray:
+        """log p(x^i) of every utterance under the posterior-mean tables (the predictive of eq. 3.108-3.109)."""
+        data = self._data(X, lengths, training=False)
+        tables = self._fitted_tables()
+        out = np.empty(data.n_utterances)
+        for a, b in data.blocks():
+            begin, end = data.offsets[a], data.offsets[b]
+            offsets = data.offsets[a:b + 1] - begin
+            with threads_for(self.family.work(end - begin)):
+                log_lik, _ = self.family.emission_rows(tables.emission, data.features[begin:end])
+                batch_unit_log_evidence(*tables[:3], log_lik, offsets, self.n_states, equal_token_chunks(offsets),
+                                        out[a:b])
+        return out
+
+    def score(self, X: Any, lengths: ArrayLike | None = None) -> float:
+        """Total predictive log-likelihood of the utterances (divide by the frames for a per-frame figure)."""
+        return float(self.score_samples(X, lengths).sum())
+
+    # -- files ------------------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the fitted model to an ``.npz`` archive without pickles (atomically; `load` reads it)."""
+        self._check_fitted()
+        meta = {"format": SAVE_FORMAT, "model": self.MODEL_NAME, "params": self.get_params(),
+                "algorithm": self.fitted_algorithm_, "n_iter": int(self.n_iter_),
+                "history": [dataclasses.astuple(record) for record in self.history_]}
+        prior = self.family.components
+        arrays = {**self.counts_._asdict(), "prior_mean": prior.mean, "prior_rate": prior.rate}
+        write_model(path, meta, arrays)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> AcousticUnits:
+        """Read a model written by `save`."""
+        meta, arrays = read_model(path, SAVE_FORMAT)
+        model = cls(**meta["params"])
+        model.family = GaussianMixture(model.n_components, model.weight_prior, mean=arrays["prior_mean"],
+                                       kappa=float(model.prior_kappa), shape=float(model.prior_shape),
+                                       rate=arrays["prior_rate"])
+        model.family.components.n_dims = arrays["prior_mean"].shape[0]
+        model.family.n_mixtures = model.n_units * model.n_states
+        model.fitted_algorithm_ = meta["algorithm"]
+        model.objective_name_ = OBJECTIVES[meta["algorithm"]]
+        model.n_iter_ = meta["n_iter"]
+        model.history_ = [IterationRecord(*record) for record in meta["history"]]
+        model._set_fitted(UnitCounts(*(arrays[name] for name in UnitCounts._fields)))
+        return model
