@@ -98,6 +98,15 @@ def _aligner_predictions(model, X):
     return [sorted(links) for links in model.links()], model.translation_table(), model.pair_log_likelihoods()
 
 
+def _utterances():
+    rng = np.random.default_rng(6)
+    return [list("".join(rng.choice(["ab", "cd", "abc", "d"], size=rng.integers(1, 4)))) for _ in range(10)]
+
+
+def _adaptor_predictions(model, X):
+    return model.segment(X), model.score(X)
+
+
 SPECS = {
     "hmm": Spec(lambda **p: cvbayes.HMM(3, **p), _sequences, _hmm_predictions,
                 {"svi": {"batch_size": 5}, "scvi": {"batch_size": 5}, "cvi3": {"subchain_length": 3}},
@@ -113,6 +122,7 @@ SPECS = {
                     _pcfg_la_predictions, {}),
     "aligner": Spec(lambda **p: cvbayes.Aligner("hmm", **p), _pairs, _aligner_predictions,
                     {"svi": {"batch_size": 5}, "scvi": {"batch_size": 5}}),
+    "adaptor-grammar": Spec(lambda **p: cvbayes.AdaptorGrammar("unigram", **p), _utterances, _adaptor_predictions, {}),
 }
 
 CASES = [(name, algorithm) for name, spec in SPECS.items() for algorithm in spec.make().ALGORITHMS]
@@ -215,9 +225,9 @@ def test_scikit_learn_conventions(name):
 
 
 def test_model_files_written_before_the_protocol_load_to_their_predictions():
-    """tests/data/models_before_the_protocol: files the models of commit 5dc04f4 (before they were
-    BayesModels) wrote after fitting these tiny data, with what they predicted then (expected.json),
-    read by today's ``load``."""
+    """tests/data/models_before_the_protocol: files the models of commit 5dc04f4 (the adaptor grammar's:
+    655aace) wrote before they were BayesModels, after fitting these tiny data, with what they predicted
+    then (expected.json), read by today's ``load``."""
     from cvbayes.data.trees import parse_trees
 
     folder = Path(__file__).parent / "data" / "models_before_the_protocol"
@@ -244,3 +254,10 @@ def test_model_files_written_before_the_protocol_load_to_their_predictions():
     la = cvbayes.PCFGLA.load(folder / "pcfg_la.npz")
     assert [str(tree) for tree in la.parse([tree.leaves() for tree in trees], pruning=None)] == \
         expected["pcfg_la"]["parses"]
+    # AdaptorGrammar("unigram", a=0.2, b=1.5, estimate_hyperparameters=True, algorithm="vb", n_iter=3,
+    # random_state=2) fitted to ("ab", "cd", "cdab", "abcdab", "ab", "cd", "abab") * 3
+    utterances = [list("abcd"), list("cdcdab"), list("ba")]
+    grammar = cvbayes.AdaptorGrammar.load(folder / "adaptor_grammar.npz")
+    assert [["".join(word) for word in words] for words in grammar.segment(utterances)] == \
+        expected["adaptor_grammar"]["segment"]
+    assert grammar.score(utterances) == pytest.approx(expected["adaptor_grammar"]["score"], rel=1e-12)
