@@ -138,9 +138,9 @@ class Sampler:
         """What the sweeps change beside the restaurants' arrays: the table pool, the stored trees (one
         node array with each tree's id and size), the utterances' trees and the MH tallies."""
         ids = np.array(sorted(self.trees), dtype=np.int64)
-        return {"pool": list(self.pool), "ids": ids,
-                "sizes": np.array([self.trees[t].shape[0] for t in ids], dtype=np.int64),
-                "nodes": np.concatenate([self.trees[t] for t in ids]) if ids.size else np.zeros((0, N_COLUMNS), np.int64),
+        trees = [self.trees[t] for t in ids]
+        return {"pool": list(self.pool), "ids": ids, "sizes": np.array([tree.shape[0] for tree in trees], dtype=np.int64),
+                "nodes": np.concatenate(trees) if trees else np.zeros((0, N_COLUMNS), np.int64),
                 "references": np.array([self.references[t] for t in ids], dtype=np.int64),
                 "current": self.current, "next_tree": self.next_tree,
                 "tallies": [self.accepted, self.proposed, self.repairs]}
