@@ -144,6 +144,15 @@ class UnitTables(NamedTuple):
     emission: Any
 
 
+class Training(NamedTuple):
+    """What `AcousticUnits._prepare` makes of fit's input: the utterances, and the Dask client and
+    number of shards of vb on shards (None without)."""
+
+    data: Utterances
+    client: Any
+    n_shards: int | None
+
+
 class Segments(NamedTuple):
     """One utterance's decoded units: ``units`` (n,), and each occurrence's first frame ``starts`` and
     end frame ``ends`` (exclusive), in frames of the input."""
@@ -579,45 +588,43 @@ class AcousticUnits(BayesModel):
                                       shape=float(self.prior_shape))
         self.family.prepare(data.corpus, self.n_units * self.n_states)
         self.n_iter_ = self._n_passes()
-        return data, client, n_shards
+        return Training(data, client, n_shards)
 
-    def _fingerprint(self, prepared):
-        data = prepared[0]
-        return data.features, data.offsets
+    def _fingerprint(self, training):
+        return training.data.features, training.data.offsets
 
     def _start_tables(self, data, run):
         return self._start(data, np.random.default_rng([run.seed, START_STREAM]))
 
-    def _batch(self, prepared, run):
+    def _batch(self, training, run):
         """VB on `schedules.batch`, on a client's shards with one; the first statistics from the start's
         E-step."""
-        data, client, n_shards = prepared
-        structure = BatchUnits(self, data)
-        if client is not None:
+        structure = BatchUnits(self, training.data)
+        if training.client is not None:
             from .units_shards import ShardedUnits
 
-            structure = ShardedUnits(structure, client, n_shards)
+            structure = ShardedUnits(structure, training.client, training.n_shards)
         try:
-            statistics = structure.expectations(self._start_tables(data, run))[0]
+            statistics = structure.expectations(self._start_tables(training.data, run))[0]
         except BaseException:
-            if client is not None:
+            if training.client is not None:
                 structure.close()
             raise
         self.local_memory_bytes_ = 0
         return structure, statistics, None
 
-    def _collapsed(self, prepared, run):
+    def _collapsed(self, training, run):
         """CVI on `schedules.passes` and `schedules.leave_one_out` (models/units_kernels.py)."""
-        data = prepared[0]
+        data = training.data
         state = CollapsedUnits(self, data, self._start_tables(data, run), int(self.components_per_frame))
         run.checkpoint.track_arrays("cvi", state.arrays())
         self.local_memory_bytes_ = state.memory_bytes
         return state
 
-    def _sampler(self, prepared, run):
+    def _sampler(self, training, run):
         """The blocked Gibbs sampler, from a path drawn under the start; ``sample_`` is its state, which a
         callback sees change sweep by sweep."""
-        data = prepared[0]
+        data = training.data
         state = SampledUnits(self, data, self._start_tables(data, run), run.rng)
         self.sample_ = state.arrays()
         run.checkpoint.track_arrays("gibbs", self.sample_)
@@ -625,9 +632,9 @@ class AcousticUnits(BayesModel):
         self.local_memory_bytes_ = sum(array.nbytes for array in self.sample_.values())
         return state
 
-    def _stochastic(self, prepared, run):
+    def _stochastic(self, training, run):
         """SVI (rule VB) and SCVI (rule MEAN) on `schedules.stochastic`, from the start's E-step."""
-        data = prepared[0]
+        data = training.data
         counts, _ = self._expectations(self._start_tables(data, run), data)
         blocks = {name: DecayingCounts(value) for name, value in zip(UnitCounts._fields, counts)}
         self.local_memory_bytes_ = 0
