@@ -166,7 +166,7 @@ def lda_fitted(model):
 
 @pytest.mark.parametrize("algorithm, options", [(name, {}) for name in LDA_ALGORITHMS]
                          + [("cvb0", {"learn_alpha": True}), ("cvb0", {"frozen_counts": True}),
-                            ("vb", {"learn_alpha": True}), ("cgs", {"sparse_gibbs": True, "learn_alpha": True})])
+                            ("vb", {"learn_alpha": True}), ("cgs", {"n_jobs": 2, "learn_alpha": True})])
 def test_every_lda_algorithm_resumes_bit_for_bit(tmp_path, algorithm, options):
     X = lda_documents()
 

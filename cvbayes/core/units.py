@@ -9,14 +9,16 @@ from numba import get_num_threads, njit, set_num_threads
 PARALLEL_WORK = 200_000
 
 
-def equal_token_chunks(offsets):
-    """Split the units of ``offsets`` into one chunk a thread, cut at equal token counts.
+def equal_token_chunks(offsets, n_chunks=None):
+    """Split the units of ``offsets`` into ``n_chunks`` chunks (some empty when there are fewer units),
+    cut at equal token counts; by default one chunk a thread and at most one a unit.
 
     Parallel kernels keep one copy of their statistics per chunk (W x K for categorical emissions),
     so there is one chunk per thread.
     """
     n_units = offsets.shape[0] - 1
-    n_chunks = max(1, min(n_units, get_num_threads()))
+    if n_chunks is None:
+        n_chunks = max(1, min(n_units, get_num_threads()))
     targets = np.linspace(0, offsets[-1], n_chunks + 1)
     bounds = np.searchsorted(offsets, targets, side="left")
     bounds[0], bounds[-1] = 0, n_units

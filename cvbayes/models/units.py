@@ -1,5 +1,6 @@
 """Acoustic unit discovery: a Dirichlet process over units, each a left-to-right HMM with Gaussian-mixture
-emissions (Lee and Glass 2012; Ondel, Burget and Černocký 2016), the bottom layer of seeds/004.
+emissions (Lee and Glass 2012; Ondel, Burget and Černocký 2016), the bottom layer of
+lexicon discovery from speech (Lee, O'Donnell and Glass 2015; Stengel-Eskin 2017).
 
 The model
 ---------
@@ -26,7 +27,7 @@ Every learner is a schedule of `cvbayes.schedules` and a rule of `cvbayes.core.r
 ==========  ===============================  =====  ===============================================
 algorithm   schedule (unit)                  rule   reference
 ==========  ===============================  =====  ===============================================
-``vb``      batch (utterance)                VB     Ondel, Burget and Černocký 2016; seeds/004 §1.3
+``vb``      batch (utterance)                VB     Ondel et al. 2016; Stengel-Eskin 2017 §1.3
 ``cvi``     leave_one_out (utterance)        MEAN   thesis §3.5 (CVI-2), §3.7.1, ch. 5 (eq. 5.37-5.39)
 ``gibbs``   gibbs (blocked, uncollapsed)     draws  Lee and Glass 2012
 ``svi``     stochastic (minibatch of utt.)   VB     Hoffman et al. 2013
