@@ -732,6 +732,7 @@ def test_restarts_keep_the_segmentation_that_agrees_most_with_the_others():
     medoid = max(range(4), key=lambda i: (agreement[i], runs[i].history_[-1].objective))
     assert [r.objective for r in kept.history_] == [r.objective for r in runs[medoid].history_]
     assert kept.segment(utterances) == segmentations[medoid]
+    assert kept.best_restart_ == medoid
     assert len({tuple(map(tuple, seg)) for seg in segmentations}) > 1     # the restarts differ
     with pytest.raises(ValueError, match="n_init"):
         AdaptorGrammar("unigram", algorithm="vb", n_init=0).fit(utterances)
