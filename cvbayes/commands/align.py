@@ -108,7 +108,7 @@ def run_align(args) -> None:
     corpus = _skip_long_pairs(corpus, args.max_length, args.quiet)
     prior = args.prior if args.prior is not None else default_prior(args.algorithm)
     options = dict(model="hmm" if args.favor_diagonal else args.model, algorithm=args.algorithm, n_iter=n_iter,
-                   prior=prior, seed=args.seed, null_prob=0.0 if args.no_null_word else args.null_prob,
+                   prior=prior, random_state=args.seed, null_prob=0.0 if args.no_null_word else args.null_prob,
                    max_jump=args.max_jump)
     if args.algorithm in ("svi", "scvi"):
         options.update(batch_size=args.batch_size, kappa=args.kappa, tau0=args.tau0)
