@@ -118,7 +118,6 @@ def fitted_hmm():
     return HMM(2, algorithm="em", n_iter=3).fit(corpus)
 
 
-@pytest.mark.slow
 def test_model_files_refuse_damage_and_other_versions_and_read_files_from_before_checksums(tmp_path):
     model = fitted_hmm()
     path = tmp_path / "model.npz"

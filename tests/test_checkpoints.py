@@ -185,7 +185,6 @@ def pcfg_fitted(model):
     return arrays
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", list(PCFG_ALGORITHMS))
 def test_every_pcfg_algorithm_resumes_bit_for_bit(tmp_path, algorithm):
     rng = np.random.default_rng(1)
@@ -309,7 +308,6 @@ def test_cvbayes_fit_killed_at_random_moments_resumes_to_the_uninterrupted_model
               f"{left_by_kills} temporary files left by kills, each removed by the next run; no broken file")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["em", "vb", "cvi", "scvi"])
 def test_every_dmv_algorithm_resumes_bit_for_bit(tmp_path, algorithm):
     from cvbayes.models.dmv import DMV

@@ -46,7 +46,6 @@ def test_align_writes_pharaoh_and_statistics(files, capsys):
     assert scores["aer"] < 0.2 and scores["n_sure"] == sum(len(g) for g in gold)
 
 
-@pytest.mark.slow
 def test_align_with_scvi_minibatches(files, capsys, tmp_path):
     folder, gold = files
     main(["align", "-i", str(folder / "c.txt"), "--algorithm", "scvi", "--iterations", "4", "--batch-size", "30",

@@ -20,7 +20,6 @@ def text_file(tmp_path):
     return path
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("model, algorithm", [("hmm", a) for a in ALGORITHMS]
                          + [("hdp-hmm", a) for a in HDP_ALGORITHMS])
 def test_fit_plain_text_works_for_every_model_and_algorithm(tmp_path, text_file, capsys, model, algorithm):

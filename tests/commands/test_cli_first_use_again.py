@@ -359,7 +359,6 @@ def test_pcfg_parse_marks_a_sentence_without_a_tree(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines() == ["(S (NP the (N cat)) (V barks))", "(())"]
 
 
-@pytest.mark.slow
 def test_pcfg_la_fit_parse_and_grammar(tmp_path, capsys):
     from cvbayes import PCFGLA
 

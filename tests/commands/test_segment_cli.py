@@ -237,6 +237,7 @@ def test_command_errors(tmp_path):
 
 
 # ---------------------------------------------------------------- cvbayes experiment wordseg
+@pytest.mark.slow
 def test_wordseg_experiment_quick(tmp_path, monkeypatch, capsys):
     from cvbayes.data import SegmentationData
     from cvbayes.experiments import wordseg

@@ -126,6 +126,7 @@ def test_every_command_has_help(command, capsys):
     assert "usage: cvbayes " + command in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_experiments_write_results(tmp_path):
     common = ["--out", str(tmp_path), "--corpus", SLICE, "--iterations", "2", "--cgs-iterations", "2",
               "--seeds", "1", "--algorithms", "em,cvi2,cgs"]
@@ -146,6 +147,7 @@ def test_experiments_write_results(tmp_path):
     assert [row["size"] for row in rows] == ["0.1K", "All"]
 
 
+@pytest.mark.slow
 def test_fit_command_runs_the_stochastic_learners(tmp_path, capsys):
     for algorithm in ("scvi", "svi", "cvi3"):
         main(["fit", "brown-embedded", "--tagset", "universal", "--sentences", "200", "--algorithm", algorithm,
@@ -174,6 +176,7 @@ def test_fit_command_trains_an_hdp_hmm_that_tag_and_evaluate_load(tmp_path, caps
         main(["fit", "brown-embedded", "--model", "hdp-hmm", "--dictionary", "complete", "-o", str(model)])
 
 
+@pytest.mark.slow
 def test_text_prediction_experiments_write_results(tmp_path, monkeypatch):
     """fig3.15 and fig3.17 end to end on a tiny PTB-like cache made here (never PTB text)."""
     folder = tmp_path / "cache" / "ptb"

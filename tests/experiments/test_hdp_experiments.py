@@ -156,6 +156,7 @@ def test_fig_5_9_end_to_end(fake_data, tmp_path):
     assert "Mikolov" in table and "thesis 200" in table
 
 
+@pytest.mark.slow
 def test_fig_5_10_end_to_end(fake_data, tmp_path):
     main(["experiment", "fig5.10", "--out", str(tmp_path), "--states", "3", "--passes", "1",
           "--hdp-models", "hmm", "hdp", "hdp-beta", "hmm-beta"])

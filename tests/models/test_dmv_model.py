@@ -179,6 +179,7 @@ def test_em_likelihood_and_vb_elbo_never_decrease(algorithm, alpha, init):
     assert objective[-1] > objective[0] + 1.0
 
 
+@pytest.mark.slow
 def test_every_learner_raises_the_training_likelihood():
     rng = np.random.default_rng(6)
     sentences = random_sentences(rng, 60, 4, 6)

@@ -325,6 +325,7 @@ def test_learned_concentrations_and_emission_prior_stay_finite_and_help():
     assert model.score_per_token(test) > fixed.score_per_token(test) > np.log(1 / 9) + 0.4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm,options", [("scvi", {"batch_size": 10}), ("svi-p", {"batch_size": 10}),
                                                ("cvi", {}), ("scvi", {"batch_size": 20})])
 def test_one_long_sequence_and_stochastic_cvi_learn_the_planted_chain(algorithm, options):

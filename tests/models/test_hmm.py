@@ -60,6 +60,7 @@ def test_every_algorithm_recovers_planted_categorical_states(planted, algorithm)
     assert all(np.isfinite(h.objective) and h.seconds >= 0 for h in model.history_)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_every_algorithm_recovers_planted_gaussian_states(planted_gaussian, algorithm):
     corpus = planted_gaussian

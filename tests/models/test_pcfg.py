@@ -117,7 +117,6 @@ def test_one_vb_update_matches_enumeration(case):
     np.testing.assert_allclose(model._rows.table("vb", start_counts), table, rtol=1e-12)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_one_cvi_pass_matches_enumeration(case):
     alpha = 0.3
@@ -401,6 +400,7 @@ def test_mh_samples_the_exact_collapsed_posterior(case):
         assert chi_square_p_value(visits, dict(zip(keys, exact)), n_sweeps) < 1e-3
 
 
+@pytest.mark.slow
 def test_mh_starts_from_trees_drawn_uniformly():
     """MH's default start (`uniform_tree_table`): every tree of a sentence equally likely.  A start
     drawn from `random_table` puts almost every word of an <any> grammar on its one-stem tree, and with

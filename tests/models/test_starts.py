@@ -25,12 +25,14 @@ def _recovered(corpus, algorithm, seed, **options):
     return many_to_one(model.decode(corpus), corpus.gold)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["em", "vb", "cvi1", "cvi2", "cgs", "svi", "scvi"])
 def test_default_start_recovers_the_planted_categorical_hmm(algorithm):
     scores = [_recovered(CATEGORICAL, algorithm, seed) for seed in range(3)]
     assert min(scores) >= 0.9, scores
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["em", "vb", "cvi2", "cgs", "scvi"])
 def test_default_start_recovers_the_planted_gaussian_hmm(algorithm):
     scores = [_recovered(GAUSSIAN, algorithm, seed) for seed in range(3)]

@@ -240,6 +240,7 @@ def frame_marginals(configurations, p, n_states, n_components):
     return np.asarray(p) @ np.array(rows, dtype=float)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_states,n_components,lengths", [(1, 1, (3, 2)), (2, 2, (4, 2))])
 def test_gibbs_samples_the_exact_posterior(n_states, n_components, lengths):
     """Two units: the sampler's configurations (every utterance's segmentation, unit labels, states and

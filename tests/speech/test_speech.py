@@ -68,7 +68,6 @@ def reference_mfcc(signal, rate=RATE, n_filters=26, n_ceps=13, low=20.0, lifter=
     return cepstra * (1 + lifter / 2 * np.sin(np.pi * np.arange(n_ceps) / lifter))
 
 
-@pytest.mark.slow
 def test_mfcc_matches_a_second_implementation_on_a_tone():
     signal = noisy(tone(0.5, 440.0) + tone(0.5, 2500.0, 0.2))
     ours, reference = mfcc(signal), reference_mfcc(signal)

@@ -141,7 +141,6 @@ def test_grammar_errors_name_the_line(text, line):
 
 
 # ------------------------------------------------------------------ chart
-@pytest.mark.slow
 @pytest.mark.parametrize("name", ["unigram", "colloc", SYLLABLE, SYLLABLE_EDGES])
 def test_chart_matches_enumeration_of_parses(name):
     model = AdaptorGrammar(name)
@@ -155,6 +154,7 @@ def test_chart_matches_enumeration_of_parses(name):
 
 
 # the syllable grammar has 73 parse classes of "ab" (8,070 of "abab": too many to check with 4,000 draws)
+@pytest.mark.slow
 @pytest.mark.parametrize("name, text", [("unigram", "abab"), ("colloc", "abab"),
                                         pytest.param(SYLLABLE.values[0], "ab", id="colloc-syllable")])
 def test_sampled_trees_have_the_statistics_and_frequencies_of_enumerated_parses(name, text):
@@ -314,7 +314,6 @@ def _left_out(model, u):
     return stats, top
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name, a, b, mode", [("unigram", 0.0, 1.0, "first-order"), ("unigram", 0.0, 1.0, "zero-exact"),
                                               ("unigram", 0.4, 2.0, "zero-exact"), ("unigram", 0.4, 2.0, "second-order"),
                                               ("colloc", 0.3, 1.5, "zero-exact"), ("colloc", 0.3, 1.5, "first-order"),
