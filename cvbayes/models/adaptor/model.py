@@ -12,7 +12,7 @@ import numpy as np
 from ...metrics.segmentation import segmentation_scores
 from ...schedules import IterationRecord, Progress
 from ...trees.grammar import AnySubstring, Terminal
-from ...trees.inside_outside import batch_log_z, cubic_chunks, make_tables
+from ...trees.inside_outside import batch_log_z, chart_chunks, make_tables
 from ..files import read_model, write_model
 from .cvi import CollapsedVariational
 from .decode import Decoder, PortableWeights
@@ -394,7 +394,7 @@ class AdaptorGrammar:
         tables = make_tables(compiled, self.portable_weights(mean=True).on(compiled))
         batch = compiled.prepare(utterances)
         return float(batch_log_z(compiled.kernel, tables, batch.tokens, batch.offsets, batch.span_ids,
-                                 batch.span_offsets, cubic_chunks(batch.offsets)).sum())
+                                 batch.span_offsets, chart_chunks(compiled.kernel, batch.offsets)).sum())
 
     # ------------------------------------------------------------- files
     def save(self, path):
