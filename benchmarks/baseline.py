@@ -173,6 +173,17 @@ def adaptor_case(grammar, algorithm, n_iter=3):
     return run
 
 
+def units_case(algorithm, n_iter=4):
+    def run():
+        from cvbayes.synthetic import sample_acoustic_units
+        features, _, _ = sample_acoustic_units(12, n_units=4, n_states=2, n_dims=3, mean_frames=40, seed=3)
+        model = cvbayes.AcousticUnits(n_units=6, n_states=2, n_components=2, algorithm=algorithm, n_iter=n_iter,
+                                      batch_size=4, random_state=1).fit(features)
+        return {"objectives": _objectives(model), "score": model.score_samples(features).tolist(),
+                "units": np.concatenate(model.predict(features)).tolist()}
+    return run
+
+
 CASES = {
     **{f"hmm/{a}": hmm_case(a) for a in ("em", "vb", "cvi1", "cvi2", "cgs")},
     "hmm/cvi3": hmm_case("cvi3", subchain_length=5),
@@ -188,6 +199,7 @@ CASES = {
     **{f"pcfg-la/{a}": pcfg_la_case(a) for a in ("em", "vb", "cvi")},
     **{f"align-{m}/{a}": aligner_case(m, a) for m in ("ibm1", "hmm") for a in ("em", "vb", "cvi2", "cgs", "scvi")},
     **{f"adaptor-{g}/{a}": adaptor_case(g, a) for g in ("unigram", "colloc") for a in ("vb", "cvi", "mcmc")},
+    **{f"units/{a}": units_case(a) for a in ("vb", "cvi", "gibbs", "svi", "scvi")},
 }
 
 

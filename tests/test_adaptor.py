@@ -188,11 +188,22 @@ def test_sampled_trees_have_the_statistics_and_frequencies_of_enumerated_parses(
     assert tv < 0.04, tv
 
 
+def started(model, X):
+    """``model`` with its learner at the start of a fit to ``X``, before any pass (``learner_``,
+    ``grammar_``): `fit`'s preparation and structure hook (`cvbayes.schedules.driver`) from the seed."""
+    from cvbayes.checkpoints import NO_CHECKPOINT
+    from cvbayes.schedules.driver import HOOKS, Run
+    how = model.ALGORITHMS[model.algorithm]
+    run = Run(model.algorithm, how, 1, model.random_state, np.random.default_rng(model.random_state), NO_CHECKPOINT)
+    getattr(model, HOOKS[how.schedule])(model._prepare(X), run)
+    return model
+
+
 def test_sampled_start_adds_every_utterance_once():
     """After CVI's sampled start the counts are the sum of the units' local statistics (one tree each, times
     the copies of the utterance type)."""
     types = [list(u) for u in ("abab", "ab", "abb", "ba", "bab")]
-    model = AdaptorGrammar("unigram", algorithm="cvi", n_iter=0, init="sample").fit(types * 2)
+    model = started(AdaptorGrammar("unigram", algorithm="cvi", init="sample"), types * 2)
     sentences, state, (_, local_customers), _ = model.learner_.state
     cell_offsets, cell_rules = sentences.cell_offsets, sentences.cell_rules
     assert np.all(sentences.weight == 2.0)
@@ -721,6 +732,7 @@ def test_restarts_keep_the_segmentation_that_agrees_most_with_the_others():
     medoid = max(range(4), key=lambda i: (agreement[i], runs[i].history_[-1].objective))
     assert [r.objective for r in kept.history_] == [r.objective for r in runs[medoid].history_]
     assert kept.segment(utterances) == segmentations[medoid]
+    assert kept.best_restart_ == medoid
     assert len({tuple(map(tuple, seg)) for seg in segmentations}) > 1     # the restarts differ
     with pytest.raises(ValueError, match="n_init"):
         AdaptorGrammar("unigram", algorithm="vb", n_init=0).fit(utterances)
@@ -732,7 +744,7 @@ def test_parameters_live_in_the_constructor_and_the_old_fit_form_warns():
     model = AdaptorGrammar("unigram", algorithm="vb", n_iter=2, random_state=3)
     assert model.get_params()["algorithm"] == "vb" and model.get_params()["random_state"] == 3
     assert model.set_params(n_iter=3) is model and model.n_iter == 3
-    with pytest.raises(ValueError, match="invalid parameter"):
+    with pytest.raises(ValueError, match="unknown parameters"):
         model.set_params(iterations=3)
     with pytest.raises(ValueError, match="unknown algorithm"):
         model.set_params(algorithm="em")

@@ -10,6 +10,7 @@ from scipy.stats import norm
 from cvbayes.core.restaurants import log_hyperprior, log_seating_probability
 from cvbayes.models.adaptor import AdaptorGrammar
 from cvbayes.models.adaptor.hyperparameters import resample_py_parameters, slice_sample
+from test_adaptor import started
 
 SIZES = np.array([12, 7, 5, 4, 3, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1])
 
@@ -170,8 +171,8 @@ def test_annealed_steps_target_the_tempered_conditional(temperature):
     with probability proportional to p(parse)^(1/T), p the sequential probability `log_target` (checked
     against enumeration at T = 1 in tests/test_adaptor.py)."""
     from cvbayes.models.adaptor.sampler import BEGIN, END, SYMBOL, log_target
-    model = AdaptorGrammar("unigram", a=0.0, b=1.0, alpha=0.5, algorithm="mcmc", n_iter=0,
-                           random_state=3).fit([list("abab")])
+    model = started(AdaptorGrammar("unigram", a=0.0, b=1.0, alpha=0.5, algorithm="mcmc", random_state=3),
+                    [list("abab")])
     sampler = model.learner_.sampler
     word = model.grammar_.nonterminals.index("Word")
 

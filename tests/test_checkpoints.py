@@ -1,6 +1,6 @@
 """Checkpoints (cvbayes.checkpoints): a fit stopped after some passes and started again with the same call
 ends bit for bit as an uninterrupted one (fitted arrays and history objectives), for every algorithm of the
-HMM, LDA, the PCFG and the DMV (every model's, on less: test_contract.py); other runs' and damaged
+HMM, LDA, the PCFG, the DMV and the adaptor grammar (every model's, on less: test_contract.py); other runs' and damaged
 checkpoints are refused by name; and `cvbayes fit --checkpoint` killed with SIGKILL at random moments,
 inside saves too, resumes to the uninterrupted model."""
 import os
@@ -166,7 +166,7 @@ def lda_fitted(model):
 
 @pytest.mark.parametrize("algorithm, options", [(name, {}) for name in LDA_ALGORITHMS]
                          + [("cvb0", {"learn_alpha": True}), ("cvb0", {"frozen_counts": True}),
-                            ("vb", {"learn_alpha": True}), ("cgs", {"sparse_gibbs": True, "learn_alpha": True})])
+                            ("vb", {"learn_alpha": True}), ("cgs", {"n_jobs": 2, "learn_alpha": True})])
 def test_every_lda_algorithm_resumes_bit_for_bit(tmp_path, algorithm, options):
     X = lda_documents()
 
@@ -319,6 +319,29 @@ def test_every_dmv_algorithm_resumes_bit_for_bit(tmp_path, algorithm):
 
     stopped_then_resumed(fit, lambda model: dict(zip(("root", "stop", "attach"), model.counts_)),
                          tmp_path / "run.ckpt")
+
+
+@pytest.mark.parametrize("algorithm, options", [("vb", {}), ("cvi", {"init": "empty"}), ("cvi", {"init": "sample"}),
+                                                ("mcmc", {"anneal": (3.0, 4)})])
+@pytest.mark.parametrize("stop_after", [1, STOP_AFTER])
+def test_every_adaptor_grammar_algorithm_resumes_bit_for_bit(tmp_path, algorithm, options, stop_after):
+    """The colloc grammar (nested restaurants) with learned a and b; stopped after the first pass too (cvi's
+    start ends there)."""
+    from cvbayes import AdaptorGrammar
+
+    rng = np.random.default_rng(4)
+    utterances = [list("".join(rng.choice(["ab", "cd", "abc", "da"], size=rng.integers(1, 4)))) for _ in range(20)]
+
+    def fit(callback=None, **checkpointing):
+        return AdaptorGrammar("colloc", a=0.3, b=2.0, estimate_hyperparameters=True, algorithm=algorithm,
+                              n_iter=N_ITER, random_state=1, **options).fit(utterances, callback=callback,
+                                                                            **checkpointing)
+
+    def fitted(model):
+        return {"weights": model.rule_weights_, "discount": model.discount, "concentration": model.concentration,
+                "lexicon": np.array(sorted(model.lexicon_.items()), dtype=object)}
+
+    stopped_then_resumed(fit, fitted, tmp_path / "run.ckpt", stop_after=stop_after)
 
 
 def test_lda_fit_command_resumes_from_its_checkpoint_and_removes_it_once_the_model_is_written(tmp_path, capsys):

@@ -98,6 +98,24 @@ def _aligner_predictions(model, X):
     return [sorted(links) for links in model.links()], model.translation_table(), model.pair_log_likelihoods()
 
 
+def _frames():
+    from cvbayes.synthetic import sample_acoustic_units
+    return sample_acoustic_units(6, n_units=3, n_states=2, n_dims=2, mean_frames=20, seed=4)[0]
+
+
+def _units_predictions(model, X):
+    return model.predict(X), model.score_samples(X)
+
+
+def _utterances():
+    rng = np.random.default_rng(6)
+    return [list("".join(rng.choice(["ab", "cd", "abc", "d"], size=rng.integers(1, 4)))) for _ in range(10)]
+
+
+def _adaptor_predictions(model, X):
+    return model.segment(X), model.score(X)
+
+
 SPECS = {
     "hmm": Spec(lambda **p: cvbayes.HMM(3, **p), _sequences, _hmm_predictions,
                 {"svi": {"batch_size": 5}, "scvi": {"batch_size": 5}, "cvi3": {"subchain_length": 3}},
@@ -113,6 +131,9 @@ SPECS = {
                     _pcfg_la_predictions, {}),
     "aligner": Spec(lambda **p: cvbayes.Aligner("hmm", **p), _pairs, _aligner_predictions,
                     {"svi": {"batch_size": 5}, "scvi": {"batch_size": 5}}),
+    "adaptor-grammar": Spec(lambda **p: cvbayes.AdaptorGrammar("unigram", **p), _utterances, _adaptor_predictions, {}),
+    "units": Spec(lambda **p: cvbayes.AcousticUnits(n_units=4, n_states=2, n_components=1, batch_size=3, **p), _frames,
+                  _units_predictions, {}),
 }
 
 CASES = [(name, algorithm) for name, spec in SPECS.items() for algorithm in spec.make().ALGORITHMS]
@@ -216,8 +237,8 @@ def test_scikit_learn_conventions(name):
 
 def test_model_files_written_before_the_protocol_load_to_their_predictions():
     """tests/data/models_before_the_protocol: files the models of commit 5dc04f4 (before they were
-    BayesModels) wrote after fitting these tiny data, with what they predicted then (expected.json),
-    read by today's ``load``."""
+    BayesModels) and the acoustic unit model and the adaptor grammar of 655aace wrote after fitting these
+    tiny data, with what they predicted then (expected.json), read by today's ``load``."""
     from cvbayes.data.trees import parse_trees
 
     folder = Path(__file__).parent / "data" / "models_before_the_protocol"
@@ -244,3 +265,15 @@ def test_model_files_written_before_the_protocol_load_to_their_predictions():
     la = cvbayes.PCFGLA.load(folder / "pcfg_la.npz")
     assert [str(tree) for tree in la.parse([tree.leaves() for tree in trees], pruning=None)] == \
         expected["pcfg_la"]["parses"]
+    from cvbayes.synthetic import sample_acoustic_units
+    frames = sample_acoustic_units(4, n_units=2, n_states=2, n_dims=2, mean_frames=10, seed=0)[0]
+    units = cvbayes.AcousticUnits.load(folder / "units.npz")
+    assert units.score(frames) == pytest.approx(expected["units"]["score"], rel=1e-12)
+    assert np.concatenate(units.predict(frames)).tolist() == expected["units"]["units"]
+    # AdaptorGrammar("unigram", a=0.2, b=1.5, estimate_hyperparameters=True, algorithm="vb", n_iter=3,
+    # random_state=2) fitted to ("ab", "cd", "cdab", "abcdab", "ab", "cd", "abab") * 3
+    utterances = [list("abcd"), list("cdcdab"), list("ba")]
+    grammar = cvbayes.AdaptorGrammar.load(folder / "adaptor_grammar.npz")
+    assert [["".join(word) for word in words] for words in grammar.segment(utterances)] == \
+        expected["adaptor_grammar"]["segment"]
+    assert grammar.score(utterances) == pytest.approx(expected["adaptor_grammar"]["score"], rel=1e-12)

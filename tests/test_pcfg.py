@@ -484,8 +484,10 @@ def test_restarts_keep_the_best_objective():
     model = PCFG(n_nonterminals=3, alpha=0.5, algorithm="em", n_iter=5, random_state=0, n_init=3).fit(sentences)
     assert len(model.restart_objectives_) == 3
     assert model.history_[-1].objective == max(model.restart_objectives_)
+    assert model.restart_objectives_[model.best_restart_] == max(model.restart_objectives_)
     single = PCFG(n_nonterminals=3, alpha=0.5, algorithm="em", n_iter=5, random_state=1).fit(sentences)
     assert single.history_[-1].objective == model.restart_objectives_[1]
+    assert single.best_restart_ == 0
 
 
 @pytest.mark.parametrize("algorithm", ["em", "mh"])

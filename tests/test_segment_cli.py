@@ -49,6 +49,27 @@ def test_segment_end_to_end_with_gold_and_json(files, capsys):
     assert report["scores"] == json.loads(json.dumps(segmentation_scores(found, gold).as_dict()))
 
 
+def test_a_saved_model_segments_new_text(files, capsys):
+    model = str(files["folder"] / "model.npz")
+    main(["segment", files["input"], "--algorithm", "cvi", "--iterations", "2", "--save-model", model,
+          "-o", files["out"], "--json"])
+    trained = json.loads(capsys.readouterr().out)
+    assert trained["saved_model"] == model
+    with open(files["out"], encoding="utf-8") as stream:
+        on_training = stream.read()
+    # new text: the training lines in another order, and a line the model never saw but can derive
+    new = _write(files["folder"] / "new.txt", [_spaced("D6 bUk yu want"), _spaced(GOLD_WORDS[1]),
+                                              _spaced(GOLD_WORDS[0])])
+    main(["segment", new, "--model", model, "-o", str(files["folder"] / "new_out.txt"), "--json"])
+    loaded = json.loads(capsys.readouterr().out)
+    assert loaded["loaded_model"] == model and loaded["algorithm"] == "cvi" and loaded["iterations"] == 2
+    assert loaded["training_seconds"] == 0
+    with open(files["folder"] / "new_out.txt", encoding="utf-8") as stream:
+        written = stream.read().split("\n")[:-1]
+    assert len(written) == 3 and "".join(written[0].split()) == "D6bUkyuwant"
+    assert written[1:] == on_training.split("\n")[1::-1]     # the model's segmentation of lines it saw
+
+
 def test_segment_anneals_the_sampler_only(files, capsys):
     main(["segment", files["input"], "--algorithm", "mcmc", "--iterations", "3", "--anneal", "4,2",
           "-o", files["out"], "--json"])

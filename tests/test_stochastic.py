@@ -1,4 +1,4 @@
-"""SVI and SCVI (thesis §3.7.2, seeds/002): minibatch kernels against enumeration, the
+"""SVI and SCVI (thesis §3.7.2; Wang and Blunsom's SCVI paper for HMMs): minibatch kernels against enumeration, the
 VB special case, step sizes, initialisation and options."""
 import itertools
 

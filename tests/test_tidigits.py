@@ -185,7 +185,7 @@ def test_experiment_end_to_end(tmp_path, monkeypatch):
         assert np.isfinite(run["heldout"]["hdp_hmm"]) and np.isfinite(run["heldout"]["hmm_cvi2"])
     assert [check["states"] for check in results["checks"]] == [2, 8, 4]
     table = (folder / "table.md").read_text()
-    assert "effective states" in table and "seeds/004" in table
+    assert "effective states" in table and "Stengel-Eskin" in table
     for figure in results["figures"]:
         assert (folder / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "cepstrogram_states.png" in results["figures"]

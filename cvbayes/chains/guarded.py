@@ -1,4 +1,5 @@
-"""The guarded sum-product of CVI-3 and SCVI-3 (thesis eq. 3.71-3.82; seeds/002 eq. 13-23).
+"""The guarded sum-product of CVI-3 and SCVI-3 (thesis eq. 3.71-3.82; eq. 13-23 of
+Wang and Blunsom, Stochastic Collapsed Variational Inference for Hidden Markov Models).
 
 A subchain z_1..z_T of a long sequence is updated together with two guarding
 variables: z_0, the last state of the previous subchain, and z_{T+1}, the first

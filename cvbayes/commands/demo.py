@@ -27,13 +27,12 @@ def run_demo(args):
     corpus = sample_categorical_hmm(*params, np.full(args.sequences, args.length), seed=args.seed + 1)
     n_train = int(0.9 * corpus.n_sequences)
     train, held_out = corpus[:n_train], corpus[n_train:]
-    def model(alpha, beta):
+    def model(alpha, beta, **learner):
         # W is the planted vocabulary, not just the symbols a small sample happens to show
-        return HMM(args.states, alpha=alpha, emission=Categorical(beta=beta, n_symbols=args.symbols))
+        return HMM(args.states, alpha=alpha, emission=Categorical(beta=beta, n_symbols=args.symbols), **learner)
 
-    oracle = model(1.0, 1.0).fit(
-        held_out, algorithm="em", n_iter=1,
-        init=dict(startprob=params[0], transmat=params[1], emissionprob=params[2]))
+    oracle = model(1.0, 1.0, algorithm="em", n_iter=1,
+                   init=dict(startprob=params[0], transmat=params[1], emissionprob=params[2])).fit(held_out)
     rows = []
     algorithms = args.algorithms.split(",")
     bar = tqdm(total=len(algorithms) * args.restarts, desc="fitting", disable=args.quiet or args.json)
@@ -43,9 +42,8 @@ def run_demo(args):
         best = None
         for restart in range(args.restarts):
             started = time.perf_counter()
-            fitted = model(args.alpha, args.beta).fit(
-                train, algorithm=algorithm, n_iter=args.iterations or DEMO_ITERATIONS[algorithm],
-                seed=args.seed + restart)
+            fitted = model(args.alpha, args.beta, algorithm=algorithm,
+                           n_iter=args.iterations or DEMO_ITERATIONS[algorithm], random_state=args.seed + restart).fit(train)
             seconds = time.perf_counter() - started
             held = fitted.score_per_token(held_out)
             if best is None or held > best["heldout_loglik_per_token"]:

@@ -64,11 +64,10 @@ def run_induce(args):
     tagset = upos_tagset(remove) if args.tag == "upos" else None
     train = read_dependencies(args.train, tag=args.tag, tagset=tagset, remove_punctuation=remove,
                               max_length=args.max_length, gold=_has_heads(args.train), heads=args.heads)
-    model = DMV(alpha=args.alpha)
+    model = DMV(alpha=args.alpha, algorithm=args.algorithm, init=args.init, n_iter=args.iterations,
+                random_state=args.seed, n_init=args.restarts, batch_size=args.batch_size, kappa=args.kappa)
     announce_resume(args.checkpoint, args.iterations, "cvbayes induce", args.quiet or args.json)
-    model.fit(train, algorithm=args.algorithm, init=args.init, n_iter=args.iterations, seed=args.seed,
-              n_init=args.restarts, batch_size=args.batch_size, kappa=args.kappa, progress=not args.quiet,
-              checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every)
+    model.fit(train, progress=not args.quiet, checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every)
     model.save(args.output)
     seconds = sum(record.seconds for record in model.history_)
     report = {"model": args.output, "file": args.train, "sentences": train.n_sentences, "words": train.n_tokens,

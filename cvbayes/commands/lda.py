@@ -78,8 +78,9 @@ def run_lda_fit(args):
             raise ValueError(f"--heldout {args.heldout:g} of {corpus.n_sequences} documents leaves none to train on")
         heldout, corpus = corpus[np.sort(order[:n_heldout])], corpus[np.sort(order[n_heldout:])]
     model = LDA(args.topics, alpha=args.alpha if args.alpha is not None else 0.1, eta=args.eta,
-                algorithm=args.algorithm, n_iter=args.iterations, seed=args.seed, batch_size=args.batch_size,
-                kappa=args.kappa, tau0=args.tau0, frozen_counts=args.frozen_counts, learn_alpha=args.learn_alpha)
+                algorithm=args.algorithm, n_iter=args.iterations, random_state=args.seed, batch_size=args.batch_size,
+                kappa=args.kappa, tau0=args.tau0, frozen_counts=args.frozen_counts, learn_alpha=args.learn_alpha,
+                n_jobs=args.jobs)
     announce_resume(args.checkpoint, args.iterations or ALGORITHMS[args.algorithm].default_iterations,
                     "cvbayes lda fit", args.quiet or args.json)
     model.fit(corpus, progress=not args.quiet, checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every)
@@ -197,6 +198,9 @@ def register(commands):
                      help="learn an asymmetric alpha by Minka's fixed point (vb, cvb0, cvb, cgs)")
     fit.add_argument("--frozen-counts", action="store_true",
                      help="cvb0: documents in parallel, topic-word counts frozen for each pass (an approximation)")
+    fit.add_argument("--jobs", type=positive_int, default=1,
+                     help="cgs: sample this many partitions of the documents and words on as many threads (an "
+                          "approximation: each thread sees the others' topic totals once a step; default 1, exact)")
     fit.add_argument("--batch-size", type=positive_int, default=128,
                      help="online-vb, scvb0: documents a minibatch (128)")
     fit.add_argument("--kappa", type=float, default=None,

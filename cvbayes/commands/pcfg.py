@@ -68,10 +68,10 @@ def run_pcfg_fit(args):
     sentences = [s for s in read_sentences(args.sentences, args.chars) if s]
     extra = ([s for s in read_sentences(args.terminals_from, args.chars) if s] if args.terminals_from else None)
     model = PCFG(n_nonterminals=args.nonterminals, grammar=args.grammar, alpha=args.alpha,
-                 max_substring=args.max_substring)
+                 max_substring=args.max_substring, algorithm=args.algorithm, n_iter=args.iterations,
+                 random_state=args.seed, n_init=args.restarts, batch_size=args.batch_size)
     announce_resume(args.checkpoint, args.iterations, "cvbayes pcfg fit", args.quiet or args.json)
-    model.fit(sentences, algorithm=args.algorithm, n_iter=args.iterations, seed=args.seed, n_init=args.restarts,
-              terminals_from=extra, batch_size=args.batch_size, progress=not (args.quiet or args.json),
+    model.fit(sentences, terminals_from=extra, progress=not (args.quiet or args.json),
               checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every)
     model.save(args.output)
     seconds = sum(record.seconds for record in model.history_)
@@ -117,9 +117,9 @@ def run_pcfg_grammar(args):
 
 def run_la_fit(args):
     model = PCFGLA(n_subtypes=args.subtypes, alpha=args.alpha, horizontal=args.horizontal, vertical=args.vertical,
-                   min_count=args.min_count)
-    model.fit(args.treebank, algorithm=args.algorithm, n_iter=args.iterations, seed=args.seed,
-              progress=not (args.quiet or args.json))
+                   min_count=args.min_count, algorithm=args.algorithm, n_iter=args.iterations,
+                   random_state=args.seed)
+    model.fit(args.treebank, progress=not (args.quiet or args.json))
     model.save(args.output)
     report = {"model": args.output, "symbols": model.grammar_.n_symbols, "words": model.grammar_.n_words,
               "subtypes": args.subtypes, "algorithm": args.algorithm, "iterations": args.iterations,

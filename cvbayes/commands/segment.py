@@ -250,6 +250,26 @@ def _grammar(args, utterances):
     return syllable_grammar(vowels, [symbol for symbol in symbols if symbol not in vowels])
 
 
+def _untrained(args, utterances, restarts, anneal):
+    """The adaptor grammar the options describe, refusing input whose symbols its grammar cannot derive."""
+    from ..models.adaptor import AdaptorGrammar
+
+    options = {name: value for name, value in (("a", args.discount), ("b", args.concentration),
+                                               ("alpha", args.alpha), ("truncation", args.truncation),
+                                               ("n_iter", args.iterations))
+               if value is not None}
+    model = AdaptorGrammar(_grammar(args, utterances), estimate_hyperparameters=args.estimate_hyperparameters,
+                           anneal=anneal, algorithm=args.algorithm, random_state=args.seed, n_init=restarts,
+                           **options)
+    unknown = model.underivable_symbol(utterances)
+    if unknown is not None:
+        number = unknown[0] + 1
+        hint = " (give --vowels to build it over the input's own symbols)" if args.grammar == "colloc-syllable" else ""
+        raise CorpusFormatError(f"the symbol {unknown[1]!r} is not a terminal of the grammar {args.grammar}{hint}; "
+                                f"its terminals: {model.terminals_text()}", args.input, number)
+    return model
+
+
 def run_segment(args):
     if args.iterations is not None and args.iterations < 1:
         raise ValueError(f"--iterations must be at least 1, got {args.iterations}")
@@ -269,22 +289,18 @@ def run_segment(args):
     check_size(utterances, args.input, args.max_length, args.max_substrings)
     gold = read_gold(args.gold, utterances) if args.gold else None
     phone, word = separators(args, utterances)
-    options = {name: value for name, value in (("a", args.discount), ("b", args.concentration),
-                                               ("alpha", args.alpha), ("truncation", args.truncation),
-                                               ("n_iter", args.iterations))
-               if value is not None}
-    model = AdaptorGrammar(_grammar(args, utterances), estimate_hyperparameters=args.estimate_hyperparameters,
-                           anneal=anneal, algorithm=args.algorithm, random_state=args.seed, n_init=restarts,
-                           **options)
-    unknown = model.underivable_symbol(utterances)
-    if unknown is not None:
-        number = unknown[0] + 1
-        hint = " (give --vowels to build it over the input's own symbols)" if args.grammar == "colloc-syllable" else ""
-        raise CorpusFormatError(f"the symbol {unknown[1]!r} is not a terminal of the grammar {args.grammar}{hint}; "
-                                f"its terminals: {model.terminals_text()}", args.input, number)
-    started = time.perf_counter()
-    model.fit(utterances, progress=not (args.quiet or args.json))
-    trained = time.perf_counter()
+    if args.model is not None:
+        # a saved model segments the input as it is: nothing is learned, the training options do not apply
+        model = AdaptorGrammar.load(args.model)
+        restarts = len(model.restart_objectives_)
+        started = trained = time.perf_counter()
+    else:
+        model = _untrained(args, utterances, restarts, anneal)
+        started = time.perf_counter()
+        model.fit(utterances, progress=not (args.quiet or args.json))
+        trained = time.perf_counter()
+        if args.save_model is not None:
+            model.save(args.save_model)
     words = model.segment(utterances)
     segmented = time.perf_counter()
     text = "".join(format_words(found, phone, word) + "\n" for found in words)
@@ -296,7 +312,9 @@ def run_segment(args):
     else:
         write_text(args.output, text)
     report = {"input": args.input, "utterances": len(utterances), "symbols": sum(map(len, utterances)),
-              "chars": args.chars, "grammar": args.grammar, "vowels": args.vowels, "algorithm": args.algorithm,
+              "chars": args.chars, "grammar": args.grammar if args.model is None else None,
+              "vowels": args.vowels, "algorithm": model.algorithm, "loaded_model": args.model,
+              "saved_model": args.save_model if args.model is None else None,
               "iterations": len(model.history_), "seed": args.seed, "restarts": restarts,
               "restart_objectives": model.restart_objectives_,
               "model": model.settings(),
@@ -305,11 +323,14 @@ def run_segment(args):
               "words": sum(map(len, words)), "lexicon_size": len({w for utterance in words for w in utterance}),
               "output": None if to_stdout else args.output, "phone_separator": phone, "word_separator": word,
               "warnings": [] if warning is None else [warning]}
-    lines_out = [f"{report['utterances']} utterances, {report['symbols']} symbols; {args.grammar} grammar, "
-                 f"{args.algorithm}, {report['iterations']} iterations"
-                 + (f" (best of {restarts} starts)" if restarts > 1 else "")
-                 + f" in {report['training_seconds']} s; "
+    learned = (f"the model of {args.model} ({model.algorithm}, {report['iterations']} iterations)"
+               if args.model is not None else
+               f"{args.grammar} grammar, {model.algorithm}, {report['iterations']} iterations"
+               + (f" (best of {restarts} starts)" if restarts > 1 else "") + f" in {report['training_seconds']} s")
+    lines_out = [f"{report['utterances']} utterances, {report['symbols']} symbols; {learned}; "
                  f"{report['words']} words, {report['lexicon_size']} word types"]
+    if report["saved_model"] is not None:
+        lines_out.append(f"model saved to {args.save_model}")
     if gold is not None:
         scores = segmentation_scores(words, gold)
         report["gold"] = args.gold
@@ -379,6 +400,11 @@ def register(commands):
                               "with their symbols joined, words separated by tabs with their symbols by spaces, or "
                               "';eword' closing each word (Brent's format)")
     segment.add_argument("-o", "--output", default="-", help="segmentation file (default: standard output)")
+    segment.add_argument("--save-model", default=None, metavar="PATH",
+                         help="write the trained model there (an .npz archive) to segment other text with --model")
+    segment.add_argument("--model", default=None, metavar="PATH",
+                         help="segment the input with a model saved by --save-model instead of training one (the "
+                              "training options do not apply)")
     segment.add_argument("--anneal", default=None, metavar="T0,SWEEPS",
                          help="mcmc: anneal from temperature T0 to 1 over the first SWEEPS sweeps (Johnson and "
                               "Goldwater 2009; e.g. 10,400 with --iterations 600)")

@@ -74,12 +74,19 @@ def unit_generator(seed, unit):
 @njit(cache=True)
 def uniform(state):
     """xorshift64* draw in [0, 1); ``state`` is a one-element uint64 array."""
-    x = state[0]
+    state[0], u = next_uniform(state[0])
+    return u
+
+
+@njit(cache=True)
+def next_uniform(x):
+    """(the next xorshift64* state after ``x``, its draw in [0, 1)): `uniform` on a state held in a
+    local variable, which a hot loop keeps in a register (an array's element it reloads after every
+    store the compiler cannot prove elsewhere)."""
     x ^= x >> np.uint64(12)
     x ^= x << np.uint64(25)
     x ^= x >> np.uint64(27)
-    state[0] = x
-    return np.float64((x * np.uint64(0x2545F4914F6CDD1D)) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+    return x, np.float64((x * np.uint64(0x2545F4914F6CDD1D)) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
 # -- Dirichlet draws in log space (NumPy; the beam sampler's sticks, rows and emissions) -----------

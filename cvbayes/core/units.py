@@ -27,15 +27,17 @@ def n_threads_for(n_units, work):
     return int(max(1, min(get_num_threads(), n_units, work // MIN_WORK_PER_THREAD)))
 
 
-def equal_token_chunks(offsets, cost=1.0):
-    """Split the units of ``offsets`` into chunks cut at equal token counts, as many as `n_threads_for`
-    gives ``offsets[-1] * cost`` steps (``cost``: the kernel's steps a token).
+def equal_token_chunks(offsets, cost=1.0, n_chunks=None):
+    """Split the units of ``offsets`` into chunks cut at equal token counts: ``n_chunks`` (some empty
+    when there are fewer units), by default as many as `n_threads_for` gives ``offsets[-1] * cost``
+    steps (``cost``: the kernel's steps a token).
 
     Parallel kernels keep one copy of their statistics per chunk (W x K for categorical emissions),
     so there is at most one chunk a thread.  ``offsets`` may count any work (e.g. a chart's cells).
     """
     n_units = offsets.shape[0] - 1
-    n_chunks = n_threads_for(n_units, float(offsets[-1]) * cost)
+    if n_chunks is None:
+        n_chunks = n_threads_for(n_units, float(offsets[-1]) * cost)
     targets = np.linspace(0, offsets[-1], n_chunks + 1)
     bounds = np.searchsorted(offsets, targets, side="left")
     bounds[0], bounds[-1] = 0, n_units

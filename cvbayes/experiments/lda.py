@@ -20,6 +20,7 @@ skipped with a note.
 """
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import multiprocessing
@@ -165,11 +166,11 @@ def _checkpoints(passes):
     return marks
 
 
-def _warm_up(system):
+def _warm_up(system, n_jobs=1):
     """Load our numba kernels from the cache (or compile them) before the clock starts."""
     tiny = scipy.sparse.csr_matrix(np.array([[2, 1, 0], [0, 1, 3], [1, 0, 2]]))
     algorithm = "cvb0" if system == "cvb0-frozen" else system
-    LDA(2, algorithm=algorithm, n_iter=2, batch_size=2, frozen_counts=system == "cvb0-frozen").fit(tiny)
+    LDA(2, algorithm=algorithm, n_iter=2, batch_size=2, frozen_counts=system == "cvb0-frozen", n_jobs=n_jobs).fit(tiny)
     corpus = Corpus(np.array([0, 1, 2, 2], dtype=np.int32), np.array([0, 4]))
     document_completion(np.ones((2, 3)), corpus, 0.1)
 
@@ -241,27 +242,35 @@ def _fit_gensim(system, train, clock, n_topics, passes, seed, words):
     return model.get_topics()
 
 
-def _fit_tomotopy(system, train, clock, n_topics, passes, seed, words):
+def _tomotopy_model(train, words, n_topics, alpha, seed):
+    """tomotopy's LDAModel with our priors (alpha optimisation off, as every other system) and the
+    training documents added."""
     import tomotopy
 
-    model = tomotopy.LDAModel(k=n_topics, alpha=clock.alpha, eta=ETA, seed=seed)
-    model.optim_interval = 0  # keep alpha fixed, as every other system does
+    model = tomotopy.LDAModel(k=n_topics, alpha=alpha, eta=ETA, seed=seed)
+    model.optim_interval = 0
     for row in train:
         model.add_doc(np.repeat(np.array(words, dtype=object)[row.indices], row.data.astype(int)).tolist())
+    return model
+
+
+def _tomotopy_topic_word(model, words):
+    """tomotopy's topic-word distributions (K, W) over our vocabulary's columns."""
     position = {word: i for i, word in enumerate(words)}
+    index = np.array([position[word] for word in model.used_vocabs], dtype=np.int64)
+    table = np.zeros((model.k, len(words)))
+    table[:, index] = np.array([model.get_topic_word_dist(k) for k in range(model.k)])
+    return table
 
-    def topic_word():
-        index = np.array([position[word] for word in model.used_vocabs], dtype=np.int64)
-        table = np.zeros((n_topics, len(words)))
-        table[:, index] = np.array([model.get_topic_word_dist(k) for k in range(n_topics)])
-        return table
 
+def _fit_tomotopy(system, train, clock, n_topics, passes, seed, words):
+    model = _tomotopy_model(train, words, n_topics, clock.alpha, seed)
     done = 0
     for mark in sorted(_checkpoints(passes)):
         model.train(mark - done, workers=0)
         done = mark
-        clock.checkpoint(done, topic_word())
-    return topic_word()
+        clock.checkpoint(done, _tomotopy_topic_word(model, words))
+    return _tomotopy_topic_word(model, words)
 
 
 def _fit_lda(system, train, clock, n_topics, passes, seed, words):
@@ -306,7 +315,8 @@ def run_system(system, data_path, n_topics, passes, seed=0, alpha=ALPHA):
     seconds = clock.elapsed()
     peak = _memory_mib("VmHWM")
     final = document_completion(topic_word, heldout, alpha)
-    return {"system": system, "load_average": os.getloadavg()[0], "topics": n_topics, "passes": passes, "seconds": seconds,
+    return {"system": system, "date": datetime.date.today().isoformat(), "load_average": os.getloadavg()[0],
+            "topics": n_topics, "passes": passes, "seconds": seconds,
             "seconds_per_pass": seconds / passes, "tokens_per_second": n_tokens * passes / seconds,
             "perplexity": final.perplexity, "npmi": float(npmi_coherence(topic_word, train).mean()),
             "curve": clock.points, "peak_rss_mib": peak, "baseline_rss_mib": baseline,
@@ -352,28 +362,43 @@ def available(system):
 # -- the experiment -----------------------------------------------------------------------------------
 
 
+def _prepare(corpus_name, folder, seed):
+    """Split ``corpus_name`` (`split`) and save it under ``folder`` for the runs' processes: (its path,
+    its sizes)."""
+    train, heldout, vocabulary = split(load_corpus(corpus_name), seed=seed)
+    data_path = Path(folder) / f"{corpus_name}.npz"
+    _save_data(data_path, train, heldout, vocabulary.symbols)
+    return str(data_path), {"train_documents": train.shape[0], "train_tokens": int(train.sum()),
+                            "words": train.shape[1], "heldout_documents": heldout.n_sequences,
+                            "heldout_tokens": heldout.n_tokens}
+
+
 def run(out="docs/results/lda", corpora=CORPORA, topics=DEFAULT_TOPICS, systems=SYSTEMS, scale=1.0, seed=0,
         quiet=False):
-    """Run every system on every corpus and K; write results.json, table.md and PNGs under ``out``."""
+    """Run every system on every corpus and K; write results.json, table.md and PNGs under ``out``.
+
+    The runs of an earlier results.json there with the same settings are kept, except those (corpus,
+    K, system) that this call runs again: a run of some systems updates their rows only."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     missing = [system for system in systems if not available(system)]
     systems = [system for system in systems if system not in missing]
     results = {"alpha": ALPHA, "eta": ETA, "batch_size": BATCH_SIZE, "heldout_fraction": HELDOUT, "seed": seed,
                "skipped": missing, "corpora": {}, "runs": []}
+    rerun = {(corpus_name, n_topics, system) for corpus_name in corpora for n_topics in topics for system in systems}
+    earlier = _read_json(out / "results.json")
+    if earlier and all(earlier.get(key) == results[key] for key in ("alpha", "eta", "batch_size",
+                                                                      "heldout_fraction", "seed")):
+        results["corpora"] = earlier["corpora"]
+        results["runs"] = [r for r in earlier["runs"] if (r["corpus"], r["topics"], r["system"]) not in rerun]
     with tempfile.TemporaryDirectory(prefix="cvbayes-lda-") as folder:
         for corpus_name in corpora:
-            train, heldout, vocabulary = split(load_corpus(corpus_name), seed=seed)
-            data_path = Path(folder) / f"{corpus_name}.npz"
-            _save_data(data_path, train, heldout, vocabulary.symbols)
-            results["corpora"][corpus_name] = {"train_documents": train.shape[0], "train_tokens": int(train.sum()),
-                                               "words": train.shape[1], "heldout_documents": heldout.n_sequences,
-                                               "heldout_tokens": heldout.n_tokens}
+            data_path, results["corpora"][corpus_name] = _prepare(corpus_name, folder, seed)
             for n_topics in topics:
                 for system in systems:
                     passes = max(1, int(round(PASSES[system] * scale)))
                     try:
-                        run_result = in_fresh_process(run_system, system, str(data_path), n_topics, passes, seed)
+                        run_result = in_fresh_process(run_system, system, data_path, n_topics, passes, seed)
                     except RuntimeError as error:
                         run_result = {"system": system, "topics": n_topics, "passes": passes, "error": str(error)}
                     run_result["corpus"] = corpus_name
@@ -381,11 +406,19 @@ def run(out="docs/results/lda", corpora=CORPORA, topics=DEFAULT_TOPICS, systems=
                     if not quiet:
                         print(_run_line(run_result), file=sys.stderr, flush=True)
                     write_json(out / "results.json", plain_json(results), indent=1)
+    results["runs"].sort(key=lambda r: (list(results["corpora"]).index(r["corpus"]), r["topics"],
+                                        SYSTEMS.index(r["system"])))
     results["targets"] = targets(results["runs"])
     write_json(out / "results.json", plain_json(results), indent=1)
-    write_text(out / "table.md", table(results))
+    write_text(out / "table.md", table(results, _read_json(out / GIBBS_RESULTS)))
     plot_curves(out, results["runs"])
     return results
+
+
+def _read_json(path):
+    """The JSON at ``path``, or None when there is none."""
+    path = Path(path)
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def _run_line(run_result):
@@ -438,8 +471,9 @@ def targets(runs):
     return rows
 
 
-def table(results):
-    """The results as Markdown: one table per corpus and K, then the targets."""
+def table(results, gibbs=None):
+    """The results as Markdown: one table per corpus and K, the targets, then (given the results of
+    `run_gibbs_against_tomotopy`) collapsed Gibbs against tomotopy."""
     lines = ["# LDA: ours against scikit-learn, gensim, tomotopy and lda\n",
              f"alpha = {results['alpha']}, eta = {results['eta']}, minibatches of {results['batch_size']} documents; "
              f"held-out document-completion perplexity on {results['heldout_fraction']:.0%} of the documents "
@@ -448,6 +482,12 @@ def table(results):
              "peers' and numba's code included) and, in brackets, its rise during the fit.\n"]
     if results["skipped"]:
         lines.append(f"Not installed, skipped: {', '.join(results['skipped'])}.\n")
+    dates = {}
+    for r in results["runs"]:
+        dates.setdefault(r.get("date", "undated (before runs were dated)"), []).append(r["system"])
+    if len(dates) > 1:
+        lines.append("The rows come from runs of different days: " + "; ".join(
+            f"{date}: {', '.join(dict.fromkeys(systems))}" for date, systems in sorted(dates.items())) + ".\n")
     loads = [r["load_average"] for r in results["runs"] if "load_average" in r]
     if loads:
         lines.append(f"The machine's 1-minute load average at the end of the runs: {min(loads):.1f} to {max(loads):.1f} "
@@ -472,13 +512,165 @@ def table(results):
     for row in results.get("targets", []):
         lines.append(f"- {row['corpus']}, K = {row['topics']}: " + "; ".join(
             f"{key} = {_format(value)}" for key, value in row.items() if key not in ("corpus", "topics")))
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    return text if gibbs is None else text + "\n" + gibbs_table(gibbs)
 
 
 def _format(value):
     if isinstance(value, float):
         return f"{value:.3g}" if abs(value) < 1e4 else f"{value:,.0f}"
     return str(value)
+
+
+# -- collapsed Gibbs against tomotopy, thread for thread ------------------------------------------------
+
+GIBBS_SYSTEMS = ("cgs", "tomotopy")
+GIBBS_CELLS = (("brown", 20), ("brown", 50), ("brown", 100), ("news", 50))
+GIBBS_SWEEPS = 150
+GIBBS_RESULTS = "gibbs_against_tomotopy.json"
+
+
+def run_sampler(system, data_path, n_topics, sweeps, threads, seed, alpha=ALPHA):
+    """``sweeps`` sweeps of our collapsed Gibbs sampler ("cgs", ``n_jobs`` = threads) or tomotopy's
+    ("tomotopy", ``workers`` = threads) from ``seed``, in this (fresh) process with numba's threads set
+    to ``threads``.  Returns the sweeps' wall seconds (ours: the passes' own times, each pass's log
+    joint included; tomotopy's: its train call), the whole fit's wall and CPU seconds (every thread's)
+    once the documents are loaded, and the held-out perplexity of the final topics by
+    `document_completion`, as for every system."""
+    import warnings
+
+    import numba
+
+    numba.set_num_threads(threads)
+    train, heldout, words = _load_data(data_path)
+    load_before = os.getloadavg()[0]
+    if system == "cgs":
+        _warm_up("cgs", n_jobs=threads)
+        cpu, started = time.process_time(), time.perf_counter()
+        model = LDA(n_topics, alpha=alpha, eta=ETA, algorithm="cgs", n_iter=sweeps, random_state=seed,
+                    n_jobs=threads).fit(train)
+        sweep_seconds = sum(record.seconds for record in model.history_)
+        topic_word = model.components_
+    elif system == "tomotopy":
+        model = _tomotopy_model(train, words, n_topics, alpha, seed)
+        with warnings.catch_warnings():  # that workers > 1 runs differ with one seed is known
+            warnings.simplefilter("ignore", RuntimeWarning)
+            cpu, started = time.process_time(), time.perf_counter()
+            model.train(0, workers=threads)  # tomotopy draws its first topics here
+            sweeps_started = time.perf_counter()
+            model.train(sweeps, workers=threads)
+            sweep_seconds = time.perf_counter() - sweeps_started
+        topic_word = _tomotopy_topic_word(model, words)
+    else:
+        raise ValueError(f"unknown sampler {system!r}; choose one of {', '.join(GIBBS_SYSTEMS)}")
+    fit_seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
+    return {"system": system, "threads": threads, "seed": seed, "topics": n_topics, "sweeps": sweeps,
+            "sweep_seconds": sweep_seconds, "ns_per_token": 1e9 * sweep_seconds / (int(train.sum()) * sweeps),
+            "fit_seconds": fit_seconds, "cpu_seconds": cpu_seconds,
+            "perplexity": document_completion(topic_word, heldout, alpha).perplexity,
+            "load_average": [load_before, os.getloadavg()[0]]}
+
+
+def run_gibbs_against_tomotopy(out="docs/results/lda", cells=GIBBS_CELLS, threads=(1, 2), repeats=5,
+                               sweeps=GIBBS_SWEEPS, seed=0, copy_to=None, quiet=False):
+    """Our collapsed Gibbs sampler against tomotopy's on each (corpus, K) of ``cells`` and each number
+    of threads: ``repeats`` runs of each (chain seeds 0, 1, ...; the two take turns to go first, so that
+    neither always meets the machine's load first), each in a fresh process (`run_sampler`).  Writes
+    GIBBS_RESULTS under ``out`` (and to ``copy_to``), and table.md with it if results.json is there."""
+    import platform
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = {"date": datetime.date.today().isoformat(), "cpus": os.cpu_count(), "platform": platform.platform(),
+               "alpha": ALPHA, "eta": ETA, "sweeps": sweeps, "repeats": repeats, "split_seed": seed,
+               "corpora": {}, "runs": []}
+    with tempfile.TemporaryDirectory(prefix="cvbayes-lda-") as folder:
+        paths = {}
+        for corpus_name in dict.fromkeys(corpus_name for corpus_name, _ in cells):
+            paths[corpus_name], results["corpora"][corpus_name] = _prepare(corpus_name, folder, seed)
+        for corpus_name, n_topics in cells:
+            for n_threads in threads:
+                for repeat in range(repeats):
+                    for system in GIBBS_SYSTEMS[::1 if repeat % 2 == 0 else -1]:
+                        run_result = in_fresh_process(run_sampler, system, paths[corpus_name], n_topics, sweeps,
+                                                      n_threads, repeat)
+                        run_result["corpus"] = corpus_name
+                        results["runs"].append(run_result)
+                        if not quiet:
+                            print(f"{corpus_name} K={n_topics} threads={n_threads} seed={repeat} {system:8s} "
+                                  f"{run_result['ns_per_token']:7.1f} ns/token  perplexity "
+                                  f"{run_result['perplexity']:7.1f}  load {run_result['load_average'][1]:.1f}",
+                                  file=sys.stderr, flush=True)
+                        write_json(out / GIBBS_RESULTS, plain_json(results), indent=1)
+    results["summary"] = gibbs_summary(results["runs"])
+    for path in [out / GIBBS_RESULTS] + ([Path(copy_to)] if copy_to else []):
+        write_json(path, plain_json(results), indent=1)
+    main = _read_json(out / "results.json")
+    if main is not None:
+        write_text(out / "table.md", table(main, results))
+    return results
+
+
+def gibbs_summary(runs):
+    """Per corpus, K and threads: each sampler's median nanoseconds a token over the repeats (medians:
+    the machine's load comes in bursts), ours over tomotopy's, and each one's mean perplexity and its
+    standard deviation over the seeds.  Ours counts as no worse when its mean perplexity is at most
+    tomotopy's plus twice the standard error of the difference of the two means."""
+    rows = []
+    for corpus_name, n_topics, threads in dict.fromkeys((r["corpus"], r["topics"], r["threads"]) for r in runs):
+        picked = {system: [r for r in runs if (r["corpus"], r["topics"], r["threads"], r["system"])
+                           == (corpus_name, n_topics, threads, system)] for system in GIBBS_SYSTEMS}
+        if not all(picked.values()):
+            continue
+        row = {"corpus": corpus_name, "topics": n_topics, "threads": threads}
+        for system, chosen in picked.items():
+            perplexities = np.array([r["perplexity"] for r in chosen])
+            row[f"{system}_ns_per_token"] = float(np.median([r["ns_per_token"] for r in chosen]))
+            row[f"{system}_cpu_seconds"] = float(np.median([r["cpu_seconds"] for r in chosen]))
+            row[f"{system}_perplexity"] = float(perplexities.mean())
+            row[f"{system}_perplexity_sd"] = float(perplexities.std(ddof=1)) if len(chosen) > 1 else 0.0
+            row[f"{system}_runs"] = len(chosen)
+        row["time_ratio"] = row["cgs_ns_per_token"] / row["tomotopy_ns_per_token"]
+        standard_error = math.sqrt(sum(row[f"{system}_perplexity_sd"] ** 2 / row[f"{system}_runs"]
+                                       for system in GIBBS_SYSTEMS))
+        row["perplexity_difference"] = row["cgs_perplexity"] - row["tomotopy_perplexity"]
+        row["perplexity_no_worse"] = row["perplexity_difference"] <= 2 * standard_error
+        loads = [value for chosen in picked.values() for r in chosen for value in r["load_average"]]
+        row["load_average"] = [min(loads), max(loads)]
+        rows.append(row)
+    return rows
+
+
+def gibbs_table(results):
+    """`run_gibbs_against_tomotopy`'s summary as a Markdown section."""
+    lines = ["## Collapsed Gibbs against tomotopy, thread for thread\n",
+             f"`python benchmarks/bench_lda.py --gibbs` on {results['date']}: {results['sweeps']} sweeps of our `cgs` "
+             f"(`n_jobs` = threads) and of tomotopy's LDAModel (`workers` = threads; alpha optimisation off), "
+             f"{results['repeats']} runs of each with chain seeds 0 to {results['repeats'] - 1}, each in a fresh "
+             "process; alpha = "
+             f"{results['alpha']}, eta = {results['eta']}, the corpora and held-out documents as above.  "
+             "Time a token: the sweeps' wall time over tokens times sweeps (ours: the passes' own times, each "
+             "pass's log p(w, z) included; tomotopy: its `train` call), median over the runs; fit CPU: the "
+             "whole fit's CPU seconds, every thread, median.  Perplexity: document completion on the held-out "
+             "documents from each system's final topic-word matrix by the same code, mean ± standard "
+             "deviation over the seeds; \"no worse\" when ours is at most tomotopy's plus twice the standard "
+             "error of the difference.  One thread is the exact sampler for both; two threads are both the "
+             "partitioned sampler of Yan, Xu and Qi (2009), stale topic totals within a step.  The machine was "
+             "shared with other jobs (the load average column, on "
+             f"{results['cpus']} cores): every run had less than its threads' cores, and two threads gain "
+             "little over one.\n",
+             "| corpus | K | threads | ours ns / token | tomotopy ns / token | ours / tomotopy | ours perplexity "
+             "| tomotopy perplexity | no worse | fit CPU s (ours, tomotopy) | load average |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
+    for row in results["summary"]:
+        lines.append(f"| {row['corpus']} | {row['topics']} | {row['threads']} | {row['cgs_ns_per_token']:.1f} | "
+                     f"{row['tomotopy_ns_per_token']:.1f} | {row['time_ratio']:.2f} | "
+                     f"{row['cgs_perplexity']:.1f} ± {row['cgs_perplexity_sd']:.1f} | "
+                     f"{row['tomotopy_perplexity']:.1f} ± {row['tomotopy_perplexity_sd']:.1f} | "
+                     f"{'yes' if row['perplexity_no_worse'] else 'no'} | "
+                     f"{row['cgs_cpu_seconds']:.1f}, {row['tomotopy_cpu_seconds']:.1f} | "
+                     f"{row['load_average'][0]:.1f} to {row['load_average'][1]:.1f} |")
+    return "\n".join(lines) + "\n"
 
 
 # -- plots ----------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Text prediction at scale (thesis §3.8.4, Fig. 3.15-3.17; seeds/002 Fig. 2), on PTB.
+"""Text prediction at scale (thesis §3.8.4, Fig. 3.15-3.17; Fig. 2 of Wang and Blunsom,
+Stochastic Collapsed Variational Inference for Hidden Markov Models), on PTB.
 
 The thesis used WSJ text: a random 9:1 split of the treebank's sentences, one
 long sequence of 1.1M tokens, and 105M tokens of NYT.  We use Mikolov's PTB
@@ -38,9 +39,9 @@ THESIS_FINDINGS = {
     "fig3.15": ("Thesis (WSJ, K unstated, 2 hours a run): SCVI-2 is 'significantly more accurate than SVI' "
                 "in every setting; kappa = 0.5 is best for both; both are insensitive to M; batch VB and "
                 "CVI-2 after 200 iterations (~90 min) are matched within ~1000 s."),
-    "fig3.17": ("Thesis (WSJ as one sequence of 1.1M tokens, 10,000 steps, mean of 5 runs) and seeds/002 "
-                "(K = 12): SCVI-3 'converges much more accurately than SVI' at every T; the guards (SCVI-3) "
-                "and the buffer (SVI) help most when T is small."),
+    "fig3.17": ("Thesis (WSJ as one sequence of 1.1M tokens, 10,000 steps, mean of 5 runs) and Wang and "
+                "Blunsom's SCVI paper for HMMs (K = 12): SCVI-3 'converges much more accurately than SVI' at "
+                "every T; the guards (SCVI-3) and the buffer (SVI) help most when T is small."),
     "fig3.16": ("Thesis (NYT, 105M tokens, 6 hours a run): SCVI-2 outperforms SVI by large margins at "
                 "K = 20, 40 and 80, and both prefer more states."),
 }
@@ -147,7 +148,8 @@ def run_fig_3_15(settings):
 
 def run_fig_3_17(settings):
     """SCVI-3 against SVI with buffering, and both vanilla variants, on one long sequence
-    at T in {2, 5, 10} with T x M = 1000 and kappa = 0.5 (Fig. 3.17, seeds/002 Fig. 2)."""
+    at T in {2, 5, 10} with T x M = 1000 and kappa = 0.5 (Fig. 3.17; Wang and Blunsom's
+    SCVI paper for HMMs, Fig. 2)."""
     sentences = load_ptb("train")
     train = as_one_sequence(sentences)
     test = as_one_sequence(load_ptb("test", vocabulary=sentences.vocabulary))

@@ -1,6 +1,7 @@
 """A DP-HMM over speech: the HDP-HMM with Gaussian emissions on TIDIGITS MFCCs.
 
-seeds/004 builds its lexicon discovery on a Dirichlet-process HMM over
+Stengel-Eskin's Variational Bayesian Inference for Unsupervised Lexicon
+Discovery (2017) builds its lexicon discovery on a Dirichlet-process HMM over
 acoustic frames (Lee and Glass 2012), whose states are phone-like units. The
 thesis's HDP-HMM (chapter 5) with the Normal-Gamma emissions of §3.7 is that
 model; its batch CVI learns it here from the 31 TIDIGITS test utterances of
@@ -55,12 +56,13 @@ HELD_OUT_FIRST, HELD_OUT_EVERY = 3, 8
 PLOT_UTTERANCE = "man.ah.2934za"  # "two nine three four zero"
 FRAME_MS = 10
 
-SEEDS_004 = ("seeds/004 describes the DP-HMM of Lee and Glass (2012) as the bottom layer of unsupervised "
-             "lexicon discovery (it segments the audio into phone-like units, PLUs), but its section on the "
-             "DP-HMM (§2.2) is empty and it reports no experiment: no number of acoustic states or PLUs to "
-             "compare with. The thesis has no speech experiment either; its §5.5.1 finds the number of states "
-             "of synthetic HMMs with gamma = sigma = 1 fixed, and footnote 6 reads gamma in [5.9, 12.5] as "
-             "'30 to 60 states' and sigma in [2.6, 5.9] as '15 to 30 states' in each transition row.")
+LEXICON_DISCOVERY = ("Stengel-Eskin's Variational Bayesian Inference for Unsupervised Lexicon Discovery (2017) "
+                     "describes the DP-HMM of Lee and Glass (2012) as the bottom layer of unsupervised lexicon "
+                     "discovery (it segments the audio into phone-like units, PLUs), but its section on the DP-HMM "
+                     "(§2.2) is empty and it reports no experiment: no number of acoustic states or PLUs to compare "
+                     "with. The thesis has no speech experiment either; its §5.5.1 finds the number of states of "
+                     "synthetic HMMs with gamma = sigma = 1 fixed, and footnote 6 reads gamma in [5.9, 12.5] as "
+                     "'30 to 60 states' and sigma in [2.6, 5.9] as '15 to 30 states' in each transition row.")
 
 
 def _command():
@@ -336,7 +338,7 @@ def render_table(results):
         lines.append(f"| {check['check']} (K = {check['states']}, burn-in {check['burn_in']}) "
                      f"| {check['effective_states']} | {check['decoded_states']} | {check['gamma']:.2f} "
                      f"| {check['sigma']:.3f} | {check['objective_per_frame']:.3f} | {check['train_seconds']:.1f} |")
-    lines += ["", "## Against seeds/004 and the thesis", "", SEEDS_004, ""]
+    lines += ["", "## Against Stengel-Eskin (2017) and the thesis", "", LEXICON_DISCOVERY, ""]
     if results.get("findings"):
         lines += ["## Findings", "", *[f"- {finding}" for finding in results["findings"]], ""]
     lines += [f"![{name}]({name})" for name in results["figures"]]
@@ -462,7 +464,7 @@ def run_dp_hmm_tidigits(settings):
         "summary": summarise(runs),
         "runs": runs,
         "checks": checks,
-        "seeds_004": SEEDS_004,
+        "against_lexicon_discovery": LEXICON_DISCOVERY,
     }
 
     best = int(np.argmax([run["hdp_hmm"]["objective"] for run in runs]))

@@ -1,5 +1,5 @@
-"""Acoustic unit discovery (issue 30, seeds/004's bottom layer): every learner of `cvbayes.AcousticUnits`
-on a corpus of feature arrays, 3 seeds, with what can be checked of the units found.
+"""Acoustic unit discovery (issue 30, the bottom layer of lexicon discovery from speech): every learner of
+`cvbayes.AcousticUnits` on a corpus of feature arrays, 3 seeds, with what can be checked of the units found.
 
 Corpora (``--corpus``):
 

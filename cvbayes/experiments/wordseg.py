@@ -177,11 +177,10 @@ def run_one(corpus, grammar, algorithm, seed, n_iter, restarts=1, options=None, 
     peak = peak_mib()
     segmented = model.segment(utterances)
     scores = segmentation_scores(segmented, corpus.segments)
-    kept = int(np.argmax(model.restart_objectives_))
     return {"grammar": grammar, "algorithm": algorithm, "seed": seed, "iterations": len(model.history_),
             "restarts": restarts, "seconds": seconds, "peak_mib": peak, "objective": model.history_[-1].objective,
             "restart_objectives": model.restart_objectives_, "scores": scores.as_dict(),
-            "lexicon_size": len(model.lexicon_), "curve": list(curves.values())[kept] if curves else [],
+            "lexicon_size": len(model.lexicon_), "curve": list(curves.values())[model.best_restart_] if curves else [],
             "by_length": scores_by_length(segmented, corpus.segments), "model": model.settings()}
 
 

@@ -137,7 +137,7 @@ class Categorical:
         return np.vstack([counts, counts.sum(axis=0)])
 
     def draw_start(self, rng, corpus, n_states, noise=0.1):
-        """Emission rows for ``HMM.fit(init="params")``: word types clustered by their neighbours,
+        """Emission rows for ``HMM(init="params")``: word types clustered by their neighbours,
         the categorical counterpart of the Gaussian family's k-means means.
 
         Every word type is embedded by its left and right neighbours' distribution (square roots of

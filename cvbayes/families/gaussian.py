@@ -148,7 +148,7 @@ class Gaussian:
         return np.vstack([weights.sum(axis=0), x.T @ weights, (x ** 2).T @ weights])
 
     def draw_start(self, rng, corpus, n_states):
-        """Random parameters for ``HMM.fit(init="params")`` (thesis footnote 5's random
+        """Random parameters for ``HMM(init="params")`` (thesis footnote 5's random
         parameters): means from k-means on the tokens (`weighted_kmeans`: k-means++ seeding
         and Lloyd steps; hmmlearn's GaussianHMM also starts its means with k-means),
         and each state's variances those of its cluster's tokens (the whole data's for a cluster of

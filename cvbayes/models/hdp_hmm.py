@@ -1,4 +1,5 @@
-"""HDP-HMM with collapsed variational inference (thesis chapter 5; seeds/001).
+"""HDP-HMM with collapsed variational inference (thesis chapter 5; Wang and Blunsom,
+Stochastic Collapsed Variational Inference for Sequential Data).
 
 The transitions of every state j (and of the start state, restaurant 0) are
 DP(sigma, pi) draws around a top-level stick pi ~ GEM(gamma) (eq. 5.1-5.9).
@@ -57,7 +58,7 @@ class HDPHMM(HMM):
         with ``learn_emission_prior`` the concentration of Dir(beta tau), tau
         starting uniform (beta / W a word).  Ignored for Gaussian emissions.
     emission : "categorical", "gaussian" or a family instance.  A Gaussian
-        HDP-HMM is the DP-HMM of seeds/004.
+        HDP-HMM is the DP-HMM of lexicon discovery from speech (Stengel-Eskin 2017).
     occupancy : one of "exact", "mean_field", "sampling", "heuristic"
         How q(C^i_jk = 0) is computed (§5.4); the heuristic (eq. 5.67) is as
         accurate as the others in the thesis's tests and costs O(T K^2).

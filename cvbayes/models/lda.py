@@ -33,10 +33,11 @@ algorithm      schedule (unit)                  rule   paper
   over the minibatch's documents like any model's minibatch E-step; the per-minibatch topic-word update
   N_phi <- (1 - rho) N_phi + rho (C/|M|) sum_M gamma is the schedule's own step, with C/|M| the corpus's
   tokens over the minibatch's as the scale.  Only N_phi and N_z are kept: O(KW) whatever the corpus.
-* ``cgs``: the Gibbs schedule over documents, each token of a document redrawn in turn (a call per
-  document, not per token, is cheaper); every draw by `core.sampling.draw`.  From K = 40 topics on it
-  draws with SparseLDA's three buckets (Yao, Mimno and McCallum 2009), where that measured faster
-  (``sparse_gibbs``).
+* ``cgs``: the Gibbs schedule over documents, each token of a document redrawn in turn from its full
+  conditional with SparseLDA's three buckets (Yao, Mimno and McCallum 2009), so that a token costs its
+  word's few nonzero topics rather than K.  ``n_jobs`` > 1 samples partitions of the documents and the
+  vocabulary in parallel (Yan, Xu and Qi 2009), each thread with its own copy of the topic totals
+  during a step: the one approximation, named so.
 
 ``learn_alpha=True`` learns an asymmetric alpha by Minka's fixed point (Minka 2000, eq. 55; Wallach 2008)
 from the documents' (expected) topic counts after every pass, for the algorithms that keep them (vb,
@@ -63,9 +64,6 @@ from . import lda_kernels as kernels
 from .base import BayesModel
 
 SAVE_FORMAT = "cvbayes-lda-1"
-# cgs draws with SparseLDA's buckets from this many topics on: per sweep on the news articles they took
-# 1.4x the dense draw's CPU time at K = 20, 0.92x at K = 50 and 0.60x at K = 100 (after 30 sweeps)
-SPARSE_GIBBS_FROM = 40
 _TINY = np.finfo(float).tiny
 
 
@@ -378,57 +376,59 @@ class CollapsedLDA(_Passes):
 
 
 class GibbsLDA(_Passes):
-    """LDA's state for `schedules.gibbs`: one topic a token, integer counts; the schedule's sites are
-    documents, whose tokens `lda_kernels.gibbs_document` redraws one at a time."""
+    """LDA's state for the collapsed Gibbs sampler `lda_kernels.gibbs_sweep` (the sweep of
+    `schedules.gibbs`): one topic a token, integer counts, each word's nonzero topics as a list of
+    (topic, count) pairs (SparseLDA's), and the partitions of the documents and the vocabulary that
+    ``n_jobs`` threads sample in parallel (one partition: the exact sampler)."""
 
-    def __init__(self, documents, n_topics, alpha, eta, rng, sparse=False, learn_alpha=False):
+    def __init__(self, documents, n_topics, alpha, eta, rng, n_jobs=1, learn_alpha=False):
         self.documents = documents
-        self.sparse = sparse
         self.learn_alpha = learn_alpha
-        token_word, token_doc = documents.tokens()
-        self.assignment = rng.integers(0, n_topics, size=token_word.shape[0]).astype(np.int32)
+        self.token_word, token_doc = documents.tokens()
+        self.assignment = rng.integers(0, n_topics, size=self.token_word.shape[0]).astype(np.int32)
+        self.seed = rng.integers(0, 2 ** 63, size=1).astype(np.uint64)  # the sweeps' generators (gibbs_sweep)
         self.doc_topic = np.zeros((documents.n_documents, n_topics), dtype=np.int32)
-        self.word_topic = np.zeros((documents.n_words, n_topics), dtype=np.int32)
         np.add.at(self.doc_topic, (token_doc, self.assignment), 1)
-        np.add.at(self.word_topic, (token_word, self.assignment), 1)
-        self.topic = self.word_topic.sum(axis=0).astype(np.int32)
+        self.topic = np.bincount(self.assignment, minlength=n_topics).astype(np.int64)
+        self.pairs, self.list_start, self.list_length = kernels.word_lists(self.token_word, self.assignment,
+                                                                           documents.n_words, n_topics)
         self.alpha = alpha
-        self.eta = eta
-        self.order = np.arange(documents.n_documents, dtype=np.int64)
-        token_start = np.concatenate([[0], np.cumsum(documents.doc_length)]).astype(np.int64)
-        eta_total = float(documents.n_words * eta)
-        normaliser = np.array([kernels.topic_normaliser(float(count), eta_total) for count in self.topic])
-        self.state = (token_word, token_start, self.assignment, self.doc_topic, self.word_topic, self.topic, normaliser,
-                      self.alpha, float(eta), eta_total, np.empty(n_topics))
-        if sparse:
-            self.state += self._topic_lists(token_word)
+        self.eta = float(eta)
+        self.eta_total = float(documents.n_words * eta)
+        self.normaliser = np.array([kernels.topic_normaliser(float(count), self.eta_total) for count in self.topic])
+        frequency = np.bincount(self.token_word, minlength=documents.n_words)
+        self.eta_terms = kernels.log_gamma_ratios(self.eta, int(frequency.max(initial=0)))
+        self.token_start = np.concatenate([[0], np.cumsum(documents.doc_length)]).astype(np.int64)
+        self.doc_parts = equal_token_chunks(self.token_start, n_chunks=n_jobs)
+        self.word_bounds = equal_token_chunks(np.concatenate([[0], np.cumsum(frequency)]), n_chunks=n_jobs)
+        self.word_offsets = kernels.partition_offsets(self.token_word, self.token_start, self.word_bounds)
 
-    def _topic_lists(self, token_word):
-        """SparseLDA's lists of each word's nonzero topics (room for min(K, frequency) a word), and the
-        scratch of `lda_kernels.gibbs_document_sparse`."""
-        n_words, n_topics = self.word_topic.shape
-        room = np.minimum(np.bincount(token_word, minlength=n_words), n_topics)
-        start = np.concatenate([[0], np.cumsum(room)]).astype(np.int64)
-        topics = np.empty(start[-1], dtype=np.int32)
-        length = np.zeros(n_words, dtype=np.int32)
-        position = np.empty((n_words, n_topics), dtype=np.int32)
-        kernels.build_topic_lists(self.word_topic, start, topics, length, position)
-        return (topics, start, length, position, np.empty(n_topics), np.empty(3), np.empty(n_topics, dtype=np.int32),
-                np.array([0, n_topics], dtype=np.int64), np.zeros(1, dtype=np.int32),
-                np.empty((1, n_topics), dtype=np.int32))
+    def checkpointed(self):
+        """The arrays a sweep changes (the lists' order too: the draws depend on it), and the seed."""
+        return {"assignment": self.assignment, "doc_topic": self.doc_topic, "topic": self.topic,
+                "normaliser": self.normaliser, "pairs": self.pairs, "list_length": self.list_length,
+                "alpha": self.alpha, "seed": self.seed}
 
-    def sweep(self, iteration, power=1.0):
-        sweep = kernels.gibbs_pass_sparse if self.sparse else kernels.gibbs_pass
-        bad = sweep(self.state, self.order, power)
-        if bad >= 0:
-            raise ValueError(f"document {bad} has a token with no topic of positive probability")
+    def sweep(self, iteration):
+        shared = (self.doc_topic, self.topic, self.normaliser, self.pairs, self.list_start, self.list_length, self.alpha,
+                  self.eta, self.eta_total)
+        if self.doc_parts.shape[0] == 2:
+            kernels.gibbs_sweep(self.token_word, self.assignment, self.token_start, *shared, self.seed[0], iteration)
+        else:
+            kernels.partitioned_gibbs_sweep(self.token_word, self.assignment, *shared, self.doc_parts, self.word_bounds,
+                                            self.word_offsets, self.seed[0], iteration)
         return self.log_joint()
 
     def log_joint(self):
-        """log p(w, z | alpha, eta): the Dirichlet-multinomial of the document-topic and topic-word
-        counts (Griffiths and Steyvers 2004, eq. 2-3)."""
-        return (rules.dirichlet_log_marginal(self.doc_topic, self.alpha)
-                + rules.dirichlet_log_marginal(self.word_topic.T, self.eta))
+        """log p(w, z | alpha, eta) (Griffiths and Steyvers 2004, eq. 2-3)."""
+        return kernels.gibbs_log_joint(self.doc_topic, self.documents.doc_length, self.topic, self.pairs,
+                                       self.list_start, self.list_length, self.alpha, self.eta,
+                                       self.documents.n_words, self.eta_terms)
+
+    @property
+    def word_topic(self):
+        """The (W, K) topic-word counts."""
+        return kernels.word_topic_counts(self.pairs, self.list_start, self.list_length, self.topic.shape[0])
 
     def doc_counts(self):
         return self.doc_topic
@@ -477,9 +477,12 @@ class LDA(BayesModel):
         approximation, named so).
     learn_alpha : bool, default False
         Learn an asymmetric alpha by Minka's fixed point after every pass (vb, cvb0, cvb, cgs).
-    sparse_gibbs : bool, optional
-        cgs: draw with SparseLDA's buckets (`lda_kernels.gibbs_document_sparse`) instead of over all K
-        topics; by default from K = SPARSE_GIBBS_FROM topics on, where it measured faster.
+    n_jobs : int, default 1
+        cgs only: sample n_jobs partitions of the documents and the vocabulary in parallel, one a
+        thread (Yan, Xu and Qi 2009); each thread sees the others' changes to the topic totals only
+        after each of the sweep's n_jobs steps: an approximation, named so.  1 is the exact sampler.
+        The chain depends on n_jobs and the seed, not on the threads numba runs.  cgs always draws
+        with SparseLDA's buckets, which are exact (the former ``sparse_gibbs`` switch is gone).
     n_init : int, default 1
         Restarts from seeds random_state, random_state + 1, ...; the run with the highest last objective
         is kept.
@@ -506,9 +509,9 @@ class LDA(BayesModel):
     def __init__(self, n_topics=10, alpha=0.1, eta=0.01, algorithm="cvb0", n_iter=None, random_state=0,
                  batch_size=128, kappa=None, tau0=None, total_samples=1_000_000, max_doc_iter=100, doc_tol=1e-3,
                  burn_in=1, local_kappa=0.9, local_tau0=10.0, frozen_counts=False, learn_alpha=False,
-                 sparse_gibbs=None, n_init=1, *, seed=None):
+                 n_jobs=1, n_init=1, *, seed=None):
         self._keep_params(locals())
-        self._check_learner("n_topics", "n_init", "batch_size")
+        self._check_learner("n_topics", "n_init", "batch_size", "n_jobs")
         if n_iter is not None:
             check_positive_int("n_iter", n_iter)
         if not eta > 0:
@@ -519,6 +522,8 @@ class LDA(BayesModel):
             raise ValueError(f"learn_alpha needs the documents' topic counts, which {algorithm} does not keep")
         if frozen_counts and algorithm != "cvb0":
             raise ValueError("frozen_counts applies to cvb0 only")
+        if n_jobs != 1 and algorithm != "cgs":
+            raise ValueError("n_jobs applies to cgs only")
 
     # -- fit's hooks ----------------------------------------------------------------------------------
     def _n_passes(self):
@@ -570,14 +575,11 @@ class LDA(BayesModel):
         return state
 
     def _sampler(self, documents, run):
-        """Collapsed Gibbs sampling from uniform random topics (SparseLDA's buckets from SPARSE_GIBBS_FROM
-        topics on)."""
-        sparse = self.n_topics >= SPARSE_GIBBS_FROM if self.sparse_gibbs is None else self.sparse_gibbs
-        state = GibbsLDA(documents, self.n_topics, self.alpha_, self.eta, run.rng, sparse=sparse,
+        """Collapsed Gibbs sampling with SparseLDA's buckets from uniform random topics; ``n_jobs``
+        partitions sampled on as many threads."""
+        state = GibbsLDA(documents, self.n_topics, self.alpha_, self.eta, run.rng, n_jobs=self.n_jobs,
                          learn_alpha=self.learn_alpha)
-        # every array of the sampler's state after the tokens' words and offsets: the topics, the counts,
-        # the normalisers, alpha and SparseLDA's lists (whose order the draws depend on)
-        run.checkpoint.track_arrays("gibbs", state.state[2:])
+        run.checkpoint.track_arrays("gibbs", state.checkpointed())
         return state
 
     def _set_fitted(self, statistics, rule, documents=None):
@@ -703,6 +705,7 @@ class LDA(BayesModel):
         params = dict(meta["params"])
         if "seed" in params:  # files from before random_state
             params["random_state"] = params.pop("seed")
+        params.pop("sparse_gibbs", None)  # files from before cgs always drew with SparseLDA's buckets
         model = cls(**params)
         model.components_ = arrays["components"]
         model.alpha_ = arrays["alpha"]

@@ -15,16 +15,20 @@ pass (VB, online VB, SCVB0) are built with the NumPy rules by the caller and pas
   counts frozen for a pass.
 * `scvb0_minibatch`: SCVB0's per-document work on a minibatch (Foulds et al. 2013), ``prange`` over
   documents.
-* `gibbs_document`: the collapsed Gibbs sampler's draws for a document's tokens (Griffiths and
-  Steyvers 2004), for `cvbayes.schedules.gibbs`.
+* `sparse_document`: the collapsed Gibbs sampler's draws for a document's tokens (Griffiths and
+  Steyvers 2004) with SparseLDA's buckets (Yao, Mimno and McCallum 2009), for `cvbayes.schedules.gibbs`;
+  `gibbs_sweep` runs it over every document (exact), `partitioned_gibbs_sweep` on partitions of the
+  documents and the vocabulary in parallel (Yan, Xu and Qi 2009).
 """
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit, prange
 
+from ..core.prefetch import prefetch
 from ..core.rules import log_geometric_cell, mean_cell
-from ..core.sampling import draw
+from ..core.sampling import next_uniform, unit_generator
 from ..core.units import first_bad, parallel_over_chunks
 from ..schedules.collapsed import leave_one_out
 from ..schedules.sampling import gibbs
@@ -361,7 +365,11 @@ def scvb0_minibatch(doc_start, entry_word, entry_count, table, alpha, burn_in, l
             log_z[d] = total
 
 
-# -- collapsed Gibbs -----------------------------------------------------------------------------
+# -- collapsed Gibbs: SparseLDA's buckets, documents and vocabulary partitioned for threads ------
+
+# `sparse_document` prefetches the word list of the token this many places on: the wait for a word's
+# list (a cache miss, a third of the sampler's time on the news articles) then overlaps the tokens before
+PREFETCH_AHEAD = 4
 
 
 @njit(cache=True)
@@ -376,152 +384,316 @@ def topic_normaliser(topic_count, eta_total):
 
 
 @njit(cache=True)
-def gibbs_document(state, d, power):
-    """Redraw the topic of each token of document d in turn from p(z_i = k | rest) ∝ (n_dk + alpha_k)
-    MEAN(n_wk; eta)_k over the counts without token i (Griffiths and Steyvers 2004, eq. 5), with
-    `core.sampling.draw`.
+def word_lists(token_word, assignment, n_words, n_topics):
+    """Each word's topics of nonzero count as (topic, count) pairs: word w's are the rows
+    ``list_start[w] .. list_start[w] + list_length[w] - 1`` of ``pairs`` (n, 2) int32, with room for
+    min(K, frequency of w) of them.  Returns (pairs, list_start, list_length)."""
+    frequency = np.zeros(n_words, dtype=np.int64)
+    for i in range(token_word.shape[0]):
+        frequency[token_word[i]] += 1
+    list_start = np.zeros(n_words + 1, dtype=np.int64)
+    for w in range(n_words):
+        list_start[w + 1] = list_start[w] + min(frequency[w], n_topics)
+    pairs = np.zeros((list_start[n_words], 2), dtype=np.int32)
+    list_length = np.zeros(n_words, dtype=np.int32)
+    for i in range(token_word.shape[0]):
+        _list_add(pairs, list_start[token_word[i]], list_length, token_word[i], assignment[i])
+    return pairs, list_start, list_length
 
-    The Gibbs schedule's site is the document: its tokens are still redrawn one at a time (a systematic
-    scan), and a call per document instead of per token saves the call's cost (about 100 ns a token).
+
+@njit(cache=True)
+def _list_add(pairs, first, list_length, w, k):
+    """One more token of word w on topic k: its pair's count + 1, or the pair (k, 1) in the first
+    pair of count 0 (left by `sparse_document`) or at the end."""
+    free = -1
+    for j in range(first, first + list_length[w]):
+        if pairs[j, 0] == k:
+            pairs[j, 1] += 1
+            return
+        if free < 0 and pairs[j, 1] == 0:
+            free = j
+    if free < 0:
+        free = first + list_length[w]
+        list_length[w] += 1
+    pairs[free, 0] = k
+    pairs[free, 1] = 1
+
+
+@njit(cache=True)
+def compact_word_lists(pairs, list_start, list_length, word_from, word_to):
+    """Drop the pairs of count 0 of words word_from .. word_to - 1, heaviest first: the sampler leaves
+    a word's emptied topics in its list during a sweep (dropping one would cost a search) and a heavy
+    topic early ends the word bucket's search sooner."""
+    for w in range(word_from, word_to):
+        first = list_start[w]
+        kept = 0
+        for j in range(first, first + list_length[w]):
+            if pairs[j, 1] > 0:
+                topic, count = pairs[j, 0], pairs[j, 1]
+                at = first + kept
+                while at > first and pairs[at - 1, 1] < count:  # insertion sort, heaviest first
+                    pairs[at, 0], pairs[at, 1] = pairs[at - 1, 0], pairs[at - 1, 1]
+                    at -= 1
+                pairs[at, 0], pairs[at, 1] = topic, count
+                kept += 1
+        list_length[w] = kept
+
+
+@njit(cache=True)
+def word_topic_counts(pairs, list_start, list_length, n_topics):
+    """The dense (W, K) topic-word counts from the word lists."""
+    out = np.zeros((list_length.shape[0], n_topics), dtype=np.int32)
+    for w in range(list_length.shape[0]):
+        for j in range(list_start[w], list_start[w] + list_length[w]):
+            out[w, pairs[j, 0]] += pairs[j, 1]
+    return out
+
+
+@njit(cache=True)
+def _moved(old_count, step, topic_count, old_normaliser, alpha_k, eta, eta_total, smoothing, in_document):
+    """After n_dk (was ``old_count``) and n_k (now ``topic_count``) moved by ``step``: topic k's
+    normaliser and word-bucket coefficient (n_dk + alpha_k) / (n_k + W eta), and the smoothing mass
+    sum alpha_k eta / (n_k + W eta) and document mass sum n_dk eta / (n_k + W eta) (Yao et al. 2009,
+    eq. 2) updated from their old values.  Scalars only: a call with arrays would pay numba's
+    reference counts on every token."""
+    normaliser = topic_normaliser(np.float64(topic_count), eta_total)
+    count = old_count + step
+    return (normaliser, (count + alpha_k) * normaliser, smoothing + alpha_k * eta * (normaliser - old_normaliser),
+            in_document + eta * (count * normaliser - old_count * old_normaliser))
+
+
+@njit(cache=True)
+def sparse_document(state, d, power):
+    """Redraw the topics of document d's tokens in ``first[d] .. stop[d] - 1`` in turn from
+    p(z_i = k | rest) ∝ (n_dk + alpha_k) MEAN(n_wk; eta)_k over the counts without token i (Griffiths
+    and Steyvers 2004, eq. 5), split as SparseLDA does (Yao, Mimno and McCallum 2009, eq. 2) into
+    alpha_k eta / (n_k + W eta) (smoothing), n_dk eta / (n_k + W eta) (document) and
+    (n_dk + alpha_k) n_wk / (n_k + W eta) (word): the first two masses are kept up to date as counts
+    move, the third summed over the word's list of nonzero topics, so that a token costs the word's
+    topics (3 to 8 on the benchmark's corpora once the chain has settled) rather than K.  A bucket is
+    picked by its mass, then a topic inside it.  Exact: every draw is from the full conditional.
+
+    The document's tokens are grouped by word, so a word's list stays in cache over its repeats, and
+    the list of the token `PREFETCH_AHEAD` places on is prefetched.
+    Draws come from the block's own xorshift generator (``generator``, `core.sampling.next_uniform`).
+    LDA does not anneal: ``power`` (the `schedules.gibbs` signature's) is 1.
     """
-    token_word, token_start, assignment, doc_topic, word_topic, topic, normaliser, alpha, eta, eta_total, weights = state
-    n_topics = weights.shape[0]
-    for i in range(token_start[d], token_start[d + 1]):
-        w = token_word[i]
-        z = assignment[i]
-        doc_topic[d, z] -= 1
-        word_topic[w, z] -= 1
-        topic[z] -= 1
-        normaliser[z] = topic_normaliser(np.float64(topic[z]), eta_total)
-        for k in range(n_topics):
-            weights[k] = (doc_topic[d, k] + alpha[k]) * (word_topic[w, k] + eta) * normaliser[k]
-        z = draw(weights, n_topics, power)
-        assignment[i] = z
-        doc_topic[d, z] += 1
-        word_topic[w, z] += 1
-        topic[z] += 1
-        normaliser[z] = topic_normaliser(np.float64(topic[z]), eta_total)
-    return True
-
-
-@njit(cache=True)
-def gibbs_pass(state, order, power):
-    """One Gibbs sweep over the documents in ``order`` (the cached entry point of `gibbs`)."""
-    return gibbs(gibbs_document, state, order, power)
-
-
-# -- collapsed Gibbs with SparseLDA's buckets -----------------------------------------------------
-
-
-@njit(cache=True)
-def build_topic_lists(word_topic, start, topics, length, position):
-    """Each word's topics of nonzero count, as SparseLDA keeps them (Yao, Mimno and McCallum 2009):
-    word w's list is topics[start[w] : start[w] + length[w]], and position[w, k] is k's index in it
-    (-1 when n_wk = 0).  Unsorted: a topic joins at the end and leaves by swapping with the last."""
-    for w in range(word_topic.shape[0]):
-        length[w] = 0
-        for k in range(word_topic.shape[1]):
-            position[w, k] = -1
-            if word_topic[w, k] > 0:
-                topics[start[w] + length[w]] = k
-                position[w, k] = length[w]
-                length[w] += 1
-
-
-@njit(cache=True)
-def _list_add(topics, start, length, position, row, k):
-    position[row, k] = length[row]
-    topics[start[row] + length[row]] = k
-    length[row] += 1
-
-
-@njit(cache=True)
-def _list_remove(topics, start, length, position, row, k):
-    at = position[row, k]
-    last = topics[start[row] + length[row] - 1]
-    topics[start[row] + at] = last
-    position[row, last] = at
-    position[row, k] = -1
-    length[row] -= 1
-
-
-@njit(cache=True)
-def gibbs_document_sparse(state, d, power):
-    """`gibbs_document` with SparseLDA's three buckets (Yao, Mimno and McCallum 2009): the weight of
-    topic k, (n_dk + alpha_k)(n_wk + eta) / (n_k + W eta), splits into alpha_k eta / (.) (smoothing,
-    its total kept up to date), n_dk eta / (.) (the document's topics) and (n_dk + alpha_k) n_wk / (.)
-    (the word's topics, from its list of nonzero counts); a bucket is drawn by its mass, then a topic
-    inside it, both with `core.sampling.draw`.  A token costs the word's and the document's nonzero
-    topics instead of K.  Exact for ``power`` = 1 (the buckets do not temper); other powers fall back
-    to the dense draw."""
-    (token_word, token_start, assignment, doc_topic, word_topic, topic, normaliser, alpha, eta, eta_total, weights,
-     word_topics, word_start, word_length, word_position, coefficient, masses, doc_topics, doc_start, doc_length,
-     doc_position) = state
-    if power != 1.0:
-        return gibbs_document(state[:11], d, power)
-    n_topics = weights.shape[0]
-    # the document's nonzero topics: one list (row 0 of the doc_* arrays), rebuilt per document
-    doc_length[0] = 0
+    (token_word, assignment, first, stop, doc_topic, topic, normaliser, pairs, list_start, list_length, alpha,
+     eta, eta_total, coefficient, cumulative, generator) = state
+    n_topics = topic.shape[0]
     smoothing = 0.0
     in_document = 0.0
     for k in range(n_topics):
-        doc_position[0, k] = -1
-        if doc_topic[d, k] > 0:
-            _list_add(doc_topics, doc_start, doc_length, doc_position, 0, k)
-            in_document += doc_topic[d, k] * eta * normaliser[k]
         smoothing += alpha[k] * eta * normaliser[k]
+        in_document += eta * doc_topic[d, k] * normaliser[k]
         coefficient[k] = (doc_topic[d, k] + alpha[k]) * normaliser[k]
-    for i in range(token_start[d], token_start[d + 1]):
+    x = generator[0]
+    for i in range(first[d], stop[d]):
         w = token_word[i]
         z = assignment[i]
-        for sign in (-1, 1):
-            if sign == 1:
-                # draw: the word bucket's weights first (they decide most draws)
-                in_word = 0.0
-                first = word_start[w]
-                for j in range(word_length[w]):
-                    k = word_topics[first + j]
-                    weights[j] = coefficient[k] * word_topic[w, k]
-                    in_word += weights[j]
-                masses[0] = smoothing
-                masses[1] = in_document
-                masses[2] = in_word
-                bucket = draw(masses, 3, 1.0)
-                if bucket == 2:
-                    z = word_topics[first + draw(weights, word_length[w], 1.0)]
-                elif bucket == 1:
-                    for j in range(doc_length[0]):
-                        k = doc_topics[j]
-                        weights[j] = doc_topic[d, k] * eta * normaliser[k]
-                    z = doc_topics[draw(weights, doc_length[0], 1.0)]
-                else:
-                    for k in range(n_topics):
-                        weights[k] = alpha[k] * eta * normaliser[k]
-                    z = draw(weights, n_topics, 1.0)
-                assignment[i] = z
-            old_normaliser = normaliser[z]
-            old_doc = doc_topic[d, z]
-            doc_topic[d, z] += sign
-            word_topic[w, z] += sign
-            topic[z] += sign
-            normaliser[z] = topic_normaliser(np.float64(topic[z]), eta_total)
-            smoothing += alpha[z] * eta * (normaliser[z] - old_normaliser)
-            in_document += eta * (doc_topic[d, z] * normaliser[z] - old_doc * old_normaliser)
-            coefficient[z] = (doc_topic[d, z] + alpha[z]) * normaliser[z]
-            if sign == -1:
-                if doc_topic[d, z] == 0:
-                    _list_remove(doc_topics, doc_start, doc_length, doc_position, 0, z)
-                if word_topic[w, z] == 0:
-                    _list_remove(word_topics, word_start, word_length, word_position, w, z)
-            else:
-                if doc_topic[d, z] == 1:
-                    _list_add(doc_topics, doc_start, doc_length, doc_position, 0, z)
-                if word_topic[w, z] == 1:
-                    _list_add(word_topics, word_start, word_length, word_position, w, z)
+        if i + PREFETCH_AHEAD < token_word.shape[0]:  # the list of a word some tokens on: a third off a token
+            prefetch(pairs, list_start[token_word[i + PREFETCH_AHEAD]])
+        old_count, old_normaliser = doc_topic[d, z], normaliser[z]
+        doc_topic[d, z] -= 1
+        topic[z] -= 1
+        normaliser[z], coefficient[z], smoothing, in_document = _moved(
+            old_count, -1, topic[z], old_normaliser, alpha[z], eta, eta_total, smoothing, in_document)
+        # the word bucket, taking the token out of its word's list on the way (a pair emptied stays,
+        # weighing nothing, until `compact_word_lists`)
+        row = list_start[w]
+        n_pairs = list_length[w]
+        in_word = 0.0
+        for j in range(n_pairs):
+            k = pairs[row + j, 0]
+            count = pairs[row + j, 1] - (k == z)
+            pairs[row + j, 1] = count
+            in_word += coefficient[k] * count
+            cumulative[j] = in_word
+        x, u = next_uniform(x)
+        u *= in_word + in_document + smoothing
+        if u < in_word:
+            j = 0
+            while j < n_pairs - 1 and cumulative[j] <= u:
+                j += 1
+            z = pairs[row + j, 0]
+            pairs[row + j, 1] += 1
+        else:
+            u -= in_word
+            if u < in_document:  # the document bucket: topics with n_dk > 0
+                for k in range(n_topics):
+                    if doc_topic[d, k] > 0:
+                        z = k
+                        u -= eta * doc_topic[d, k] * normaliser[k]
+                        if u < 0.0:
+                            break
+            else:  # smoothing
+                u -= in_document
+                for k in range(n_topics):
+                    z = k
+                    u -= alpha[k] * eta * normaliser[k]
+                    if u < 0.0:
+                        break
+            _list_add(pairs, row, list_length, w, z)
+        assignment[i] = z
+        old_count, old_normaliser = doc_topic[d, z], normaliser[z]
+        doc_topic[d, z] += 1
+        topic[z] += 1
+        normaliser[z], coefficient[z], smoothing, in_document = _moved(
+            old_count, 1, topic[z], old_normaliser, alpha[z], eta, eta_total, smoothing, in_document)
+    generator[0] = x
     return True
 
 
 @njit(cache=True)
-def gibbs_pass_sparse(state, order, power):
-    """One sweep of `gibbs_document_sparse` over the documents in ``order`` (`gibbs`)."""
-    return gibbs(gibbs_document_sparse, state, order, power)
+def _sample_block(token_word, assignment, first, stop, doc_topic, topic, normaliser, pairs, list_start,
+                  list_length, alpha, eta, eta_total, doc_from, doc_to, generator):
+    """`sparse_document` over documents doc_from .. doc_to - 1, each on its tokens first[d] .. stop[d] - 1."""
+    n_topics = topic.shape[0]
+    state = (token_word, assignment, first, stop, doc_topic, topic, normaliser, pairs, list_start, list_length,
+             alpha, eta, eta_total, np.empty(n_topics), np.empty(n_topics), generator)
+    gibbs(sparse_document, state, np.arange(doc_from, doc_to), 1.0)
+
+
+@njit(cache=True)
+def gibbs_sweep(token_word, assignment, token_start, doc_topic, topic, normaliser, pairs, list_start, list_length,
+                alpha, eta, eta_total, seed, sweep):
+    """One sweep of the exact collapsed Gibbs sampler, `sparse_document` over every document in turn,
+    drawing from a generator seeded by (seed, sweep): a sweep resumes without a saved generator."""
+    compact_word_lists(pairs, list_start, list_length, 0, list_length.shape[0])
+    _sample_block(token_word, assignment, token_start[:-1], token_start[1:], doc_topic, topic, normaliser, pairs,
+                  list_start, list_length, alpha, eta, eta_total, 0, token_start.shape[0] - 1,
+                  unit_generator(seed, sweep))
+
+
+def partitioned_gibbs_sweep(token_word, assignment, doc_topic, topic, normaliser, pairs, list_start, list_length,
+                            alpha, eta, eta_total, doc_parts, word_bounds, word_offsets, seed, sweep):
+    """One sweep of the partitioned parallel sampler of Yan, Xu and Qi (2009) (tomotopy's default) with
+    `sparse_document`, on P = len(doc_parts) - 1 partitions, one thread each.
+
+    Documents are cut into P parts (``doc_parts``) and the vocabulary into P parts (``word_bounds``; a
+    document's tokens of vocabulary part q are ``word_offsets[q, d] .. word_offsets[q + 1, d] - 1``),
+    both of equal tokens; in step s = 0 .. P - 1 thread p samples the block (documents p, words
+    (p + s) mod P), so no two threads share a document's counts or a word's, and each keeps its own
+    copy of the topic totals n_k, merged after the step.  The one approximation: within a step a
+    thread's draws do not see the other threads' changes to n_k.  P = 1 is `gibbs_sweep`.
+
+    Block (step s, part p) of sweep t draws from its own generator seeded by (seed, (t P + s) P + p):
+    a sweep depends on P and the seed, never on the threads.  The blocks run on Python threads (the
+    kernel releases the GIL), which wait for the step's end asleep: numba's OpenMP loop spun while
+    waiting, and on a loaded machine that spinning took the time its partner needed (two threads ran
+    slower than one).
+    """
+    n_parts = doc_parts.shape[0] - 1
+    n_topics = topic.shape[0]
+    # the threads' copies a cache line (64 bytes) apart at least, or a token's count moves would make
+    # the line they share bounce between the cores
+    local_topic = np.empty((n_parts, n_topics + 8), dtype=topic.dtype)
+    local_normaliser = np.empty((n_parts, n_topics + 8))
+    pool = _block_threads(n_parts)
+    for step in range(n_parts):
+        local_topic[:, :n_topics] = topic
+        local_normaliser[:, :n_topics] = normaliser
+        blocks = [pool.submit(_partition_block, token_word, assignment, doc_topic, local_topic[part, :n_topics],
+                              local_normaliser[part, :n_topics], pairs, list_start, list_length, alpha, eta, eta_total,
+                              doc_parts, word_bounds, word_offsets, seed, sweep, step, part)
+                  for part in range(n_parts)]
+        for block in blocks:
+            block.result()
+        _merge_topic_totals(topic, normaliser, local_topic, eta_total)
+
+
+_POOLS = {}
+
+
+def _block_threads(n_threads):
+    """A pool of ``n_threads`` threads, kept for the next sweeps."""
+    if n_threads not in _POOLS:
+        _POOLS[n_threads] = ThreadPoolExecutor(n_threads, thread_name_prefix="cvbayes-lda")
+    return _POOLS[n_threads]
+
+
+@njit(nogil=True, cache=True)
+def _partition_block(token_word, assignment, doc_topic, topic, normaliser, pairs, list_start, list_length, alpha,
+                     eta, eta_total, doc_parts, word_bounds, word_offsets, seed, sweep, step, part):
+    """Block (step, part) of `partitioned_gibbs_sweep` on the thread's own topic totals; in the first
+    step it first compacts its words' lists, which no other thread touches in that step."""
+    n_parts = doc_parts.shape[0] - 1
+    words = (part + step) % n_parts
+    if step == 0:
+        compact_word_lists(pairs, list_start, list_length, word_bounds[words], word_bounds[words + 1])
+    _sample_block(token_word, assignment, word_offsets[words], word_offsets[words + 1], doc_topic, topic, normaliser,
+                  pairs, list_start, list_length, alpha, eta, eta_total, doc_parts[part], doc_parts[part + 1],
+                  unit_generator(seed, (sweep * n_parts + step) * n_parts + part))
+
+
+@njit(cache=True)
+def _merge_topic_totals(topic, normaliser, local_topic, eta_total):
+    """n_k += the sum of the threads' changes to their copies, and the normalisers anew."""
+    for k in range(topic.shape[0]):
+        total = topic[k]
+        for part in range(local_topic.shape[0]):
+            total += local_topic[part, k] - topic[k]
+        topic[k] = total
+        normaliser[k] = topic_normaliser(np.float64(total), eta_total)
+
+
+@njit(cache=True)
+def partition_offsets(token_word, token_start, word_bounds):
+    """(P + 1, D): where each document's tokens of vocabulary part q (words word_bounds[q] ..
+    word_bounds[q + 1] - 1) start; a document's tokens are sorted by word."""
+    n_parts = word_bounds.shape[0] - 1
+    n_documents = token_start.shape[0] - 1
+    offsets = np.empty((n_parts + 1, n_documents), dtype=np.int64)
+    for d in range(n_documents):
+        i = token_start[d]
+        for q in range(n_parts):
+            while i < token_start[d + 1] and token_word[i] < word_bounds[q]:
+                i += 1
+            offsets[q, d] = i
+        offsets[n_parts, d] = token_start[d + 1]
+    return offsets
+
+
+@njit(cache=True)
+def log_gamma_ratios(prior, largest):
+    """lgamma(n + prior) - lgamma(prior) for n = 0 .. largest: a count's term of a Dirichlet-multinomial."""
+    out = np.empty(largest + 1)
+    base = math.lgamma(prior)
+    for n in range(largest + 1):
+        out[n] = math.lgamma(n + prior) - base
+    return out
+
+
+@njit(cache=True)
+def gibbs_log_joint(doc_topic, doc_length, topic, pairs, list_start, list_length, alpha, eta, n_words, eta_terms):
+    """log p(w, z | alpha, eta) = sum_d log DirMult(n_d. | alpha) + sum_k log DirMult(n_.k | eta)
+    (Griffiths and Steyvers 2004, eq. 2-3; `core.rules.dirichlet_log_marginal` of both count tables),
+    with log Gamma taken only at nonzero counts (the others add nothing) and looked up in tables:
+    ``eta_terms`` = `log_gamma_ratios` (eta, the largest word frequency), and alpha's when alpha is
+    symmetric (then computed here, as alpha may have been learnt).  One thread: on a loaded machine the
+    two parallel loops cost more in waking threads than they saved (a Brown sweep on two threads took
+    twice as long)."""
+    n_topics = alpha.shape[0]
+    alpha_total = 0.0
+    symmetric = True
+    for k in range(n_topics):
+        alpha_total += alpha[k]
+        symmetric = symmetric and alpha[k] == alpha[0]
+    longest = 0
+    for d in range(doc_length.shape[0]):
+        longest = max(longest, int(doc_length[d]))
+    alpha_terms = log_gamma_ratios(alpha[0], longest if symmetric else 0)
+    total = 0.0
+    for d in range(doc_topic.shape[0]):
+        total += math.lgamma(alpha_total) - math.lgamma(alpha_total + doc_length[d])
+        for k in range(n_topics):
+            count = doc_topic[d, k]
+            if count > 0:
+                total += alpha_terms[count] if symmetric else math.lgamma(count + alpha[k]) - math.lgamma(alpha[k])
+    eta_total = n_words * eta
+    for k in range(topic.shape[0]):
+        total += math.lgamma(eta_total) - math.lgamma(eta_total + topic[k])
+    for w in range(list_length.shape[0]):
+        for j in range(list_start[w], list_start[w] + list_length[w]):
+            total += eta_terms[pairs[j, 1]]
+    return total

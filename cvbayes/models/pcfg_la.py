@@ -1,7 +1,7 @@
 """PCFGs with latent annotations (Matsuzaki et al. 2005; thesis §4.5.3) and three learners.
 
 Every symbol X of a treebank grammar is split into H subtypes X[0..H-1]; the tree shapes and symbols are
-observed, the subtypes hidden.  ``PCFGLA.fit(trees, algorithm=...)`` runs EM, VB or CVI: all three run
+observed, the subtypes hidden.  ``PCFGLA(algorithm=...).fit(trees)`` runs EM, VB or CVI: all three run
 inside-outside over the annotations of the observed trees (`cvbayes.trees.latent`) and differ only in
 the parameter rule (`cvbayes.core.rules`) and the schedule (`cvbayes.schedules`), which `ALGORITHMS`
 names.  A Dirichlet row is one annotated parent A[a]: its binary, unary and lexical rules together, the

@@ -1,5 +1,6 @@
 """Acoustic unit discovery: a Dirichlet process over units, each a left-to-right HMM with Gaussian-mixture
-emissions (Lee and Glass 2012; Ondel, Burget and Černocký 2016), the bottom layer of seeds/004.
+emissions (Lee and Glass 2012; Ondel, Burget and Černocký 2016), the bottom layer of
+lexicon discovery from speech (Lee, O'Donnell and Glass 2015; Stengel-Eskin 2017).
 
 The model
 ---------
@@ -26,9 +27,9 @@ Every learner is a schedule of `cvbayes.schedules` and a rule of `cvbayes.core.r
 ==========  ===============================  =====  ===============================================
 algorithm   schedule (unit)                  rule   reference
 ==========  ===============================  =====  ===============================================
-``vb``      batch (utterance)                VB     Ondel, Burget and Černocký 2016; seeds/004 §1.3
+``vb``      batch (utterance)                VB     Ondel et al. 2016; Stengel-Eskin 2017 §1.3
 ``cvi``     leave_one_out (utterance)        MEAN   thesis §3.5 (CVI-2), §3.7.1, ch. 5 (eq. 5.37-5.39)
-``gibbs``   passes (blocked, uncollapsed)    draws  Lee and Glass 2012
+``gibbs``   gibbs (blocked, uncollapsed)     draws  Lee and Glass 2012
 ``svi``     stochastic (minibatch of utt.)   VB     Hoffman et al. 2013
 ``scvi``    stochastic (minibatch of utt.)   MEAN   thesis §3.7.2 (eq. 3.98-3.104)
 ==========  ===============================  =====  ===============================================
@@ -77,17 +78,12 @@ and priors to an ``.npz`` archive without pickles; checkpoints resume bit for bi
 """
 from __future__ import annotations
 
-import dataclasses
-import inspect
-import os
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ..chains.composite import batch_unit_log_evidence, batch_unit_posteriors, batch_unit_sample, batch_unit_viterbi
-from ..checkpoints import open_checkpoint, run_identity
 from ..core import rules
 from ..core.rules import MEAN, VB
 from ..core.sampling import log_dirichlet_draws
@@ -96,8 +92,9 @@ from ..core.units import ZeroProbabilityError, equal_token_chunks, max_length, t
 from ..data.corpus import Corpus, as_corpus
 from ..families.gaussian import GaussianMixture, quadratic_features
 from ..families.ops import GAUSSIAN, state_stats
-from ..schedules import IterationRecord, Minibatch, Progress, batch, leave_one_out, passes, stochastic
-from .files import read_model, write_model
+from ..schedules import Algorithm, Minibatch, batch, gibbs, leave_one_out, stochastic
+from ..schedules.driver import check_positive_int
+from .base import BayesModel
 from .hdp import effective_states
 from .units_kernels import cvi_pass, cvi_state, cvi_workspace, keep_frames, move_frames, sample_components
 
@@ -113,21 +110,10 @@ CHAIN_STEPS = 20
 START_STAY = 0.5
 
 
-class Algorithm(NamedTuple):
-    """One row of `ALGORITHMS`: the schedule, the rule, the unit a step updates, the paper, the default
-    number of passes."""
-
-    schedule: object
-    rule: str
-    unit: str
-    paper: str
-    default_iterations: int
-
-
 ALGORITHMS = {
     "vb": Algorithm(batch, VB, "utterance", "Ondel, Burget and Černocký 2016", 40),
     "cvi": Algorithm(leave_one_out, MEAN, "utterance", "thesis §3.5, §3.7.1, ch. 5", 40),
-    "gibbs": Algorithm(passes, "draw", "utterance (blocked)", "Lee and Glass 2012", 200),
+    "gibbs": Algorithm(gibbs, "draw", "utterance (blocked)", "Lee and Glass 2012", 200),
     "svi": Algorithm(stochastic, VB, "minibatch of utterances", "Hoffman, Blei, Wang and Paisley 2013", 20),
     "scvi": Algorithm(stochastic, MEAN, "minibatch of utterances", "thesis §3.7.2", 20),
 }
@@ -159,6 +145,15 @@ class UnitTables(NamedTuple):
     log_stay: np.ndarray
     log_leave: np.ndarray
     emission: Any
+
+
+class Training(NamedTuple):
+    """What `AcousticUnits._prepare` makes of fit's input: the utterances, and the Dask client and
+    number of shards of vb on shards (None without)."""
+
+    data: Utterances
+    client: Any
+    n_shards: int | None
 
 
 class Segments(NamedTuple):
@@ -352,7 +347,7 @@ class CollapsedUnits:
         return {"units": self.units, "trans": self.trans, "stats": self.stats, "local_units": self.local_units,
                 "local_trans": self.local_trans, "kept": self.kept, "kept_weight": self.kept_weight}
 
-    def counts(self):
+    def current(self):
         return UnitCounts(self.units, self.trans, self.stats)
 
     def sweep(self, iteration):
@@ -379,7 +374,7 @@ class SampledUnits:
     def arrays(self):
         return {"states": self.states, "components": self.components, "starts": self.starts}
 
-    def counts(self):
+    def current(self):
         """The hard statistics of the current sample."""
         model = self.model
         n_units, n_states = model.n_units, model.n_states
@@ -414,14 +409,14 @@ class SampledUnits:
 
     def sweep(self, iteration):
         model = self.model
-        self._draw_paths(model._draw_tables(self.rng, self.counts()))
-        return model._log_joint(self.counts())
+        self._draw_paths(model._draw_tables(self.rng, self.current()))
+        return model._log_joint(self.current())
 
 
 # -- the estimator --------------------------------------------------------------------------------------
 
 
-class AcousticUnits:
+class AcousticUnits(BayesModel):
     """Acoustic unit discovery (module notes) in scikit-learn's shape.
 
     Parameters
@@ -453,6 +448,14 @@ class AcousticUnits:
         cvi: each frame's posterior over components is stored to this many entries (module notes).
     random_state : int, default 0
         Seeds the start (k-means), the minibatches and the samples.
+    n_init : int, default 1
+        Restarts from seeds random_state, random_state + 1, ...; the run with the highest last objective
+        is kept.
+
+    ``fit(X, lengths)`` takes a list of (T_i, D) feature arrays, or one (N, D) array with ``lengths``,
+    besides `BayesModel.fit`'s arguments, and ``client`` (a dask.distributed.Client: vb's E-step on the
+    client's workers, each on its shard of whole utterances, `cvbayes.models.units_shards`) and
+    ``n_shards`` (shards with a client; default one a worker).
 
     Attributes
     ----------
@@ -461,79 +464,34 @@ class AcousticUnits:
         the posterior means of the parameters
     n_units_used_ : the fewest units that hold 99 % of the training frames (thesis footnote 4)
     history_ : list of `schedules.IterationRecord`; ``objective_name_`` says what the objective is
+    n_iter_ : the passes run (Gibbs sweeps)
     local_memory_bytes_, global_memory_bytes_ : the learner's per-utterance state and its global counts
     sample_ : gibbs only: the current sample, every frame's composite state u S + s ("states"), component
         ("components") and whether a unit starts there ("starts"), updated in place sweep by sweep
     """
 
     MODEL_NAME = "units"
+    SAVE_FORMAT = SAVE_FORMAT
     ALGORITHMS = ALGORITHMS
+    OBJECTIVES = OBJECTIVES
+    FIT_OPTIONS = ("lengths", "client", "n_shards")
 
     def __init__(self, n_units=50, n_states=3, n_components=2, algorithm="vb", n_iter=None, gamma=1.0,
                  transition_prior=1.0, weight_prior=1.0, prior_kappa=0.1, prior_shape=2.0, batch_size=32,
-                 kappa=0.6, tau0=1.0, components_per_frame=4, random_state=0):
-        self.n_units = n_units
-        self.n_states = n_states
-        self.n_components = n_components
-        self.algorithm = algorithm
-        self.n_iter = n_iter
-        self.gamma = gamma
-        self.transition_prior = transition_prior
-        self.weight_prior = weight_prior
-        self.prior_kappa = prior_kappa
-        self.prior_shape = prior_shape
-        self.batch_size = batch_size
-        self.kappa = kappa
-        self.tau0 = tau0
-        self.components_per_frame = components_per_frame
-        self.random_state = random_state
-        self._check_params()
-
-    # -- scikit-learn's estimator interface -------------------------------------------------------------
-    @classmethod
-    def _param_names(cls):
-        return [name for name in inspect.signature(cls.__init__).parameters if name != "self"]
-
-    def get_params(self, deep=True):
-        """The constructor's arguments (scikit-learn's convention; ``deep`` changes nothing)."""
-        return {name: getattr(self, name) for name in self._param_names()}
-
-    def set_params(self, **params):
-        """Set constructor arguments; the model must be fitted again."""
-        names = self._param_names()
-        for name in params:
-            if name not in names:
-                raise ValueError(f"invalid parameter {name!r} for AcousticUnits; valid ones: {', '.join(names)}")
-        for name, value in params.items():
-            setattr(self, name, value)
-        self._check_params()
-        return self
-
-    def __repr__(self):
-        defaults = inspect.signature(type(self).__init__).parameters
-        changed = [f"{name}={value!r}" for name, value in self.get_params().items() if value != defaults[name].default]
-        return f"AcousticUnits({', '.join(changed)})"
-
-    def _check_params(self):
-        """Refuse bad hyperparameters, naming them (before any work)."""
-        for name in ("n_units", "n_states", "n_components", "batch_size", "components_per_frame"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or int(value) != value or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"unknown algorithm {self.algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
-        if self.n_iter is not None and (int(self.n_iter) != self.n_iter or self.n_iter < 1):
-            raise ValueError(f"n_iter must be a positive integer, got {self.n_iter!r}")
+                 kappa=0.6, tau0=1.0, components_per_frame=4, random_state=0, n_init=1):
+        self._keep_params(locals())
+        self._check_learner("n_units", "n_states", "n_components", "batch_size", "components_per_frame", "n_init")
+        if n_iter is not None:
+            check_positive_int("n_iter", n_iter)
         for name in ("gamma", "transition_prior", "weight_prior", "prior_kappa"):
             if not float(getattr(self, name)) > 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
-        if not float(self.prior_shape) > 0.5:
-            raise ValueError(f"prior_shape must exceed 0.5, got {self.prior_shape!r}")
-        if not 0.0 <= float(self.kappa) <= 1.0:
-            raise ValueError(f"kappa must lie in [0, 1], got {self.kappa!r}")
-        if not float(self.tau0) >= 1.0:
-            raise ValueError(f"tau0 must be at least 1 so that every step size is at most 1, got {self.tau0!r}")
-        int(self.random_state)
+        if not float(prior_shape) > 0.5:
+            raise ValueError(f"prior_shape must exceed 0.5, got {prior_shape!r}")
+        if not 0.0 <= float(kappa) <= 1.0:
+            raise ValueError(f"kappa must lie in [0, 1], got {kappa!r}")
+        if not float(tau0) >= 1.0:
+            raise ValueError(f"tau0 must be at least 1 so that every step size is at most 1, got {tau0!r}")
 
     # -- the model's parts: data, start, tables, expectations, estimates ------------------------------
     def _data(self, X, lengths, training):
@@ -603,8 +561,8 @@ class AcousticUnits:
         return UnitTables(log_entry, np.ascontiguousarray(log_trans[:, 0]), np.ascontiguousarray(log_trans[:, 1]),
                           self.family.draw_table(rng, counts.stats))
 
-    def _set_fitted(self, counts):
-        """Statistics -> fitted attributes: the posterior means."""
+    def _set_fitted(self, counts, rule=MEAN, data=None):
+        """Statistics -> fitted attributes: the posterior means (whatever the learner's rule)."""
         self.counts_ = UnitCounts(*(np.array(block, dtype=float) for block in counts))
         shape = (self.n_units, self.n_states)
         self.weights_ = rules.stick_table(MEAN, self.counts_.units, self.gamma)
@@ -616,128 +574,81 @@ class AcousticUnits:
         frames = np.maximum(self.counts_.trans.sum(axis=1), 0.0).reshape(shape).sum(axis=1)
         self.n_units_used_ = effective_states(frames)
 
-    # -- fitting -------------------------------------------------------------------------------------
-    def fit(self, X: Any, lengths: ArrayLike | None = None, progress: bool = False, callback: Callable | None = None,
-            checkpoint: str | os.PathLike[str] | None = None, checkpoint_every: int = 1, client: Any = None,
-            n_shards: int | None = None) -> AcousticUnits:
-        """Learn units from utterances.
+    @property
+    def global_memory_bytes_(self):
+        """The global counts' memory (every learner keeps one copy of them)."""
+        return sum(block.nbytes for block in self.counts_)
 
-        Parameters
-        ----------
-        X : list of (T_i, D) float arrays, or one (N, D) array with ``lengths``
-        lengths : the utterances' frame counts, for a concatenated X
-        progress : show a progress bar
-        callback : ``callback(model, iteration)`` after every pass, with the fitted attributes set to the
-            current estimates (outside the timed region)
-        checkpoint : path, optional
-            Save the run's state there every ``checkpoint_every`` passes and after the last; the same call
-            again resumes from it and ends bit for bit as an uninterrupted run (`cvbayes.checkpoints`)
-        checkpoint_every : passes between checkpoints
-        client : dask.distributed.Client, optional
-            vb: each pass's E-step on the client's workers, each on its shard of whole utterances
-            (`cvbayes.models.units_shards`)
-        n_shards : shards with a client (default: one a worker)
-        """
-        self._check_params()
+    # -- fit's hooks (`cvbayes.schedules.driver`) ----------------------------------------------------------
+    def _n_passes(self):
+        return self.n_iter or ALGORITHMS[self.algorithm].default_iterations
+
+    def _step_sizes(self):
+        return int(self.batch_size), float(self.kappa), float(self.tau0)
+
+    def _prepare(self, X, y=None, lengths=None, client=None, n_shards=None):
+        """The utterances checked (``y``: the lengths, hmmlearn's second argument), and the mixtures'
+        prior centred on their frames."""
         if client is not None and self.algorithm != "vb":
             raise ValueError(f"algorithm {self.algorithm!r} does not run on shards; client= takes vb")
-        data = self._data(X, lengths, training=True)
+        data = self._data(X, y if lengths is None else lengths, training=True)
         self.family = GaussianMixture(self.n_components, self.weight_prior, kappa=float(self.prior_kappa),
                                       shape=float(self.prior_shape))
         self.family.prepare(data.corpus, self.n_units * self.n_states)
-        spec = ALGORITHMS[self.algorithm]
-        n_iter = int(self.n_iter or spec.default_iterations)
-        seed = int(self.random_state)
-        self.objective_name_ = OBJECTIVES[self.algorithm]
-        self.fitted_algorithm_ = self.algorithm
-        self._callback = callback
-        self._checkpoint = open_checkpoint(checkpoint, checkpoint_every, run_identity(
-            self.MODEL_NAME, self.algorithm, n_iter, seed, (data.features, data.offsets), params=self.get_params()))
-        rng = np.random.default_rng([seed, START_STREAM])
-        start = self._start(data, rng)
-        runner = {batch: self._run_batch, leave_one_out: self._run_collapsed, passes: self._run_gibbs,
-                  stochastic: self._run_stochastic}[spec.schedule]
-        try:
-            with Progress(n_iter, f"units {self.algorithm}", progress) as bar:
-                self.history_ = bar.history
-                self._checkpoint.track_progress(bar)
-                runner(data, spec, n_iter, start, np.random.default_rng(seed), bar, client=client, n_shards=n_shards)
-        finally:
-            self.resumed_from_ = self.__dict__.pop("_checkpoint").resumed_from
-            self._callback = None
-        self.n_iter_ = n_iter
-        return self
+        self.n_iter_ = self._n_passes()
+        return Training(data, client, n_shards)
 
-    def _record(self, bar, counts_now):
-        """record(iteration, objective, seconds) for the schedules, then the callback on the estimates."""
-        def record(iteration, objective, seconds):
-            bar.record(iteration, objective, seconds)
-            if self._callback is not None:
-                self.train_seconds_ = bar.train_seconds
-                self._set_fitted(counts_now())
-                self._callback(self, iteration)
-        return record
+    def _fingerprint(self, training):
+        return training.data.features, training.data.offsets
 
-    def _run_batch(self, data, spec, n_iter, start, rng, bar, client=None, n_shards=None):
-        """VB on `schedules.batch`: the first statistics from the start's E-step."""
-        structure = BatchUnits(self, data)
-        if client is not None:
+    def _start_tables(self, data, run):
+        return self._start(data, np.random.default_rng([run.seed, START_STREAM]))
+
+    def _batch(self, training, run):
+        """VB on `schedules.batch`, on a client's shards with one; the first statistics from the start's
+        E-step."""
+        structure = BatchUnits(self, training.data)
+        if training.client is not None:
             from .units_shards import ShardedUnits
 
-            structure = ShardedUnits(structure, client, n_shards)
+            structure = ShardedUnits(structure, training.client, training.n_shards)
         try:
-            statistics = structure.expectations(start)[0]
-            current = {"counts": statistics}
-            record = self._record(bar, lambda: current["counts"])
-
-            def batch_record(iteration, objective, statistics, seconds):
-                current["counts"] = statistics
-                record(iteration, objective, seconds)
-
-            statistics = batch(structure, spec.rule, n_iter, batch_record, statistics, checkpoint=self._checkpoint)
-        finally:
-            if client is not None:
+            statistics = structure.expectations(self._start_tables(training.data, run))[0]
+        except BaseException:
+            if training.client is not None:
                 structure.close()
-        self._set_fitted(UnitCounts(*statistics))
+            raise
         self.local_memory_bytes_ = 0
-        self.global_memory_bytes_ = sum(block.nbytes for block in self.counts_)
+        return structure, statistics, None
 
-    def _run_collapsed(self, data, spec, n_iter, start, rng, bar, **options):
+    def _collapsed(self, training, run):
         """CVI on `schedules.passes` and `schedules.leave_one_out` (models/units_kernels.py)."""
-        state = CollapsedUnits(self, data, start, int(self.components_per_frame))
-        self._checkpoint.track_arrays("cvi", state.arrays())
-        passes(state.sweep, n_iter, self._record(bar, state.counts), checkpoint=self._checkpoint)
-        self._set_fitted(state.counts())
+        data = training.data
+        state = CollapsedUnits(self, data, self._start_tables(data, run), int(self.components_per_frame))
+        run.checkpoint.track_arrays("cvi", state.arrays())
         self.local_memory_bytes_ = state.memory_bytes
-        self.global_memory_bytes_ = sum(block.nbytes for block in self.counts_)
+        return state
 
-    def _run_gibbs(self, data, spec, n_iter, start, rng, bar, **options):
-        """The blocked Gibbs sampler on `schedules.passes`, from a path drawn under the start."""
-        state = SampledUnits(self, data, start, rng)
+    def _sampler(self, training, run):
+        """The blocked Gibbs sampler, from a path drawn under the start; ``sample_`` is its state, which a
+        callback sees change sweep by sweep."""
+        data = training.data
+        state = SampledUnits(self, data, self._start_tables(data, run), run.rng)
         self.sample_ = state.arrays()
-        self._checkpoint.track_arrays("gibbs", self.sample_)
-        self._checkpoint.track_generator("gibbs.rng", rng)
-        passes(state.sweep, n_iter, self._record(bar, state.counts), checkpoint=self._checkpoint)
-        self._set_fitted(state.counts())
-        self.local_memory_bytes_ = sum(array.nbytes for array in state.arrays().values())
-        self.global_memory_bytes_ = sum(block.nbytes for block in self.counts_)
+        run.checkpoint.track_arrays("gibbs", self.sample_)
+        run.checkpoint.track_generator("gibbs.rng", run.rng)
+        self.local_memory_bytes_ = sum(array.nbytes for array in self.sample_.values())
+        return state
 
-    def _run_stochastic(self, data, spec, n_iter, start, rng, bar, **options):
+    def _stochastic(self, training, run):
         """SVI (rule VB) and SCVI (rule MEAN) on `schedules.stochastic`, from the start's E-step."""
-        counts, _ = self._expectations(start, data)
+        data = training.data
+        counts, _ = self._expectations(self._start_tables(data, run), data)
         blocks = {name: DecayingCounts(value) for name, value in zip(UnitCounts._fields, counts)}
-        structure = StochasticUnits(self, data, spec.rule, blocks)
-        self.steps_ = stochastic(structure, blocks, n_iter, int(self.batch_size), float(self.kappa), float(self.tau0),
-                                 rng, self._record(bar, structure.current), checkpoint=self._checkpoint)
-        self._set_fitted(structure.current())
         self.local_memory_bytes_ = 0
-        self.global_memory_bytes_ = sum(block.nbytes for block in blocks.values())
+        return StochasticUnits(self, data, run.how.rule, blocks)
 
     # -- using a fitted model ------------------------------------------------------------------------
-    def _check_fitted(self):
-        if not hasattr(self, "counts_"):
-            raise RuntimeError("this AcousticUnits model is not fitted yet; call fit() first")
-
     def _fitted_tables(self):
         self._check_fitted()
         return self._tables(self.counts_, MEAN)
@@ -796,29 +707,19 @@ class AcousticUnits:
         return float(self.score_samples(X, lengths).sum())
 
     # -- files ------------------------------------------------------------------------------------
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the fitted model to an ``.npz`` archive without pickles (atomically; `load` reads it)."""
-        self._check_fitted()
-        meta = {"format": SAVE_FORMAT, "model": self.MODEL_NAME, "params": self.get_params(),
-                "algorithm": self.fitted_algorithm_, "n_iter": int(self.n_iter_),
-                "history": [dataclasses.astuple(record) for record in self.history_]}
+    def _saved(self):
         prior = self.family.components
-        arrays = {**self.counts_._asdict(), "prior_mean": prior.mean, "prior_rate": prior.rate}
-        write_model(path, meta, arrays)
+        meta = {"params": self.get_params(), "n_iter": int(self.n_iter_)}
+        return meta, {**self.counts_._asdict(), "prior_mean": prior.mean, "prior_rate": prior.rate}
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> AcousticUnits:
-        """Read a model written by `save`."""
-        meta, arrays = read_model(path, SAVE_FORMAT)
+    def _from_saved(cls, meta, arrays, path):
         model = cls(**meta["params"])
         model.family = GaussianMixture(model.n_components, model.weight_prior, mean=arrays["prior_mean"],
                                        kappa=float(model.prior_kappa), shape=float(model.prior_shape),
                                        rate=arrays["prior_rate"])
         model.family.components.n_dims = arrays["prior_mean"].shape[0]
         model.family.n_mixtures = model.n_units * model.n_states
-        model.fitted_algorithm_ = meta["algorithm"]
-        model.objective_name_ = OBJECTIVES[meta["algorithm"]]
         model.n_iter_ = meta["n_iter"]
-        model.history_ = [IterationRecord(*record) for record in meta["history"]]
         model._set_fitted(UnitCounts(*(arrays[name] for name in UnitCounts._fields)))
         return model

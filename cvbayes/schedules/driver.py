@@ -103,7 +103,8 @@ def fit(model, X, y=None, *, progress=False, callback=None, callback_every=None,
     checkpoint, checkpoint_every : `cvbayes.checkpoints` (one run: not with ``n_init`` > 1)
     options : the model's own fit options, for ``_prepare``
 
-    Sets ``fit_seconds_``, the wall time of the whole fit (data preparation and restarts included).
+    Sets ``fit_seconds_``, the wall time of the whole fit (data preparation and restarts included), and
+    ``best_restart_``, the index of the restart kept.
     """
     started = time.perf_counter()
     algorithm = model.algorithm
@@ -132,14 +133,16 @@ def fit(model, X, y=None, *, progress=False, callback=None, callback_every=None,
     arguments = (data, how, algorithm, n_iter, progress, callback, callback_every)
     if n_init == 1:
         _fit_once(model, seed, checkpoint, *arguments)
+        model.best_restart_ = 0
     else:
         runs = []
         for restart in range(n_init):
             runs.append(copy.deepcopy(model))
             _fit_once(runs[-1], seed + restart, NO_CHECKPOINT, *arguments)
         objectives = [float(run._restart_objective(data)) for run in runs]
-        model.__dict__.update(runs[model._best_restart(runs, objectives, data)].__dict__)
-        model.restart_objectives_ = objectives
+        best = model._best_restart(runs, objectives, data)
+        model.__dict__.update(runs[best].__dict__)
+        model.restart_objectives_, model.best_restart_ = objectives, best
     model.resumed_from_ = checkpoint.resumed_from
     model.fit_seconds_ = time.perf_counter() - started
     return model

@@ -32,7 +32,7 @@ cvbayes experiment fig5.6 --seeds 3
 cvbayes experiment fig5.9 --hdp-sizes 1000 5000 all --seeds 3 --hdp-models hmm hdp hdp-beta hmm-beta
 cvbayes experiment fig5.10 --passes 5 --seeds 2 --hdp-models hmm hdp hdp-beta hmm-beta
 
-# DP-HMM over speech (thesis §3.7 and chapter 5; seeds/004): the HDP-HMM with Gaussian emissions on
+# DP-HMM over speech (thesis §3.7 and chapter 5; Stengel-Eskin 2017, lexicon discovery from speech): the HDP-HMM with Gaussian emissions on
 # the 31 TIDIGITS MFCC utterances, after `cvbayes data fetch tidigits` (apt-get, as root). About 9 min
 # of wall clock on the shared 2-core machine.
 nice -n 10 cvbayes experiment dp-hmm-tidigits --states 60 --iterations 300 --burn-in 100 --seeds 5

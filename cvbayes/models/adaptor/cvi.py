@@ -3,9 +3,9 @@
 """
 import numpy as np
 
+from ...checkpoints import NO_CHECKPOINT
 from ...core.restaurants import seating_log_likelihood
 from ...core.units import ZeroProbabilityError
-from ...schedules import passes
 from ...trees.cells import sentence_cells
 from ...trees.grammar import SentenceBatch
 from ...trees.inside_outside import batch_log_z, chart_buffers, chart_chunks, make_tables
@@ -106,9 +106,11 @@ def nested_statistics(model, cells, sizes, local_customers, cell_global, n_rules
 
 
 class CollapsedVariational:
-    """CVI's state (`cvbayes.models.adaptor.kernels.CviState`), its passes and its table refresh."""
+    """CVI's state (`cvbayes.models.adaptor.kernels.CviState`), its passes and its table refresh: the
+    structure of the leave-one-out schedule (`sweep`, `after_pass`, `current`), built at its start
+    (`_start`)."""
 
-    def __init__(self, training, rng):
+    def __init__(self, training, rng, checkpoint=NO_CHECKPOINT):
         self.training, self.rng = training, rng
         compiled, layout = training.compiled, training.layout
         kernel, n_rules = compiled.kernel, compiled.n_rules
@@ -144,10 +146,17 @@ class CollapsedVariational:
         work = Work(np.zeros(n_rules), np.zeros(n_rules), np.zeros((0, 0)), chart_buffers(kernel, longest),
                     np.zeros((longest + 1, longest + 1, kernel.n_symbols)))
         self.state = CviState(sentences, self.model, local, work)
+        self._start()
+        checkpoint.track_generator("cvi.rng", rng)
+        checkpoint.track_arrays("cvi.restaurants", self.model._asdict())
+        checkpoint.track_arrays("cvi.local", local._asdict())
+        checkpoint.track("cvi.table_counts", lambda: self.table_counts, self._restore_table_counts)
 
-    def run(self, n_iter, record):
-        """``n_iter`` passes from empty counts (H_X under the prior base), each followed by the table refresh
-        and (``estimate``) a and b.
+    def _restore_table_counts(self, saved):
+        self.table_counts = np.array(saved)
+
+    def _start(self):
+        """The state before the first pass, from empty counts (H_X under the prior base).
 
         The start (module notes): ``init="sample"``, the units first get the sampler's trees as local
         statistics; ``"empty"``, the first pass adds the units one by one, each parsed with the first-order
@@ -156,11 +165,11 @@ class CollapsedVariational:
         nested restaurant (Word under Colloc) has customers before its first refresh, which then counts
         them from its parent's tables."""
         self.refresh_tables()
-        predictive = self.model.predictive[0]
+        self.predictive = self.model.predictive[0]
         every = self.training.layout.adapted_symbol.astype(np.int64)
-        start = self.state._replace(model=self.model._replace(counted_symbol=every))
+        self.start = self.state._replace(model=self.model._replace(counted_symbol=every))
         if self.training.init == "sample":
-            bad = start_pass(start, self.rng.permutation(self.n_units).astype(np.int64),
+            bad = start_pass(self.start, self.rng.permutation(self.n_units).astype(np.int64),
                              int(self.rng.integers(2 ** 62)))
             if bad >= 0:
                 raise ZeroProbabilityError(f"utterance {bad} has no parse under the grammar")
@@ -168,24 +177,29 @@ class CollapsedVariational:
         else:
             self.model.predictive[0] = FIRST_ORDER
 
-        def sweep(iteration):
-            state = start if iteration == 0 and self.training.init == "empty" else self.state
-            objective, bad = cvi_pass(state, self.rng.permutation(self.n_units).astype(np.int64))
-            if bad >= 0:
-                raise ZeroProbabilityError(f"utterance {bad} has no parse under the grammar")
-            return objective
+    def sweep(self, iteration):
+        """One CVI pass over the units in a fresh random order (the start's counting in the first pass of
+        ``init="empty"``); its summed log leave-one-out predictives."""
+        state = self.start if iteration == 0 and self.training.init == "empty" else self.state
+        objective, bad = cvi_pass(state, self.rng.permutation(self.n_units).astype(np.int64))
+        if bad >= 0:
+            raise ZeroProbabilityError(f"utterance {bad} has no parse under the grammar")
+        return objective
 
-        def after_pass(iteration):
-            if iteration == 0 and self.training.init == "empty":
-                self._end_start()
-                self.model.predictive[0] = predictive
-            else:
-                self.refresh_tables()
-            if self.training.estimate:     # from the refreshed tables; theta_s follows b at the next refresh
-                self.estimate_hyperparameters()
+    def after_pass(self, iteration):
+        """The table refresh (after ``init="empty"``'s first pass, the end of the start), then a and b
+        (``estimate``)."""
+        if iteration == 0 and self.training.init == "empty":
+            self._end_start()
+            self.model.predictive[0] = self.predictive
+        else:
+            self.refresh_tables()
+        if self.training.estimate:     # from the refreshed tables; theta_s follows b at the next refresh
+            self.estimate_hyperparameters()
 
-        passes(sweep, n_iter, record, after_pass)
-        self.model.predictive[0] = predictive
+    def current(self):
+        """The learner itself: the model reads its fitted attributes from it."""
+        return self
 
     def _end_start(self):
         """From the start's counting to CVI's: the units' customers of nested adapted nonterminals leave

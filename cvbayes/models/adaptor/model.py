@@ -1,31 +1,52 @@
 """`AdaptorGrammar`: the model users build, fit, save, load and segment with (module notes of
-`cvbayes.models.adaptor`)."""
+`cvbayes.models.adaptor`), a `cvbayes.BayesModel`: its fit is the shared driver
+(`cvbayes.schedules.driver`), which runs the learner of ``algorithm`` (`ALGORITHMS`) on its schedule,
+with restarts, checkpoints, progress and callbacks; save and load are `cvbayes.models.files.Persistent`'s.
+"""
 from __future__ import annotations
 
-import copy
-import inspect
-import math
+import json
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 
+from ...core.rules import MEAN, VB
 from ...metrics.segmentation import segmentation_scores
-from ...schedules import IterationRecord, Progress
-from ...trees.grammar import AnySubstring, Terminal
+from ...schedules import Algorithm, batch, gibbs, leave_one_out
+from ...trees.grammar import AnySubstring, SentenceBatch, Terminal
 from ...trees.inside_outside import batch_log_z, chart_chunks, make_tables
-from ..files import read_model, write_model
+from ..base import BayesModel
 from .cvi import CollapsedVariational
 from .decode import Decoder, PortableWeights
 from .grammar import as_spec, parse_adaptor_grammar, spec_text
 from .kernels import PREDICTIVES
-from .layout import Training, compile_adaptor
+from .layout import RuleLayout, Training, compile_adaptor
 from .sampler import MetropolisHastings
 from .vb import VariationalBayes
 
 SAVE_FORMAT = "cvbayes-adaptor-grammar-1"
+ALGORITHMS = {
+    "vb": Algorithm(batch, VB, "utterance type", "Cohen, Blei and Smith 2010"),
+    "cvi": Algorithm(leave_one_out, MEAN, "utterance or utterance type (unit=)",
+                     "collapsed VI of the PY restaurants (module notes of cvbayes.models.adaptor)"),
+    "mcmc": Algorithm(gibbs, MEAN, "utterance", "Johnson, Griffiths and Goldwater 2007"),
+}
+OBJECTIVES = {
+    "vb": "evidence lower bound of q(theta) q(v) over the truncated sticks (Cohen, Blei and Smith 2010)",
+    "cvi": "sum over the units of the log leave-one-out predictive of the unit's parses",
+    "mcmc": "log p(trees, seating) of the current sample",
+}
 LEARNERS = {"vb": VariationalBayes, "cvi": CollapsedVariational, "mcmc": MetropolisHastings}
-# fit's old keywords (before the constructor took them) -> the constructor's names
-_OLD_FIT_KEYWORDS = {"algorithm": "algorithm", "n_iter": "n_iter", "seed": "random_state", "n_init": "n_init"}
+
+
+class Utterances(NamedTuple):
+    """The training utterances and the grammar compiled over them (once a fit, for every restart)."""
+
+    utterances: list
+    compiled: object
+    layout: RuleLayout
+    batch: SentenceBatch
 
 
 def as_utterances(X) -> list:
@@ -59,7 +80,7 @@ def restart_agreement(segmentations) -> list[float]:
     return out
 
 
-class AdaptorGrammar:
+class AdaptorGrammar(BayesModel):
     """A Pitman-Yor adaptor grammar learned by VB, collapsed VI or MCMC (module notes).
 
     Parameters
@@ -104,8 +125,9 @@ class AdaptorGrammar:
         mcmc only: (start temperature T0, sweeps): the first sweeps target p(tree | others)^(1/T) with
         1/T rising geometrically from 1/T0 to 1 (Johnson's py-cfg schedule, `annealing_temperature`).
     algorithm : {"vb", "cvi", "mcmc"}, default "cvi"
+        `ALGORITHMS`: vb on the batch schedule, cvi on the leave-one-out one, mcmc's sweeps as a sampler's.
     n_iter : int, default 20
-        Passes (sweeps) over the utterances.
+        Passes (sweeps) over the utterances (at least 1).
     random_state : int, default 0
         The start's draws (``init="sample"``); CVI and MCMC visit the utterances in a fresh random order
         every pass; MCMC's draws.
@@ -113,8 +135,12 @@ class AdaptorGrammar:
         Restarts from seeds random_state, ..., random_state + n_init - 1 (scikit-learn's ``n_init``); the model
         keeps the one whose segmentation of the training utterances agrees most with the others'
         (`restart_agreement`): the final objective (VB's ELBO, CVI's summed log predictive, MCMC's
-        log p(trees, seating)) prefers undersegmentations.  ``restart_objectives_`` and
+        log p(trees, seating)) prefers undersegmentations (`_best_restart`).  ``restart_objectives_`` and
         ``restart_agreement_`` hold every restart's.
+
+    ``fit(X, progress=, callback=, checkpoint=, checkpoint_every=)`` is `cvbayes.BayesModel.fit`: a fit
+    with ``checkpoint`` resumes bit for bit (`cvbayes.checkpoints`; the learner's state, its generator and
+    the learned a and b are saved).
 
     Attributes (after fit)
     ----------------------
@@ -129,6 +155,7 @@ class AdaptorGrammar:
     concentration, discount : ndarray (M,)
         Each adapted nonterminal's PY b and a (as learned with ``estimate_hyperparameters``).
     restart_objectives_ : list of float
+        Every restart's final objective (the run's own with ``n_init=1``).
     learner_ : VariationalBayes, CollapsedVariational or MetropolisHastings
         The learner's final state (q, the expected counts, or the sampler's restaurants), for inspection;
         not saved.
@@ -138,18 +165,18 @@ class AdaptorGrammar:
         mcmc only: the share of accepted MH proposals.
     """
 
-    ALGORITHMS = tuple(LEARNERS)
+    MODEL_NAME = "adaptor-grammar"
+    SAVE_FORMAT = SAVE_FORMAT
+    ALGORITHMS = ALGORITHMS
+    OBJECTIVES = OBJECTIVES
+    FITTED = "lexicon_"
     INITS = ("sample", "empty")
     UNITS = ("utterance", "type")
 
     def __init__(self, grammar="unigram", a=0.0, b=1.0, alpha=1.0, truncation=10000, word="Word",
                  estimate_hyperparameters=False, init=None, unit="type", predictive="zero-exact", anneal=None,
                  algorithm="cvi", n_iter=20, random_state=0, n_init=1):
-        self.grammar = grammar
-        self.a, self.b, self.alpha, self.truncation, self.word = a, b, alpha, truncation, word
-        self.estimate_hyperparameters = estimate_hyperparameters
-        self.init, self.unit, self.predictive, self.anneal = init, unit, predictive, anneal
-        self.algorithm, self.n_iter, self.random_state, self.n_init = algorithm, n_iter, random_state, n_init
+        self._keep_params(locals())
         self._validate()
 
     def _validate(self):
@@ -172,12 +199,7 @@ class AdaptorGrammar:
         anneal = self.anneal
         if anneal is not None and not (len(anneal) == 2 and anneal[0] >= 1.0 and int(anneal[1]) >= 1):
             raise ValueError(f"anneal must be (start temperature >= 1, sweeps >= 1), got {anneal!r}")
-        if self.algorithm not in self.ALGORITHMS:
-            raise ValueError(f"unknown algorithm {self.algorithm!r}; choose one of {', '.join(self.ALGORITHMS)}")
-        if int(self.n_iter) < 0:
-            raise ValueError(f"n_iter must be a non-negative integer, got {self.n_iter}")
-        if int(self.n_init) < 1:
-            raise ValueError(f"n_init must be a positive integer, got {self.n_init}")
+        self._check_learner("n_iter", "n_init")
         self.a, self.b, self.alpha, self.truncation = float(self.a), float(self.b), float(self.alpha), int(self.truncation)
         self.estimate_hyperparameters = bool(self.estimate_hyperparameters)
         self.adapted_names = tuple(self.spec.adapted)
@@ -191,103 +213,59 @@ class AdaptorGrammar:
         if np.any(self.concentration <= -self.discount):
             raise ValueError("every PY concentration b must exceed -a")
 
-    # scikit-learn's parameter protocol, without depending on it
-    @classmethod
-    def _param_names(cls):
-        return [name for name in inspect.signature(cls.__init__).parameters if name != "self"]
-
-    def get_params(self, deep=True):
-        """The constructor's parameters, as scikit-learn's ``get_params``."""
-        return {name: getattr(self, name) for name in self._param_names()}
-
-    def set_params(self, **params):
-        """Set constructor parameters (checked as the constructor does), as scikit-learn's ``set_params``;
-        returns self."""
-        names = self._param_names()
-        for name in params:
-            if name not in names:
-                raise ValueError(f"invalid parameter {name!r} for AdaptorGrammar; valid ones: {', '.join(names)}")
-        for name, value in params.items():
-            setattr(self, name, value)
-        self._validate()
-        return self
-
-    def __repr__(self):
-        defaults = inspect.signature(type(self).__init__).parameters
-        changed = [f"{name}={value!r}" for name, value in self.get_params().items()
-                   if isinstance(value, str | float | int | bool | type(None)) and value != defaults[name].default]
-        return f"AdaptorGrammar({', '.join(changed)})"
-
-    # ------------------------------------------------------------- fitting
-    def fit(self, X, y=None, *, progress=False, callback=None, **old_keywords):
-        """Learn from utterances X (each a sequence of symbols: phonemes, characters) with the constructor's
-        ``algorithm``, ``n_iter``, ``random_state`` and ``n_init``.
-
-        Parameters
-        ----------
-        X : list of sequences of str
-        y : ignored (scikit-learn's signature)
-        progress : bool
-            Show a progress bar.
-        callback : callable, optional
-            ``callback(model, iteration)`` after every pass (the model's fitted attributes are current).
-        algorithm, n_iter, seed, n_init : deprecated
-            The old call form ``fit(X, algorithm=..., n_iter=..., seed=..., n_init=...)`` still works for
-            this release, with a DeprecationWarning: it sets the constructor's parameters (``seed`` is
-            ``random_state``).
-
-        Returns
-        -------
-        self
-        """
-        unknown = set(old_keywords) - set(_OLD_FIT_KEYWORDS)
-        if unknown:
-            raise TypeError(f"fit() got unexpected keyword arguments: {', '.join(sorted(unknown))}")
-        if old_keywords:
-            warnings.warn("fit(algorithm=, n_iter=, seed=, n_init=) is deprecated: give algorithm, n_iter, "
-                          "random_state and n_init to AdaptorGrammar(...)", DeprecationWarning, stacklevel=2)
-            self.set_params(**{_OLD_FIT_KEYWORDS[name]: value for name, value in old_keywords.items()})
+    # ------------------------------------------------------------- fit's hooks (cvbayes.schedules.driver)
+    def _prepare(self, X, y=None):
+        """The utterances checked and the grammar compiled over them."""
         utterances = as_utterances(X)
         unknown_symbol = self.underivable_symbol(utterances)
         if unknown_symbol is not None:
             raise ValueError(f"utterance {unknown_symbol[0]} has the symbol {unknown_symbol[1]!r}, which is not a "
                              f"terminal of the grammar (its terminals: {self.terminals_text()})")
-        seed = int(self.random_state)
-        if self.n_init > 1:
-            trials = [copy.copy(self)._fit_once(utterances, seed + r, progress, callback) for r in range(self.n_init)]
-            objectives = [trial.history_[-1].objective if trial.history_ else -math.inf for trial in trials]
-            agreement = restart_agreement([trial.segment(utterances) for trial in trials])
-            keep = max(range(self.n_init), key=lambda r: (agreement[r], objectives[r]))
-            self.__dict__.update(trials[keep].__dict__)
-            self.restart_objectives_, self.restart_agreement_ = objectives, agreement
-            return self
-        return self._fit_once(utterances, seed, progress, callback)
-
-    def _fit_once(self, utterances, seed, progress, callback):
-        self._reset_py_parameters()
         compiled, layout = compile_adaptor(self.spec, self.alpha, utterances)
-        init = self.init or ("empty" if self.algorithm == "cvi" else "sample")
-        training = Training(self.spec, compiled, layout, compiled.prepare(utterances), utterances, self.alpha,
+        return Utterances(utterances, compiled, layout, compiled.prepare(utterances))
+
+    def _fingerprint(self, data):
+        """The utterances and the grammar's text (with every adapted nonterminal's a and b)."""
+        return tuple(np.frombuffer(text.encode(), np.uint8)
+                     for text in (json.dumps(data.utterances), spec_text(self.spec)))
+
+    def _learner(self, data, run):
+        """The learner of ``run.algorithm`` at its start, from the run's generator; it declares its state to
+        ``run.checkpoint``, the model its a and b (which the learners with ``estimate_hyperparameters``
+        change)."""
+        self._reset_py_parameters()
+        init = self.init or ("empty" if run.algorithm == "cvi" else "sample")
+        training = Training(self.spec, data.compiled, data.layout, data.batch, data.utterances, self.alpha,
                             self.truncation, init, self.unit, self.predictive, self.anneal,
                             self.estimate_hyperparameters, self.discount, self.concentration,
                             self.discount > 0)   # a = 0 stays a Dirichlet process (py-cfg)
-        self.algorithm_, self.grammar_, self._train = self.algorithm, compiled, utterances
+        self.grammar_, self._train = data.compiled, data.utterances
+        run.checkpoint.track_arrays("py_parameters", {"discount": self.discount, "concentration": self.concentration})
+        self.learner_ = LEARNERS[run.algorithm](training, run.rng, run.checkpoint)
+        return self.learner_
 
-        def after_pass(iteration):
-            self._set_fitted(learner)
-            callback(self, iteration)
+    def _batch(self, data, run):
+        """VB (`VariationalBayes`): its q is the start, the batch schedule's statistics only its E-steps'."""
+        return self._learner(data, run), None, None
 
-        with Progress(self.n_iter, self.algorithm, progress, None if callback is None else after_pass) as bar:
-            self.history_ = bar.history
-            learner = self.learner_ = LEARNERS[self.algorithm](training, np.random.default_rng(seed))
-            learner.run(int(self.n_iter), bar.record)
-        self._set_fitted(learner)
-        self.restart_objectives_ = [self.history_[-1].objective] if self.history_ else []
-        return self
+    def _collapsed(self, data, run):
+        return self._learner(data, run)
 
-    def _set_fitted(self, learner):
-        """The fitted attributes from the learner's current state."""
-        compiled = self.grammar_
+    def _sampler(self, data, run):
+        return self._learner(data, run)
+
+    def _best_restart(self, runs, objectives, data):
+        """The restart whose segmentation agrees most with the others' (`restart_agreement`), ties to the
+        higher objective; every run gets ``restart_agreement_``."""
+        agreement = restart_agreement([run.segment(data.utterances) for run in runs])
+        for run in runs:
+            run.restart_agreement_ = agreement
+        return max(range(len(runs)), key=lambda r: (agreement[r], objectives[r]))
+
+    def _set_fitted(self, statistics, rule, data):
+        """The fitted attributes from the learner's current state (``statistics``, the schedule's, are in
+        it)."""
+        learner, compiled = self.learner_, self.grammar_
         self.rule_weights_ = learner.weights()
         self._mean_weights = learner.mean_weights() if self.algorithm_ == "vb" else None
         customers = learner.customers()
@@ -307,6 +285,8 @@ class AdaptorGrammar:
                 lexicon[tuple(compiled.vocabulary.decode(list(compiled.substrings.substrings[s])))] = float(
                     customers[first + s])
         self.lexicon_ = lexicon
+        # the driver replaces it by every restart's when n_init > 1
+        self.restart_objectives_ = [self.history_[-1].objective]
 
     def underivable_symbol(self, utterances):
         """(i, symbol): the first utterance with a symbol the grammar cannot derive, or None.
@@ -337,10 +317,6 @@ class AdaptorGrammar:
         terminals = sorted({symbol.text for rule in self.spec.grammar.rules for symbol in rule.rhs
                             if isinstance(symbol, Terminal)})
         return " ".join(terminals[:60]) + (" ..." if len(terminals) > 60 else "")
-
-    def _check_fitted(self):
-        if not hasattr(self, "lexicon_"):
-            raise RuntimeError("this AdaptorGrammar is not fitted yet; call fit() first")
 
     # ------------------------------------------------------------- using it
     def segment(self, utterances) -> list[list[tuple[str, ...]]]:
@@ -396,24 +372,21 @@ class AdaptorGrammar:
         return float(batch_log_z(compiled.kernel, tables, batch.tokens, batch.offsets, batch.span_ids,
                                  batch.span_offsets, chart_chunks(compiled.kernel, batch.offsets)).sum())
 
-    # ------------------------------------------------------------- files
-    def save(self, path):
-        """Write the fitted model to an ``.npz`` file without pickles (atomically; `cvbayes.models.files`):
-        its parameters, the grammar's text, the learned a and b, the history, the lexicon and the weights
-        `segment` needs for new utterances.  `AdaptorGrammar.load` reads it back."""
+    # ------------------------------------------------------------- files (cvbayes.models.files.Persistent)
+    def _saved(self):
+        """Its parameters, the grammar's text, the learned a and b, the lexicon and the weights `segment`
+        needs for new utterances (vb: `score`'s too), the yields as symbol codes."""
         sets = {"segment": self.portable_weights()}
         if self.algorithm_ == "vb":
             sets["score"] = self.portable_weights(mean=True)
         symbols = sorted({s for portable in sets.values() for family in portable.families for key in family
                           for s in key} | {s for key in self.lexicon_ for s in key})
         index = {s: i for i, s in enumerate(symbols)}
-        params = {name: value for name, value in self.get_params().items() if name != "grammar"}
+        params = {name: getattr(self, name) for name in self.get_params() if name != "grammar"}
         params["anneal"] = None if self.anneal is None else list(self.anneal)
-        meta = {"format": SAVE_FORMAT, "params": params, "grammar": spec_text(self.spec),
-                "algorithm": self.algorithm_, "symbols": symbols, "n_families": len(sets["segment"].families),
-                "weight_sets": list(sets),
+        meta = {"params": params, "grammar": spec_text(self.spec), "symbols": symbols,
+                "n_families": len(sets["segment"].families), "weight_sets": list(sets),
                 "discount": self.discount.tolist(), "concentration": self.concentration.tolist(),
-                "history": [[r.iteration, r.objective, r.seconds] for r in self.history_],
                 "restart_objectives": list(self.restart_objectives_)}
         arrays = {f"{use}_plain": portable.plain for use, portable in sets.items()}
         named = [(f"{use}_family{f}", family) for use, portable in sets.items()
@@ -423,12 +396,12 @@ class AdaptorGrammar:
             arrays[f"{name}_symbols"] = np.array([index[s] for key in keys for s in key], dtype=np.int32)
             arrays[f"{name}_offsets"] = np.cumsum([0] + [len(key) for key in keys]).astype(np.int64)
             arrays[f"{name}_values"] = np.array([table[key] for key in keys], dtype=float)
-        write_model(path, meta, arrays)
+        return meta, arrays
 
     @classmethod
-    def load(cls, path) -> AdaptorGrammar:
-        """Read a model written by `save`; it segments new utterances as the fitted one does."""
-        meta, arrays = read_model(path, SAVE_FORMAT)
+    def _from_saved(cls, meta, arrays, path):
+        """The model `_saved` wrote (files of before the protocol have the same layout); it segments new
+        utterances as the fitted one does."""
         params = dict(meta["params"])
         params["anneal"] = None if params["anneal"] is None else tuple(params["anneal"])
         model = cls(grammar=parse_adaptor_grammar(meta["grammar"]), **params)
@@ -439,10 +412,8 @@ class AdaptorGrammar:
             return {tuple(symbols[c] for c in codes[offsets[k]:offsets[k + 1]]): float(values[k])
                     for k in range(values.shape[0])}
 
-        model.algorithm_ = meta["algorithm"]
         model.discount = np.array(meta["discount"], dtype=float)
         model.concentration = np.array(meta["concentration"], dtype=float)
-        model.history_ = [IterationRecord(int(i), float(o), float(t)) for i, o, t in meta["history"]]
         model.restart_objectives_ = list(meta["restart_objectives"])
         model.lexicon_ = table("lexicon")
         model._portable, model._mean_portable = (

@@ -26,9 +26,9 @@ import numpy as np
 from numba import njit
 from scipy.special import gammaln
 
+from ...checkpoints import NO_CHECKPOINT
 from ...core.restaurants import log_seating_probability
 from ...core.units import ZeroProbabilityError
-from ...schedules import passes
 from ...trees.cells import sentence_cells
 from ...trees.grammar import BINARY, LEXICAL, SPAN, UNARY
 from ...trees.inside_outside import build_tables, chart_buffers, sentence_sample
@@ -134,6 +134,28 @@ class Sampler:
                 del self.trees[tree], self.references[tree]
         self.current[i] = -1
 
+    def saved(self):
+        """What the sweeps change beside the restaurants' arrays: the table pool, the stored trees (one
+        node array with each tree's id and size), the utterances' trees and the MH tallies."""
+        ids = np.array(sorted(self.trees), dtype=np.int64)
+        trees = [self.trees[t] for t in ids]
+        return {"pool": list(self.pool), "ids": ids, "sizes": np.array([tree.shape[0] for tree in trees], dtype=np.int64),
+                "nodes": np.concatenate(trees) if trees else np.zeros((0, N_COLUMNS), np.int64),
+                "references": np.array([self.references[t] for t in ids], dtype=np.int64),
+                "current": self.current, "next_tree": self.next_tree,
+                "tallies": [self.accepted, self.proposed, self.repairs]}
+
+    def restore(self, saved):
+        """The state `saved` returned."""
+        self.pool = tuple(np.array(column) for column in saved["pool"])
+        ids = saved["ids"].tolist()
+        nodes = np.split(np.array(saved["nodes"]), np.cumsum(saved["sizes"])[:-1]) if ids else []
+        self.trees = dict(zip(ids, nodes))
+        self.references = dict(zip(ids, saved["references"].tolist()))
+        self.current[...] = saved["current"]
+        self.next_tree = saved["next_tree"]
+        self.accepted, self.proposed, self.repairs = saved["tallies"]
+
     def initialise(self, order):
         """Add the utterances one by one, each with a tree drawn from the proposal of those before it."""
         for i in order:
@@ -229,31 +251,36 @@ class Sampler:
 
 
 class MetropolisHastings:
-    """The sampler as a learner (``algorithm="mcmc"``): sweeps in a fresh random order each
-    (`cvbayes.schedules.passes`; the sweep is Python-level, as the tree store is, so not
-    `cvbayes.schedules.gibbs`), each followed by the a and b moves (``estimate``); the history holds
-    log p(trees, seating)."""
+    """The sampler as a learner (``algorithm="mcmc"``, the sampler structure of `cvbayes.schedules.gibbs`:
+    `sweep` and `current`; the sweep is Python-level, as the tree store is, not the numba `gibbs` loop):
+    sweeps in a fresh random order each, each followed by the a and b moves (``estimate``); the history
+    holds log p(trees, seating)."""
 
-    def __init__(self, training, rng):
+    def __init__(self, training, rng, checkpoint=NO_CHECKPOINT):
         self.training, self.rng = training, rng
-        self.sampler = Sampler(training.compiled, training.layout, training.batch, training.alpha,
-                               training.discount, training.concentration, rng)
-        self.sampler.initialise(rng.permutation(len(training.batch)))
+        self.sampler = sampler = Sampler(training.compiled, training.layout, training.batch, training.alpha,
+                                         training.discount, training.concentration, rng)
+        sampler.initialise(rng.permutation(len(training.batch)))
+        checkpoint.track_generator("mcmc.rng", rng)
+        checkpoint.track_arrays("mcmc.restaurants", sampler.state._asdict())
+        checkpoint.track("mcmc.trees", sampler.saved, sampler.restore)
 
-    def run(self, n_iter, record):
+    def sweep(self, iteration):
+        """One MH step per utterance (annealed by ``anneal``), then a and b (``estimate``);
+        log p(trees, seating) after it."""
         sampler, training = self.sampler, self.training
+        temperature = 1.0 if training.anneal is None else annealing_temperature(iteration, *training.anneal)
+        for i in self.rng.permutation(len(training.batch)):
+            sampler.step(int(i), temperature)
+        if training.estimate:
+            sampler.resample_hyperparameters()
+            training.discount[:] = sampler.state.discount
+            training.concentration[:] = sampler.state.concentration
+        return sampler.log_joint()
 
-        def sweep(iteration):
-            temperature = 1.0 if training.anneal is None else annealing_temperature(iteration, *training.anneal)
-            for i in self.rng.permutation(len(training.batch)):
-                sampler.step(int(i), temperature)
-            if training.estimate:
-                sampler.resample_hyperparameters()
-                training.discount[:] = sampler.state.discount
-                training.concentration[:] = sampler.state.concentration
-            return sampler.log_joint()
-
-        passes(sweep, n_iter, record)
+    def current(self):
+        """The learner itself: the model reads its fitted attributes from it."""
+        return self
 
     def weights(self):
         """The proposal's weights of the whole state (`segment`'s)."""

@@ -12,9 +12,9 @@ does while it is fixed.)
 import numpy as np
 from scipy.special import betaln, digamma
 
-from ...core.rules import VB, slot_kl
+from ...checkpoints import NO_CHECKPOINT
+from ...core.rules import slot_kl
 from ...core.units import ZeroProbabilityError
-from ...schedules import batch
 from ...trees.inside_outside import chart_chunks, make_tables
 from .hyperparameters import maximise
 from .kernels import batch_expectations, vb_table
@@ -26,11 +26,11 @@ class VariationalBayes:
     ``penalty``).
 
     The q update of a pass (the grammaton's refresh and, with ``estimate``, a and b) is `absorb`, which
-    the model's record runs after each pass, so that the weights seen after a pass are those of the
-    updated q.
+    ends the E-step (`expectations`), so that the weights seen after a pass are those of the updated q;
+    q is the state a checkpoint keeps (the schedule's statistics are only the last E-step's).
     """
 
-    def __init__(self, training, rng):
+    def __init__(self, training, rng, checkpoint=NO_CHECKPOINT):
         self.training = training
         compiled, layout = training.compiled, training.layout
         n_rules, n_adapted = compiled.n_rules, layout.adapted_symbol.shape[0]
@@ -57,14 +57,16 @@ class VariationalBayes:
             self.counts = np.where(layout.base, start.state.counts, 0.0)
             for x in range(n_adapted):
                 self.sticks[x] = self.refresh(x, start.state.counts, start.state.customers)
+        checkpoint.track("vb.q", self._q, self._restore_q)
 
-    def run(self, n_iter, record):
-        """``n_iter`` VB passes; ``record(iteration, objective, seconds)`` after each, q already updated."""
-        def after_pass(iteration, objective, statistics, seconds):
-            self.absorb(statistics)
-            record(iteration, objective, seconds)
+    def _q(self):
+        return {"counts": self.counts, "served": self.served, "log_stick": self.log_stick, "log_rest": self.log_rest,
+                "sticks": list(self.sticks)}
 
-        batch(self, VB, n_iter, after_pass)
+    def _restore_q(self, saved):
+        self.counts, self.served, self.log_stick, self.log_rest = (
+            np.array(saved[name]) for name in ("counts", "served", "log_stick", "log_rest"))
+        self.sticks = [tuple(np.array(part) for part in stick) for stick in saved["sticks"]]
 
     # the batch schedule's structure
     def tables(self, statistics, rule):
@@ -72,7 +74,8 @@ class VariationalBayes:
         return make_tables(self.training.compiled, self.weights())
 
     def expectations(self, tables):
-        """The E-step: ((rule counts, customers), sum of log Z), over the utterance types."""
+        """The E-step: ((rule counts, customers), sum of log Z), over the utterance types; q then takes them
+        in (`absorb`)."""
         training = self.training
         n_rules = training.compiled.n_rules
         counts, customers, evidence = np.zeros(n_rules), np.zeros(n_rules), 0.0
@@ -85,6 +88,7 @@ class VariationalBayes:
             counts += copies * found
             customers += copies * served
             evidence += copies * float(log_z.sum())
+        self.absorb((counts, customers))
         return (counts, customers), evidence
 
     def penalty(self, rule, statistics, tables):
