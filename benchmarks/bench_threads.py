@@ -184,8 +184,8 @@ class Regions:
         wrapped = {}
         chunker = units.equal_token_chunks
         if "cost" in inspect.signature(chunker).parameters:
-            def costed(offsets, cost=1.0):
-                chunks = chunker(offsets, cost)
+            def costed(offsets, cost=1.0, n_chunks=None):
+                chunks = chunker(offsets, cost, n_chunks)
                 self.steps[id(chunks)] = (chunks, float(offsets[-1]) * cost)
                 return chunks
             wrapped[id(chunker)] = costed
