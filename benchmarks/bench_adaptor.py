@@ -235,7 +235,7 @@ def main(argv=None):
     from cvbayes.models.adaptor import AdaptorGrammar
     from cvbayes.models.adaptor.kernels import batch_expectations
     from cvbayes.models.adaptor.layout import compile_adaptor
-    from cvbayes.trees.inside_outside import cubic_chunks, make_tables
+    from cvbayes.trees.inside_outside import chart_chunks, make_tables
 
     warnings.filterwarnings("ignore", message=".*does not define `arg_constraints`")   # torch-struct's
     numba.set_num_threads(args.threads)
@@ -249,7 +249,7 @@ def main(argv=None):
     weights, ids = gold_table(compiled, corpus.segments[:n], args.concentration)
     tables = make_tables(compiled, weights)
     adapted_symbol = layout.adapted_symbol
-    chunks = cubic_chunks(batch.offsets)
+    chunks = chart_chunks(compiled.kernel, batch.offsets)
     lengths = np.diff(batch.offsets)
     print(f"{n} utterances, {int(lengths.sum())} phonemes, longest {int(lengths.max())}, "
           f"{compiled.n_rules} rules ({ids['word_count']} Word yields); threads {args.threads}")
@@ -257,7 +257,7 @@ def main(argv=None):
     # cvbayes: warm-up, then the timed E-step
     warm = compiled.prepare(utterances[:5])
     batch_expectations(compiled.kernel, tables, warm.tokens, warm.offsets, warm.span_ids, warm.span_offsets,
-                       cubic_chunks(warm.offsets), compiled.n_rules, adapted_symbol)
+                       chart_chunks(compiled.kernel, warm.offsets), compiled.n_rules, adapted_symbol)
 
     def cvbayes_e_step():
         return batch_expectations(compiled.kernel, tables, batch.tokens, batch.offsets, batch.span_ids,

@@ -1,4 +1,11 @@
 """cvbayes: collapsed variational inference for the models of computational linguistics."""
+import os
+
+# numba's OpenMP threads wait for work by spinning; on a loaded machine a spinning thread holds the core
+# that the thread it waits for needs (benchmarks/README.md, threads).  Passive waiting costs microseconds
+# on a quiet machine.  Set before numba first loads OpenMP; a user's own setting wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 from .data import Corpus, Vocabulary, read_conllu, read_tagged, read_text
 from .families import Categorical, Gaussian
 from .models.base import BayesModel

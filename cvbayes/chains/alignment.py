@@ -33,7 +33,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ..core.units import first_bad, max_length
+from ..core.units import first_bad, max_length, parallel_over_chunks
 from ..core.special import FAST
 from .jumps import add_bucket_counts, bucket_sizes, jump_matrix
 
@@ -149,7 +149,7 @@ def alignment_posteriors(lik, table, p0, n_src, n_tgt, alpha, back, weights, gam
     return log_z
 
 
-@njit(parallel=True, cache=True)
+@parallel_over_chunks()
 def ibm1_expectations(slot_table, src_offsets, tgt_offsets, cell_offsets, cell_slot, chunk_bounds, cell_post):
     """IBM Model 1 E-step (Brown et al. 1993): q(a_j = i) = t(e_j | f_i) / sum_i' t(e_j | f_i').
 
@@ -189,7 +189,7 @@ def ibm1_expectations(slot_table, src_offsets, tgt_offsets, cell_offsets, cell_s
     return log_z, first_bad(bad)
 
 
-@njit(parallel=True, cache=True)
+@parallel_over_chunks()
 def hmm_expectations(slot_table, theta, p0, max_jump, src_offsets, tgt_offsets, cell_offsets, cell_slot,
                      chunk_bounds, cell_post):
     """HMM aligner E-step (Baum-Welch, thesis eq. 3.16-3.17, on `alignment_posteriors`' chain).

@@ -9,14 +9,14 @@ import numpy as np
 from numba import njit, prange
 
 from ..core.sampling import uniform, unit_generator
-from ..core.units import first_bad, max_length
+from ..core.units import first_bad, max_length, parallel_over_chunks
 from .forward_backward import FAST, chain_buffers, fill_rows_from_table, forward_backward, forward_log_z, viterbi
 
 MPD = 0
 VITERBI = 1
 
 
-@njit(parallel=True, cache=True)
+@parallel_over_chunks()
 def batch_log_evidence(start, trans, table, table_log_offset, mask, index, offsets, chunk_bounds):
     """log Z_i of every chain under one parameter table (eq. 3.108)."""
     n_states = start.shape[0]
@@ -40,7 +40,7 @@ def batch_log_evidence(start, trans, table, table_log_offset, mask, index, offse
     return out
 
 
-@njit(parallel=True, cache=True)
+@parallel_over_chunks()
 def batch_decode(start, trans, table, table_log_offset, mask, index, offsets, chunk_bounds,
                  method, out_states, out_posteriors):
     """Max-posterior (MPD, eq. 3.16) or Viterbi states of every chain.
@@ -85,7 +85,7 @@ def batch_decode(start, trans, table, table_log_offset, mask, index, offsets, ch
     return first_bad(bad_acc)
 
 
-@njit(parallel=True, cache=True)
+@parallel_over_chunks()
 def batch_local_posteriors(start, trans, table, table_log_offset, mask, index, offsets,
                            chunk_bounds, marginals, local_pairs):
     """Store every chain's q(z_t) and expected transitions under one table.
@@ -125,7 +125,7 @@ def batch_local_posteriors(start, trans, table, table_log_offset, mask, index, o
     return first_bad(bad_acc)
 
 
-@njit(parallel=True, cache=True, fastmath=FAST)
+@parallel_over_chunks(fastmath=FAST)
 def random_chain_posteriors(seed, offsets, n_states, mask, index, chunk_bounds, marginals, local_pairs):
     """Random local posteriors q(z_t | z_{t-1}) ∝ U[0, 1] (thesis footnote 5).
 

@@ -30,7 +30,7 @@ from numba import njit, prange
 
 from ..core.sampling import pick, uniform, unit_generator
 from ..core.special import FAST
-from ..core.units import max_length
+from ..core.units import max_length, parallel_over_chunks
 
 # log1p(exp(-40)) = 4e-18: below the rounding of any log-probability the kernels add it to
 _NEGLIGIBLE = 40.0
@@ -265,7 +265,7 @@ def unit_sample(log_entry, log_stay, log_leave, log_lik, n_steps, n_states, alph
 # -- many utterances, in parallel over chunks of them -----------------------------------------------------
 
 
-@njit(parallel=True, cache=True)
+@parallel_over_chunks()
 def batch_unit_posteriors(log_entry, log_stay, log_leave, log_lik, offsets, n_states, chunk_bounds, gamma,
                           unit_counts, log_z):
     """`unit_forward_backward` of every utterance of ``offsets`` under one table: the marginals to
@@ -282,7 +282,7 @@ def batch_unit_posteriors(log_entry, log_stay, log_leave, log_lik, offsets, n_st
                                              n_states, alpha, beta, gamma[begin:], unit_counts[i])
 
 
-@njit(parallel=True, cache=True)
+@parallel_over_chunks()
 def batch_unit_log_evidence(log_entry, log_stay, log_leave, log_lik, offsets, n_states, chunk_bounds, log_z):
     """log Z of every utterance (forward passes only)."""
     n_composite = log_lik.shape[1]
@@ -295,7 +295,7 @@ def batch_unit_log_evidence(log_entry, log_stay, log_leave, log_lik, offsets, n_
                                     alpha)
 
 
-@njit(parallel=True, cache=True)
+@parallel_over_chunks()
 def batch_unit_viterbi(log_entry, log_stay, log_leave, log_lik, offsets, n_states, chunk_bounds, states, starts,
                        log_score):
     """`unit_viterbi` of every utterance: states (N,) int32, starts (N,) bool, log scores (I,)."""
@@ -306,7 +306,7 @@ def batch_unit_viterbi(log_entry, log_stay, log_leave, log_lik, offsets, n_state
                                         n_states, states[begin:], starts[begin:])
 
 
-@njit(parallel=True, cache=True)
+@parallel_over_chunks()
 def batch_unit_sample(log_entry, log_stay, log_leave, log_lik, offsets, n_states, chunk_bounds, seed,
                       first_utterance, states, starts, log_z):
     """`unit_sample` of every utterance, utterance i drawing from its own generator seeded by

@@ -12,10 +12,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..core.sampling import pick
-from ..core.units import equal_token_chunks
-
-# Below this many tokens the forward-filter backward-sampler runs on one thread.
-PARALLEL_MIN_TOKENS = 50_000
+from ..core.units import equal_token_chunks, parallel_over_chunks
 
 
 @njit(cache=True)
@@ -132,7 +129,7 @@ def _ffbs_sequences(trans, trans_t, order, lik, index, slice_u, draws, offsets, 
             failed[i] = not ok
 
 
-@njit(parallel=True, cache=True)
+@parallel_over_chunks()
 def _ffbs_parallel(trans, trans_t, order, lik, index, slice_u, draws, offsets, chunk_bounds, longest,
                    states, failed):
     for c in prange(chunk_bounds.shape[0] - 1):
@@ -140,7 +137,7 @@ def _ffbs_parallel(trans, trans_t, order, lik, index, slice_u, draws, offsets, c
                         chunk_bounds[c + 1], longest, states, failed)
 
 
-def beam_ffbs(trans, order, lik, index, slice_u, draws, offsets, states, failed, parallel=None):
+def beam_ffbs(trans, order, lik, index, slice_u, draws, offsets, states, failed):
     """Sample every sequence's states given theta, the slice and the emissions.
 
     Parameters
@@ -154,19 +151,11 @@ def beam_ffbs(trans, order, lik, index, slice_u, draws, offsets, states, failed,
     states : (N,) int32, written.
     failed : (I,) bool, set for sequences whose linear-space messages underflowed
         (their states are left for the log-space fallback).
-    parallel : bool, optional
-        Threads over sequences; by default only from PARALLEL_MIN_TOKENS tokens
-        on, below which waking the thread pool costs more than the work.
-        Results do not depend on it (the uniforms are drawn beforehand).
+
+    Threads over sequences when the work is large enough (`equal_token_chunks`, at most K^2 steps a
+    token); results do not depend on it (the uniforms are drawn beforehand).
     """
-    n_seq = offsets.shape[0] - 1
     longest = max(int(np.diff(offsets).max()), 1)
     trans_t = np.ascontiguousarray(trans.T)
-    if parallel is None:
-        parallel = offsets[-1] >= PARALLEL_MIN_TOKENS
-    if parallel and n_seq > 1:
-        _ffbs_parallel(trans, trans_t, order, lik, index, slice_u, draws, offsets,
-                       equal_token_chunks(offsets), longest, states, failed)
-    else:
-        _ffbs_sequences(trans, trans_t, order, lik, index, slice_u, draws, offsets, 0, n_seq, longest,
-                        states, failed)
+    _ffbs_parallel(trans, trans_t, order, lik, index, slice_u, draws, offsets,
+                   equal_token_chunks(offsets, trans.shape[1] ** 2), longest, states, failed)

@@ -370,8 +370,9 @@ def register(commands):
                               "(e.g. 'a e i o u' with --chars); every other symbol of the input is a consonant")
     segment.add_argument("--algorithm", choices=ALGORITHMS, default="vb",
                          help="vb (Cohen et al. 2010; default: the best of 5 starts by its ELBO matches the published "
-                              "MCMC unigram score on Brent), cvi (collapsed VI: undersegments, see the README) or mcmc "
-                              "(Johnson et al. 2007; needs hundreds of sweeps)")
+                              "MCMC unigram score on Brent), cvi (collapsed VI: more accurate than vb on every grammar, "
+                              "slower a pass; docs/models/adaptor-grammar.md) or mcmc (Johnson et al. 2007; needs "
+                              "hundreds of sweeps)")
     segment.add_argument("--restarts", type=int, default=None,
                          help="fits from as many seeds, keeping the best final objective (default 5 for vb, 1 for "
                               "cvi and mcmc)")

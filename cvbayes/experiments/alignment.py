@@ -45,6 +45,7 @@ from tqdm.auto import tqdm
 from ..data import load_bible, load_nt_alignments
 from ..data.bible import GOSPELS, ParallelVerses
 from ..files import atomic_write, save_figure, write_json, write_text
+from .memory import reset_peak, status_mib
 
 ALIGN_ALGORITHMS = ("em", "vb", "cvi1", "cvi2", "cgs", "svi", "scvi")
 ALIGN_MODELS = ("hmm", "ibm1")
@@ -195,29 +196,8 @@ def _rss_mib(who=resource.RUSAGE_SELF):
     return resource.getrusage(who).ru_maxrss / 1024.0
 
 
-def _status_mib(key):
-    """A memory field of /proc/self/status (VmRSS: now, VmHWM: peak) in MiB, or None off Linux."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return None
-
-
-def _reset_peak():
-    """Reset this process's peak resident memory (Linux: ``echo 5 > /proc/self/clear_refs``), so that
-    the peak measured afterwards is the fit's, not numba's compilation's; False where that is impossible."""
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        return False
-    return _status_mib("VmHWM") is not None
-
-
 def _peak_since(reset):
-    return _status_mib("VmHWM") if reset else _rss_mib()
+    return status_mib("VmHWM") if reset else _rss_mib()
 
 
 def _cpu(who=resource.RUSAGE_SELF):
@@ -232,8 +212,8 @@ def _worker_cvbayes(job):
     for direction in (corpus[:WARMUP_PAIRS], corpus[:WARMUP_PAIRS].reversed()):  # numba compilation
         Aligner(job["model"], job["algorithm"], 1, job["prior"], job["seed"]).fit(direction)
     gc.collect()
-    reset = _reset_peak()
-    rss_before = _status_mib("VmRSS") if reset else _rss_mib()
+    reset = reset_peak()
+    rss_before = status_mib("VmRSS") if reset else _rss_mib()
     cpu_started = _cpu()
     started = time.perf_counter()
     forward_model = Aligner(job["model"], job["algorithm"], job["n_iter"], job["prior"], job["seed"]).fit(corpus)
@@ -260,7 +240,7 @@ def _worker_eflomal(job):
     from ..models.alignment import read_pharaoh, symmetrize, write_pharaoh
 
     forward_path, reverse_path = f"{job['links']}.fwd", f"{job['links']}.rev"
-    rss_before = _status_mib("VmRSS") or _rss_mib()
+    rss_before = status_mib("VmRSS") or _rss_mib()
     cpu_started = _cpu() + _cpu(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     with open(job["source"], encoding="utf-8") as source, open(job["target"], encoding="utf-8") as target:

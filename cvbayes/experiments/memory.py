@@ -3,7 +3,7 @@
 numba's compilation or of an earlier run in the same process."""
 
 
-def _status_mib(field):
+def status_mib(field):
     """A memory field of /proc/self/status (VmRSS: now, VmHWM: peak) in MiB, or None off Linux."""
     try:
         with open("/proc/self/status") as status:
@@ -22,9 +22,9 @@ def reset_peak():
             clear_refs.write("5")
     except OSError:
         return False
-    return _status_mib("VmHWM") is not None
+    return status_mib("VmHWM") is not None
 
 
 def peak_mib():
     """The peak resident memory since the last `reset_peak`, in MiB (None off Linux)."""
-    return _status_mib("VmHWM")
+    return status_mib("VmHWM")

@@ -32,7 +32,7 @@ from ..data import load_morphology
 from ..files import write_json, write_text
 from ..models.pcfg import PCFG
 from ..trees import compile_grammar, make_tables, parse_grammar
-from ..trees.inside_outside import batch_log_z, cubic_chunks
+from ..trees.inside_outside import batch_log_z, chart_chunks
 from .plots import _save, plt
 from .results import plain_json
 
@@ -444,7 +444,7 @@ def pcfg_planted(args):
     prepared = compiled.prepare(test)
     true_log_lik = float(batch_log_z(compiled.kernel, make_tables(compiled, compiled.rule_weights()),
                                      prepared.tokens, prepared.offsets, prepared.span_ids, prepared.span_offsets,
-                                     cubic_chunks(prepared.offsets)).sum())
+                                     chart_chunks(compiled.kernel, prepared.offsets)).sum())
     n_nonterminals = len(truth.nonterminals)
     config = {"command": _command("pcfg-planted"), "grammar": PLANTED_GRAMMAR, "seeds": seeds,
               "iterations": iterations, "prior": PLANTED_PRIOR, "n_nonterminals": n_nonterminals,

@@ -16,6 +16,7 @@ from scipy.special import digamma, gammaln
 from ..core import rules
 from ..core.rules import MAP, MEAN, VB
 from ..core.sampling import log_dirichlet_draws
+from ..core.units import threads_for
 from .kmeans import weighted_kmeans
 from .ops import (GAUSSIAN, LOG_2PI, gaussian_log_density, mixture_likelihoods, normal_gamma_posteriors,
                   student_t_constants, student_t_log_densities)
@@ -346,10 +347,11 @@ class GaussianMixture:
 
     def emission_rows(self, table, features):
         """(log_lik (T, C), responsibilities (T, C M)): the mixtures' log emission densities and the
-        components' shares r(m | c, x_t)."""
-        component_log = self.component_log_densities(table, features)
-        log_lik = np.empty((features.shape[0], self.n_mixtures))
-        mixture_likelihoods(component_log, self.n_components, log_lik)
+        components' shares r(m | c, x_t); frames in parallel when they are worth the threads."""
+        with threads_for(features.shape[0], self.work(features.shape[0])):
+            component_log = self.component_log_densities(table, features)
+            log_lik = np.empty((features.shape[0], self.n_mixtures))
+            mixture_likelihoods(component_log, self.n_components, log_lik)
         return log_lik, component_log
 
     # -- objectives and estimates ---------------------------------------------------------------------

@@ -16,7 +16,7 @@ import scipy.sparse
 from numba import njit, prange
 
 from ..core.rules import mean_cell
-from ..core.units import equal_token_chunks
+from ..core.units import equal_token_chunks, parallel_over_chunks
 from ..data.corpus import Corpus
 from ..data.documents import document_term_matrix
 
@@ -101,7 +101,7 @@ def _fold_in_document(start, stop, entry_word, entry_count, phi, alpha, alpha_to
             break
 
 
-@njit(parallel=True, cache=True)
+@parallel_over_chunks()
 def fold_in(doc_start, entry_word, entry_count, phi, alpha, max_iter, tol, chunks, theta):
     """Fold every document of the CSR arrays in: theta[d] (D, K) for topics ``phi`` (W, K, columns of
     each topic's word distribution), in parallel over ``chunks`` of documents."""
@@ -114,7 +114,7 @@ def fold_in(doc_start, entry_word, entry_count, phi, alpha, max_iter, tol, chunk
                               max_iter, tol, theta[d], expected)
 
 
-@njit(parallel=True, cache=True)
+@parallel_over_chunks()
 def _score(doc_start, entry_word, entry_count, phi, theta, chunks):
     """sum over entries of c_w log sum_k theta[d, k] phi[w, k], in parallel over chunks of documents."""
     totals = np.zeros(chunks.shape[0] - 1)
@@ -166,7 +166,7 @@ def document_topics(topic_word, documents, alpha, max_iter=FOLD_IN_ITERATIONS, t
         raise ValueError(f"the documents have {documents.shape[1]} words, the topics {phi.shape[0]}")
     theta = np.empty((doc_start.shape[0] - 1, phi.shape[1]))
     fold_in(doc_start, entry_word, entry_count, phi, _alpha_row(alpha, phi.shape[1]), max_iter, tol,
-            equal_token_chunks(doc_start), theta)
+            equal_token_chunks(doc_start, phi.shape[1] * max(max_iter, 1)), theta)
     return theta
 
 
@@ -192,7 +192,8 @@ def document_completion(topic_word, documents, alpha, seed=0, max_iter=FOLD_IN_I
     phi = _word_columns(topic_word)
     doc_start, entry_word, entry_count = _csr_arrays(second)
     with np.errstate(divide="ignore"):
-        log_likelihood = float(_score(doc_start, entry_word, entry_count, phi, theta, equal_token_chunks(doc_start)))
+        log_likelihood = float(_score(doc_start, entry_word, entry_count, phi, theta,
+                                      equal_token_chunks(doc_start, phi.shape[1])))
     n_tokens = int(entry_count.sum())
     return Completion(log_likelihood, n_tokens, float(np.exp(-log_likelihood / max(n_tokens, 1))))
 

@@ -40,7 +40,7 @@ from ..chains.occupancy import multiply_no_transition
 from ..core.rules import mean_cell, mean_rows, mean_weight
 from ..core.sampling import draw
 from ..core.statistics import move, store
-from ..core.units import first_bad, max_length
+from ..core.units import first_bad, max_length, parallel_over_chunks
 from ..families.ops import add_token_state, add_token_stats, predictive_rows
 from ..schedules import gibbs, leave_one_out
 
@@ -478,7 +478,7 @@ def _chunk_sums(n_chunks, n_states, n_stats):
             np.zeros((n_chunks, n_stats, n_states)), np.zeros(n_chunks), np.full(n_chunks, -1, dtype=np.int64))
 
 
-@njit(parallel=True, cache=True)
+@parallel_over_chunks()
 def batch_expectations(emissions, start, trans, table, table_log_offset, offsets, chunk_bounds, n_stats):
     """Expected counts of all sequences under one parameter table: the E-step of EM and VB
     (eq. 3.13-3.17).  `chain_expectations` does the same with subchains, buffers and guards; this
@@ -516,7 +516,7 @@ def batch_expectations(emissions, start, trans, table, table_log_offset, offsets
     return start_acc.sum(axis=0), pair, stats_acc.sum(axis=0), log_z_acc.sum(), first_bad(bad_acc)
 
 
-@njit(parallel=True, cache=True)
+@parallel_over_chunks()
 def chain_expectations(emissions, start_row, stationary, trans, guard_counts, trans_prior, trans_prior_total,
                        table, table_log_offset, chain_offsets, own_begin, own_end, start_kind, right_guarded,
                        left_beliefs, right_beliefs, n_stats, chunk_bounds, out_edges, occupancy, n_samples, seed,

@@ -64,7 +64,7 @@ class Parts(NamedTuple):
 
 class ChainData:
     """A corpus laid out for the kernels: the family's index and features, the tag dictionary, the
-    chains' offsets (sequences, or subchains with ``offsets``) and one chunk of chains a thread."""
+    chains' offsets (sequences, or subchains with ``offsets``) and their chunks for the threads."""
 
     def __init__(self, parts, corpus, offsets=None):
         family = parts.family
@@ -75,7 +75,7 @@ class ChainData:
         self.features = family.features(corpus)
         self.offsets = np.ascontiguousarray(corpus.offsets if offsets is None else offsets, dtype=np.int64)
         self.mask = parts.mask
-        self.chunks = equal_token_chunks(self.offsets)
+        self.chunks = equal_token_chunks(self.offsets, parts.n_states ** 2)  # forward-backward: K^2 a token
 
     @property
     def n_chains(self):
@@ -465,7 +465,7 @@ class Minibatches:
         start, pairs, stats, log_z, bad, zero = chain_expectations(
             emissions, start_row, stationary, trans, trans_counts, trans_prior, trans_prior_total, table, offset,
             chain_offsets, own_begin, own_end, start_kind, right_guarded, left_beliefs, right_beliefs,
-            rows.shape[0], equal_token_chunks(chain_offsets), edges, self.occupancy, self.n_samples, self.step,
+            rows.shape[0], equal_token_chunks(chain_offsets, k * k), edges, self.occupancy, self.n_samples, self.step,
             n_emission_rows)
         if bad >= 0:
             raise ZeroProbabilityError(f"tokens {begin[bad]}..{end[bad] - 1} (unit {int(ids[bad])}) have zero "

@@ -114,7 +114,10 @@ class Documents:
         self.entry_doc = np.repeat(np.arange(self.n_documents, dtype=np.int32), np.diff(self.doc_start))
         self.doc_length = np.asarray(matrix.sum(axis=1), dtype=np.float64).ravel()
         self.n_tokens = int(self.entry_count.sum())
-        self.chunks = equal_token_chunks(self.doc_start)
+
+    def chunks(self, cost):
+        """Thread chunks of documents cut at equal entry counts, for a kernel of ``cost`` steps an entry."""
+        return equal_token_chunks(self.doc_start, cost)
 
     @classmethod
     def from_input(cls, X, n_words=None):
@@ -208,10 +211,11 @@ class BatchVB:
         """(expected topic-word counts, each document's ELBO) with gamma run ``max_iter`` fixed-point steps
         in place (0: the statistics of the gamma given)."""
         docs = self.documents
-        sstats = np.zeros((docs.chunks.shape[0] - 1, docs.n_words, self.n_topics))
+        chunks = docs.chunks(self.n_topics * max(max_iter, 1))  # at most max_iter steps of K an entry
+        sstats = np.zeros((chunks.shape[0] - 1, docs.n_words, self.n_topics))
         bound = np.empty(docs.n_documents)
         kernels.vb_estep(docs.doc_start, docs.entry_word, docs.entry_count, table, self.alpha, gamma, max_iter,
-                         self.doc_tol, docs.chunks, sstats, bound, np.empty(docs.n_documents, dtype=np.int64))
+                         self.doc_tol, chunks, sstats, bound, np.empty(docs.n_documents, dtype=np.int64))
         return sstats, bound
 
     def expectations(self, table):
@@ -269,7 +273,8 @@ class StochasticLDA:
         log_table = rules.log_dirichlet_table(self.rule, topic_word.rows(rows), self.eta,
                                               self.counts["topic"].values(), topic_word.stored.shape[0] * self.eta)
         table = np.maximum(np.exp(log_table), _TINY)
-        chunks = equal_token_chunks(doc_start)
+        sweeps = self.max_doc_iter if self.rule == VB else self.burn_in + 1
+        chunks = equal_token_chunks(doc_start, self.n_topics * sweeps)
         sstats = np.zeros((chunks.shape[0] - 1, rows.shape[0], self.n_topics))
         log_z = np.empty(ids.shape[0])
         n_tokens = int(entry_count.sum())
@@ -350,11 +355,12 @@ class CollapsedLDA(_Passes):
     def sweep(self, iteration):
         docs = self.documents
         if self.frozen_counts:
-            new_word_topic = np.zeros((docs.chunks.shape[0] - 1,) + self.word_topic.shape)
+            chunks = docs.chunks(self.word_topic.shape[1])
+            new_word_topic = np.zeros((chunks.shape[0] - 1,) + self.word_topic.shape)
             objective, bad = kernels.cvb0_frozen_pass(
                 docs.doc_start, docs.entry_word, docs.entry_count, docs.doc_length, self.gamma, self.doc_topic,
                 self.word_topic, self.topic, self.alpha, float(self.eta), float(docs.n_words * self.eta),
-                docs.chunks, new_word_topic)
+                chunks, new_word_topic)
             self.word_topic[:] = new_word_topic.sum(axis=0)
             self.topic[:] = self.word_topic.sum(axis=0)
         elif self.second_order:
@@ -393,8 +399,8 @@ class GibbsLDA(_Passes):
         frequency = np.bincount(self.token_word, minlength=documents.n_words)
         self.eta_terms = kernels.log_gamma_ratios(self.eta, int(frequency.max(initial=0)))
         self.token_start = np.concatenate([[0], np.cumsum(documents.doc_length)]).astype(np.int64)
-        self.doc_parts = equal_token_chunks(self.token_start, n_jobs)
-        self.word_bounds = equal_token_chunks(np.concatenate([[0], np.cumsum(frequency)]), n_jobs)
+        self.doc_parts = equal_token_chunks(self.token_start, n_chunks=n_jobs)
+        self.word_bounds = equal_token_chunks(np.concatenate([[0], np.cumsum(frequency)]), n_chunks=n_jobs)
         self.word_offsets = kernels.partition_offsets(self.token_word, self.token_start, self.word_bounds)
 
     def checkpointed(self):

@@ -29,7 +29,7 @@ from numba import njit, prange
 from ..core.prefetch import prefetch
 from ..core.rules import log_geometric_cell, mean_cell
 from ..core.sampling import next_uniform, unit_generator
-from ..core.units import first_bad
+from ..core.units import first_bad, parallel_over_chunks
 from ..schedules.collapsed import leave_one_out
 from ..schedules.sampling import gibbs
 from ..schedules.stochastic import step_size
@@ -98,7 +98,7 @@ def document_kl(gamma, alpha):
     return kl
 
 
-@njit(parallel=True, cache=True)
+@parallel_over_chunks()
 def vb_estep(doc_start, entry_word, entry_count, table, alpha, gamma, max_iter, tol, chunks, sstats,
              bound, iterations):
     """VB's E-step over every document of ``doc_start``, in parallel over ``chunks`` of documents.
@@ -269,7 +269,7 @@ def cvb_pass(state, order):
     return leave_one_out(cvb_entry, state, order)
 
 
-@njit(parallel=True, cache=True)
+@parallel_over_chunks()
 def cvb0_frozen_pass(doc_start, entry_word, entry_count, doc_length, gamma, doc_topic, word_topic, topic, alpha,
                      eta, eta_total, chunks, new_word_topic):
     """CVB0 with the topic-word counts frozen for the pass: documents in parallel.
@@ -316,7 +316,7 @@ def local_log_keep(n_steps, kappa, tau0):
     return np.concatenate([[0.0], np.cumsum(np.log1p(-np.minimum(rho, 1.0 - 1e-16)))])
 
 
-@njit(parallel=True, cache=True)
+@parallel_over_chunks()
 def scvb0_minibatch(doc_start, entry_word, entry_count, table, alpha, burn_in, log_keep, chunks, sstats, log_z):
     """SCVB0's work on a minibatch of documents (Foulds et al. 2013, Algorithm 1), in parallel.
 

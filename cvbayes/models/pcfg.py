@@ -29,7 +29,7 @@ from ..schedules.driver import check_positive_int
 from ..trees.cells import sentence_cells, shared_rules
 from ..trees.grammar import (UNARY, CompiledGrammar, Grammar, SentenceBatch, compile_grammar, format_grammar,
                              full_cnf_grammar, parse_grammar, read_grammar)
-from ..trees.inside_outside import (batch_log_z, chart_buffers, cubic_chunks, derivation_to_tree, expected_counts,
+from ..trees.inside_outside import (batch_log_z, chart_buffers, chart_chunks, derivation_to_tree, expected_counts,
                                     make_tables, viterbi_batch)
 from .base import BayesModel
 from .pcfg_kernels import cvi_pass, local_expected_counts, mh_pass, start_trees
@@ -159,7 +159,7 @@ class TreeCorpus:
         self.grammar = grammar
         self.sentences = sentences
         self.batch = grammar.prepare(sentences)
-        self.chunks = cubic_chunks(self.batch.offsets)
+        self.chunks = chart_chunks(grammar.kernel, self.batch.offsets)
         self.lengths = np.diff(self.batch.offsets)
         self._cells = None
 
@@ -555,8 +555,9 @@ class PCFG(BayesModel):
         """
         _, prepared = self._prepared(X)
         tables = self._estimate_tables(estimate)
-        return batch_log_z(self.grammar_.kernel, tables, prepared.tokens, prepared.offsets,
-                           prepared.span_ids, prepared.span_offsets, cubic_chunks(prepared.offsets))
+        kernel = self.grammar_.kernel
+        return batch_log_z(kernel, tables, prepared.tokens, prepared.offsets, prepared.span_ids,
+                           prepared.span_offsets, chart_chunks(kernel, prepared.offsets))
 
     def score(self, X, estimate="fitted") -> float:
         """Total held-out log-likelihood under the posterior mean (em: the MAP estimate); see

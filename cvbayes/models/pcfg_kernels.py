@@ -43,6 +43,7 @@ from numba import njit, prange
 
 from ..core.rules import mean_cell
 from ..core.statistics import move_slots
+from ..core.units import parallel_over_chunks
 from ..schedules import gibbs, leave_one_out
 from ..trees.inside_outside import (add_binary_counts, build_tables, chart_buffers, derivation_rule_ids,
                                     sentence_inside_outside, sentence_sample)
@@ -130,7 +131,7 @@ def cvi_pass(state, order):
     return leave_one_out(update_tree, state, order)
 
 
-@njit(parallel=True, cache=True)
+@parallel_over_chunks()
 def local_expected_counts(kernel, tables, tokens, offsets, span_ids, span_offsets, cell_offsets, cell_rules,
                           chunk_bounds, n_rules, local):
     """Every sentence's expected rule counts under one table, at its cells (float32 `local`): the

@@ -105,6 +105,8 @@ BLOCK_FRAMES = 16_384
 # the frames k-means sees for the start (a uniform sample of them)
 START_FRAMES = 10_000
 START_STREAM = 30
+# steps a frame of one composite state costs the chain kernels: five exp or log in log space
+CHAIN_STEPS = 20
 START_STAY = 0.5
 
 
@@ -199,6 +201,11 @@ class Utterances:
         return Utterances(Corpus(self.features[frames], np.concatenate([[0], np.cumsum(lengths)])))
 
 
+def chain_chunks(offsets, log_lik):
+    """Thread chunks of utterances for the chain kernels over the emission rows ``log_lik`` (T, U S)."""
+    return equal_token_chunks(offsets, CHAIN_STEPS * log_lik.shape[1])
+
+
 def unit_posteriors(family, n_states, tables, data):
     """Forward-backward of every utterance of ``data`` under ``tables``, block by block of whole
     utterances: yields (a, b, frames x, marginals (T, U S), E[n_u] (b - a, U), component posteriors
@@ -215,11 +222,10 @@ def unit_posteriors(family, n_states, tables, data):
         offsets = data.offsets[a:b + 1] - data.offsets[a]
         unit_counts = np.zeros((b - a, n_units))
         log_z = np.empty(b - a)
-        with threads_for(family.work(x.shape[0])):
-            log_lik, posterior = family.emission_rows(tables.emission, x)
-            marginals = np.empty_like(log_lik)
-            batch_unit_posteriors(*tables[:3], log_lik, offsets, n_states, equal_token_chunks(offsets), marginals,
-                                  unit_counts, log_z)
+        log_lik, posterior = family.emission_rows(tables.emission, x)
+        marginals = np.empty_like(log_lik)
+        batch_unit_posteriors(*tables[:3], log_lik, offsets, n_states, chain_chunks(offsets, log_lik), marginals,
+                              unit_counts, log_z)
         bad = np.flatnonzero(~np.isfinite(log_z))
         if bad.size:
             i = a + int(bad[0])
@@ -317,7 +323,8 @@ class CollapsedUnits:
             self.local_units[a:b] = unit_counts
             occupancy = np.add.reduceat(marginals, offsets[:-1], axis=0)
             self.local_trans[a:b] = transition_counts(occupancy, self.local_units[a:b], n_states)
-            keep_frames(posterior, data.offsets[a], self.kept, self.kept_weight)
+            with threads_for(posterior.shape[0], posterior.size):
+                keep_frames(posterior, data.offsets[a], self.kept, self.kept_weight)
         # the global counts are the sums of the stored (float32) local statistics
         self.units += self.local_units.sum(axis=0, dtype=np.float64)
         self.trans += self.local_trans.sum(axis=0, dtype=np.float64)
@@ -330,7 +337,8 @@ class CollapsedUnits:
                                (self.local_units, self.local_trans, self.kept, self.kept_weight), work)
         self.order = np.arange(n_utterances, dtype=np.int64)
         # an utterance's emission rows run in parallel over its frames, worth it from some length on
-        self.work = family.work(data.n_frames / n_utterances)
+        self.frames = data.n_frames / n_utterances
+        self.work = family.work(self.frames)
         self.memory_bytes = (self.local_units.nbytes + self.local_trans.nbytes + self.kept.nbytes
                              + self.kept_weight.nbytes)
 
@@ -343,7 +351,7 @@ class CollapsedUnits:
         return UnitCounts(self.units, self.trans, self.stats)
 
     def sweep(self, iteration):
-        with threads_for(self.work):
+        with threads_for(self.frames, self.work):
             objective, bad = cvi_pass(self.state, self.order)
         if bad >= 0:
             raise ZeroProbabilityError(f"utterance {bad} has probability zero under every path of units")
@@ -387,14 +395,13 @@ class SampledUnits:
             begin, end = data.offsets[a], data.offsets[b]
             x = data.features[begin:end]
             offsets = data.offsets[a:b + 1] - begin
-            chunks = equal_token_chunks(offsets)
             log_z = np.empty(b - a)
-            with threads_for(model.family.work(x.shape[0])):
-                log_lik, responsibilities = model.family.emission_rows(tables.emission, x)
-                batch_unit_sample(*tables[:3], log_lik, offsets, model.n_states, chunks, seed, a,
-                                  self.states[begin:end], self.starts[begin:end], log_z)
-                sample_components(responsibilities, self.states[begin:end], model.family.n_components, offsets,
-                                  chunks, seed + 1, a, self.components[begin:end])
+            log_lik, responsibilities = model.family.emission_rows(tables.emission, x)
+            chunks = chain_chunks(offsets, log_lik)
+            batch_unit_sample(*tables[:3], log_lik, offsets, model.n_states, chunks, seed, a,
+                              self.states[begin:end], self.starts[begin:end], log_z)
+            sample_components(responsibilities, self.states[begin:end], model.family.n_components, offsets,
+                              chunks, seed + 1, a, self.components[begin:end])
             bad = np.flatnonzero(~np.isfinite(log_z))
             if bad.size:
                 raise ZeroProbabilityError(f"utterance {a + int(bad[0])} has probability zero under every path "
@@ -654,10 +661,9 @@ class AcousticUnits(BayesModel):
             begin, end = data.offsets[a], data.offsets[b]
             offsets = data.offsets[a:b + 1] - begin
             scores = np.empty(b - a)
-            with threads_for(self.family.work(end - begin)):
-                log_lik, _ = self.family.emission_rows(tables.emission, data.features[begin:end])
-                batch_unit_viterbi(*tables[:3], log_lik, offsets, self.n_states, equal_token_chunks(offsets),
-                                   states[begin:end], starts[begin:end], scores)
+            log_lik, _ = self.family.emission_rows(tables.emission, data.features[begin:end])
+            batch_unit_viterbi(*tables[:3], log_lik, offsets, self.n_states, chain_chunks(offsets, log_lik),
+                               states[begin:end], starts[begin:end], scores)
             bad = np.flatnonzero(~np.isfinite(scores))
             if bad.size:
                 raise ZeroProbabilityError(f"utterance {a + int(bad[0])} has probability zero under every path")
@@ -691,10 +697,9 @@ class AcousticUnits(BayesModel):
         for a, b in data.blocks():
             begin, end = data.offsets[a], data.offsets[b]
             offsets = data.offsets[a:b + 1] - begin
-            with threads_for(self.family.work(end - begin)):
-                log_lik, _ = self.family.emission_rows(tables.emission, data.features[begin:end])
-                batch_unit_log_evidence(*tables[:3], log_lik, offsets, self.n_states, equal_token_chunks(offsets),
-                                        out[a:b])
+            log_lik, _ = self.family.emission_rows(tables.emission, data.features[begin:end])
+            batch_unit_log_evidence(*tables[:3], log_lik, offsets, self.n_states, chain_chunks(offsets, log_lik),
+                                    out[a:b])
         return out
 
     def score(self, X: Any, lengths: ArrayLike | None = None) -> float:

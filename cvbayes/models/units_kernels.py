@@ -19,6 +19,7 @@ from ..chains.composite import unit_forward_backward
 from ..core.rules import stick_mean_row
 from ..core.sampling import pick, uniform, unit_generator
 from ..core.special import FAST
+from ..core.units import parallel_over_chunks
 from ..families.ops import GAUSSIAN, add_token_state, mixture_row, student_t_constants, student_t_row
 from ..schedules import leave_one_out
 
@@ -174,7 +175,7 @@ def keep_frames(posterior, first_frame, kept, kept_weight):
         keep_largest(posterior[t], width, kept[first_frame + t], kept_weight[first_frame + t])
 
 
-@njit(parallel=True, cache=True)
+@parallel_over_chunks()
 def sample_components(responsibilities, states, n_components, offsets, chunk_bounds, seed, first_utterance,
                       components):
     """Every frame's component drawn from r(m | z_t) (T, U S M) given its drawn state, utterance i from

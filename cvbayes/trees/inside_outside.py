@@ -24,8 +24,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit, prange
 
+from ..core.units import cubic_chunks, parallel_over_chunks
 from ..data.trees import Tree, unbinarize
 from .charts import add_binary_counts, chart_buffers, sentence_inside, sentence_inside_outside
 from .grammar import BINARY, LEXICAL, SPAN, UNARY, CompiledGrammar, SentenceBatch
@@ -46,7 +47,7 @@ __all__ = [
     "batch_viterbi",
     "build_tables",
     "chart_buffers",
-    "cubic_chunks",
+    "chart_chunks",
     "derivation_rule_ids",
     "derivation_to_tree",
     "expected_counts",
@@ -76,15 +77,10 @@ def _longest_in(offsets, first, last):
     return longest
 
 
-def cubic_chunks(offsets: np.ndarray, n_chunks: int | None = None) -> np.ndarray:
-    """Split sentences into one chunk a thread at equal sum of T^3 (the cost of inside-outside)."""
-    n_sentences = offsets.shape[0] - 1
-    n_chunks = max(1, min(n_sentences, n_chunks or get_num_threads()))
-    cost = np.zeros(n_sentences + 1)
-    np.cumsum(np.diff(offsets).astype(np.float64) ** 3 + 1.0, out=cost[1:])
-    bounds = np.searchsorted(cost, np.linspace(0.0, cost[-1], n_chunks + 1), side="left")
-    bounds[0], bounds[-1] = 0, n_sentences
-    return np.ascontiguousarray(np.maximum.accumulate(bounds), dtype=np.int64)
+def chart_chunks(kernel, offsets: np.ndarray) -> np.ndarray:
+    """Thread chunks of sentences for the chart kernels: `cubic_chunks`, each (span, split) visiting
+    the grammar's binary rules."""
+    return cubic_chunks(offsets, max(kernel.binary_parent.shape[0], 1))
 
 
 def _no_max_tables(tables):
@@ -105,7 +101,7 @@ def _sentence_chart(mode, kernel, tables, best, sentence, spans, buffers, counts
     return score, max(n_out, 0)
 
 
-@njit(parallel=True, cache=True)
+@parallel_over_chunks()
 def batch_charts(kernel, tables, best, tokens, offsets, span_ids, span_offsets, chunk_bounds, mode, n_rules,
                  row_offsets):
     """The chart of every sentence under one rule table, in parallel: the one driver of the E-steps
@@ -120,7 +116,7 @@ def batch_charts(kernel, tables, best, tokens, offsets, span_ids, span_offsets, 
     kernel, tables : KernelGrammar, RuleTables
     best : MaxTables of the same table (VITERBI: `max_tables`, built once a batch) or empty ones
     tokens, offsets, span_ids, span_offsets : the sentences (a `SentenceBatch`)
-    chunk_bounds : (C + 1,) sentence indices, one chunk a thread (`cubic_chunks`)
+    chunk_bounds : (C + 1,) sentence indices, at most one chunk a thread (`chart_chunks`)
     mode : COUNTS, LOG_Z or VITERBI
     n_rules : R (COUNTS; 0 otherwise)
     row_offsets : (I + 1,) int64 (VITERBI; (1,) otherwise): sentence i writes its rule
@@ -274,7 +270,8 @@ def viterbi_batch(grammar: CompiledGrammar, tables: RuleTables, batch: SentenceB
     row_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(rows, out=row_offsets[1:])
     scores, used, applications = batch_viterbi(grammar.kernel, tables, batch.tokens, batch.offsets, batch.span_ids,
-                                               batch.span_offsets, cubic_chunks(batch.offsets), row_offsets)
+                                               batch.span_offsets, chart_chunks(grammar.kernel, batch.offsets),
+                                               row_offsets)
     out: list[Derivation | None] = []
     for i in range(len(lengths)):
         if used[i] == 0:
@@ -312,7 +309,7 @@ def expected_counts(grammar: CompiledGrammar, tables: RuleTables, batch: Sentenc
     The E-step of EM (eq. 4.10) and VB (eq. 4.12), parallel over sentences.
     """
     if chunk_bounds is None:
-        chunk_bounds = cubic_chunks(batch.offsets)
+        chunk_bounds = chart_chunks(grammar.kernel, batch.offsets)
     return batch_inside_outside(grammar.kernel, tables, batch.tokens, batch.offsets, batch.span_ids,
                                 batch.span_offsets, chunk_bounds, grammar.n_rules)
 

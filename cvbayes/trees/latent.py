@@ -64,7 +64,7 @@ from numba import njit, prange
 from ..core.special import FAST
 from ..core.rules import MAP, slot_table
 from ..core.statistics import move
-from ..core.units import equal_token_chunks, max_length
+from ..core.units import equal_token_chunks, max_length, parallel_over_chunks
 from .grammar import BINARY, LEXICAL, UNARY
 from .treebank import TreebankGrammar, TreeNodes
 
@@ -454,7 +454,7 @@ def tree_inside_outside(node_kind, node_rule, node_left, node_right, first, last
     return log_z
 
 
-@njit(cache=True, parallel=True)
+@parallel_over_chunks()
 def _corpus_pass(tree_offsets, node_kind, node_rule, node_left, node_right, chunk_bounds, longest, binary_weights,
                  unary_weights, lexical_weights, binary_counts, unary_counts, lexical_counts, store, store_offsets,
                  log_z):
@@ -504,7 +504,7 @@ def latent_inside_outside(
     binary_weights, unary_weights, lexical_weights = (
         np.ascontiguousarray(table, dtype=np.float64) for table in weights
     )
-    bounds = equal_token_chunks(nodes.tree_offsets)
+    bounds = equal_token_chunks(nodes.tree_offsets, n_sub ** 3)  # a binary node's H^3 products
     n_chunks = len(bounds) - 1
     if store is None:
         store = np.zeros(0, dtype=np.float32)

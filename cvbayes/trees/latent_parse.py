@@ -67,9 +67,9 @@ import numpy as np
 from numba import njit, prange
 
 from ..core.special import FAST
+from ..core.units import cubic_chunks, parallel_over_chunks
 from ..data.trees import Tree
 from .grammar import BINARY, LEXICAL, UNARY
-from .inside_outside import cubic_chunks
 from .latent import AnnotatedTables, binary_inside, treebank_weights
 from .top_down import emit
 from .treebank import ROOT, TreebankGrammar, debinarise, encode_words
@@ -843,7 +843,7 @@ def _unpack(flat, n_words, n_symbols):
     return keep
 
 
-@njit(parallel=True, cache=True)
+@parallel_over_chunks()
 def _prune_many(g, coarse_binary, coarse_unary, coarse_lexical, tokens, offsets, chunk_bounds, threshold,
                 mask_offsets, flat_bottom, flat_top, kept):
     """`coarse_masks` of every sentence, packed; one chunk of about equal cubic cost a thread."""
@@ -855,7 +855,7 @@ def _prune_many(g, coarse_binary, coarse_unary, coarse_lexical, tokens, offsets,
             _pack(keep_top, flat_top[mask_offsets[s]:mask_offsets[s + 1]])
 
 
-@njit(parallel=True, cache=True)
+@parallel_over_chunks()
 def _parse_many(g, binary_weights, unary_weights, lexical_weights, log_binary, log_unary, log_lexical, tokens,
                 offsets, chunk_bounds, pruned, mask_offsets, flat_bottom, flat_top, max_rule, rows, row_offsets,
                 scores, n_rows, retried):
@@ -967,8 +967,8 @@ def prune_charts(grammar: TreebankGrammar, sentences: Sequence[Sequence[str]], t
     flat_top = np.zeros(mask_offsets[-1], dtype=np.bool_)
     kept = np.zeros(len(sentences), dtype=np.int64)
     if sentences:
-        _prune_many(parser_grammar(grammar), *coarse, tokens, offsets, cubic_chunks(offsets), float(threshold),
-                    mask_offsets, flat_bottom, flat_top, kept)
+        _prune_many(parser_grammar(grammar), *coarse, tokens, offsets, cubic_chunks(offsets, coarse.binary.size),
+                    float(threshold), mask_offsets, flat_bottom, flat_top, kept)
     chart_items = int((lengths * (lengths + 1) // 2 * (2 * n_symbols - 1)).sum())
     return Pruning(float(threshold), lengths, mask_offsets, flat_bottom, flat_top, int(kept.sum()), chart_items,
                    time.perf_counter() - started)
@@ -1066,7 +1066,7 @@ class LatentParser:
         if n:
             masks = (pruning.mask_offsets, pruning.keep_bottom, pruning.keep_top) if pruning is not None else (
                 np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=np.bool_), np.zeros(0, dtype=np.bool_))
-            _parse_many(self.kernel, *self.weights, *self.log_weights, tokens, offsets, cubic_chunks(offsets),
-                        pruning is not None, *masks, self.decoder == "max-rule", rows, row_offsets, scores, n_rows,
-                        retried)
+            _parse_many(self.kernel, *self.weights, *self.log_weights, tokens, offsets,
+                        cubic_chunks(offsets, self.weights.binary.size), pruning is not None, *masks,
+                        self.decoder == "max-rule", rows, row_offsets, scores, n_rows, retried)
         return scores, rows, row_offsets, n_rows, retried

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from scipy.special import gammaln
 
-from cvbayes.chains import ffbs
 from cvbayes.chains.ffbs import beam_ffbs, beam_ffbs_log
 from cvbayes.data import Corpus
+from cvbayes.core import units
 from cvbayes.families import Categorical, Gaussian
 from cvbayes.families.ops import state_stats
 from cvbayes.models import beam
@@ -229,9 +229,11 @@ def _slice_path_distribution(trans, lik, x, u):
     return weights / weights.sum()
 
 
-@pytest.mark.parametrize("parallel", [False, True])
-def test_ffbs_samples_the_slice_posterior(parallel):
+@pytest.mark.parametrize("threaded", [False, True])
+def test_ffbs_samples_the_slice_posterior(threaded, monkeypatch):
     """p(z | u, theta, phi) ∝ prod_t 1[theta_{z_{t-1} z_t} > u_t] lik_t(z_t), by enumeration."""
+    if threaded:
+        monkeypatch.setattr(units, "MIN_WORK_PER_THREAD", 1)  # one chunk a thread however small
     rng = np.random.default_rng(0)
     n_states, n_steps, n_symbols, copies = 3, 5, 4, 30000
     trans = rng.dirichlet(np.full(n_states, 0.7), size=n_states + 1)
@@ -245,7 +247,7 @@ def test_ffbs_samples_the_slice_posterior(parallel):
     states = np.empty(n_steps * copies, dtype=np.int32)
     failed = np.zeros(copies, dtype=bool)
     beam_ffbs(trans, order, lik, np.tile(x, copies).astype(np.int64), np.tile(u, copies),
-              rng.random(n_steps * copies), offsets, states, failed, parallel=parallel)
+              rng.random(n_steps * copies), offsets, states, failed)
     assert not failed.any()
     code = (states.reshape(copies, n_steps) * n_states ** np.arange(n_steps - 1, -1, -1)).sum(axis=1)
     freq = np.bincount(code, minlength=n_states ** n_steps) / copies
@@ -496,7 +498,7 @@ def test_same_seed_same_run_whatever_the_threading(monkeypatch):
         return result.states, [(h["n_states"], h["log_joint"]) for h in result.history]
 
     states, history = run(7)
-    monkeypatch.setattr(ffbs, "PARALLEL_MIN_TOKENS", 0)  # the threaded kernel, same uniforms
+    monkeypatch.setattr(units, "MIN_WORK_PER_THREAD", 1)  # the threaded kernel, same uniforms
     states_threaded, history_threaded = run(7)
     np.testing.assert_array_equal(states, states_threaded)
     assert history == history_threaded

@@ -8,7 +8,7 @@ from ...core.restaurants import seating_log_likelihood
 from ...core.units import ZeroProbabilityError
 from ...trees.cells import sentence_cells
 from ...trees.grammar import SentenceBatch
-from ...trees.inside_outside import batch_log_z, chart_buffers, cubic_chunks, make_tables
+from ...trees.inside_outside import batch_log_z, chart_buffers, chart_chunks, make_tables
 from .grammar import adapted_regions
 from .hyperparameters import maximise
 from .kernels import (EMPTY_FLOOR, FIRST_ORDER, PREDICTIVES, CviState, Local, Sentences, Work, all_predictive_weights,
@@ -51,7 +51,7 @@ class TableChart:
             yields = self._batch(chosen)
             derivable.append(chosen[np.isfinite(batch_log_z(inner.kernel, probe, yields.tokens, yields.offsets,
                                                             yields.span_ids, yields.span_offsets,
-                                                            cubic_chunks(yields.offsets)))])
+                                                            chart_chunks(inner.kernel, yields.offsets)))])
         self.yields = np.concatenate(derivable)
 
     def _split(self, chosen):
@@ -275,7 +275,8 @@ class CollapsedVariational:
             for rules, yields, cell_offsets, cell_rules, cell_global, own in chart.chunks():
                 local_counts, local_customers, log_z = cell_expectations(
                     chart.inner.kernel, tables, yields.tokens, yields.offsets, yields.span_ids, yields.span_offsets,
-                    cubic_chunks(yields.offsets), cell_offsets, cell_rules, chart.inner.n_rules, chart.children)
+                    chart_chunks(chart.inner.kernel, yields.offsets), cell_offsets, cell_rules, chart.inner.n_rules,
+                    chart.children)
                 model.base_mass[rules] = np.exp(log_z)
                 total += seat_cells(model, rules)
                 sizes = np.diff(cell_offsets)

@@ -30,6 +30,7 @@ from numba import njit, prange
 
 from ...core.restaurants import py_expected_tables
 from ...core.rules import log_geometric_cell, mean_cell
+from ...core.units import parallel_over_chunks
 from ...schedules import leave_one_out
 from ...trees.grammar import BINARY, LEXICAL, UNARY
 from ...trees.inside_outside import (add_binary_counts, build_tables, chart_buffers, sentence_inside_outside,
@@ -192,7 +193,7 @@ def chunk_workspace(kernel, offsets, first, last):
             np.zeros((outer_size, outer_size * outer_size)))
 
 
-@njit(parallel=True, cache=True)
+@parallel_over_chunks()
 def batch_expectations(kernel, tables, tokens, offsets, span_ids, span_offsets, chunk_bounds, n_rules,
                        adapted_symbol):
     """Expected rule counts and customers (R,) of many sentences under one table (VB's E-step).
@@ -215,7 +216,7 @@ def batch_expectations(kernel, tables, tokens, offsets, span_ids, span_offsets, 
     return counts_acc.sum(axis=0), customers_acc.sum(axis=0), log_z
 
 
-@njit(parallel=True, cache=True)
+@parallel_over_chunks()
 def cell_expectations(kernel, tables, tokens, offsets, span_ids, span_offsets, chunk_bounds, cell_offsets,
                       cell_rules, n_rules, adapted_symbol):
     """Each sentence's expected rule counts and customers at its cells, and its log Z (CVI's table charts).

@@ -15,7 +15,7 @@ from ...core.rules import MEAN, VB
 from ...metrics.segmentation import segmentation_scores
 from ...schedules import Algorithm, batch, gibbs, leave_one_out
 from ...trees.grammar import AnySubstring, SentenceBatch, Terminal
-from ...trees.inside_outside import batch_log_z, cubic_chunks, make_tables
+from ...trees.inside_outside import batch_log_z, chart_chunks, make_tables
 from ..base import BayesModel
 from .cvi import CollapsedVariational
 from .decode import Decoder, PortableWeights
@@ -370,7 +370,7 @@ class AdaptorGrammar(BayesModel):
         tables = make_tables(compiled, self.portable_weights(mean=True).on(compiled))
         batch = compiled.prepare(utterances)
         return float(batch_log_z(compiled.kernel, tables, batch.tokens, batch.offsets, batch.span_ids,
-                                 batch.span_offsets, cubic_chunks(batch.offsets)).sum())
+                                 batch.span_offsets, chart_chunks(compiled.kernel, batch.offsets)).sum())
 
     # ------------------------------------------------------------- files (cvbayes.models.files.Persistent)
     def _saved(self):

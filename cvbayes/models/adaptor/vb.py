@@ -15,7 +15,7 @@ from scipy.special import betaln, digamma
 from ...checkpoints import NO_CHECKPOINT
 from ...core.rules import slot_kl
 from ...core.units import ZeroProbabilityError
-from ...trees.inside_outside import cubic_chunks, make_tables
+from ...trees.inside_outside import chart_chunks, make_tables
 from .hyperparameters import maximise
 from .kernels import batch_expectations, vb_table
 from .sampler import Sampler
@@ -48,7 +48,7 @@ class VariationalBayes:
         groups = {}
         for key, count in copies.items():
             groups.setdefault(count, []).append(list(key))
-        self.groups = [(float(count), batch_, cubic_chunks(batch_.offsets))
+        self.groups = [(float(count), batch_, chart_chunks(compiled.kernel, batch_.offsets))
                        for count, batch_ in ((count, compiled.prepare(members)) for count, members in groups.items())]
         if training.init == "sample":    # q(theta) and q(v) from the sampler's initial trees
             start = Sampler(compiled, layout, training.batch, training.alpha, training.discount,

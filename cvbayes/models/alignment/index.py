@@ -107,7 +107,14 @@ class AlignmentData:
         cell_slot = np.empty(layout[2][-1], dtype=np.int32)
         slots, slot_row, rows = _number_minibatch(ids, self.cell_offsets, self.cell_slot, self.slot_row,
                                                   self._slot_number, self._row_number, cell_slot)
-        return Minibatch(*layout, cell_slot, slots, slot_row, rows, equal_token_chunks(layout[2]))
+        return Minibatch(*layout, cell_slot, slots, slot_row, rows, cell_chunks(layout[1], layout[2]))
+
+
+def cell_chunks(tgt_offsets, cell_offsets):
+    """Thread chunks of pairs cut at equal cell counts, a cell costing about 4 (I + 1) steps (the HMM
+    aligner's forward, backward and pair sums over the previous source position; IBM Model 1 does
+    less)."""
+    return equal_token_chunks(cell_offsets, 4 * cell_offsets[-1] / max(tgt_offsets[-1], 1))
 
 
 class Minibatch(NamedTuple):
@@ -275,4 +282,4 @@ def build_index(corpus: ParallelCorpus) -> AlignmentData:
     del packed
     slot_row = (slot_keys // n_target_types).astype(np.int32)
     return AlignmentData(pairs, src_ids, src_offsets, tgt_ids, tgt_offsets, cell_offsets, cell_slot, slot_row,
-                         n_source_types, n_target_types, equal_token_chunks(cell_offsets))
+                         n_source_types, n_target_types, cell_chunks(tgt_offsets, cell_offsets))

@@ -41,12 +41,11 @@ import numpy as np
 
 from ...chains.alignment import argmax_segments
 from ...core.rules import MAP, MEAN, VB
-from ...core.units import equal_token_chunks
 from ...data.vocabulary import Vocabulary
 from ...schedules import Algorithm, batch, gibbs, leave_one_out, stochastic
 from ..base import BayesModel
 from .corpus import ParallelCorpus
-from .index import AlignmentData, build_index
+from .index import AlignmentData, build_index, cell_chunks
 from .structures import (AlignmentStructure, Stages, StagedBatch, StagedMinibatches, StagedSampler, StagedSweep,
                          Statistics, Tables)
 from .symmetrize import SYMMETRIZATIONS, symmetrize
@@ -264,7 +263,7 @@ class Aligner(BayesModel):
         model = cls(**{**params, "n_iter": tuple(params["n_iter"])})
         model._n_pairs = meta["n_pairs"]
         model._data = AlignmentData(*(arrays[name] for name in cls._DATA), *meta["types"],
-                                    equal_token_chunks(arrays["cell_offsets"]))
+                                    cell_chunks(arrays["tgt_offsets"], arrays["cell_offsets"]))
         model.vocabularies_ = tuple(Vocabulary.from_json(vocabulary) for vocabulary in meta["vocabularies"])
         model._cells = arrays["cells"]
         model.statistics_ = Statistics(*(arrays[f"statistics_{name}"] for name in Statistics._fields))

@@ -11,7 +11,7 @@ from cvbayes.models.adaptor import (BRENT_CONSONANTS, BRENT_VOWELS, BUILT_IN_GRA
 from cvbayes.models.adaptor.kernels import batch_expectations, tree_statistics, update_sentence
 from cvbayes.models.adaptor.layout import compile_adaptor
 from cvbayes.trees.grammar import LEXICAL, SPAN, GrammarError, Terminal
-from cvbayes.trees.inside_outside import chart_buffers, cubic_chunks, make_tables, sentence_sample
+from cvbayes.trees.inside_outside import chart_buffers, chart_chunks, make_tables, sentence_sample
 
 UTTERANCES = [list("abab"), list("ab"), list("abb")]
 # the colloc-syllable grammar without word edges over UTTERANCES' alphabet: seven adapted nonterminals nested
@@ -78,8 +78,8 @@ def brute_expectations(compiled, layout, weights, tokens):
 def chart_expectations(compiled, layout, weights, utterances):
     batch = compiled.prepare(utterances)
     return batch_expectations(compiled.kernel, make_tables(compiled, weights), batch.tokens, batch.offsets,
-                              batch.span_ids, batch.span_offsets, cubic_chunks(batch.offsets), compiled.n_rules,
-                              layout.adapted_symbol)
+                              batch.span_ids, batch.span_offsets, chart_chunks(compiled.kernel, batch.offsets),
+                              compiled.n_rules, layout.adapted_symbol)
 
 
 # ------------------------------------------------------------------ grammar text
