@@ -1,6 +1,6 @@
 """VB for acoustic units on shards of a corpus across Dask workers (as models/hmm_shards.py does for the HMM).
 
-The E-step (`units.unit_expectations`) is a pure function of the tables and the frames whose results
+The E-step (`units_structures.unit_expectations`) is a pure function of the tables and the frames whose results
 add up over utterances, so a corpus cut into shards of whole utterances gives the same statistics shard
 by shard.  `ShardedUnits` is the structure of `schedules.batch`: the tables and the penalty are built
 where the fit runs, every pass sends only the tables to the workers and gets back the summed
@@ -17,7 +17,7 @@ import numpy as np
 
 from ..core.units import ZeroProbabilityError
 from .hmm_shards import _clean_up, _limit_threads, _opened, shard_bounds, tree_sum
-from .units import UnitCounts, Utterances, unit_expectations
+from .units_structures import UnitCounts, Utterances, unit_expectations
 
 
 def _shard_expectations(token, path, model, tables, first_utterance):
@@ -33,7 +33,7 @@ def _shard_expectations(token, path, model, tables, first_utterance):
 
 
 class ShardedUnits:
-    """`units.BatchUnits` with its E-step summed over the shards of a Dask client (VB)."""
+    """`units_structures.BatchUnits` with its E-step summed over the shards of a Dask client (VB)."""
 
     def __init__(self, local, client, n_shards=None):
         self.local = local

@@ -16,7 +16,8 @@ from cvbayes.checkpoints import checkpoint_passes
 from cvbayes.core import rules
 from cvbayes.families.gaussian import Gaussian, GaussianMixture, quadratic_features
 from cvbayes.models.hdp import Sticks
-from cvbayes.models.units import ALGORITHMS, UnitCounts, Utterances, unit_expectations
+from cvbayes.models.units import ALGORITHMS
+from cvbayes.models.units_structures import UnitCounts, Utterances, unit_expectations
 from cvbayes.models.units_kernels import update_utterance
 from cvbayes.synthetic import sample_acoustic_units
 
@@ -144,7 +145,7 @@ def test_cvi_update_is_forward_backward_on_the_others_mean_tables(utterances):
     in NumPy from the global counts minus that utterance's stored local statistics; afterwards the
     global counts are again the sums of the local ones."""
     model = small("cvi", n_iter=2).fit(utterances)
-    from cvbayes.models.units import CollapsedUnits
+    from cvbayes.models.units_structures import CollapsedUnits
     data = Utterances(__import__("cvbayes").data.as_corpus(utterances))
     state = CollapsedUnits(model, data, model._tables(model.counts_, rules.MEAN), 4)
     state.sweep(0)
@@ -207,7 +208,7 @@ def exact_posterior(model, utterances):
         units = np.bincount(states[starts] // n_states, minlength=model.n_units).astype(float)
         occupancy = np.bincount(states, minlength=n_composite).astype(float)
         stats = quadratic_features(features).T @ np.eye(n_composite * n_components)[components]
-        from cvbayes.models.units import transition_counts
+        from cvbayes.models.units_structures import transition_counts
         configurations.append(joint)
         log_p.append(model._log_joint(UnitCounts(units, transition_counts(occupancy, units, n_states), stats)))
     log_p = np.array(log_p)
