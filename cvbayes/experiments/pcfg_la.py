@@ -40,7 +40,7 @@ from ..data.ud_to_penn import convert_conllu
 from ..files import write_json, write_text
 from ..metrics.parsing import bracket_scores
 from ..models.pcfg_la import PCFGLA
-from ..trees.latent_parse import prune_charts
+from ..trees.latent_parser import prune_charts
 from ..trees.treebank import ROOT, prepare_treebank
 from .results import plain_json
 

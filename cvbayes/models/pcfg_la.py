@@ -10,7 +10,7 @@ names.  A Dirichlet row is one annotated parent A[a]: its binary, unary and lexi
 Starts follow the thesis (after Petrov et al. 2006): EM from the treebank grammar split with 1 % noise;
 VB and CVI from the expected counts under that split grammar (CVI keeps every tree's own counts, in
 float32, to leave them out, eq. 4.24).  ``parse`` runs the coarse-to-fine CKY parser of
-`cvbayes.trees.latent_parse` on the fitted grammar: the MAP table for EM, the posterior mean otherwise.
+`cvbayes.trees.latent_parser` on the fitted grammar: the MAP table for EM, the posterior mean otherwise.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from ..schedules.driver import check_positive_int
 from ..trees.grammar import LEXICAL, UNARY
 from ..trees.latent import (AnnotatedTables, RowLayout, add_posteriors, add_row_totals, latent_inside_outside,
                             parent_totals, posterior_offsets, row_sizes, split_grammar, tree_inside_outside)
-from ..trees.latent_parse import LatentParser
+from ..trees.latent_parser import LatentParser
 from ..trees.treebank import PreparedTreebank, TreebankGrammar, prepare_treebank
 from .base import BayesModel
 
@@ -305,7 +305,7 @@ class PCFGLA(BayesModel):
         pruning : float, Pruning or None
             Coarse-to-fine pruning: chart items whose posterior under the unsplit treebank grammar is
             below this threshold are skipped (or those of a `Pruning` from
-            `cvbayes.trees.latent_parse.prune_charts`); None parses the whole chart (exact).
+            `cvbayes.trees.latent_parser.prune_charts`); None parses the whole chart (exact).
 
         Returns
         -------

@@ -7,8 +7,8 @@ from tests.brute_latent import best_annotation, enumerate_annotations, parser_de
 from cvbayes.data.trees import parse_trees
 from cvbayes.trees.grammar import BINARY, LEXICAL
 from cvbayes.trees.latent import AnnotatedTables, treebank_weights
-from cvbayes.trees.latent_parse import (LatentParser, coarse_masks, full_masks, parse_sentence, parser_grammar,
-                                        prune_charts, remove_root, rows_to_tree, sum_pass)
+from cvbayes.trees.latent_parse import coarse_masks, full_masks, parse_sentence, parser_grammar, sum_pass
+from cvbayes.trees.latent_parser import LatentParser, prune_charts, remove_root, rows_to_tree
 from cvbayes.trees.treebank import debinarise, prepare_treebank
 
 TREES = parse_trees("""
