@@ -39,6 +39,7 @@ import bench_hmm  # benchmarks/ is on sys.path when this runs as a script
 
 import cvbayes
 from cvbayes.data import Corpus
+from cvbayes.experiments.memory import reset_peak
 
 # ------------------------------------------------------------ settings
 TRUE_STATES = 45            # states of the HMM that draws the data
@@ -335,16 +336,6 @@ class AnonSampler(threading.Thread):
         self.peak_kib = max(self.peak_kib, proc_status()["RssAnon"])
 
 
-def reset_peak_rss():
-    """Lower VmHWM to the current RSS (Linux 4.0+); return whether that worked."""
-    try:
-        with open("/proc/self/clear_refs", "w") as clear_refs:
-            clear_refs.write("5")
-    except OSError:
-        return False
-    return True
-
-
 def memory_child(path, config):
     """In a fresh process: warm up, then fit SCVI on the memory-mapped corpus at `path`.
 
@@ -354,7 +345,7 @@ def memory_child(path, config):
     """
     warm_up(["scvi"], config["seed"])
     gc.collect()
-    peak_reset = reset_peak_rss()
+    peak_reset = reset_peak()
     baseline = proc_status()
     sampler = AnonSampler(SAMPLE_EVERY_S)
     sampler.start()
