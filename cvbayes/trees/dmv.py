@@ -245,32 +245,42 @@ ROOT_ITEM = N_ITEMS
 
 
 @njit(cache=True, inline="always")
-def _split_terms(chart, w_root, w_stop, kind, i, j, terms):
-    """The log weights of the splits of item (kind, i, j), in order, to ``terms``; returns their number.
+def _n_splits(kind, i, j):
+    """The number of splits of item (kind, i, j): its root words (ROOT_ITEM), else its width j - i."""
+    return j + 1 if kind == ROOT_ITEM else j - i
 
-    The item's inside is their log-sum-exp (max for Viterbi), plus its attach weight for RI and LI;
-    the outside pass hands each split its share of the item's posterior, the top-down pass chooses
-    one; `_children` names the two items under split x.  RS and LS have the splits of RU and LU.
+
+@njit(cache=True, inline="always")
+def _split_term(chart, w_root, w_stop, kind, i, j, x):
+    """The log weight of split x of item (kind, i, j), 0 <= x < `_n_splits`.
+
+    The item's inside is the log-sum-exp (max for Viterbi) of its splits, plus its attach weight for
+    RI and LI; the outside pass hands each split its share of the item's posterior, the top-down pass
+    chooses one; `_children` names the two items under split x.  RS and LS have the splits of RU and LU.
     """
     if kind == ROOT_ITEM:
-        for h in range(j + 1):
-            terms[h] = w_root[h] + chart[LS, 0, h] + chart[RS, h, j]
-        return j + 1
+        return w_root[x] + chart[LS, 0, x] + chart[RS, x, j]
     if kind == RU or kind == RS:
-        for m in range(i + 1, j + 1):
-            terms[m - i - 1] = chart[RI, i, m] + chart[RS, m, j]
-    elif kind == LU or kind == LS:
-        for m in range(i, j):
-            terms[m - i] = chart[LS, i, m] + chart[LI, m, j]
-    elif kind == RI:
+        m = i + 1 + x
+        return chart[RI, i, m] + chart[RS, m, j]
+    if kind == LU or kind == LS:
+        m = i + x
+        return chart[LS, i, m] + chart[LI, m, j]
+    k = i + x
+    if kind == RI:
         # i takes j as its outermost right dependent so far; k ends i's inner half
-        for k in range(i, j):
-            terms[k - i] = chart[RU, i, k] + chart[LS, k + 1, j] + w_stop[i, RIGHT, 1 if k > i else 0, CONTINUE]
-    else:
-        # j takes i as its outermost left dependent so far
-        for k in range(i, j):
-            terms[k - i] = chart[RS, i, k] + chart[LU, k + 1, j] + w_stop[j, LEFT, 1 if k + 1 < j else 0, CONTINUE]
-    return j - i
+        return chart[RU, i, k] + chart[LS, k + 1, j] + w_stop[i, RIGHT, 1 if k > i else 0, CONTINUE]
+    # j takes i as its outermost left dependent so far
+    return chart[RS, i, k] + chart[LU, k + 1, j] + w_stop[j, LEFT, 1 if k + 1 < j else 0, CONTINUE]
+
+
+@njit(cache=True, inline="always")
+def _split_terms(chart, w_root, w_stop, kind, i, j, terms):
+    """Every split's `_split_term` of item (kind, i, j), in order, to ``terms``; returns their number."""
+    count = _n_splits(kind, i, j)
+    for x in range(count):
+        terms[x] = _split_term(chart, w_root, w_stop, kind, i, j, x)
+    return count
 
 
 @njit(cache=True, inline="always")
@@ -335,20 +345,20 @@ def dmv_inside(w_root, w_stop, w_attach, n, chart, terms, viterbi):
 
 
 @njit(cache=True, inline="always", fastmath=FAST)
-def _share(chart, w_root, w_stop, kind, i, j, mass, base, terms, posterior):
+def _share(chart, w_root, w_stop, kind, i, j, mass, base, posterior):
     """Hand item (kind, i, j)'s posterior ``mass`` to its splits, each in proportion to exp(its log
     weight + ``base``), and each split's share to both its items."""
     if not mass > 0.0:
         return
-    for x in range(_split_terms(chart, w_root, w_stop, kind, i, j, terms)):
-        share = mass * math.exp(terms[x] + base)
+    for x in range(_n_splits(kind, i, j)):
+        share = mass * math.exp(_split_term(chart, w_root, w_stop, kind, i, j, x) + base)
         first, a1, b1, second, a2, b2 = _children(kind, i, j, x)
         posterior[first, a1, b1] += share
         posterior[second, a2, b2] += share
 
 
 @njit(cache=True, fastmath=FAST)
-def dmv_posteriors(w_root, w_stop, w_attach, n, chart, log_z, posterior, head_marginals, none_marginals, terms):
+def dmv_posteriors(w_root, w_stop, w_attach, n, chart, log_z, posterior, head_marginals, none_marginals):
     """Outside pass: posterior marginals of every item, top-down (thesis eq. 4.8).
 
     P(item) = P_OUT P_IN / Z is pushed from parents to children: a split of
@@ -365,7 +375,6 @@ def dmv_posteriors(w_root, w_stop, w_attach, n, chart, log_z, posterior, head_ma
     posterior : (6, >= n, >= n) output, the item marginals.
     head_marginals : (>= n, >= n + 1) output (module notes).
     none_marginals : (>= n, 2) output (module notes).
-    terms : (>= n,) scratch.
     """
     for kind in range(N_ITEMS):
         for i in range(n):
@@ -374,7 +383,7 @@ def dmv_posteriors(w_root, w_stop, w_attach, n, chart, log_z, posterior, head_ma
     for m in range(n):
         for h in range(n + 1):
             head_marginals[m, h] = 0.0
-    _share(chart, w_root, w_stop, ROOT_ITEM, 0, n - 1, 1.0, -log_z, terms, posterior)
+    _share(chart, w_root, w_stop, ROOT_ITEM, 0, n - 1, 1.0, -log_z, posterior)
     for h in range(n):
         head_marginals[h, 0] = posterior[LS, 0, h]
     for width in range(n - 1, -1, -1):
@@ -386,14 +395,12 @@ def dmv_posteriors(w_root, w_stop, w_attach, n, chart, log_z, posterior, head_ma
                 none_marginals[i, RIGHT] = 1.0 if i == n - 1 else min(posterior[RS, i, i], 1.0)
                 none_marginals[i, LEFT] = 1.0 if i == 0 else min(posterior[LS, i, i], 1.0)
                 continue
-            _share(chart, w_root, w_stop, RU, i, j, posterior[RU, i, j], -chart[RU, i, j], terms, posterior)
-            _share(chart, w_root, w_stop, LU, i, j, posterior[LU, i, j], -chart[LU, i, j], terms, posterior)
+            _share(chart, w_root, w_stop, RU, i, j, posterior[RU, i, j], -chart[RU, i, j], posterior)
+            _share(chart, w_root, w_stop, LU, i, j, posterior[LU, i, j], -chart[LU, i, j], posterior)
             head_marginals[j, i + 1] = posterior[RI, i, j]
-            _share(chart, w_root, w_stop, RI, i, j, posterior[RI, i, j], w_attach[i, j] - chart[RI, i, j], terms,
-                   posterior)
+            _share(chart, w_root, w_stop, RI, i, j, posterior[RI, i, j], w_attach[i, j] - chart[RI, i, j], posterior)
             head_marginals[i, j + 1] = posterior[LI, i, j]
-            _share(chart, w_root, w_stop, LI, i, j, posterior[LI, i, j], w_attach[j, i] - chart[LI, i, j], terms,
-                   posterior)
+            _share(chart, w_root, w_stop, LI, i, j, posterior[LI, i, j], w_attach[j, i] - chart[LI, i, j], posterior)
 
 
 @njit(cache=True, fastmath=FAST)
@@ -416,7 +423,7 @@ def dmv_inside_outside(w_root, w_stop, w_attach, n, chart, posterior, terms, hea
     """
     log_z = dmv_inside(w_root, w_stop, w_attach, n, chart, terms, False)
     if log_z > -np.inf:
-        dmv_posteriors(w_root, w_stop, w_attach, n, chart, log_z, posterior, head_marginals, none_marginals, terms)
+        dmv_posteriors(w_root, w_stop, w_attach, n, chart, log_z, posterior, head_marginals, none_marginals)
     return log_z
 
 
@@ -610,7 +617,7 @@ def store_and_count(tags, begin, n, i, hm, none, head_offsets, head_store, none_
         add_posterior_counts(tags, begin, n, hm, none, 1.0, root, stop, attach)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _dmv_sentence(mode, seed, i, tags, begin, n, log_root, log_stop, log_attach, buffers, state, head_offsets,
                   head_store, none_store, heads_out, root, stop, attach):
     """One sentence of `dmv_batch`: its chart and what ``mode`` does with it; returns log Z (or the
@@ -688,6 +695,7 @@ def dmv_batch(mode, seed, tags, offsets, chunk_bounds, log_root, log_stop, log_a
     for c in prange(n_chunks):
         buffers = dmv_buffers(longest)
         state = np.ones(1, dtype=np.uint64)  # Viterbi draws nothing
+        root, stop, attach = root_acc[c], stop_acc[c], attach_acc[c]
         # accumulate in locals: neighbouring chunks' slots share a cache line
         chunk_log_z = 0.0
         chunk_bad = -1
@@ -699,8 +707,7 @@ def dmv_batch(mode, seed, tags, offsets, chunk_bounds, log_root, log_stop, log_a
                     per_sentence[i] = 0.0
                 continue
             log_z = _dmv_sentence(mode, seed, i, tags, begin, n, log_root, log_stop, log_attach, buffers, state,
-                                  head_offsets, head_store, none_store, heads_out, root_acc[c], stop_acc[c],
-                                  attach_acc[c])
+                                  head_offsets, head_store, none_store, heads_out, root, stop, attach)
             if mode == LOG_Z or mode == DECODE:
                 per_sentence[i] = log_z
             if mode == LOG_Z:
