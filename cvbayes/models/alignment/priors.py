@@ -167,6 +167,8 @@ def make_priors(corpus, forward=None, reverse=None) -> AlignmentPriors:
     source_words = corpus.source_vocabulary.symbols
     target_words = corpus.target_vocabulary.symbols
     for k, (source, target) in enumerate(zip(corpus.source, corpus.target)):
+        if not (source.size and target.size):
+            continue    # a pair left out of training (no links, no jumps)
         if forward is not None:
             forward_jumps.update(_jump_counts(forward[k], source.size))
             fertility.update(("FERF", source_words[source[i]], n)
