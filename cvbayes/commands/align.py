@@ -160,6 +160,9 @@ def run_align(args) -> None:
                   "symmetrization": method, "seconds": seconds,
                   "tokens_per_second": (corpus.n_source_tokens + corpus.n_target_tokens) / seconds,
                   "objective_is": OBJECTIVES[args.algorithm], "directions": directions}
+        if priors is not None:
+            report["priors"] = {"file": args.priors, "lexical": len(priors.lexical),
+                                "lexical_used": priors.used(corpus)}
         if tables:
             report = {key: report[key] for key in ("pairs", "source_tokens", "target_tokens", "symmetrization",
                                                    "seconds", "tokens_per_second", "directions")}
