@@ -18,7 +18,8 @@ and puts the new statistics back.  A state is a tuple ``(layout, translation, ju
 * layout: ``AlignmentData.layout()``;
 * translation: ``(prior, v_prior, cell_slot, slot_row, counts, totals, local)``, ``prior`` and ``v_prior`` the
   pseudo-counts a_fe and row totals A_f of `priors.Pseudocounts` (numbers, or per-entry arrays under a priors
-  file; `entry` reads both), ``local`` the per-cell posteriors (CVI-1 on the HMM: ``(state_offsets, states)``, its 2I state marginals a token);
+  file; `entry` reads both), ``local`` the per-cell posteriors (CVI-1 on the HMM: ``(state_offsets,
+  states)``, its 2I state marginals a token);
 * jumps: ``(jump_prior, jump_total, p0, max_jump, jump_counts, local)``, the prior row, its total, and the
   stored bucket counts of every pair (CVI-2) or of the jump into every token (CVI-1);
 * buffers: work arrays.

@@ -31,7 +31,8 @@ _ONE = np.ones(1)
 
 def ibm1_gibbs_state(data, prior, counts, totals, align, rb, accumulate):
     """The state of `ibm1_gibbs_pass` (``prior`` the `priors.Pseudocounts`): the alignment ``align`` (int32
-    a target token), its slot and row counts, the Rao-Blackwell sums ``rb`` (float32 a cell) and the one-element flag ``accumulate``."""
+    a target token), its slot and row counts, the Rao-Blackwell sums ``rb`` (float32 a cell) and the
+    one-element flag ``accumulate``."""
     translation = (prior.slot, prior.row, data.cell_slot, data.slot_row, counts, totals)
     return data.layout(), translation, (align, rb, accumulate), np.empty(max_length(data.src_offsets) + 1)
 

@@ -234,7 +234,12 @@ class Aligner(BayesModel):
         self._pseudo = Pseudocounts(self._data, self.prior, self.max_jump, self.priors, self.vocabularies_)
 
     def _fingerprint(self, data):
-        return data.pairs, data.src_ids, data.src_offsets, data.tgt_ids, data.tgt_offsets
+        arrays = data.pairs, data.src_ids, data.src_offsets, data.tgt_ids, data.tgt_offsets
+        if self.priors is None:
+            return arrays
+        # a priors file read again may have changed: its pseudo-counts belong to the run's identity
+        pseudo = self._pseudo
+        return (*arrays, np.atleast_1d(pseudo.slot), np.atleast_1d(pseudo.row), pseudo.jumps)
 
     def _batch(self, data, run):
         structure = StagedBatch(data, Stages(self.stages), self._pseudo, self.null_prob, self.max_jump, run.algorithm,

@@ -10,6 +10,8 @@ from cvbayes.models.alignment.collapsed import ibm1_state, ibm1_token_update
 from cvbayes.models.alignment.index import build_index
 from cvbayes.models.alignment.priors import AlignmentPriors, Pseudocounts, make_priors, read_priors, write_priors
 
+from tests.models.alignment.test_alignment_models import counts_without
+
 
 def write(path, text):
     path.write_text(text, encoding="utf-8")
@@ -127,17 +129,10 @@ def test_collapsed_predictive_with_per_entry_priors_equals_brute_force():
     counts = data.slot_totals(cells)
     totals = data.row_totals(counts)
     s, j = 2, 2
-    f, e = corpus.source[s], corpus.target[s]
-    sources = np.append(f, data.n_source_types)
+    e = corpus.target[s]
+    sources = np.append(corpus.source[s], data.n_source_types)
     first = data.cell_offsets[s] + j * sources.size
-    expected = np.zeros_like(dense)
-    for k, (fk, ek) in enumerate(zip(corpus.source, corpus.target)):
-        sk = np.append(fk, data.n_source_types)
-        q = cells[data.cell_offsets[k]:data.cell_offsets[k + 1]].reshape(ek.size, sk.size)
-        for jj in range(ek.size):
-            for i in range(sk.size):
-                if (k, jj) != (s, j):
-                    expected[sk[i], ek[jj]] += q[jj, i]
+    expected = counts_without(corpus, data, cells, s, j)
     predictive = (expected[sources, e[j]] + dense[sources, e[j]]) / (expected[sources].sum(axis=1)
                                                                     + dense[sources].sum(axis=1))
     log_norm = ibm1_token_update(ibm1_state(data, pseudo, counts, totals, cells), data.tgt_offsets[s] + j)

@@ -34,13 +34,14 @@ def test_a_full_batch_step_with_kappa_zero_is_a_batch_e_step(planted, model, rul
     data = build_index(corpus[:80])
     max_jump = 3
     start = uniform_ibm1_counts(data, 2 * max_jump + 1, np.random.default_rng(2))
-    batch_structure = AlignmentStructure(data, model, Pseudocounts(data, 0.1, max_jump), 0.2, max_jump, np.empty(data.cell_slot.size, np.float32),
+    prior = Pseudocounts(data, 0.1, max_jump)
+    batch_structure = AlignmentStructure(data, model, prior, 0.2, max_jump, np.empty(data.cell_slot.size, np.float32),
                                          "test")
     expected, expected_log_z = batch_structure.expectations(batch_structure.tables(start, rule))
     counts = {"translation": DecayingCounts(start.translation), "rows": DecayingCounts(start.rows)}
     if model == "hmm":
         counts["jumps"] = DecayingCounts(start.jumps)
-    structure = AlignmentStructure(data, model, Pseudocounts(data, 0.1, max_jump), 0.2, max_jump, None, "test", rule, counts)
+    structure = AlignmentStructure(data, model, prior, 0.2, max_jump, None, "test", rule, counts)
     records = []
     steps = stochastic(structure, counts, 1, data.n_pairs, 0.0, 1.0, np.random.default_rng(0),
                        lambda *record: records.append(record))
