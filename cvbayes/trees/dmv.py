@@ -352,9 +352,10 @@ def _share(chart, w_root, w_stop, kind, i, j, mass, base, posterior):
         return
     for x in range(_n_splits(kind, i, j)):
         share = mass * math.exp(_split_term(chart, w_root, w_stop, kind, i, j, x) + base)
-        first, a1, b1, second, a2, b2 = _children(kind, i, j, x)
-        posterior[first, a1, b1] += share
-        posterior[second, a2, b2] += share
+        if share > 0.0:
+            first, a1, b1, second, a2, b2 = _children(kind, i, j, x)
+            posterior[first, a1, b1] += share
+            posterior[second, a2, b2] += share
 
 
 @njit(cache=True, fastmath=FAST)
@@ -617,7 +618,7 @@ def store_and_count(tags, begin, n, i, hm, none, head_offsets, head_store, none_
         add_posterior_counts(tags, begin, n, hm, none, 1.0, root, stop, attach)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _dmv_sentence(mode, seed, i, tags, begin, n, log_root, log_stop, log_attach, buffers, state, head_offsets,
                   head_store, none_store, heads_out, root, stop, attach):
     """One sentence of `dmv_batch`: its chart and what ``mode`` does with it; returns log Z (or the
@@ -629,13 +630,10 @@ def _dmv_sentence(mode, seed, i, tags, begin, n, log_root, log_stop, log_attach,
         random_weights(state, n, w_root, w_stop, w_attach)
     else:
         sentence_weights(tags, begin, n, log_root, log_stop, log_attach, w_root, w_stop, w_attach)
-    # the semiring as a literal at each call: numba then compiles one version of the chart for each
     if mode == EXPECT or mode == RANDOM:
         log_z = dmv_inside_outside(w_root, w_stop, w_attach, n, chart, posterior, terms, hm, none)
-    elif mode == DECODE:
-        log_z = dmv_inside(w_root, w_stop, w_attach, n, chart, terms, True)
     else:
-        log_z = dmv_inside(w_root, w_stop, w_attach, n, chart, terms, False)
+        log_z = dmv_inside(w_root, w_stop, w_attach, n, chart, terms, mode == DECODE)
     if mode == LOG_Z or log_z == -np.inf:
         return log_z
     if mode == EXPECT or mode == RANDOM:
