@@ -618,7 +618,7 @@ def store_and_count(tags, begin, n, i, hm, none, head_offsets, head_store, none_
         add_posterior_counts(tags, begin, n, hm, none, 1.0, root, stop, attach)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _dmv_sentence(mode, seed, i, tags, begin, n, log_root, log_stop, log_attach, buffers, state, head_offsets,
                   head_store, none_store, heads_out, root, stop, attach):
     """One sentence of `dmv_batch`: its chart and what ``mode`` does with it; returns log Z (or the
@@ -630,10 +630,13 @@ def _dmv_sentence(mode, seed, i, tags, begin, n, log_root, log_stop, log_attach,
         random_weights(state, n, w_root, w_stop, w_attach)
     else:
         sentence_weights(tags, begin, n, log_root, log_stop, log_attach, w_root, w_stop, w_attach)
+    # the semiring as a literal at each call: LLVM then folds it where it inlines the chart
     if mode == EXPECT or mode == RANDOM:
         log_z = dmv_inside_outside(w_root, w_stop, w_attach, n, chart, posterior, terms, hm, none)
+    elif mode == DECODE:
+        log_z = dmv_inside(w_root, w_stop, w_attach, n, chart, terms, True)
     else:
-        log_z = dmv_inside(w_root, w_stop, w_attach, n, chart, terms, mode == DECODE)
+        log_z = dmv_inside(w_root, w_stop, w_attach, n, chart, terms, False)
     if mode == LOG_Z or log_z == -np.inf:
         return log_z
     if mode == EXPECT or mode == RANDOM:
