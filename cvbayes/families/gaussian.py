@@ -18,8 +18,10 @@ from ..core.rules import MAP, MEAN, VB
 from ..core.sampling import log_dirichlet_draws
 from ..core.units import threads_for
 from .kmeans import weighted_kmeans
-from .ops import (GAUSSIAN, LOG_2PI, gaussian_log_density, mixture_likelihoods, normal_gamma_posteriors,
+from ..synthetic import sample_gaussian_hmm
+from .ops import (GAUSSIAN, LOG_2PI, as_table, gaussian_log_density, mixture_likelihoods, normal_gamma_posteriors,
                   student_t_constants, student_t_log_densities)
+from .poisson import gamma_kl
 
 
 class Gaussian:
@@ -40,6 +42,7 @@ class Gaussian:
 
     code = GAUSSIAN
     discrete = False
+    param_names = ("means", "covars")
 
     def __init__(self, mean=None, kappa=0.01, shape=1.0, rate=None):
         if not kappa > 0 or not shape > 0.5:
@@ -108,7 +111,7 @@ class Gaussian:
         var = np.asarray(params["covars"], dtype=float)
         if mu.shape != var.shape or mu.ndim != 2 or mu.shape[1] != self.n_dims:
             raise ValueError(f"means and covars must both have shape (K, {self.n_dims})")
-        return self._as_table(gaussian_log_density(self.features(corpus), np.ascontiguousarray(mu),
+        return as_table(gaussian_log_density(self.features(corpus), np.ascontiguousarray(mu),
                                                    np.ascontiguousarray(1.0 / var)))
 
     def table(self, stats, rule, corpus):
@@ -129,7 +132,7 @@ class Gaussian:
             scale2 = b * (kappa + 1.0) / (a * kappa)
             log_table = (gammaln(0.5 * (nu + 1)) - gammaln(0.5 * nu) - 0.5 * np.log(nu * np.pi * scale2)
                          - 0.5 * (nu + 1) * np.log1p(diff2 / (nu * scale2)))
-        return self._as_table(log_table.sum(axis=2))
+        return as_table(log_table.sum(axis=2))
 
     # -- stochastic inference (models/hmm_structures.py) ------------------------
     def minibatch_layout(self, corpus, positions):
@@ -165,16 +168,11 @@ class Gaussian:
         usable = (size[:, None] >= 2) & (variances > 0)
         return {"means": means, "covars": np.where(usable, variances, overall)}
 
-    def _as_table(self, log_table):
-        peak = log_table.max(axis=1)
-        return np.exp(log_table - peak[:, None]), peak
-
     def kl(self, stats):
         """Sum over states and dimensions of KL(NG posterior || NG prior)."""
         kappa, mu, a, b = self.posterior(stats)
         k0, m0, a0, b0 = self.kappa, self.mean, self.shape, self.rate
-        kl_gamma = ((a - a0) * digamma(a) - gammaln(a) + gammaln(a0)
-                    + a0 * (np.log(b) - np.log(b0)) + a * (b0 - b) / b)
+        kl_gamma = gamma_kl(a, b, a0, b0)
         kl_normal = 0.5 * (k0 / kappa - 1.0 + np.log(kappa / k0) + k0 * (a / b) * (mu - m0) ** 2)
         return float((kl_gamma + kl_normal).sum())
 
@@ -218,6 +216,10 @@ class Gaussian:
             return {"means_": params["means"], "covars_": params["covars"]}
         kappa, mu, a, b = self.posterior(stats)
         return {"means_": mu, "covars_": b / a}
+
+    def sample_hmm(self, startprob, transmat, fitted, lengths, seed):
+        """A continuous Corpus drawn from the HMM with the fitted ``means_`` and ``covars_``."""
+        return sample_gaussian_hmm(startprob, transmat, fitted["means_"], fitted["covars_"], lengths, seed)
 
 
 class LinearTable(NamedTuple):
