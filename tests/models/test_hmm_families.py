@@ -1,5 +1,9 @@
 """The HMM with Poisson and full-covariance Gaussian emissions: every learner recovers planted states,
 EM's and VB's objectives never decrease, fitted models save, load and sample, bad input is refused."""
+import json
+import runpy
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -111,6 +115,27 @@ def test_given_parameters_start_every_family():
     model = cvbayes.HMM(3, emission="gaussian-full", algorithm="vb", n_iter=5,
                         init={**start, "means": MEANS, "covars": COVARIANCES}).fit(correlated)
     assert many_to_one(model.decode(correlated), correlated.gold) > 0.9
+
+
+@pytest.mark.parametrize("emission", PLANTED)
+def test_the_hdp_hmm_takes_them_too(emission):
+    """The HDP-HMM's collapsed learner on the same families (its emissions are the HMM's parts)."""
+    corpus = PLANTED[emission](n_sequences=40)
+    model = cvbayes.HDPHMM(6, emission=emission, algorithm="cvi", n_iter=20, random_state=0).fit(corpus)
+    assert many_to_one(model.decode(corpus), corpus.gold) > 0.95
+
+
+def test_the_coal_mining_example_finds_the_regime_change(tmp_path):
+    """docs/examples/coal_mining.py: every learner's two states split the series once, within two years of
+    the single change-point model's maximum-likelihood year, with rates within 10 % of its two."""
+    example = runpy.run_path(str(Path(__file__).parents[2] / "docs" / "examples" / "coal_mining.py"))
+    runs, (year, before, after) = example["main"](["--seed", "0", "--out", str(tmp_path)])
+    for run in runs:
+        assert run["switches"] == 1 and abs(run["change_year"] - year) <= 2, run["algorithm"]
+        assert run["rates"]["high"] == pytest.approx(before, rel=0.1)
+        assert run["rates"]["low"] == pytest.approx(after, rel=0.1)
+    assert json.loads((tmp_path / "results.json").read_text())["runs"][0]["algorithm"] == "em"
+    assert (tmp_path / "coal_mining.png").stat().st_size > 0
 
 
 def test_bad_input_is_refused():
