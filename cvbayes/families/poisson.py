@@ -53,9 +53,10 @@ class Poisson:
         """Constructor arguments, as JSON-ready values (model files)."""
         return {"name": "poisson", "shape": self.shape, "rate": self.rate.tolist()}
 
-    def counts(self, corpus):
-        """The (N, D) float counts of ``corpus``, checked: non-negative finite integers."""
-        x = corpus.observations
+    def counts(self, corpus, positions=None):
+        """The (N, D) float counts of ``corpus`` (of its tokens at ``positions``), checked: non-negative
+        finite integers."""
+        x = corpus.observations if positions is None else corpus.observations[positions]
         x = x[:, None].astype(float) if corpus.is_discrete else np.asarray(x, dtype=float)
         bad = ~(np.isfinite(x) & (x >= 0) & (x == np.round(x)))
         if bad.any():
@@ -87,9 +88,10 @@ class Poisson:
     def index(self, corpus):
         return np.arange(corpus.n_tokens, dtype=np.int32)
 
-    def features(self, corpus):
-        """(N, 2D): the counts, then log x! (the base measure h(x) of eq. 3.83, read by the kernels)."""
-        x = self.counts(corpus)
+    def features(self, corpus, positions=None):
+        """(N, 2D): the counts, then log x! (the base measure h(x) of eq. 3.83, read by the kernels); of the
+        tokens at ``positions`` only when given."""
+        x = self.counts(corpus, positions)
         return np.ascontiguousarray(np.hstack([x, gammaln(x + 1.0)]))
 
     # -- posterior ------------------------------------------------------------
@@ -140,14 +142,14 @@ class Poisson:
     # -- stochastic inference (models/hmm_structures.py) ------------------------
     def minibatch_layout(self, corpus, positions):
         """Kernel inputs for the tokens at ``positions``: one table row per token."""
-        features = np.ascontiguousarray(self.features(corpus)[positions])
+        features = self.features(corpus, positions)
         return np.arange(positions.shape[0], dtype=np.int32), features, np.arange(self.n_stats())
 
     def random_stats(self, rng, corpus, n_states, per_state=5):
         """Each state gets the statistics of a few random tokens, scaled to the corpus (the Gaussian
         family's stand-in for eq. 3.107's exponential counts)."""
         take = rng.choice(corpus.n_tokens, size=min(per_state * n_states, corpus.n_tokens), replace=False)
-        features = self.features(corpus)[np.sort(take)]
+        features = self.features(corpus, np.sort(take))
         weights = np.zeros((features.shape[0], n_states))
         weights[np.arange(features.shape[0]), rng.permutation(features.shape[0]) % n_states] = \
             corpus.n_tokens / features.shape[0]
