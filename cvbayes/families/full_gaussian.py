@@ -20,6 +20,7 @@ from ..core.rules import MAP, VB
 from ..data import Corpus
 from ..synthetic import sample_states
 from .kmeans import weighted_kmeans
+from .rows import RealVectors, feature_variances
 from .ops import (FULL_GAUSSIAN, LOG_2PI, as_table, mahalanobis_table, multivariate_student_log_rows, normal_wishart_posteriors,
                   token_stats)
 
@@ -37,7 +38,7 @@ def _log_det(chol):
     return 2.0 * np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(axis=-1)
 
 
-class FullGaussian:
+class FullGaussian(RealVectors):
     """Full-covariance Gaussian family with a Normal-Wishart prior.
 
     Parameters
@@ -54,7 +55,6 @@ class FullGaussian:
     """
 
     code = FULL_GAUSSIAN
-    discrete = False
     param_names = ("means", "covars")
 
     def __init__(self, mean=None, kappa=0.01, dof=None, scale=None):
@@ -95,12 +95,7 @@ class FullGaussian:
         if self.dof is None:
             self.dof = n_dims + 1.0
         if self.scale is None:
-            var = x.var(axis=0) if len(x) > 1 else np.ones(n_dims)
-            self.scale = self.dof * np.diag(np.where(var > 0, var, 1.0))
-
-    def check(self, corpus):
-        if corpus.is_discrete or corpus.observations.shape[1] != self.n_dims:
-            raise ValueError(f"this model expects real-valued features with {self.n_dims} dimensions")
+            self.scale = self.dof * np.diag(feature_variances(x))
 
     def prior_array(self):
         """(3 + D, D): rows mu0, kappa0, nu0, then Psi0 (`ops.normal_wishart_posterior` reads them)."""
@@ -109,12 +104,6 @@ class FullGaussian:
 
     def n_stats(self):
         return 1 + self.n_dims + self.n_dims * (self.n_dims + 1) // 2
-
-    def index(self, corpus):
-        return np.arange(corpus.n_tokens, dtype=np.int32)
-
-    def features(self, corpus):
-        return np.ascontiguousarray(corpus.observations, dtype=float)
 
     # -- posterior ------------------------------------------------------------
     def posterior(self, stats):
@@ -175,18 +164,13 @@ class FullGaussian:
         return sum(digamma(0.5 * (nu - i)) for i in range(d)) + d * math.log(2.0) - _log_det(chol)
 
     # -- stochastic inference (models/hmm_structures.py) ------------------------
-    def minibatch_layout(self, corpus, positions):
-        """Kernel inputs for the tokens at ``positions``: one table row per token."""
-        features = np.ascontiguousarray(corpus.observations[positions], dtype=float)
-        return np.arange(positions.shape[0], dtype=np.int32), features, np.arange(self.n_stats())
-
     def random_stats(self, rng, corpus, n_states, per_state=5):
         """Each state gets the statistics of a few random tokens, scaled to the corpus (the diagonal
         family's stand-in for eq. 3.107's exponential counts)."""
         take = np.sort(rng.choice(corpus.n_tokens, size=min(per_state * n_states, corpus.n_tokens), replace=False))
         weights = np.zeros((take.shape[0], n_states))
         weights[np.arange(take.shape[0]), rng.permutation(take.shape[0]) % n_states] = corpus.n_tokens / take.shape[0]
-        features = np.ascontiguousarray(self.features(corpus)[take])
+        features = self.features(corpus, take)
         return token_stats(self.code, np.arange(take.shape[0], dtype=np.int32), features, weights, self.n_stats())
 
     def draw_start(self, rng, corpus, n_states):
@@ -195,8 +179,7 @@ class FullGaussian:
         cluster of D tokens or fewer (whose scatter is singular) (the diagonal family's start, issue 15)."""
         x = self.features(corpus)
         means, cluster, size = weighted_kmeans(x, np.ones(x.shape[0]), n_states, rng)
-        overall = x.var(axis=0) if x.shape[0] > 1 else np.ones(self.n_dims)
-        covars = np.repeat(np.diag(np.where(overall > 0, overall, 1.0))[None], n_states, axis=0)
+        covars = np.repeat(np.diag(feature_variances(x))[None], n_states, axis=0)
         for k in np.flatnonzero(size > self.n_dims):
             spread = x[cluster == k] - means[k]
             scatter = spread.T @ spread / spread.shape[0]
@@ -242,10 +225,6 @@ class FullGaussian:
         return float((-0.5 * n * d * LOG_PI + log_multivariate_gamma(0.5 * nu, d)
                       - log_multivariate_gamma(0.5 * self.dof, d) + 0.5 * self.dof * np.linalg.slogdet(self.scale)[1]
                       - 0.5 * nu * _log_det(chol) + 0.5 * d * np.log(self.kappa / kappa)).sum())
-
-    def state_totals(self, stats):
-        """E[C_.k]: the expected tokens of every state."""
-        return np.maximum(stats[0], 0.0)
 
     def fitted(self, stats, rule):
         """``means_`` (K, D) and ``covars_`` (K, D, D): the MAP for EM; otherwise mu_n and E[Lambda]^-1 =

@@ -17,6 +17,7 @@ from ..data import Corpus
 from ..synthetic import sample_states
 from .kmeans import weighted_kmeans
 from .ops import POISSON, as_table, negative_binomial_log_rows
+from .rows import TokenRows
 
 
 def gamma_kl(a, b, a0, b0):
@@ -24,7 +25,7 @@ def gamma_kl(a, b, a0, b0):
     return ((a - a0) * digamma(a) - gammaln(a) + gammaln(a0) + a0 * (np.log(b) - np.log(b0)) + a * (b0 - b) / b)
 
 
-class Poisson:
+class Poisson(TokenRows):
     """Poisson emission family with a Gamma prior on every state's rates.
 
     Parameters
@@ -37,7 +38,6 @@ class Poisson:
     """
 
     code = POISSON
-    discrete = False
     param_names = ("lambdas",)
 
     def __init__(self, shape=1.0, rate=None):
@@ -84,9 +84,6 @@ class Poisson:
 
     def n_stats(self):
         return 1 + 2 * self.n_dims
-
-    def index(self, corpus):
-        return np.arange(corpus.n_tokens, dtype=np.int32)
 
     def features(self, corpus, positions=None):
         """(N, 2D): the counts, then log x! (the base measure h(x) of eq. 3.83, read by the kernels); of the
@@ -140,11 +137,6 @@ class Poisson:
         return as_table(log_table)
 
     # -- stochastic inference (models/hmm_structures.py) ------------------------
-    def minibatch_layout(self, corpus, positions):
-        """Kernel inputs for the tokens at ``positions``: one table row per token."""
-        features = self.features(corpus, positions)
-        return np.arange(positions.shape[0], dtype=np.int32), features, np.arange(self.n_stats())
-
     def random_stats(self, rng, corpus, n_states, per_state=5):
         """Each state gets the statistics of a few random tokens, scaled to the corpus (the Gaussian
         family's stand-in for eq. 3.107's exponential counts)."""
@@ -181,10 +173,6 @@ class Poisson:
         a, b = self.posterior(stats)
         return float((self.shape * np.log(self.rate) - gammaln(self.shape) + gammaln(a) - a * np.log(b)).sum()
                      - stats[1 + self.n_dims:].sum())
-
-    def state_totals(self, stats):
-        """E[C_.k]: the expected tokens of every state."""
-        return np.maximum(stats[0], 0.0)
 
     def fitted(self, stats, rule):
         """``lambdas_`` (K, D): the MAP for EM, the posterior mean a_n / b_n otherwise."""

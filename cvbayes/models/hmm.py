@@ -115,7 +115,7 @@ class HMM(BayesModel):
         row (eq. 3.1).
     beta : float
         Symmetric Dirichlet concentration on each categorical emission row
-        (eq. 3.3).  Ignored for Gaussian emissions, whose Normal-Gamma prior is
+        (eq. 3.3).  Ignored by the other emission families, whose priors are
         set on the family object.
     emission : {"categorical", "gaussian", "gaussian-full", "poisson"} or a family instance
         The conjugate emission family (thesis §3.7, eq. 3.96): words, diagonal or full-covariance

@@ -130,23 +130,6 @@ def _log_normal(points, centre, precisions):
             - 0.5 * np.einsum("sd,sde,se->s", diff, precisions, diff))
 
 
-def test_log_marginal_is_the_product_of_its_predictives():
-    family, corpus, x, weights, stat, rng = _family_and_data(n_tokens=9, n_states=2)
-    states = rng.integers(0, 2, size=9).astype(np.int32)
-    index = family.index(corpus)
-    running = np.zeros((family.n_stats(), 2))
-    lik = np.empty((1, 2))
-    chain = 0.0
-    for t, z in enumerate(states):
-        log_scale = predictive_rows(FULL_GAUSSIAN, running, family.prior_array(), index, x, t, t + 1,
-                                    np.zeros((0, 2)), lik)
-        chain += np.log(lik[0, z]) + log_scale
-        add_token_state(FULL_GAUSSIAN, running, index, x, t, z, 1.0)
-    hard = state_stats(FULL_GAUSSIAN, index, x, states, 2, family.n_stats())
-    np.testing.assert_allclose(running, hard, atol=1e-12)
-    assert family.log_marginal(hard) == pytest.approx(chain, rel=1e-11)
-
-
 def _twins(x, n_states):
     """The diagonal family with (a0, b0) and the full one with nu0 = 2 a0, Psi0 = 2 b0, prepared on x (1-D)."""
     corpus = Corpus.from_sequences([x])

@@ -88,25 +88,6 @@ def test_kl_is_the_integral_of_log_q_over_p():
     assert family.kl(stat) == pytest.approx(want, rel=1e-8)
 
 
-def test_log_marginal_is_the_product_of_its_predictives():
-    """log p(x_1..n | z) = sum_t log p(x_t | x_<t, z): the chain rule over the negative binomials, with
-    the log x! the statistics carry."""
-    family, corpus, x, rng = _family_and_counts(n_tokens=9)
-    states = rng.integers(0, 2, size=9).astype(np.int32)
-    index, features = family.index(corpus), family.features(corpus)
-    running = np.zeros((family.n_stats(), 2))
-    lik = np.empty((1, 2))
-    chain = 0.0
-    for t, z in enumerate(states):
-        log_scale = predictive_rows(POISSON, running, family.prior_array(), index, features, t, t + 1,
-                                    np.zeros((0, 2)), lik)
-        chain += np.log(lik[0, z]) + log_scale
-        add_token_state(POISSON, running, index, features, t, z, 1.0)
-    stat = state_stats(POISSON, index, features, states, 2, family.n_stats())
-    np.testing.assert_allclose(running, stat, atol=1e-12)
-    assert family.log_marginal(stat) == pytest.approx(chain, rel=1e-11)
-
-
 def test_counts_are_checked_and_integer_ids_are_one_dimension():
     family = Poisson()
     family.prepare(Corpus.from_sequences([np.array([0, 3, 1, 2])]), 2)
