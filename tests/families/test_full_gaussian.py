@@ -200,3 +200,19 @@ def test_bad_priors_and_parameters_are_refused():
         family.table_from_params({"means": np.zeros((2, 2)), "covars": -np.ones((2, 2, 2))}, corpus)
     with pytest.raises(ValueError, match="covars"):
         family.table_from_params({"means": np.zeros((2, 2)), "covars": np.ones((2, 2))}, corpus)
+
+
+def test_a_scale_that_rounding_leaves_indefinite_falls_back_to_the_priors():
+    """Psi_n = Psi0 + sum x x^T + kappa0 mu0 mu0^T - kappa_n mu_n mu_n^T of an empty state whose second
+    moments rounding left negative is not positive definite: the posterior takes Psi0, as the diagonal
+    family floors b_n at b0."""
+    family = FullGaussian(mean=MEAN0, kappa=KAPPA0, dof=DOF0, scale=SCALE0)
+    family.prepare(Corpus.from_sequences([np.zeros((3, 2))]), 1)
+    stat = np.zeros((family.n_stats(), 1))
+    stat[3:, 0] = [-5.0, 0.0, -5.0]   # sum x_1^2, sum x_1 x_2, sum x_2^2
+    kappa, nu, mu, chol = family.posterior(stat)
+    np.testing.assert_allclose(chol[0] @ chol[0].T, SCALE0, rtol=1e-12)
+    assert kappa[0] == KAPPA0 and nu[0] == DOF0
+    stat[3:, 0] = [-0.1, 0.0, -0.1]   # small enough for Psi0 to absorb: kept
+    kappa, nu, mu, chol = family.posterior(stat)
+    np.testing.assert_allclose(chol[0] @ chol[0].T, SCALE0 - 0.1 * np.eye(2), rtol=1e-12)
