@@ -16,7 +16,6 @@ switch back and forth, and on these data it finds the same regime change.  Write
 table.md and coal_mining.png into --out.
 """
 import argparse
-import json
 import sys
 import time
 from pathlib import Path

@@ -9,7 +9,7 @@ import cvbayes
 from cvbayes.core.rules import MAP, MEAN, VB
 from cvbayes.data import Corpus
 from cvbayes.families import FULL_GAUSSIAN, GAUSSIAN, FullGaussian, Gaussian
-from cvbayes.families.ops import add_token_state, add_token_stats, predictive_rows, state_stats, token_stats
+from cvbayes.families.ops import add_token_stats, predictive_rows, state_stats, token_stats
 from cvbayes.models.hmm import ALGORITHMS
 
 MEAN0 = np.array([0.3, -0.2])

@@ -7,7 +7,7 @@ from scipy import integrate, stats
 from cvbayes.core.rules import MEAN, VB
 from cvbayes.data import Corpus
 from cvbayes.families import POISSON, Poisson
-from cvbayes.families.ops import add_token_state, add_token_stats, predictive_rows, state_stats, token_stats
+from cvbayes.families.ops import add_token_stats, predictive_rows, state_stats, token_stats
 
 SHAPE, RATE = 1.7, [0.6, 1.3]
 
