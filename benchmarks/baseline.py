@@ -336,7 +336,7 @@ def main(argv=None):
     racer.add_argument("new_tree")
     racer.add_argument("--only", default="")
     racer.add_argument("--rounds", type=int, default=3)
-    racer.add_argument("--repeats", type=int, default=1)
+    racer.add_argument("--repeats", type=int, default=5)
     racer.add_argument("--limit", type=float, default=1.10, help="ratio new / old flagged (default 1.10)")
     racer.add_argument("--json", help="write the table here")
     comparer = commands.add_parser("compare", help="worst relative difference per case")
