@@ -6,9 +6,10 @@ parses the first ``--sentences`` dev sentences of at most ``--max-length`` words
 the old tree and then on the new one (``PYTHONPATH``, one numba thread), with the pruning of
 ``cvbayes pcfg-la parse`` (threshold 1e-4): the coarse pass (`prune_charts`, the kernels' `prune_many`)
 and the fine pass of each decoder (`LatentParser.parse` with that `Pruning`, the kernels'
-`parse_many`), each run once to compile and then ``--repeats`` times, the median kept.  It prints each
-pass's median over the rounds and the ratio new / old, and checks that both trees return the same
-trees and log scores (relative difference at most 1e-9).
+`parse_many`), each run once to compile and then ``--repeats`` times, the median kept (wall and
+process CPU seconds; on a loaded machine the CPU seconds are the steadier).  It prints each pass's
+median over the rounds and the ratio new / old, and checks that both trees return the same trees and
+log scores (relative difference at most 1e-9).
 
     python benchmarks/bench_latent_parse.py OLD_TREE NEW_TREE              # a few minutes
     python benchmarks/bench_latent_parse.py /work/main . --rounds 5 --json out.json
@@ -51,20 +52,22 @@ def child(model_path, sentences_path, output, repeats):
     model = cvbayes.PCFGLA.load(model_path)
     sentences = json.loads(Path(sentences_path).read_text())
 
-    def timed(run):
+    def timed(name, run):
         run()  # compile, or load from numba's cache
-        seconds = []
+        wall, cpu = [], []
         for _ in range(repeats):
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             result = run()
-            seconds.append(time.perf_counter() - start)
-        return statistics.median(seconds), result
+            wall.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - start_cpu)
+        report[name], report[f"{name} cpu"] = statistics.median(wall), statistics.median(cpu)
+        return result
 
     report = {"cvbayes": cvbayes.__file__}
-    report["coarse"], pruning = timed(lambda: prune_charts(model.grammar_, sentences, THRESHOLD))
+    pruning = timed("coarse", lambda: prune_charts(model.grammar_, sentences, THRESHOLD))
     for decoder in DECODERS:
         parser = model.parser(decoder)
-        report[decoder], batch = timed(lambda: parser.parse(sentences, pruning))
+        batch = timed(decoder, lambda: parser.parse(sentences, pruning))
         report[f"{decoder} trees"] = [str(tree) for tree in batch.trees]
         report[f"{decoder} scores"] = [float(score) for score in batch.log_scores]
     Path(output).write_text(json.dumps(report))
@@ -116,12 +119,12 @@ def main(argv=None):
         same = same and trees and scores
         print(f"{decoder}: trees {'identical' if trees else 'DIFFER'}, worst relative score difference {worst:.1e}")
     table = {}
-    print(f"{'pass':10s} {'old s':>8s} {'new s':>8s} {'new/old':>8s}")
-    for name in ("coarse", *DECODERS):
+    print(f"{'pass':14s} {'old s':>8s} {'new s':>8s} {'new/old':>8s}")
+    for name in [f"{name}{clock}" for clock in ("", " cpu") for name in ("coarse", *DECODERS)]:
         old_seconds = statistics.median(r[name] for r in runs["old"])
         new_seconds = statistics.median(r[name] for r in runs["new"])
         table[name] = {"old": old_seconds, "new": new_seconds, "ratio": new_seconds / old_seconds}
-        print(f"{name:10s} {old_seconds:8.3f} {new_seconds:8.3f} {new_seconds / old_seconds:8.3f}")
+        print(f"{name:14s} {old_seconds:8.3f} {new_seconds:8.3f} {new_seconds / old_seconds:8.3f}")
     if args.json:
         Path(args.json).write_text(json.dumps({"old": args.old_tree, "new": args.new_tree, "rounds": args.rounds,
                                                "repeats": args.repeats, "subtypes": args.subtypes,

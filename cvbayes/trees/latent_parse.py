@@ -305,10 +305,10 @@ def _unary_step(viterbi, weights, r, inside, child, out, at, back):
             back[at, a, 1] = best
 
 
-# the sum's unary step compiled on its own with fastmath (also the max-rule decoder's)
+# the sum's unary step compiled on its own with fastmath (also the max-rule decoder's); ``no_back`` empty
 @njit(cache=True, fastmath=FAST)
-def _unary_into(weights, r, inside, child, out, at):
-    _unary_step(False, weights, r, inside, child, out, at, np.empty((0, 0, 2), dtype=np.int64))
+def _unary_into(weights, r, inside, child, out, at, no_back):
+    _unary_step(False, weights, r, inside, child, out, at, no_back)
 
 
 @njit(cache=True, inline="always")
@@ -413,7 +413,7 @@ def _inside(viterbi, g, binary_weights, unary_weights, lexical_weights, words, s
                 elif viterbi:
                     _unary_step(True, unary_weights, r, in_bottom, child, in_top, t, top_back)
                 else:
-                    _unary_into(unary_weights, r, in_bottom, child, in_top, t)
+                    _unary_into(unary_weights, r, in_bottom, child, in_top, t, top_back)
             if not viterbi:
                 _rescale(bottom_slots, top_slots, in_bottom, in_top, log_scale, i, k, reference)
             _mark_live(top_slots, in_top, zero(viterbi), i, k, alive, alive_list, alive_count)
@@ -605,6 +605,7 @@ def chart_max_rule(g, binary_weights, unary_weights, words, slot_bottom, slot_to
     best_top = np.full(in_top.shape[0], -np.inf)
     bottom_back = np.zeros((in_bottom.shape[0], 1, 4), dtype=np.int64)
     top_back = np.full((in_top.shape[0], 1, 2), -1, dtype=np.int64)
+    no_back = np.empty((0, 0, 2), dtype=np.int64)
     factors = np.empty(max(n_words, 1))
     combos = _combination_buffer(g, n_words)
     links = _link_buffer(g)
@@ -652,7 +653,7 @@ def chart_max_rule(g, binary_weights, unary_weights, words, slot_bottom, slot_to
                     best_top[t] = best_bottom[child]
                 elif best_bottom[child] > -np.inf:
                     work[0, :] = 0.0
-                    _unary_into(unary_weights, r, in_bottom, child, work, 0)
+                    _unary_into(unary_weights, r, in_bottom, child, work, 0, no_back)
                     posterior = 0.0
                     for a in range(n_sub):
                         posterior += out_top[t, a] * work[0, a]
