@@ -258,7 +258,7 @@ def _link_buffer(g):
     return np.empty((g.n_symbols + g.unary_child.shape[0], 3), dtype=np.int64)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _unary_links(g, bottom_slots, top_slots, links):
     """The top items of a span: rows (top slot, unary rule, child's bottom slot) of ``links``, rule -1
     for the top item's own bottom item (first), then its unary rules over kept children; returns
