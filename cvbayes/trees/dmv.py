@@ -354,10 +354,9 @@ def _share(chart, w_root, w_stop, kind, i, j, mass, base, posterior):
         return
     for k in range(i, i + _n_splits(kind, i, j)):  # from i, as in `_split_terms`: kept scalar
         share = mass * math.exp(_split_term(chart, w_root, w_stop, kind, i, j, k - i) + base)
-        if share > 0.0:
-            first, a1, b1, second, a2, b2 = _children(kind, i, j, k - i)
-            posterior[first, a1, b1] += share
-            posterior[second, a2, b2] += share
+        first, a1, b1, second, a2, b2 = _children(kind, i, j, k - i)
+        posterior[first, a1, b1] += share
+        posterior[second, a2, b2] += share
 
 
 @njit(cache=True, fastmath=FAST)
