@@ -9,7 +9,8 @@ from .bible import (
     read_bible_cache,
     tokenize_osis,
 )
-from .brown import cache_dir, fetch_brown, load_brown, load_embedded_brown
+from .brown import fetch_brown, load_brown, load_embedded_brown
+from .cache import cache_dir
 from .conllu_io import ConlluDocument, ConlluSentence, read_conllu_document, write_conllu_document
 from .corpus import Corpus, as_corpus
 from .errors import CorpusFormatError

