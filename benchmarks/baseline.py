@@ -3,6 +3,7 @@
     python benchmarks/baseline.py record before.json            # on the old tree
     python benchmarks/baseline.py record after.json             # on the new tree
     python benchmarks/baseline.py compare before.json after.json
+    python benchmarks/baseline.py speed OLD_TREE NEW_TREE      # seconds per case, trees alternated
 
 A case is one model and one algorithm, fitted from a fixed seed for a few passes on data small enough
 for the whole record to take a few minutes; it keeps the objective after every pass (``history_``)
@@ -11,13 +12,23 @@ worst relative difference of each case and exits 1 if any exceeds ``--tolerance`
 arithmetic may be reordered, nothing more).  ``--only hmm,pcfg`` records the cases whose name starts
 with one of the prefixes.
 
+`speed` times the same cases on two checkouts in one run: each round runs `time` (every case once to
+compile and warm, then ``--repeats`` timed runs, the median kept) in a fresh process on the old tree
+and then on the new one (``PYTHONPATH``, one numba thread), for ``--rounds`` rounds, and prints each
+case's median seconds over the rounds and the ratio new / old, flagging ratios above ``--limit``.
+
 Call forms: the cases use the fit signatures of the tree they run on; where a model moved its options
 from ``fit`` to its constructor, `_fit` tries the new form first.
 """
 import argparse
 import inspect
 import json
+import os
+import statistics
+import subprocess
 import sys
+import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -203,11 +214,13 @@ CASES = {
 }
 
 
+def _selected(only):
+    return {name: run for name, run in CASES.items() if not only or any(name.startswith(p) for p in only)}
+
+
 def record(path, only):
     results = {}
-    for name, run in CASES.items():
-        if only and not any(name.startswith(prefix) for prefix in only):
-            continue
+    for name, run in _selected(only).items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
@@ -259,20 +272,87 @@ def compare(old_path, new_path, tolerance):
     return 1 if failed else 0
 
 
+def time_cases(path, only, repeats):
+    """Median wall seconds of each case over ``repeats`` runs after one warm-up run (compiling)."""
+    seconds = {"cvbayes": cvbayes.__file__}
+    for name, run in _selected(only).items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                run()
+            except Exception:  # a case this tree cannot run is left out of the comparison
+                continue
+            times = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                run()
+                times.append(time.perf_counter() - start)
+        seconds[name] = statistics.median(times)
+    Path(path).write_text(json.dumps(seconds))
+
+
+def speed(old_tree, new_tree, only, rounds, repeats, limit, output):
+    """Both trees' `time_cases`, alternated ``rounds`` times; the table of medians and ratios."""
+    runs = {"old": [], "new": []}
+    with tempfile.TemporaryDirectory() as scratch:
+        for round_number in range(rounds):
+            for label, tree in (("old", old_tree), ("new", new_tree)):
+                path = Path(scratch) / f"{label}{round_number}.json"
+                environment = {**os.environ, "PYTHONPATH": str(Path(tree).resolve()), "NUMBA_NUM_THREADS": "1"}
+                subprocess.run([sys.executable, __file__, "time", str(path), "--only", ",".join(only),
+                                "--repeats", str(repeats)], env=environment, check=True)
+                runs[label].append(json.loads(path.read_text()))
+                print(f"round {round_number + 1} {label}: {runs[label][-1]['cvbayes']}, load "
+                      f"{os.getloadavg()[0]:.1f}", flush=True)
+    table, slower = {}, 0
+    print(f"{'case':28s} {'old s':>8s} {'new s':>8s} {'new/old':>8s}")
+    for name in runs["new"][0]:
+        if name == "cvbayes" or not all(name in r for r in runs["old"] + runs["new"]):
+            continue
+        old = statistics.median(r[name] for r in runs["old"])
+        new = statistics.median(r[name] for r in runs["new"])
+        table[name] = {"old": old, "new": new, "ratio": new / old}
+        flag = f"  <-- above {limit}" if new / old > limit else ""
+        slower += bool(flag)
+        print(f"{name:28s} {old:8.3f} {new:8.3f} {new / old:8.2f}{flag}")
+    if output:
+        Path(output).write_text(json.dumps({"old": str(old_tree), "new": str(new_tree), "rounds": rounds,
+                                            "repeats": repeats, "cases": table}, indent=1))
+    return 1 if slower else 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     recorder = commands.add_parser("record", help="run every case and write their trajectories")
     recorder.add_argument("output")
     recorder.add_argument("--only", default="", help="comma-separated name prefixes (hmm,pcfg,...)")
+    timer = commands.add_parser("time", help="median seconds of every case on this tree")
+    timer.add_argument("output")
+    timer.add_argument("--only", default="")
+    timer.add_argument("--repeats", type=int, default=3)
+    racer = commands.add_parser("speed", help="time two trees' cases, alternated, and print the ratios")
+    racer.add_argument("old_tree")
+    racer.add_argument("new_tree")
+    racer.add_argument("--only", default="")
+    racer.add_argument("--rounds", type=int, default=3)
+    racer.add_argument("--repeats", type=int, default=1)
+    racer.add_argument("--limit", type=float, default=1.10, help="ratio new / old flagged (default 1.10)")
+    racer.add_argument("--json", help="write the table here")
     comparer = commands.add_parser("compare", help="worst relative difference per case")
     comparer.add_argument("old")
     comparer.add_argument("new")
     comparer.add_argument("--tolerance", type=float, default=1e-9)
     args = parser.parse_args(argv)
+    only = [p for p in getattr(args, "only", "").split(",") if p]
     if args.command == "record":
-        record(args.output, [p for p in args.only.split(",") if p])
+        record(args.output, only)
         return 0
+    if args.command == "time":
+        time_cases(args.output, only, args.repeats)
+        return 0
+    if args.command == "speed":
+        return speed(args.old_tree, args.new_tree, only, args.rounds, args.repeats, args.limit, args.json)
     return compare(args.old, args.new, args.tolerance)
 
 
