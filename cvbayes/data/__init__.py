@@ -31,7 +31,8 @@ from .texts import (
     split_sentences,
     tokenize,
 )
-from .treebanks import fetch_ewt, fetch_htb, fetch_pud, load_ewt, load_htb, load_pud, treebank_file
+from .treebanks import (fetch_ewt, fetch_htb, fetch_pud, load_ewt, load_htb, load_pud, load_treebank,
+                        treebank_file)
 from .vocabulary import Vocabulary
 
 __all__ = [
@@ -99,6 +100,7 @@ __all__ = [
     "load_morphology",
     "load_news",
     "load_pud",
+    "load_treebank",
     "read_conllu_document",
     "treebank_file",
     "write_conllu_document",

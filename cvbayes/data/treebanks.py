@@ -44,6 +44,7 @@ __all__ = [
     "load_ewt",
     "load_htb",
     "load_pud",
+    "load_treebank",
     "split_by_set_comment",
     "treebank_file",
 ]
@@ -93,6 +94,11 @@ def treebank_file(name: str, split: str = "train", cache: str | os.PathLike[str]
     return path
 
 
+def load_treebank(name: str, split: str = "train", cache: str | os.PathLike[str] | None = None) -> ConlluDocument:
+    """Load one split of a fetched treebank losslessly; arguments and errors as `treebank_file`."""
+    return read_conllu_document(treebank_file(name, split, cache))
+
+
 # --- English EWT ----------------------------------------------------------------------------
 
 
@@ -119,14 +125,8 @@ def fetch_ewt(folder: Path, progress: bool) -> Path:
 
 
 def load_ewt(split: str = "train", cache: str | os.PathLike[str] | None = None) -> ConlluDocument:
-    """Load one split of UD English EWT (``"train"``, ``"dev"`` or ``"test"``) losslessly.
-
-    Raises
-    ------
-    FileNotFoundError
-        If it has not been fetched; run ``cvbayes data fetch ewt``.
-    """
-    return read_conllu_document(treebank_file("ewt", split, cache))
+    """`load_treebank` for UD English EWT."""
+    return load_treebank("ewt", split, cache)
 
 
 # --- Hebrew HTB -----------------------------------------------------------------------------
@@ -187,14 +187,8 @@ def fetch_htb(folder: Path, progress: bool) -> Path:
 
 
 def load_htb(split: str = "train", cache: str | os.PathLike[str] | None = None) -> ConlluDocument:
-    """Load one split of UD Hebrew-HTB (``"train"``, ``"dev"`` or ``"test"``) losslessly.
-
-    Raises
-    ------
-    FileNotFoundError
-        If it has not been fetched; run ``cvbayes data fetch htb``.
-    """
-    return read_conllu_document(treebank_file("htb", split, cache))
+    """`load_treebank` for UD Hebrew-HTB."""
+    return load_treebank("htb", split, cache)
 
 
 # --- Czech PUD ------------------------------------------------------------------------------
@@ -225,13 +219,8 @@ def fetch_pud(folder: Path, progress: bool) -> Path:
 
 
 def load_pud(cache: str | os.PathLike[str] | None = None) -> ConlluDocument:
-    """Load the Czech PUD treebank (1,000 test sentences) losslessly.
+    """`load_treebank` for the Czech PUD treebank (1,000 test sentences).
 
     Each sentence's English original is ``sentence.metadata["text_en"]``.
-
-    Raises
-    ------
-    FileNotFoundError
-        If it has not been fetched; run ``cvbayes data fetch pud``.
     """
-    return read_conllu_document(treebank_file("pud", cache=cache))
+    return load_treebank("pud", cache=cache)
