@@ -269,7 +269,7 @@ def _nt_is_extracted(folder: Path) -> bool:
     return all((folder / name).is_file() for name in NT_FILES.values())
 
 
-@fetcher("nt", "``<cache>/nt``.")
+@fetcher("nt")
 def fetch_nt_alignments(folder: Path, progress: bool) -> Path:
     """Download the Greek NT - English gold alignments, unless they are already there.
 

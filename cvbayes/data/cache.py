@@ -45,11 +45,11 @@ def corpus_folder(cache: str | os.PathLike[str] | None, name: str) -> Path:
     return Path(cache if cache is not None else cache_dir()) / name
 
 
-def fetcher(name: str, returns: str) -> Callable[[Callable[[Path, bool], Path]], Callable[..., Path]]:
+def fetcher(name: str, returns: str | None = None) -> Callable[[Callable[[Path, bool], Path]], Callable[..., Path]]:
     """Turn ``fetch(folder, progress)`` into ``fetch_NAME(cache=None, progress=True)`` on ``<cache>/<name>``.
 
-    `returns` describes the path it returns; the Parameters and Returns sections go before
-    the fetcher's own Raises section.
+    `returns` describes the path it returns (``<cache>/<name>`` by default); the Parameters and
+    Returns sections go before the fetcher's own Raises section.
     """
 
     def decorate(fetch: Callable[[Path, bool], Path]) -> Callable[..., Path]:
@@ -58,7 +58,8 @@ def fetcher(name: str, returns: str) -> Callable[[Callable[[Path, bool], Path]],
 
         own = inspect.cleandoc(fetch.__doc__ or "")
         head, raises, tail = own.partition("Raises\n------")
-        fetch_corpus.__doc__ = head + _SHARED_SECTIONS.format(returns=returns) + raises + tail
+        shared = _SHARED_SECTIONS.format(returns=returns or f"``<cache>/{name}``.")
+        fetch_corpus.__doc__ = head + shared + raises + tail
         fetch_corpus.__name__ = fetch_corpus.__qualname__ = fetch.__name__
         fetch_corpus.__module__ = fetch.__module__
         return fetch_corpus

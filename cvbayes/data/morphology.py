@@ -84,7 +84,7 @@ def _derivations_tsv(json_path: Path, target: Path) -> int:
     return len(rows)
 
 
-@fetcher("morphology", "``<cache>/morphology``.")
+@fetcher("morphology")
 def fetch_morphology(folder: Path, progress: bool) -> Path:
     """Download the Hebrew and English segmentation data, unless they are already there.
 

@@ -59,7 +59,7 @@ class NewsArticle(NamedTuple):
         return f"{self.title}\n\n{self.text}"
 
 
-@fetcher("news", "``<cache>/news``.")
+@fetcher("news")
 def fetch_news(folder: Path, progress: bool) -> Path:
     """Download the English news articles, unless they are already there.
 

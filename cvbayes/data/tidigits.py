@@ -120,7 +120,7 @@ def _install_package(progress: bool) -> None:
         )
 
 
-@fetcher("tidigits", "``<cache>/tidigits``.")
+@fetcher("tidigits")
 def fetch_tidigits(folder: Path, progress: bool) -> Path:
     """Install the TIDIGITS test utterances if needed and copy them to the cache.
 

@@ -102,7 +102,7 @@ def load_treebank(name: str, split: str = "train", cache: str | os.PathLike[str]
 # --- English EWT ----------------------------------------------------------------------------
 
 
-@fetcher("ewt", "``<cache>/ewt``.")
+@fetcher("ewt")
 def fetch_ewt(folder: Path, progress: bool) -> Path:
     """Download UD English EWT, unless it is already there.
 
@@ -153,7 +153,7 @@ def split_by_set_comment(document: ConlluDocument) -> dict[str, ConlluDocument]:
     return {split: document.select(indices) for split, indices in chosen.items()}
 
 
-@fetcher("htb", "``<cache>/htb``.")
+@fetcher("htb")
 def fetch_htb(folder: Path, progress: bool) -> Path:
     """Download UD Hebrew-HTB and split it, unless that is done already.
 
@@ -194,7 +194,7 @@ def load_htb(split: str = "train", cache: str | os.PathLike[str] | None = None) 
 # --- Czech PUD ------------------------------------------------------------------------------
 
 
-@fetcher("pud", "``<cache>/pud``.")
+@fetcher("pud")
 def fetch_pud(folder: Path, progress: bool) -> Path:
     """Download the Czech PUD treebank, unless it is already there.
 
