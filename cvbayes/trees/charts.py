@@ -686,7 +686,8 @@ def add_binary_counts(kernel, tables, binary_outer, counts):
         counts[rule] += weights[kernel.binary_parent[b], x] * binary_outer[kernel.binary_parent[b], x]
 
 
-@njit(cache=True)
+# inlined: its callers' per-sentence loops compile as when they wrote these steps themselves
+@njit(cache=True, inline="always")
 def sentence_rule_counts(kernel, tables, tokens, span_ids, buffers, counts, binary_outer, marginals):
     """One sentence's expected rule counts (eq. 4.8-4.9) added to `counts` (R,) in either layout:
     `sentence_inside_outside`, then `add_binary_counts` from `binary_outer`, zeroed first.
