@@ -141,18 +141,36 @@ def dmv_case(algorithm, n_iter=3, **options):
     return run
 
 
-def pcfg_la_case(algorithm, n_iter=3):
-    def run():
-        from cvbayes.data.trees import parse_trees
-        trees = parse_trees("""
+def _la_trees():
+    from cvbayes.data.trees import parse_trees
+    return parse_trees("""
 (S (NP (D a) (N b)) (V c))
 (S (NP (N b)) (V c) (NP (D a) (N b)))
 (NP (D a) (N b))
 (S (NP (N c)) (V a))
 (S (NP (D a) (N c)) (V b) (NP (N a)))
 """)
-        model = _fit(cvbayes.PCFGLA(n_subtypes=2, alpha=0.5, min_count=1), trees, algorithm, n_iter, 6)
+
+
+def pcfg_la_case(algorithm, n_iter=3):
+    def run():
+        model = _fit(cvbayes.PCFGLA(n_subtypes=2, alpha=0.5, min_count=1), _la_trees(), algorithm, n_iter, 6)
         return {"objectives": _objectives(model)}
+    return run
+
+
+def pcfg_la_parse_case(decoder):
+    """The parser's trees and scores, pruned (as `cvbayes pcfg-la parse`) and on the whole chart; a score
+    as a probability (max-rule's log scores are near 0, where relative differences say nothing)."""
+    def run():
+        model = _fit(cvbayes.PCFGLA(n_subtypes=3, alpha=0.5, min_count=1), _la_trees(), "em", 5, 6)
+        sentences = [tree.leaves() for tree in _la_trees()] + [["a", "b", "c", "a", "b"], ["b", "c", "a", "c"]]
+        result = {}
+        for pruning in (1e-4, None):
+            batch = model.parser(decoder).parse(sentences, pruning)
+            result[f"trees {pruning}"] = [str(tree) for tree in batch.trees]
+            result[f"probabilities {pruning}"] = np.exp(batch.log_scores).tolist()
+        return result
     return run
 
 
@@ -208,6 +226,7 @@ CASES = {
     **{f"dmv/{a}": dmv_case(a) for a in ("em", "vb", "cvi")},
     "dmv/scvi": dmv_case("scvi", batch_size=16),
     **{f"pcfg-la/{a}": pcfg_la_case(a) for a in ("em", "vb", "cvi")},
+    **{f"pcfg-la/parse-{d}": pcfg_la_parse_case(d) for d in ("max-rule", "viterbi")},
     **{f"align-{m}/{a}": aligner_case(m, a) for m in ("ibm1", "hmm") for a in ("em", "vb", "cvi2", "cgs", "scvi")},
     **{f"adaptor-{g}/{a}": adaptor_case(g, a) for g in ("unigram", "colloc") for a in ("vb", "cvi", "mcmc")},
     **{f"units/{a}": units_case(a) for a in ("vb", "cvi", "gibbs", "svi", "scvi")},
@@ -336,7 +355,7 @@ def main(argv=None):
     racer.add_argument("new_tree")
     racer.add_argument("--only", default="")
     racer.add_argument("--rounds", type=int, default=3)
-    racer.add_argument("--repeats", type=int, default=1)
+    racer.add_argument("--repeats", type=int, default=5)
     racer.add_argument("--limit", type=float, default=1.10, help="ratio new / old flagged (default 1.10)")
     racer.add_argument("--json", help="write the table here")
     comparer = commands.add_parser("compare", help="worst relative difference per case")

@@ -7,7 +7,7 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from .data import Corpus, Vocabulary, read_conllu, read_tagged, read_text
-from .families import Categorical, Gaussian
+from .families import Categorical, FullGaussian, Gaussian, Poisson
 from .models.base import BayesModel
 from .models.hdp_hmm import HDPHMM
 from .models.hmm import HMM
@@ -24,5 +24,6 @@ from .schedules import IterationRecord
 __version__ = "0.1.0"
 
 __all__ = ["BayesModel", "HMM", "HDPHMM", "LDA", "PCFG", "DMV", "PCFGLA", "Aligner", "AdaptorGrammar", "AcousticUnits",
-           "IterationRecord", "ZeroProbabilityError", "Corpus", "Vocabulary", "Categorical", "Gaussian", "read_text",
+           "IterationRecord", "ZeroProbabilityError", "Corpus", "Vocabulary", "Categorical", "Gaussian", "FullGaussian", "Poisson",
+           "read_text",
            "read_tagged", "read_conllu"]

@@ -14,6 +14,7 @@ from ..models.alignment.evaluate import score_alignment
 from ..models.alignment.force import NULL_WORD, force_align, read_translation_table
 from ..models.alignment.model import (ALGORITHMS, BATCH_SIZE, COLLAPSED, COLLAPSED_PRIOR, DEFAULT_ITERATIONS, KAPPA,
                                      MAX_JUMP, MODELS, NULL_PROB, OBJECTIVES, OTHER_PRIOR, TAU0, Aligner, default_prior)
+from ..models.alignment.priors import make_priors, read_priors, write_priors
 from ..models.alignment.symmetrize import SYMMETRIZATIONS, symmetrize
 from .options import check_writable
 
@@ -91,9 +92,14 @@ def run_align(args) -> None:
                          "NULL word (use --model hmm, the default)")
     if args.force_align is not None and args.parameters is not None:
         raise SystemExit("cvbayes align: -f aligns with the tables of an earlier -p; it learns none to write")
+    if args.force_align is not None and args.priors is not None:
+        raise SystemExit("cvbayes align: -f aligns with fixed tables; --priors biases learning, and -f learns nothing")
     if args.parameters is not None:
         for direction in directions_run:
             check_writable(_table_path(args.parameters, method, direction))
+    if args.write_priors is not None:
+        check_writable(args.write_priors)
+    priors = read_priors(args.priors) if args.priors is not None else None
     tables = {}
     if args.force_align is not None:
         tables = {d: read_translation_table(_table_path(args.force_align, method, d)) for d in directions_run}
@@ -106,6 +112,12 @@ def run_align(args) -> None:
     if len(corpus) == 0 or corpus.n_source_tokens + corpus.n_target_tokens == 0:
         raise ValueError(f"{args.input or args.source}: no sentence pairs to align (the input is empty)")
     corpus = _skip_long_pairs(corpus, args.max_length, args.quiet)
+    if priors is not None and not args.quiet:
+        print(f"cvbayes align: {priors.used(corpus)} of {len(priors.lexical)} lexical priors used (the others name "
+              f"words the corpus does not have)", file=sys.stderr)
+        if priors.fertility:
+            print(f"cvbayes align: note: {len(priors.fertility)} fertility priors (FERF/FERR) ignored: these "
+                  f"models have no fertility", file=sys.stderr)
     prior = args.prior if args.prior is not None else default_prior(args.algorithm)
     options = dict(model="hmm" if args.favor_diagonal else args.model, algorithm=args.algorithm, n_iter=n_iter,
                    prior=prior, random_state=args.seed, null_prob=0.0 if args.no_null_word else args.null_prob,
@@ -122,13 +134,16 @@ def run_align(args) -> None:
             found, pair_scores = force_align(data, tables[direction], null=not args.no_null_word)
             directions[direction] = {"table": _table_path(args.force_align, method, direction)}
         else:
-            aligner = Aligner(**options).fit(data, progress=not args.quiet)
+            direction_priors = priors if priors is None or direction == "forward" else priors.reversed()
+            aligner = Aligner(**options, priors=direction_priors).fit(data, progress=not args.quiet)
             found, pair_scores = aligner.links(), aligner.pair_log_likelihoods() if args.scores else None
             directions[direction] = _direction_report(aligner, data.n_target_tokens)
             if args.parameters:
                 _write_table(aligner, data, _table_path(args.parameters, method, direction))
         links[direction] = found if direction == "forward" else [{(i, j) for j, i in pair} for pair in found]
         scores.append(pair_scores)
+    if args.write_priors is not None:
+        write_priors(make_priors(corpus, links.get("forward"), links.get("reverse")), args.write_priors)
     if len(links) == 2:
         links = symmetrize(links["forward"], links["reverse"], method)
     else:
@@ -145,6 +160,9 @@ def run_align(args) -> None:
                   "symmetrization": method, "seconds": seconds,
                   "tokens_per_second": (corpus.n_source_tokens + corpus.n_target_tokens) / seconds,
                   "objective_is": OBJECTIVES[args.algorithm], "directions": directions}
+        if priors is not None:
+            report["priors"] = {"file": args.priors, "lexical": len(priors.lexical),
+                                "lexical_used": priors.used(corpus)}
         if tables:
             report = {key: report[key] for key in ("pairs", "source_tokens", "target_tokens", "symmetrization",
                                                    "seconds", "tokens_per_second", "directions")}
@@ -244,6 +262,19 @@ def register(commands) -> None:
                             "(and FILE.reverse for the reverse direction), learning nothing: each target word to "
                             "the source word or NULL of the highest t(target | source), IBM Model 1's rule (the "
                             "table holds no jump distribution); word pairs the table lacks get 1e-9")
+    align.add_argument("--priors", metavar="FILE", default=None,
+                       help="eflomal's --priors: prior knowledge as Dirichlet pseudo-counts, one tab-separated "
+                            "entry a line: 'LEX src trg alpha' (or eflomal's older 'src trg alpha'; <NULL> the NULL "
+                            "word) adds alpha to t(trg | src) forward and t(src | trg) reverse, 'HMMF jump alpha' "
+                            "and 'HMMR jump alpha' to the forward and reverse jump bucket of that width (clipped "
+                            "to +-M); FERF/FERR fertility lines are ignored (no fertility here). Every algorithm "
+                            "uses them (em: MAP under them). Entries naming words the corpus lacks are counted "
+                            "and reported")
+    align.add_argument("--write-priors", metavar="FILE", default=None,
+                       help="write a priors file from this run's alignments, as eflomal-makepriors does: LEX "
+                            "counts of the forward links (the reverse ones with -r), HMMF/HMMR jump counts of each "
+                            "direction trained (with eflomal's end-of-sentence jump), FERF/FERR fertilities; "
+                            "read it back with --priors")
     align.add_argument("--max-jump", type=int, default=MAX_JUMP,
                        help=f"HMM: jump widths are clipped to +-M (default {MAX_JUMP})")
     align.add_argument("--batch-size", type=int, default=BATCH_SIZE,

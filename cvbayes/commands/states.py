@@ -55,9 +55,11 @@ def run_states(args):
         width = max(len(name) for name in names)
         lines += [f"state {name:>{width}}: " + " ".join(f"{word} {weight:.3f}" for word, weight in zip(row, values))
                   for name, row, values in zip(names, words, weights)]
-    else:
-        report["means"] = model.means_.round(6).tolist()
-        lines += [f"state {name}: mean " + " ".join(f"{m:.3g}" for m in row) for name, row in zip(names, model.means_)]
+    else:  # a state's location: the means (Gaussians) or the rates (Poisson), as the family names them
+        location = model.family.param_names[0]
+        values = np.asarray(getattr(model, f"{location}_")).reshape(model.n_states, -1)
+        report[location] = values.round(6).tolist()
+        lines += [f"state {name}: {location} " + " ".join(f"{m:.3g}" for m in row) for name, row in zip(names, values)]
     if args.transitions:
         report["transitions"] = model.transmat_.round(6).tolist()
         width = max(6, max(len(name) for name in names) + 1)

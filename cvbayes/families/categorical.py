@@ -4,6 +4,7 @@ from scipy import sparse
 
 from ..core import rules
 from ..core.sampling import log_dirichlet_draws
+from ..synthetic import sample_categorical_hmm
 from .kmeans import weighted_kmeans
 from .ops import CATEGORICAL
 
@@ -21,6 +22,7 @@ class Categorical:
 
     code = CATEGORICAL
     discrete = True
+    param_names = ("emissionprob",)
 
     def __init__(self, beta=0.1, n_symbols=None):
         if not beta > 0:
@@ -209,3 +211,7 @@ class Categorical:
     def state_totals(self, stats):
         """E[C_.k]: the expected tokens of every state."""
         return np.maximum(stats[-1], 0.0)
+
+    def sample_hmm(self, startprob, transmat, fitted, lengths, seed):
+        """A discrete Corpus drawn from the HMM with the fitted ``emissionprob_``."""
+        return sample_categorical_hmm(startprob, transmat, fitted["emissionprob_"], lengths, seed)

@@ -17,12 +17,15 @@ from ..core import rules
 from ..core.rules import MAP, MEAN, VB
 from ..core.sampling import log_dirichlet_draws
 from ..core.units import threads_for
+from ..synthetic import sample_gaussian_hmm
 from .kmeans import weighted_kmeans
-from .ops import (GAUSSIAN, LOG_2PI, gaussian_log_density, mixture_likelihoods, normal_gamma_posteriors,
+from .ops import (GAUSSIAN, LOG_2PI, as_table, gaussian_log_density, mixture_likelihoods, normal_gamma_posteriors,
                   student_t_constants, student_t_log_densities)
+from .poisson import gamma_kl
+from .rows import RealVectors, feature_variances
 
 
-class Gaussian:
+class Gaussian(RealVectors):
     """Diagonal-covariance Gaussian family with a Normal-Gamma prior.
 
     Parameters
@@ -39,7 +42,7 @@ class Gaussian:
     """
 
     code = GAUSSIAN
-    discrete = False
+    param_names = ("means", "covars")
 
     def __init__(self, mean=None, kappa=0.01, shape=1.0, rate=None):
         if not kappa > 0 or not shape > 0.5:
@@ -66,14 +69,9 @@ class Gaussian:
         if self.mean is None:
             self.mean = x.mean(axis=0) if len(x) else np.zeros(self.n_dims)
         if self.rate is None:
-            var = x.var(axis=0) if len(x) > 1 else np.ones(self.n_dims)
-            self.rate = self.shape * np.where(var > 0, var, 1.0)
+            self.rate = self.shape * feature_variances(x)
         self.mean = np.broadcast_to(self.mean, (self.n_dims,)).astype(float)
         self.rate = np.broadcast_to(self.rate, (self.n_dims,)).astype(float)
-
-    def check(self, corpus):
-        if corpus.is_discrete or corpus.observations.shape[1] != self.n_dims:
-            raise ValueError(f"this model expects real-valued features with {self.n_dims} dimensions")
 
     def prior_array(self):
         d = self.n_dims
@@ -81,12 +79,6 @@ class Gaussian:
 
     def n_stats(self):
         return 1 + 2 * self.n_dims
-
-    def index(self, corpus):
-        return np.arange(corpus.n_tokens, dtype=np.int32)
-
-    def features(self, corpus):
-        return np.ascontiguousarray(corpus.observations, dtype=float)
 
     # -- posterior hyperparameters ------------------------------------------
     def posterior(self, stats):
@@ -108,7 +100,7 @@ class Gaussian:
         var = np.asarray(params["covars"], dtype=float)
         if mu.shape != var.shape or mu.ndim != 2 or mu.shape[1] != self.n_dims:
             raise ValueError(f"means and covars must both have shape (K, {self.n_dims})")
-        return self._as_table(gaussian_log_density(self.features(corpus), np.ascontiguousarray(mu),
+        return as_table(gaussian_log_density(self.features(corpus), np.ascontiguousarray(mu),
                                                    np.ascontiguousarray(1.0 / var)))
 
     def table(self, stats, rule, corpus):
@@ -129,14 +121,9 @@ class Gaussian:
             scale2 = b * (kappa + 1.0) / (a * kappa)
             log_table = (gammaln(0.5 * (nu + 1)) - gammaln(0.5 * nu) - 0.5 * np.log(nu * np.pi * scale2)
                          - 0.5 * (nu + 1) * np.log1p(diff2 / (nu * scale2)))
-        return self._as_table(log_table.sum(axis=2))
+        return as_table(log_table.sum(axis=2))
 
     # -- stochastic inference (models/hmm_structures.py) ------------------------
-    def minibatch_layout(self, corpus, positions):
-        """Kernel inputs for the tokens at ``positions``: one table row per token."""
-        features = np.ascontiguousarray(corpus.observations[positions], dtype=float)
-        return np.arange(positions.shape[0], dtype=np.int32), features, np.arange(self.n_stats())
-
     def random_stats(self, rng, corpus, n_states, per_state=5):
         """Each state gets the statistics of a few random tokens, scaled to the
         corpus: the continuous stand-in for eq. 3.107's exponential counts (many
@@ -157,24 +144,18 @@ class Gaussian:
         merges states (issue 15)."""
         x = self.features(corpus)
         means, cluster, size = weighted_kmeans(x, np.ones(x.shape[0]), n_states, rng)
-        overall = x.var(axis=0) if x.shape[0] > 1 else np.ones(x.shape[1])
-        overall = np.where(overall > 0, overall, 1.0)
+        overall = feature_variances(x)
         spread = np.zeros_like(means)
         np.add.at(spread, cluster, (x - means[cluster]) ** 2)
         variances = spread / np.maximum(size, 1.0)[:, None]
         usable = (size[:, None] >= 2) & (variances > 0)
         return {"means": means, "covars": np.where(usable, variances, overall)}
 
-    def _as_table(self, log_table):
-        peak = log_table.max(axis=1)
-        return np.exp(log_table - peak[:, None]), peak
-
     def kl(self, stats):
         """Sum over states and dimensions of KL(NG posterior || NG prior)."""
         kappa, mu, a, b = self.posterior(stats)
         k0, m0, a0, b0 = self.kappa, self.mean, self.shape, self.rate
-        kl_gamma = ((a - a0) * digamma(a) - gammaln(a) + gammaln(a0)
-                    + a0 * (np.log(b) - np.log(b0)) + a * (b0 - b) / b)
+        kl_gamma = gamma_kl(a, b, a0, b0)
         kl_normal = 0.5 * (k0 / kappa - 1.0 + np.log(kappa / k0) + k0 * (a / b) * (mu - m0) ** 2)
         return float((kl_gamma + kl_normal).sum())
 
@@ -208,16 +189,16 @@ class Gaussian:
         return gaussian_log_density(self.features(corpus), np.ascontiguousarray(params["means"]),
                                     np.ascontiguousarray(params["precisions"]))
 
-    def state_totals(self, stats):
-        """E[C_.k]: the expected tokens of every state."""
-        return np.maximum(stats[0], 0.0)
-
     def fitted(self, stats, rule):
         if rule == MAP:
             params = self.map_params(stats)
             return {"means_": params["means"], "covars_": params["covars"]}
         kappa, mu, a, b = self.posterior(stats)
         return {"means_": mu, "covars_": b / a}
+
+    def sample_hmm(self, startprob, transmat, fitted, lengths, seed):
+        """A continuous Corpus drawn from the HMM with the fitted ``means_`` and ``covars_``."""
+        return sample_gaussian_hmm(startprob, transmat, fitted["means_"], fitted["covars_"], lengths, seed)
 
 
 class LinearTable(NamedTuple):

@@ -9,16 +9,23 @@ a token's contribution is a handful of contiguous row updates:
 * Diagonal Gaussian with a Normal-Gamma prior: S = 1 + 2D; row 0 holds the
   expected counts, rows 1..D the weighted sums of x_d and rows D+1..2D the
   weighted sums of x_d^2 (the s(w) of eq. 3.83, 3.85-3.86).
+* Poisson with a Gamma prior per count dimension: S = 1 + 2D; row 0 the
+  expected counts, rows 1..D the weighted sums of x_d, rows D+1..2D those of
+  log x_d! (the base measure h(x), kept so that log p(x | z) needs only the table).
+  Its ``features`` are (N, 2D): the counts, then their log x!.
+* Full-covariance Gaussian with a Normal-Wishart prior: S = 1 + D + D(D+1)/2;
+  row 0 the expected counts, rows 1..D the weighted sums of x, then the weighted
+  sums of x_d x_e for d <= e, row by row of the upper triangle.
 
 Observations reach the kernels as ``index`` (int32, the word id for
-categorical data and the token position for continuous data) plus
-``features`` (N, D) float64 (an (N, 0) array for categorical data).
+categorical data and the token position for the others) plus
+``features`` (N, F) float64 (an (N, 0) array for categorical data).
 
 The collapsed algorithms need the posterior predictive of one observation
 given everyone else's statistics (eq. 3.96): the Dirichlet rule MEAN of
 `cvbayes.core.rules` for categorical rows (eq. 3.50), a Student-t for the
-Gaussian.  New families add a code here and a branch in the dispatch
-functions below.
+Gaussians, a negative binomial for the Poisson.  New families add a code here
+and a branch in the dispatch functions below.
 """
 import math
 
@@ -30,6 +37,8 @@ from ..core.special import FAST
 
 CATEGORICAL = 0
 GAUSSIAN = 1
+POISSON = 2
+FULL_GAUSSIAN = 3
 LOG_2PI = math.log(2.0 * math.pi)
 
 
@@ -43,16 +52,31 @@ def add_token_stats(family, stats, index, features, t, weights, sign):
         for k in range(n_states):
             stats[w, k] += sign * weights[k]
             stats[totals, k] += sign * weights[k]
-    else:
+        return
+    for k in range(n_states):
+        stats[0, k] += sign * weights[k]
+    if family == FULL_GAUSSIAN:
         n_dims = features.shape[1]
-        for k in range(n_states):
-            stats[0, k] += sign * weights[k]
         for d in range(n_dims):
             x = features[t, d]
-            xx = x * x
             for k in range(n_states):
                 stats[1 + d, k] += sign * weights[k] * x
-                stats[1 + n_dims + d, k] += sign * weights[k] * xx
+        row = 1 + n_dims
+        for d in range(n_dims):
+            for e in range(d, n_dims):
+                xx = features[t, d] * features[t, e]
+                for k in range(n_states):
+                    stats[row, k] += sign * weights[k] * xx
+                row += 1
+        return
+    # the diagonal Gaussian's x and x^2, or the Poisson's x and log x! (its features' second half)
+    n_dims = stats.shape[0] // 2
+    for d in range(n_dims):
+        x = features[t, d]
+        second = x * x if family == GAUSSIAN else features[t, n_dims + d]
+        for k in range(n_states):
+            stats[1 + d, k] += sign * weights[k] * x
+            stats[1 + n_dims + d, k] += sign * weights[k] * second
 
 
 @njit(cache=True, inline="always")
@@ -62,13 +86,22 @@ def add_token_state(family, stats, index, features, t, z, sign):
     if family == CATEGORICAL:
         stats[index[t], z] += sign
         stats[stats.shape[0] - 1, z] += sign
-    else:
+        return
+    stats[0, z] += sign
+    if family == FULL_GAUSSIAN:
         n_dims = features.shape[1]
-        stats[0, z] += sign
+        row = 1 + n_dims
         for d in range(n_dims):
-            x = features[t, d]
-            stats[1 + d, z] += sign * x
-            stats[1 + n_dims + d, z] += sign * x * x
+            stats[1 + d, z] += sign * features[t, d]
+            for e in range(d, n_dims):
+                stats[row, z] += sign * features[t, d] * features[t, e]
+                row += 1
+        return
+    n_dims = stats.shape[0] // 2
+    for d in range(n_dims):
+        x = features[t, d]
+        stats[1 + d, z] += sign * x
+        stats[1 + n_dims + d, z] += sign * (x * x if family == GAUSSIAN else features[t, n_dims + d])
 
 
 @njit(cache=True)
@@ -135,10 +168,10 @@ def predictive_rows(family, stats, prior, index, features, begin, end, mask, lik
     """Posterior-predictive emission rows for tokens begin..end (eq. 3.50, 3.96).
 
     ``stats`` must already exclude the tokens' own contribution.  ``prior`` is the
-    family's `prior_array`: [[beta]] (symmetric), or beta tau_w for w < W then the
-    total beta (the HDP-HMM's emission prior, §5.5.3).  Rows are max-normalised
-    into ``lik``; returns their summed log scale (-inf when some token has no
-    admissible state).
+    family's `prior_array`: for categorical rows [[beta]] (symmetric), or beta tau_w
+    for w < W then the total beta (the HDP-HMM's emission prior, §5.5.3).  Rows are
+    max-normalised into ``lik``; returns their summed log scale (-inf when some
+    token has no admissible state).
     """
     n_states = stats.shape[1]
     use_mask = mask.shape[0] > 0
@@ -167,14 +200,34 @@ def predictive_rows(family, stats, prior, index, features, begin, end, mask, lik
                 row[k] *= inv
             log_scale += math.log(peak)
         return log_scale
+    if family == GAUSSIAN:
+        _diagonal_student_rows(stats, prior, features, begin, end, lik)
+    elif family == POISSON:
+        negative_binomial_log_rows(stats, prior, features, begin, end, lik)
+    else:
+        multivariate_student_log_rows(stats, prior, features, begin, end, lik)
+    for t in range(begin, end):
+        row = lik[t - begin]
+        peak = -np.inf
+        for k in range(n_states):
+            peak = max(peak, row[k])
+        for k in range(n_states):
+            row[k] = math.exp(row[k] - peak)
+        log_scale += peak
+    return log_scale
+
+
+@njit(cache=True)
+def _diagonal_student_rows(stats, prior, features, begin, end, log_lik):
+    """log_lik[t - begin, k] = sum_d log t(x_td) under the Student-t predictive of every state (eq. 3.96)."""
+    n_states = stats.shape[1]
     n_dims = features.shape[1]
     consts = np.empty((n_states, n_dims, 4))
     for k in range(n_states):
         for d in range(n_dims):
             _student_t_constants(stats, prior, k, d, n_dims, consts[k, d])
     for t in range(begin, end):
-        row = lik[t - begin]
-        peak = -np.inf
+        row = log_lik[t - begin]
         for k in range(n_states):
             v = 0.0
             for d in range(n_dims):
@@ -182,12 +235,179 @@ def predictive_rows(family, stats, prior, index, features, begin, end, mask, lik
                 z = features[t, d] - c[0]
                 v += c[1] - c[3] * math.log1p(z * z * c[2])
             row[k] = v
-            if v > peak:
-                peak = v
+
+
+@njit(cache=True)
+def gamma_posterior(stats, prior, k, d, n_dims):
+    """(a_n, b_n) of state k, count dimension d: the Gamma(shape a0, rate b0) prior of `Poisson.prior_array`
+    updated by the expected counts, a_n = a0 + sum_t q_t x_td, b_n = b0 + sum_t q_t (Bernardo and Smith
+    1994, Appendix A, the Poisson model with its conjugate Gamma prior; the lambda of eq. 3.83-3.84 for
+    this pair)."""
+    return prior[0, d] + max(stats[1 + d, k], 0.0), prior[1, d] + max(stats[0, k], 0.0)
+
+
+@njit(cache=True)
+def negative_binomial_log_rows(stats, prior, features, begin, end, log_lik):
+    """log_lik[t - begin, k] = sum_d log NB(x_td | a_n, b_n / (b_n + 1)): the Poisson-Gamma predictive of
+    eq. 3.96 (Bernardo and Smith 1994, Appendix A: the Poisson-Gamma distribution Pg(x | a_n, b_n, 1)),
+    Gamma(a_n + x) / (Gamma(a_n) x!) (b_n / (b_n + 1))^a_n (1 / (b_n + 1))^x.  ``features`` hold the
+    counts and then their log x!."""
+    n_states = stats.shape[1]
+    n_dims = features.shape[1] // 2
+    shape = np.empty((n_states, n_dims))
+    constant = np.empty((n_states, n_dims))
+    log_odds = np.empty((n_states, n_dims))
+    for k in range(n_states):
+        for d in range(n_dims):
+            a, b = gamma_posterior(stats, prior, k, d, n_dims)
+            shape[k, d] = a
+            constant[k, d] = a * math.log(b / (b + 1.0)) - math.lgamma(a)
+            log_odds[k, d] = math.log1p(b)
+    for t in range(begin, end):
+        row = log_lik[t - begin]
         for k in range(n_states):
-            row[k] = math.exp(row[k] - peak)
-        log_scale += peak
-    return log_scale
+            v = 0.0
+            for d in range(n_dims):
+                x = features[t, d]
+                v += math.lgamma(shape[k, d] + x) + constant[k, d] - x * log_odds[k, d] - features[t, n_dims + d]
+            row[k] = v
+
+
+@njit(cache=True)
+def cholesky_in_place(a):
+    """Overwrite the symmetric (D, D) ``a`` with its lower Cholesky factor L (L L^T = a, zeros above);
+    False, with ``a`` spoilt, when ``a`` is not positive definite."""
+    n = a.shape[0]
+    for j in range(n):
+        s = a[j, j]
+        for p in range(j):
+            s -= a[j, p] * a[j, p]
+        if not s > 0.0:
+            return False
+        pivot = math.sqrt(s)
+        a[j, j] = pivot
+        for i in range(j + 1, n):
+            s = a[i, j]
+            for p in range(j):
+                s -= a[i, p] * a[j, p]
+            a[i, j] = s / pivot
+        for i in range(j):
+            a[i, j] = 0.0
+    return True
+
+
+@njit(cache=True)
+def normal_wishart_posterior(stats, prior, k, mean, chol):
+    """The Normal-Wishart posterior of state k (Murphy 2007, the Normal-Wishart prior's posterior; Bishop
+    2006, eq. 10.60-10.63): kappa_n = kappa0 + n, nu_n = nu0 + n, mu_n = (kappa0 mu0 + sum x) /
+    kappa_n and the inverse scale Psi_n = Psi0 + sum x x^T + kappa0 mu0 mu0^T - kappa_n mu_n mu_n^T (the
+    matrix form of the diagonal family's b_n, eq. 3.85-3.86).  Writes mu_n to ``mean`` (D,) and the lower
+    Cholesky factor of Psi_n to ``chol`` (D, D); returns (kappa_n, nu_n).  ``prior`` is
+    `FullGaussian.prior_array`: rows mu0, kappa0, nu0, then Psi0.  A Psi_n that rounding leaves not
+    positive definite (a near-empty state, whose scatter is noise) falls back to Psi0, as the diagonal
+    family floors b_n at b0."""
+    n_dims = mean.shape[0]
+    kappa0 = prior[1, 0]
+    n = max(stats[0, k], 0.0)
+    kappa = kappa0 + n
+    for d in range(n_dims):
+        mean[d] = (kappa0 * prior[0, d] + stats[1 + d, k]) / kappa
+    row = 1 + n_dims
+    for d in range(n_dims):
+        for e in range(d, n_dims):
+            v = prior[3 + d, e] + stats[row, k] + kappa0 * prior[0, d] * prior[0, e] - kappa * mean[d] * mean[e]
+            chol[d, e] = v
+            chol[e, d] = v
+            row += 1
+    if not cholesky_in_place(chol):
+        chol[:, :] = prior[3:3 + n_dims]
+        cholesky_in_place(chol)
+    return kappa, prior[2, 0] + n
+
+
+@njit(cache=True)
+def normal_wishart_posteriors(stats, prior):
+    """`normal_wishart_posterior` of every state: kappa_n (K,), nu_n (K,), mu_n (K, D), chol(Psi_n) (K, D, D)."""
+    n_dims = prior.shape[1]
+    n_states = stats.shape[1]
+    kappa = np.empty(n_states)
+    nu = np.empty(n_states)
+    mean = np.empty((n_states, n_dims))
+    chol = np.empty((n_states, n_dims, n_dims))
+    for k in range(n_states):
+        kappa[k], nu[k] = normal_wishart_posterior(stats, prior, k, mean[k], chol[k])
+    return kappa, nu, mean, chol
+
+
+@njit(cache=True)
+def multivariate_student_t_constants(kappa, nu, chol):
+    """(log normaliser, q-scale, power) of the Normal-Wishart posterior predictive (eq. 3.96; Murphy 2007,
+    the Normal-Wishart posterior predictive; Bishop 2006, §2.3.7): t_{nu'}(x | mu_n, Sigma) with nu' = nu_n - D + 1 and Sigma = Psi_n (kappa_n + 1) /
+    (kappa_n nu'), whose log density is log_norm - power log(1 + qscale |L^-1 (x - mu_n)|^2) with
+    L = chol(Psi_n), power = (nu' + D) / 2 and qscale = kappa_n / (kappa_n + 1)."""
+    n_dims = chol.shape[0]
+    dof = nu - n_dims + 1.0
+    log_det = 0.0
+    for d in range(n_dims):
+        log_det += math.log(chol[d, d])
+    log_norm = (math.lgamma(0.5 * (dof + n_dims)) - math.lgamma(0.5 * dof) - 0.5 * n_dims * math.log(dof * math.pi)
+                - 0.5 * n_dims * math.log((kappa + 1.0) / (kappa * dof)) - log_det)
+    return log_norm, kappa / (kappa + 1.0), 0.5 * (dof + n_dims)
+
+
+@njit(cache=True, inline="always")
+def _mahalanobis(features, t, mean, chol, work):
+    """|L^-1 (x_t - mean)|^2 by forward substitution (``work`` a row of D)."""
+    n_dims = mean.shape[0]
+    total = 0.0
+    for d in range(n_dims):
+        s = features[t, d] - mean[d]
+        for e in range(d):
+            s -= chol[d, e] * work[e]
+        s /= chol[d, d]
+        work[d] = s
+        total += s * s
+    return total
+
+
+@njit(cache=True)
+def mahalanobis_table(features, mean, chol):
+    """(N, K) |L_k^-1 (x_t - mean_k)|^2 of every token and state: with L_k = chol(Sigma_k) the Gaussian's
+    quadratic form, with L_k = chol(Psi_n) the Normal-Wishart tables' (`FullGaussian`)."""
+    n_tokens = features.shape[0]
+    n_states = mean.shape[0]
+    out = np.empty((n_tokens, n_states))
+    work = np.empty(mean.shape[1])
+    for t in range(n_tokens):
+        for k in range(n_states):
+            out[t, k] = _mahalanobis(features, t, mean[k], chol[k], work)
+    return out
+
+
+@njit(cache=True)
+def multivariate_student_log_rows(stats, prior, features, begin, end, log_lik):
+    """log_lik[t - begin, k] = log t_k(x_t), the multivariate Student-t predictive of every state under
+    the Normal-Wishart posterior of ``stats`` (`multivariate_student_t_constants`): one Cholesky factor
+    a state, then a forward substitution a token and state."""
+    kappa, nu, mean, chol = normal_wishart_posteriors(stats, prior)
+    n_states = stats.shape[1]
+    log_norm = np.empty(n_states)
+    qscale = np.empty(n_states)
+    power = np.empty(n_states)
+    for k in range(n_states):
+        log_norm[k], qscale[k], power[k] = multivariate_student_t_constants(kappa[k], nu[k], chol[k])
+    work = np.empty(mean.shape[1])
+    for t in range(begin, end):
+        row = log_lik[t - begin]
+        for k in range(n_states):
+            row[k] = log_norm[k] - power[k] * math.log1p(qscale[k] * _mahalanobis(features, t, mean[k], chol[k], work))
+
+
+def as_table(log_table):
+    """(exp(log_table - row peak), row peak): an (N, K) log table as the kernels read it, a per-token
+    table with its log offsets (NumPy, for the families' batch tables)."""
+    peak = log_table.max(axis=1)
+    return np.exp(log_table - peak[:, None]), peak
 
 
 @njit(cache=True)

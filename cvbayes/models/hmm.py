@@ -26,7 +26,6 @@ from ..families import family_from_config, make_family
 from ..families.transitions import Transitions
 from ..schedules import Algorithm, batch, gibbs, leave_one_out, stochastic
 from ..schedules.driver import check_positive_int
-from ..synthetic import sample_categorical_hmm, sample_gaussian_hmm
 from .base import BayesModel
 from .hmm_shards import ShardedBatch, ShardedMinibatches, ShardedSweep, Shards
 from .hmm_structures import (BatchChains, ChainData, Minibatches, Parts, SubchainSweep, TokenSampler, TokenSweep,
@@ -116,11 +115,12 @@ class HMM(BayesModel):
         row (eq. 3.1).
     beta : float
         Symmetric Dirichlet concentration on each categorical emission row
-        (eq. 3.3).  Ignored for Gaussian emissions, whose Normal-Gamma prior is
+        (eq. 3.3).  Ignored by the other emission families, whose priors are
         set on the family object.
-    emission : {"categorical", "gaussian"} or a family instance
-        The conjugate emission family (thesis §3.7); pass
-        ``cvbayes.families.Gaussian(kappa=..., shape=...)`` to set its prior.
+    emission : {"categorical", "gaussian", "gaussian-full", "poisson"} or a family instance
+        The conjugate emission family (thesis §3.7, eq. 3.96): words, diagonal or full-covariance
+        Gaussians, counts; pass ``cvbayes.families.Gaussian(kappa=..., shape=...)`` (or
+        ``FullGaussian``, ``Poisson``) to set its prior.
     tag_dictionary : array of shape (W, K), optional
         Nonzero where word type w may take state k (thesis §3.8.1); every
         algorithm, decoding and scoring respect it.
@@ -167,7 +167,7 @@ class HMM(BayesModel):
         already tells the states apart, and clusters of word types would
         be given to states regardless of the tags they allow.
         A dict with ``startprob``, ``transmat`` and ``emissionprob`` (or
-        ``means`` and ``covars``) starts from those parameters.
+        ``means`` and ``covars``, or ``lambdas``) starts from those parameters.
     anneal : bool
         CGS only: temperature from 2.0 (from init="local"; 1.0 from parameters) down to 0.08,
         geometrically over the iterations (Goldwater and Griffiths 2007).
@@ -206,7 +206,7 @@ class HMM(BayesModel):
     startprob_, transmat_ : fitted start row and transition matrix: the MLE/MAP
         for EM, the posterior mean (eq. 3.109) otherwise.
     emissionprob_ : (K, W) emission matrix (categorical), or ``means_`` and
-        ``covars_`` (K, D) (Gaussian).  For EM with ``beta`` <= 1 (the MLE) a word
+        ``covars_`` (K, D) (Gaussian; (K, D, D) for gaussian-full), or ``lambdas_`` (K, D) (Poisson).  For EM with ``beta`` <= 1 (the MLE) a word
         type absent from the training data, such as the unknown word ``<unk>`` that
         new text's unseen words map to, has probability zero here; `decode`,
         `predict_proba` and the scores give such words their posterior-mean
@@ -559,15 +559,13 @@ class HMM(BayesModel):
 
     def sample(self, n_samples: int = 1, random_state: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """One sequence of ``n_samples`` tokens drawn from the fitted point estimates, and its states
-        (hmmlearn's ``(X, Z)``): word ids (categorical) or (n_samples, D) features (Gaussian)."""
+        (hmmlearn's ``(X, Z)``): word ids (categorical), (n_samples, D) features (Gaussian) or counts (Poisson)."""
         if int(n_samples) != n_samples or n_samples < 1:
             raise ValueError(f"n_samples must be a positive integer, got {n_samples}")
         self._fitted_params()
         seed = np.random.default_rng().integers(2**63) if random_state is None else int(random_state)
-        if self.family.discrete:
-            drawn = sample_categorical_hmm(self.startprob_, self.transmat_, self.emissionprob_, [n_samples], seed)
-        else:
-            drawn = sample_gaussian_hmm(self.startprob_, self.transmat_, self.means_, self.covars_, [n_samples], seed)
+        drawn = self.family.sample_hmm(self.startprob_, self.transmat_,
+                                       self.family.fitted(self.counts_.emissions, self._point_rule), [n_samples], seed)
         return drawn.observations, drawn.gold
 
     def score_sequences(self, X: Any, lengths: ArrayLike | None = None) -> np.ndarray:

@@ -45,7 +45,7 @@ class Parts(NamedTuple):
 
     def check_params(self, params):
         """A dict of parameters (``fit(init=...)``) checked; its start and transition rows as floats."""
-        needed = {"startprob", "transmat"} | ({"emissionprob"} if self.family.discrete else {"means", "covars"})
+        needed = {"startprob", "transmat", *self.family.param_names}
         missing = needed - set(params)
         if missing:
             raise ValueError(f"init dict is missing {', '.join(sorted(missing))}")

@@ -26,6 +26,17 @@ As in `cvbayes.trees.inside_outside`: the items of a span share one scale, the l
 kept as alpha · exp(log_scale) / Z, so an item's posterior is outside · inside and a binary rule
 anchored at (i, j, k) carries the factor exp(s_ij + s_jk - s_ik).  Viterbi runs in log space.
 
+One inside pass, two semirings
+------------------------------
+`chart_inside` (sum, scaled space) and `chart_viterbi` (max, log space) are one routine, `_inside`,
+specialised at compile time (`cvbayes.trees.semiring`): a span's lexical or binary steps (the latter
+walked through `_combinations`) fill its bottom items, and its top items are their bottom items (+) their
+unary rules (walked through `_unary_links`); the scaling is the sum's own, the backpointers the max's.
+Both decoders read their tree off backpointers in one layout by one top-down pass, `_backtrack`.
+Max-rule's chart is not the max semiring over subtypes but a max over coarse items of posteriors
+summed over subtypes, read off the sum's inside and outside: a pass of its own, whose backpointers
+have one "subtype".
+
 Coarse-to-fine pruning
 ----------------------
 `prune_charts` parses every sentence with the unsplit treebank grammar
@@ -69,6 +80,7 @@ from ..core.special import FAST
 from ..core.units import parallel_over_chunks
 from .grammar import BINARY, LEXICAL, UNARY
 from .latent import binary_inside
+from .semiring import plus, times, zero
 from .top_down import emit
 from .treebank import TreebankGrammar
 
@@ -240,38 +252,208 @@ def _combinations(g, i, k, slot_bottom, slot_top, alive, alive_list, alive_count
     return n
 
 
-# ------------------------------------------------------------------ inside and outside
-@njit(cache=True, fastmath=FAST)
-def _unary_into(weights, r, inside, child, out, at):
-    """out[at, a] += sum_b w(A_a -> B_b) inside[child, b] for unary rule r."""
+@njit(cache=True)
+def _link_buffer(g):
+    """Room for the top items of any span: each symbol's own bottom item and its unary rules."""
+    return np.empty((g.n_symbols + g.unary_child.shape[0], 3), dtype=np.int64)
+
+
+@njit(cache=True, inline="always")
+def _unary_links(g, bottom_slots, top_slots, links):
+    """The top items of a span: rows (top slot, unary rule, child's bottom slot) of ``links``, rule -1
+    for the top item's own bottom item (first), then its unary rules over kept children; returns
+    their number.  Inside, outside and max-rule walk a span's top items through this one list."""
+    n = 0
+    for symbol in range(g.n_symbols):
+        t = top_slots[symbol]
+        if t < 0:
+            continue
+        s = bottom_slots[symbol]
+        if s >= 0:
+            links[n, 0], links[n, 1], links[n, 2] = t, -1, s
+            n += 1
+        for r in range(g.unary_offsets[symbol], g.unary_offsets[symbol + 1]):
+            child = bottom_slots[g.unary_child[r]]
+            if child >= 0:
+                links[n, 0], links[n, 1], links[n, 2] = t, r, child
+                n += 1
+    return n
+
+
+# ------------------------------------------------------------------ inside, in a semiring
+# `_inside` is the one inside pass of both semirings (`cvbayes.trees.semiring`): sum in scaled space
+# (`chart_inside`, eq. 4.8 with subtypes) and max in log space (`chart_viterbi`, CKY), which also
+# keeps backpointers for `_backtrack`.
+@njit(cache=True, inline="always")
+def _unary_step(viterbi, weights, r, inside, child, out, at, back):
+    """out[at, a] (+)= (+)_b w(A_a -> B_b) (x) inside[child, b] for unary rule r; max writes (r, b) to
+    back[at, a] when the rule beats out[at, a] (the first best b wins)."""
     n_sub = out.shape[1]
     for a in range(n_sub):
-        total = 0.0
+        total = zero(viterbi)
+        best = -1
         for b in range(n_sub):
-            total += weights[r, a, b] * inside[child, b]
-        out[at, a] += total
+            value = times(viterbi, weights[r, a, b], inside[child, b])
+            if viterbi and value > total:
+                best = b
+            total = plus(viterbi, total, value)
+        if not viterbi:
+            out[at, a] += total
+        elif total > out[at, a]:
+            out[at, a] = total
+            back[at, a, 0] = r
+            back[at, a, 1] = best
+
+
+# the sum's unary step compiled on its own with fastmath (also the max-rule decoder's); ``no_back`` empty
+@njit(cache=True, fastmath=FAST)
+def _unary_into(weights, r, inside, child, out, at, no_back):
+    _unary_step(False, weights, r, inside, child, out, at, no_back)
+
+
+@njit(cache=True, inline="always")
+def _best_binary(log_weights, r, j, best_top, left, right, best_bottom, parent, back):
+    """The max's binary step: best_bottom[parent, a] = max(itself, log w(A_a -> B_b C_c) + left's b +
+    right's c) with the first maximising (split j, rule r, b, c) in back[parent, a].  (The sum's is
+    `cvbayes.trees.latent.binary_inside`, shared with the observed trees' E-step.)"""
+    n_sub = best_bottom.shape[1]
+    for a in range(n_sub):
+        for b in range(n_sub):
+            left_b = best_top[left, b]
+            if left_b == -np.inf:
+                continue
+            for c in range(n_sub):
+                score = log_weights[r, a, b, c] + left_b + best_top[right, c]
+                if score > best_bottom[parent, a]:
+                    best_bottom[parent, a] = score
+                    back[parent, a, 0] = j
+                    back[parent, a, 1] = r
+                    back[parent, a, 2] = b
+                    back[parent, a, 3] = c
+
+
+@njit(cache=True, inline="always")
+def _root_step(viterbi, g, unary_weights, bottom_slots, top_slots, in_bottom, in_top):
+    """ROOT[0] over the whole sentence: its bottom item (+) its unary rules over top items, in the
+    span's scale (sum).  Returns (value, rule, subtype): max's best unary rule (-1: the bottom item)
+    and its child's subtype."""
+    total = zero(viterbi)
+    rule = -1
+    child = 0
+    s = bottom_slots[g.start]
+    if s >= 0:
+        total = plus(viterbi, total, in_bottom[s, 0])
+    for r in range(g.unary_offsets[g.start], g.unary_offsets[g.start + 1]):
+        t = top_slots[g.unary_child[r]]
+        if t < 0:
+            continue
+        for x in range(in_top.shape[1]):
+            value = times(viterbi, unary_weights[r, 0, x], in_top[t, x])
+            if viterbi and value > total:
+                rule = r
+                child = x
+            total = plus(viterbi, total, value)
+    return total, rule, child
+
+
+@njit(cache=True, inline="always")
+def _inside(viterbi, g, binary_weights, unary_weights, lexical_weights, words, slot_bottom, slot_top, in_bottom,
+            in_top, log_scale, alive, alive_list, alive_count, bottom_back, top_back):
+    """The inside pass over the kept items in a semiring: a span's lexical or binary steps fill its
+    bottom items, each top item is its bottom item (+) its unary rules, then (sum) the span is scaled.
+    The weights are probabilities (sum) or their logs (max).
+
+    Returns (value, ROOT's value, root rule, root subtype): sum gives (log Z, ROOT's scaled inside,
+    -1, 0), max (the best derivation's log probability twice, and ROOT's choice of `_root_step`);
+    the value is -inf without a tree over the kept items.
+    """
+    n_words = words.shape[0]
+    n_sub = lexical_weights.shape[1]
+    factors = np.empty(max(n_words, 1))
+    combos = _combination_buffer(g, n_words)
+    links = _link_buffer(g)
+    for width in range(1, n_words + 1):
+        for i in range(n_words - width + 1):
+            k = i + width
+            bottom_slots = slot_bottom[i, k]
+            top_slots = slot_top[i, k]
+            reference = 0.0
+            if not viterbi:
+                log_scale[i, k] = -np.inf
+            if width == 1:
+                w = words[i]
+                if w >= 0:
+                    for e in range(g.word_offsets[w], g.word_offsets[w + 1]):
+                        r = g.word_rule[e]
+                        s = bottom_slots[g.lexical_parent[r]]
+                        if s >= 0:
+                            for a in range(n_sub):
+                                in_bottom[s, a] = lexical_weights[r, a]
+                                if viterbi:
+                                    bottom_back[s, a, 1] = r
+            else:
+                if not viterbi:
+                    reference = -np.inf
+                    for j in range(i + 1, k):
+                        reference = max(reference, log_scale[i, j] + log_scale[j, k])
+                    if reference == -np.inf:
+                        continue
+                    _split_factors(log_scale, i, k, reference, factors)
+                for c in range(_combinations(g, i, k, slot_bottom, slot_top, alive, alive_list, alive_count, combos)):
+                    j, r, parent, left, right = combos[c, 0], combos[c, 1], combos[c, 2], combos[c, 3], combos[c, 4]
+                    if viterbi:
+                        _best_binary(binary_weights, r, j, in_top, left, right, in_bottom, parent, bottom_back)
+                    else:
+                        binary_inside(binary_weights, r, in_top, left, right, factors[j - i - 1], in_bottom, parent)
+            for u in range(_unary_links(g, bottom_slots, top_slots, links)):
+                t, r, child = links[u, 0], links[u, 1], links[u, 2]
+                if r < 0:
+                    for a in range(n_sub):
+                        in_top[t, a] = in_bottom[child, a]
+                elif viterbi:
+                    _unary_step(True, unary_weights, r, in_bottom, child, in_top, t, top_back)
+                else:
+                    _unary_into(unary_weights, r, in_bottom, child, in_top, t, top_back)
+            if not viterbi:
+                _rescale(bottom_slots, top_slots, in_bottom, in_top, log_scale, i, k, reference)
+            _mark_live(top_slots, in_top, zero(viterbi), i, k, alive, alive_list, alive_count)
+    if n_words == 0:
+        return -np.inf, zero(viterbi), -1, 0
+    root, rule, child = _root_step(viterbi, g, unary_weights, slot_bottom[0, n_words], slot_top[0, n_words],
+                                   in_bottom, in_top)
+    if viterbi:
+        return root, root, rule, child
+    if log_scale[0, n_words] == -np.inf or not root > 0.0:
+        return -np.inf, 0.0, -1, 0
+    return log_scale[0, n_words] + np.log(root), root, -1, 0
 
 
 @njit(cache=True)
-def _root_inside(g, unary_weights, bottom_slots, top_slots, in_bottom, in_top):
-    """Inside of ROOT[0] over the whole sentence, in the span's scale: its bottom item plus its unary
-    rules over top items."""
-    total = 0.0
-    s = bottom_slots[g.start]
-    if s >= 0:
-        total += in_bottom[s, 0]
-    for r in range(g.unary_offsets[g.start], g.unary_offsets[g.start + 1]):
-        t = top_slots[g.unary_child[r]]
-        if t >= 0:
-            for x in range(in_top.shape[1]):
-                total += unary_weights[r, 0, x] * in_top[t, x]
-    return total
+def _rescale(bottom_slots, top_slots, in_bottom, in_top, log_scale, i, k, reference):
+    """Divide span (i, k)'s items by their largest entry and set its log scale (the sum's scaling)."""
+    peak = 0.0
+    for slots, values in ((bottom_slots, in_bottom), (top_slots, in_top)):
+        for symbol in range(slots.shape[0]):
+            s = slots[symbol]
+            if s >= 0:
+                for a in range(values.shape[1]):
+                    peak = max(peak, values[s, a])
+    if peak > 0.0:
+        inverse = 1.0 / peak
+        for slots, values in ((bottom_slots, in_bottom), (top_slots, in_top)):
+            for symbol in range(slots.shape[0]):
+                s = slots[symbol]
+                if s >= 0:
+                    for a in range(values.shape[1]):
+                        values[s, a] *= inverse
+        log_scale[i, k] = reference + np.log(peak)
 
 
 @njit(cache=True)
 def chart_inside(g, binary_weights, unary_weights, lexical_weights, words, slot_bottom, slot_top,
                  in_bottom, in_top, log_scale, alive, alive_list, alive_count):
-    """The inside pass over the kept items (eq. 4.8 with subtypes; Matsuzaki et al. 2005).
+    """The inside pass over the kept items (eq. 4.8 with subtypes; Matsuzaki et al. 2005): `_inside`
+    with sum, in scaled space.
 
     Parameters
     ----------
@@ -294,73 +476,14 @@ def chart_inside(g, binary_weights, unary_weights, lexical_weights, words, slot_
     (float, float)
         log Z (-inf if the sentence has no tree over the kept items) and ROOT's scaled inside.
     """
-    n_words = words.shape[0]
-    n_sub = lexical_weights.shape[1]
-    factors = np.empty(max(n_words, 1))
-    combos = _combination_buffer(g, n_words)
-    for width in range(1, n_words + 1):
-        for i in range(n_words - width + 1):
-            k = i + width
-            log_scale[i, k] = -np.inf
-            bottom_slots = slot_bottom[i, k]
-            top_slots = slot_top[i, k]
-            if width == 1:
-                reference = 0.0
-                w = words[i]
-                if w >= 0:
-                    for e in range(g.word_offsets[w], g.word_offsets[w + 1]):
-                        r = g.word_rule[e]
-                        s = bottom_slots[g.lexical_parent[r]]
-                        if s >= 0:
-                            for a in range(n_sub):
-                                in_bottom[s, a] = lexical_weights[r, a]
-            else:
-                reference = -np.inf
-                for j in range(i + 1, k):
-                    reference = max(reference, log_scale[i, j] + log_scale[j, k])
-                if reference == -np.inf:
-                    continue
-                _split_factors(log_scale, i, k, reference, factors)
-                for c in range(_combinations(g, i, k, slot_bottom, slot_top, alive, alive_list, alive_count, combos)):
-                    j, r, parent, left, right = combos[c, 0], combos[c, 1], combos[c, 2], combos[c, 3], combos[c, 4]
-                    binary_inside(binary_weights, r, in_top, left, right, factors[j - i - 1], in_bottom, parent)
-            for symbol in range(g.n_symbols):
-                t = top_slots[symbol]
-                if t < 0:
-                    continue
-                s = bottom_slots[symbol]
-                if s >= 0:
-                    for a in range(n_sub):
-                        in_top[t, a] = in_bottom[s, a]
-                for r in range(g.unary_offsets[symbol], g.unary_offsets[symbol + 1]):
-                    child = bottom_slots[g.unary_child[r]]
-                    if child >= 0:
-                        _unary_into(unary_weights, r, in_bottom, child, in_top, t)
-            peak = 0.0
-            for slots, values in ((bottom_slots, in_bottom), (top_slots, in_top)):
-                for symbol in range(g.n_symbols):
-                    s = slots[symbol]
-                    if s >= 0:
-                        for a in range(n_sub):
-                            peak = max(peak, values[s, a])
-            if peak > 0.0:
-                inverse = 1.0 / peak
-                for slots, values in ((bottom_slots, in_bottom), (top_slots, in_top)):
-                    for symbol in range(g.n_symbols):
-                        s = slots[symbol]
-                        if s >= 0:
-                            for a in range(n_sub):
-                                values[s, a] *= inverse
-                log_scale[i, k] = reference + np.log(peak)
-                _mark_live(top_slots, in_top, 0.0, i, k, alive, alive_list, alive_count)
-    if n_words == 0 or log_scale[0, n_words] == -np.inf:
-        return -np.inf, 0.0
-    root = _root_inside(g, unary_weights, slot_bottom[0, n_words], slot_top[0, n_words], in_bottom, in_top)
-    if not root > 0.0:
-        return -np.inf, 0.0
-    return log_scale[0, n_words] + np.log(root), root
+    no_back = np.empty((0, 0, 4), dtype=np.int64)
+    log_z, root, _, _ = _inside(False, g, binary_weights, unary_weights, lexical_weights, words, slot_bottom,
+                                slot_top, in_bottom, in_top, log_scale, alive, alive_list, alive_count, no_back,
+                                no_back)
+    return log_z, root
 
 
+# ------------------------------------------------------------------ outside (sum) and the coarse pass's pruning
 @njit(cache=True, fastmath=FAST)
 def _binary_outside(weights, r, out_bottom, parent, inside, left, right, factor, out_top):
     """Send bottom item ``parent``'s outside through binary rule r to its children's top items
@@ -406,6 +529,7 @@ def chart_outside(g, binary_weights, unary_weights, slot_bottom, slot_top, in_bo
     n_sub = in_bottom.shape[1]
     factors = np.empty(max(n_words, 1))
     combos = _combination_buffer(g, n_words)
+    links = _link_buffer(g)
     reached = np.zeros(g.n_symbols, dtype=np.bool_)
     root_out = 1.0 / root_inside
     s = slot_bottom[0, n_words, g.start]
@@ -422,19 +546,12 @@ def chart_outside(g, binary_weights, unary_weights, slot_bottom, slot_top, in_bo
             if log_scale[i, k] == -np.inf:
                 continue
             bottom_slots = slot_bottom[i, k]
-            top_slots = slot_top[i, k]
-            for symbol in range(g.n_symbols):
-                t = top_slots[symbol]
-                if t < 0:
-                    continue
-                s = bottom_slots[symbol]
-                if s >= 0:
+            for u in range(_unary_links(g, bottom_slots, slot_top[i, k], links)):
+                t, r, child = links[u, 0], links[u, 1], links[u, 2]
+                if r < 0:
                     for a in range(n_sub):
-                        out_bottom[s, a] += out_top[t, a]
-                for r in range(g.unary_offsets[symbol], g.unary_offsets[symbol + 1]):
-                    child = bottom_slots[g.unary_child[r]]
-                    if child < 0:
-                        continue
+                        out_bottom[child, a] += out_top[t, a]
+                else:
                     for b in range(n_sub):
                         total = 0.0
                         for a in range(n_sub):
@@ -475,6 +592,10 @@ def chart_max_rule(g, binary_weights, unary_weights, words, slot_bottom, slot_to
                    out_bottom, out_top, log_scale, root_inside, alive, alive_list, alive_count, rows):
     """Max-rule-product decoding (Petrov and Klein 2007 §4) after `chart_inside` and `chart_outside`.
 
+    A max over coarse items of anchored rule posteriors, each a sum over subtypes read off the sum
+    chart, not the max semiring over subtypes: its own pass, its backpointers in `_backtrack`'s
+    layout with one subtype.
+
     Returns (log score, number of rows): the log product of the tree's anchored rule posteriors, and
     its rule applications in preorder written to ``rows``; (-inf, 0) if no tree has a positive score.
     """
@@ -482,11 +603,12 @@ def chart_max_rule(g, binary_weights, unary_weights, words, slot_bottom, slot_to
     n_sub = in_bottom.shape[1]
     best_bottom = np.full(in_bottom.shape[0], -np.inf)
     best_top = np.full(in_top.shape[0], -np.inf)
-    split_back = np.zeros(in_bottom.shape[0], dtype=np.int64)
-    rule_back = np.zeros(in_bottom.shape[0], dtype=np.int64)
-    unary_back = np.full(in_top.shape[0], -1, dtype=np.int64)
+    bottom_back = np.zeros((in_bottom.shape[0], 1, 4), dtype=np.int64)
+    top_back = np.full((in_top.shape[0], 1, 2), -1, dtype=np.int64)
+    no_back = np.empty((0, 0, 2), dtype=np.int64)
     factors = np.empty(max(n_words, 1))
     combos = _combination_buffer(g, n_words)
+    links = _link_buffer(g)
     reached = np.zeros(g.n_symbols, dtype=np.bool_)
     work = np.empty((1, n_sub))
     for width in range(1, n_words + 1):
@@ -507,7 +629,7 @@ def chart_max_rule(g, binary_weights, unary_weights, words, slot_bottom, slot_to
                         posterior += out_bottom[s, a] * in_bottom[s, a]
                     if posterior > 0.0:
                         best_bottom[s] = np.log(posterior)
-                        rule_back[s] = r
+                        bottom_back[s, 0, 1] = r
             elif _mark_reached(bottom_slots, out_bottom, reached):
                 _split_factors(log_scale, i, k, log_scale[i, k], factors)
                 for c in range(_combinations(g, i, k, slot_bottom, slot_top, alive, alive_list, alive_count,
@@ -523,28 +645,22 @@ def chart_max_rule(g, binary_weights, unary_weights, words, slot_bottom, slot_to
                         posterior += out_bottom[s, a] * work[0, a]
                     if posterior > 0.0 and np.log(posterior) + children > best_bottom[s]:
                         best_bottom[s] = np.log(posterior) + children
-                        split_back[s] = j
-                        rule_back[s] = r
-            top_slots = slot_top[i, k]
-            for symbol in range(g.n_symbols):
-                t = top_slots[symbol]
-                if t < 0:
-                    continue
-                s = bottom_slots[symbol]
-                if s >= 0:
-                    best_top[t] = best_bottom[s]
-                for r in range(g.unary_offsets[symbol], g.unary_offsets[symbol + 1]):
-                    child = bottom_slots[g.unary_child[r]]
-                    if child < 0 or best_bottom[child] == -np.inf:
-                        continue
+                        bottom_back[s, 0, 0] = j
+                        bottom_back[s, 0, 1] = r
+            for u in range(_unary_links(g, bottom_slots, slot_top[i, k], links)):
+                t, r, child = links[u, 0], links[u, 1], links[u, 2]
+                if r < 0:
+                    best_top[t] = best_bottom[child]
+                elif best_bottom[child] > -np.inf:
                     work[0, :] = 0.0
-                    _unary_into(unary_weights, r, in_bottom, child, work, 0)
+                    _unary_into(unary_weights, r, in_bottom, child, work, 0, no_back)
                     posterior = 0.0
                     for a in range(n_sub):
                         posterior += out_top[t, a] * work[0, a]
                     if posterior > 0.0 and np.log(posterior) + best_bottom[child] > best_top[t]:
                         best_top[t] = np.log(posterior) + best_bottom[child]
-                        unary_back[t] = r
+                        top_back[t, 0, 0] = r
+                        top_back[t, 0, 1] = 0
     # ROOT's layer
     best = -np.inf
     root_back = -1
@@ -564,46 +680,13 @@ def chart_max_rule(g, binary_weights, unary_weights, words, slot_bottom, slot_to
             root_back = r
     if best == -np.inf:
         return -np.inf, 0
-    # Backtrack in preorder: (layer, symbol, i, k) with layer 0 bottom, 1 top, 2 ROOT's.
-    stack = np.empty((4 * n_words + 4, 4), dtype=np.int64)
-    stack[0, 0], stack[0, 1], stack[0, 2], stack[0, 3] = 2, g.start, 0, n_words
-    depth = 1
-    n = 0
-    while depth > 0:
-        depth -= 1
-        layer, symbol, i, k = stack[depth, 0], stack[depth, 1], stack[depth, 2], stack[depth, 3]
-        if layer == 2:
-            if root_back >= 0:
-                n = emit(rows, n, UNARY, root_back, i, -1, k)
-                stack[depth, 0], stack[depth, 1] = 1, g.unary_child[root_back]
-            else:
-                stack[depth, 0] = 0
-            depth += 1
-        elif layer == 1:
-            r = unary_back[slot_top[i, k, symbol]]
-            stack[depth, 0] = 0
-            if r >= 0:
-                n = emit(rows, n, UNARY, r, i, -1, k)
-                stack[depth, 1] = g.unary_child[r]
-            depth += 1
-        else:
-            s = slot_bottom[i, k, symbol]
-            r = rule_back[s]
-            if k == i + 1:
-                n = emit(rows, n, LEXICAL, r, i, i, k)
-            else:
-                j = split_back[s]
-                n = emit(rows, n, BINARY, r, i, j, k)
-                stack[depth, 0], stack[depth, 1], stack[depth, 2], stack[depth, 3] = 1, g.binary_right[r], j, k
-                stack[depth + 1, 0], stack[depth + 1, 1] = 1, g.binary_left[r]
-                stack[depth + 1, 2], stack[depth + 1, 3] = i, j
-                depth += 2
-    return best, n
+    return best, _backtrack(g, slot_bottom, slot_top, bottom_back, top_back, root_back, 0, rows)
 
 
 @njit(cache=True)
 def chart_viterbi(g, log_binary, log_unary, log_lexical, words, slot_bottom, slot_top, rows):
-    """The most probable annotated derivation over the kept items (CKY in log space).
+    """The most probable annotated derivation over the kept items (CKY in log space: `_inside` with
+    max, then `_backtrack`).
 
     Returns (log weight, number of rows): the derivation's log probability and its rule applications
     (subtypes dropped) in preorder; (-inf, 0) if the sentence has no tree over the kept items.
@@ -623,78 +706,26 @@ def chart_viterbi(g, log_binary, log_unary, log_lexical, words, slot_bottom, slo
     bottom_back = np.zeros((n_bottom, n_sub, 4), dtype=np.int64)
     top_back = np.full((n_top, n_sub, 2), -1, dtype=np.int64)
     alive, alive_list, alive_count = _live_arrays(n_words, g.n_symbols)
-    combos = _combination_buffer(g, n_words)
-    for width in range(1, n_words + 1):
-        for i in range(n_words - width + 1):
-            k = i + width
-            bottom_slots = slot_bottom[i, k]
-            if width == 1:
-                w = words[i]
-                if w >= 0:
-                    for e in range(g.word_offsets[w], g.word_offsets[w + 1]):
-                        r = g.word_rule[e]
-                        s = bottom_slots[g.lexical_parent[r]]
-                        if s >= 0:
-                            for a in range(n_sub):
-                                best_bottom[s, a] = log_lexical[r, a]
-                                bottom_back[s, a, 1] = r
-            else:
-                for n in range(_combinations(g, i, k, slot_bottom, slot_top, alive, alive_list, alive_count, combos)):
-                    j, r, s, left, right = combos[n, 0], combos[n, 1], combos[n, 2], combos[n, 3], combos[n, 4]
-                    for a in range(n_sub):
-                        for b in range(n_sub):
-                            left_b = best_top[left, b]
-                            if left_b == -np.inf:
-                                continue
-                            for c in range(n_sub):
-                                score = log_binary[r, a, b, c] + left_b + best_top[right, c]
-                                if score > best_bottom[s, a]:
-                                    best_bottom[s, a] = score
-                                    bottom_back[s, a, 0] = j
-                                    bottom_back[s, a, 1] = r
-                                    bottom_back[s, a, 2] = b
-                                    bottom_back[s, a, 3] = c
-            top_slots = slot_top[i, k]
-            for symbol in range(g.n_symbols):
-                t = top_slots[symbol]
-                if t < 0:
-                    continue
-                s = bottom_slots[symbol]
-                if s >= 0:
-                    for a in range(n_sub):
-                        best_top[t, a] = best_bottom[s, a]
-                for r in range(g.unary_offsets[symbol], g.unary_offsets[symbol + 1]):
-                    child = bottom_slots[g.unary_child[r]]
-                    if child < 0:
-                        continue
-                    for a in range(n_sub):
-                        for b in range(n_sub):
-                            score = log_unary[r, a, b] + best_bottom[child, b]
-                            if score > best_top[t, a]:
-                                best_top[t, a] = score
-                                top_back[t, a, 0] = r
-                                top_back[t, a, 1] = b
-            _mark_live(top_slots, best_top, -np.inf, i, k, alive, alive_list, alive_count)
-    best = -np.inf
-    root_rule = -1
-    root_child = 0
-    if n_words > 0:
-        s = slot_bottom[0, n_words, g.start]
-        if s >= 0:
-            best = best_bottom[s, 0]
-        for r in range(g.unary_offsets[g.start], g.unary_offsets[g.start + 1]):
-            t = slot_top[0, n_words, g.unary_child[r]]
-            if t < 0:
-                continue
-            for x in range(n_sub):
-                score = log_unary[r, 0, x] + best_top[t, x]
-                if score > best:
-                    best = score
-                    root_rule = r
-                    root_child = x
+    best, _, root_rule, root_child = _inside(True, g, log_binary, log_unary, log_lexical, words, slot_bottom,
+                                             slot_top, best_bottom, best_top, np.empty((0, 0)), alive, alive_list,
+                                             alive_count, bottom_back, top_back)
     if best == -np.inf:
         return -np.inf, 0
-    # Backtrack in preorder: (layer, symbol, subtype, i, k), layer 0 bottom, 1 top.
+    return best, _backtrack(g, slot_bottom, slot_top, bottom_back, top_back, root_rule, root_child, rows)
+
+
+@njit(cache=True)
+def _backtrack(g, slot_bottom, slot_top, bottom_back, top_back, root_rule, root_child, rows):
+    """Write the decoded tree's rule applications in preorder to ``rows``; returns their number.
+
+    Backpointers of either decoder, per item and subtype (one subtype for max-rule):
+    ``bottom_back[slot, a]`` = (split, rule, left subtype, right subtype) of a bottom item (rule alone
+    over one word), ``top_back[slot, a]`` = (unary rule, child subtype) of a top item (-1: its bottom
+    item); ROOT takes unary rule ``root_rule`` to subtype ``root_child`` of its child (-1: its own
+    bottom item, subtype 0).
+    """
+    n_words = slot_bottom.shape[0] - 1
+    # (layer, symbol, subtype, i, k), layer 0 bottom, 1 top
     stack = np.empty((4 * n_words + 4, 5), dtype=np.int64)
     n = 0
     if root_rule >= 0:
@@ -727,7 +758,7 @@ def chart_viterbi(g, log_binary, log_unary, log_lexical, words, slot_bottom, slo
                 stack[depth + 1, 0], stack[depth + 1, 1], stack[depth + 1, 2] = 1, g.binary_left[r], b
                 stack[depth + 1, 3], stack[depth + 1, 4] = i, j
                 depth += 2
-    return best, n
+    return n
 
 
 # ------------------------------------------------------------------ one sentence, many sentences

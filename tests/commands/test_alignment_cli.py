@@ -188,3 +188,45 @@ def test_align_refuses_empty_input(tmp_path):
     empty.write_text("")
     with pytest.raises(SystemExit, match="no sentence pairs to align"):
         main(["align", "-i", str(empty)])
+
+
+def test_align_writes_priors_and_reads_them_back(files, capsys, tmp_path):
+    """--write-priors writes eflomal-makepriors' lines from this run's links; --priors reads them (every
+    lexical entry is used, the fertility lines are ignored with a note) and aligns at least as well."""
+    folder, _ = files
+    common = ["align", "-i", str(folder / "c.txt"), "--algorithm", "cvi2", "--iterations", "2"]
+    main(common + ["--write-priors", str(tmp_path / "run.priors"), "--output", str(tmp_path / "first.align")])
+    capsys.readouterr()
+    kinds = {line.split("\t")[0] for line in (tmp_path / "run.priors").read_text().splitlines()}
+    assert kinds == {"LEX", "HMMF", "HMMR", "FERF", "FERR"}
+    n_lexical = sum(line.startswith("LEX\t") for line in (tmp_path / "run.priors").read_text().splitlines())
+    main(common + ["--priors", str(tmp_path / "run.priors"), "--output", str(tmp_path / "second.align")])
+    err = capsys.readouterr().err
+    assert f"{n_lexical} of {n_lexical} lexical priors used" in err
+    assert err.count("fertility priors (FERF/FERR) ignored") == 1
+    scores = []
+    for name in ("first", "second"):
+        main(["evaluate-alignment", str(tmp_path / f"{name}.align"), "--gold", str(folder / "gold.align"), "--json"])
+        scores.append(json.loads(capsys.readouterr().out)["aer"])
+    assert scores[1] <= scores[0] + 0.01
+
+
+def test_align_with_an_empty_priors_file_equals_no_priors(files, capsys, tmp_path):
+    folder, _ = files
+    (tmp_path / "empty.priors").write_text("")
+    outputs = []
+    for extra in ([], ["--priors", str(tmp_path / "empty.priors")]):
+        main(["align", "-i", str(folder / "c.txt"), "--algorithm", "cvi1", "--iterations", "2", "--quiet"] + extra)
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]
+
+
+def test_align_priors_errors_name_the_file_and_line(files, tmp_path):
+    folder, _ = files
+    bad = tmp_path / "bad.priors"
+    bad.write_text("LEX\ta\tb\t1\nHMMF\tfar\t2\n")
+    with pytest.raises(SystemExit, match=f"{bad}, line 2"):
+        main(["align", "-i", str(folder / "c.txt"), "--priors", str(bad)])
+    (tmp_path / "t.table").write_text("a\tb\t-1\n")
+    with pytest.raises(SystemExit, match="learns nothing"):
+        main(["align", "-i", str(folder / "c.txt"), "-f", str(tmp_path / "t.table"), "--priors", str(bad)])

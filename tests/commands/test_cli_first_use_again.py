@@ -305,6 +305,21 @@ def test_states_prints_top_words_transitions_and_draws_the_curve(tmp_path, capsy
     assert "transitions (row: from, column: to)" in text and len(text) == 12 + 2 + 1 + 12
 
 
+@pytest.mark.parametrize("emission, location", [("gaussian", "means"), ("poisson", "lambdas")])
+def test_states_prints_a_continuous_familys_locations(tmp_path, capsys, emission, location):
+    from cvbayes import HMM
+
+    rng = np.random.default_rng(0)
+    X = rng.poisson(np.repeat([[1.0], [9.0]], 40, axis=0)).astype(float)
+    model = HMM(n_states=2, emission=emission, algorithm="em", n_iter=3, random_state=0).fit(X, lengths=[40, 40])
+    model.save(tmp_path / "m.npz")
+    main(["states", str(tmp_path / "m.npz"), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    np.testing.assert_allclose(report[location], getattr(model, f"{location}_").reshape(2, -1), atol=1e-6)
+    main(["states", str(tmp_path / "m.npz")])
+    assert capsys.readouterr().out.count(f": {location} ") == 2
+
+
 def test_tag_decodes_by_viterbi_on_request(tmp_path, text_file, capsys):
     from cvbayes import HMM
     from cvbayes.data import read_text

@@ -1,12 +1,13 @@
 """Emission families: predictive rows and parameter tables against scipy."""
 import numpy as np
+import pytest
 from scipy import stats
 
 from scipy.special import gammaln
 
 from cvbayes.core.rules import MEAN
 from cvbayes.data import Corpus
-from cvbayes.families import Categorical, Gaussian
+from cvbayes.families import Categorical, FullGaussian, Gaussian, Poisson
 from cvbayes.families.ops import (CATEGORICAL, GAUSSIAN, add_token_state, add_token_stats, predictive_rows,
                                   state_stats, token_stats)
 
@@ -76,23 +77,33 @@ def test_categorical_predictive_rows_honour_tau():
     assert np.isclose(log_scale, np.log(rows.max(axis=1)).sum())
 
 
-def test_gaussian_log_marginal_is_the_product_of_its_predictives():
-    """log p(x_1..n | z) = sum_t log p(x_t | x_<t, z): the chain rule over the Student-t predictives."""
+def _chain_cases():
+    """(family, observations) of every family with a real-valued or count feature table."""
     rng = np.random.default_rng(3)
-    x = rng.normal(size=(9, 2))
+    return [(Gaussian(kappa=0.3, shape=1.5, rate=[0.8, 1.2], mean=[0.2, 0.0]), rng.normal(size=(9, 2))),
+            (FullGaussian(mean=[0.3, -0.2], kappa=0.7, dof=3.5, scale=[[1.5, 0.4], [0.4, 0.9]]),
+             rng.multivariate_normal([1.0, -1.0], [[1.0, 0.6], [0.6, 2.0]], size=9)),
+            (Poisson(shape=1.7, rate=[0.6, 1.3]), rng.poisson([2.0, 5.0], size=(9, 2)).astype(float))]
+
+
+@pytest.mark.parametrize("case", range(3), ids=["gaussian", "gaussian-full", "poisson"])
+def test_log_marginal_is_the_product_of_its_predictives(case):
+    """log p(x_1..n | z) = sum_t log p(x_t | x_<t, z): the chain rule over the predictives of eq. 3.96
+    (Student-t, multivariate Student-t, negative binomial), token by token as CGS adds them."""
+    family, x = _chain_cases()[case]
     corpus = Corpus.from_sequences([x])
-    family = Gaussian(kappa=0.3, shape=1.5, rate=[0.8, 1.2], mean=[0.2, 0.0])
     family.prepare(corpus, 2)
     states = np.array([0, 1, 1, 0, 1, 0, 0, 1, 1], dtype=np.int32)
-    index = family.index(corpus)
+    index, features = family.index(corpus), family.features(corpus)
     running = np.zeros((family.n_stats(), 2))
     lik = np.empty((1, 2))
     chain = 0.0
     for t, z in enumerate(states):
-        log_scale = predictive_rows(GAUSSIAN, running, family.prior_array(), index, x, t, t + 1, np.zeros((0, 2)), lik)
+        log_scale = predictive_rows(family.code, running, family.prior_array(), index, features, t, t + 1,
+                                    np.zeros((0, 2)), lik)
         chain += np.log(lik[0, z]) + log_scale
-        add_token_state(GAUSSIAN, running, index, x, t, z, 1.0)
-    stats = state_stats(GAUSSIAN, index, x, states, 2, family.n_stats())
+        add_token_state(family.code, running, index, features, t, z, 1.0)
+    stats = state_stats(family.code, index, features, states, 2, family.n_stats())
     np.testing.assert_allclose(running, stats, atol=1e-12)
     assert np.isclose(family.log_marginal(stats), chain, rtol=1e-10)
 

@@ -44,6 +44,19 @@ def _sequences():
     return sample_categorical_hmm(*params, np.full(12, 8), seed=1)
 
 
+def _counts():
+    """12 sequences of 8 two-dimensional counts (Poisson emissions)."""
+    rng = np.random.default_rng(7)
+    return [rng.poisson(rng.choice([1.0, 6.0], size=(1, 2)), size=(8, 2)).astype(float) for _ in range(12)]
+
+
+def _vectors():
+    """12 sequences of 8 correlated two-dimensional vectors (full-covariance Gaussian emissions)."""
+    rng = np.random.default_rng(8)
+    return [rng.multivariate_normal(rng.choice([-2.0, 2.0], size=2), [[1.0, 0.5], [0.5, 1.0]], size=8)
+            for _ in range(12)]
+
+
 def _hmm_predictions(model, corpus):
     return model.predict(corpus), model.score_sequences(corpus)
 
@@ -120,6 +133,12 @@ SPECS = {
     "hmm": Spec(lambda **p: cvbayes.HMM(3, **p), _sequences, _hmm_predictions,
                 {"svi": {"batch_size": 5}, "scvi": {"batch_size": 5}, "cvi3": {"subchain_length": 3}},
                 no_checkpoint=("cvi2-sharded",)),
+    "hmm-poisson": Spec(lambda **p: cvbayes.HMM(3, emission="poisson", **p), _counts, _hmm_predictions,
+                        {"svi": {"batch_size": 5}, "scvi": {"batch_size": 5}, "cvi3": {"subchain_length": 3}},
+                        no_checkpoint=("cvi2-sharded",)),
+    "hmm-gaussian-full": Spec(lambda **p: cvbayes.HMM(3, emission="gaussian-full", **p), _vectors, _hmm_predictions,
+                              {"svi": {"batch_size": 5}, "scvi": {"batch_size": 5}, "cvi3": {"subchain_length": 3}},
+                              no_checkpoint=("cvi2-sharded",)),
     "hdp-hmm": Spec(lambda **p: cvbayes.HDPHMM(4, burn_in=1, **p), _sequences, _hmm_predictions,
                     {"scvi": {"batch_size": 5}, "svi-p": {"batch_size": 5}}),
     "lda": Spec(lambda **p: cvbayes.LDA(3, alpha=0.3, eta=0.1, **p), _documents, _lda_predictions,

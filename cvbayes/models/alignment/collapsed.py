@@ -16,8 +16,10 @@ and puts the new statistics back.  A state is a tuple ``(layout, translation, ju
 `ibm1_state`, `hmm_pair_state` and `hmm_token_state`):
 
 * layout: ``AlignmentData.layout()``;
-* translation: ``(prior, v_prior, cell_slot, slot_row, counts, totals, local)``, ``local`` the per-cell
-  posteriors (CVI-1 on the HMM: ``(state_offsets, states)``, its 2I state marginals a token);
+* translation: ``(prior, v_prior, cell_slot, slot_row, counts, totals, local)``, ``prior`` and ``v_prior`` the
+  pseudo-counts a_fe and row totals A_f of `priors.Pseudocounts` (numbers, or per-entry arrays under a priors
+  file; `entry` reads both), ``local`` the per-cell posteriors (CVI-1 on the HMM: ``(state_offsets,
+  states)``, its 2I state marginals a token);
 * jumps: ``(jump_prior, jump_total, p0, max_jump, jump_counts, local)``, the prior row, its total, and the
   stored bucket counts of every pair (CVI-2) or of the jump into every token (CVI-1);
 * buffers: work arrays.
@@ -25,7 +27,8 @@ and puts the new statistics back.  A state is a tuple ``(layout, translation, ju
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from ...chains.alignment import alignment_buffers, alignment_posteriors, collapse_states
 from ...chains.jumps import add_bucket_counts, add_outer_bucket_counts, bucket_sizes, jump_matrix
@@ -34,15 +37,22 @@ from ...core.statistics import move, move_slots, store
 from ...core.units import max_length
 from ...schedules import leave_one_out
 
-def jump_prior(prior, n_buckets):
-    """The jump buckets' prior row and its total, as the states hold them."""
-    return np.full(n_buckets, prior), n_buckets * prior
+def entry(values, k):
+    """values[k] of a per-entry array, or ``values`` itself when it is one number for every entry."""
+    return values[k]
+
+
+@overload(entry, inline="always")
+def _entry(values, k):
+    if isinstance(values, types.Array):
+        return lambda values, k: values[k]
+    return lambda values, k: values
 
 
 def ibm1_state(data, prior, counts, totals, cells):
     """The state of `ibm1_token_pass` and `ibm1_pair_pass`: per-cell posteriors ``cells`` (float32) whose
-    slot and row sums are ``counts`` and ``totals``."""
-    translation = (prior, data.n_target_types * prior, data.cell_slot, data.slot_row, counts, totals, cells)
+    slot and row sums are ``counts`` and ``totals``; ``prior`` the `priors.Pseudocounts`."""
+    translation = (prior.slot, prior.row, data.cell_slot, data.slot_row, counts, totals, cells)
     return data.layout(), translation, np.empty(max_length(data.src_offsets) + 1)
 
 
@@ -51,8 +61,8 @@ def hmm_pair_state(data, prior, null_prob, max_jump, counts, totals, cells, jump
     the pairs' stored ones ``jump_local`` (n_pairs, 2M + 1; float32)."""
     n_buckets = jump_counts.shape[0]
     longest_src = max_length(data.src_offsets)
-    translation = (prior, data.n_target_types * prior, data.cell_slot, data.slot_row, counts, totals, cells)
-    jumps = (*jump_prior(prior, n_buckets), null_prob, max_jump, jump_counts, jump_local)
+    translation = (prior.slot, prior.row, data.cell_slot, data.slot_row, counts, totals, cells)
+    jumps = (prior.jumps, prior.jump_total, null_prob, max_jump, jump_counts, jump_local)
     buffers = (*alignment_buffers(longest_src, max_length(data.tgt_offsets)), np.empty(n_buckets),
                np.empty(n_buckets), np.empty((longest_src + 1, n_buckets)))
     return data.layout(), translation, jumps, buffers
@@ -72,9 +82,8 @@ def hmm_token_state(data, prior, null_prob, max_jump, counts, totals, offsets, s
     (`hmm_cvi1_init` starts them all)."""
     n_buckets = jump_counts.shape[0]
     longest = max_length(data.src_offsets)
-    translation = (prior, data.n_target_types * prior, data.cell_slot, data.slot_row, counts, totals,
-                   (offsets, states))
-    jumps = (*jump_prior(prior, n_buckets), null_prob, max_jump, jump_counts, into)
+    translation = (prior.slot, prior.row, data.cell_slot, data.slot_row, counts, totals, (offsets, states))
+    jumps = (prior.jumps, prior.jump_total, null_prob, max_jump, jump_counts, into)
     buffers = (np.empty((longest + 1, longest)), np.empty((longest + 1, n_buckets)), np.empty(longest + 1),
                np.empty(longest), np.empty(n_buckets), np.empty(n_buckets), np.empty(longest + 1),
                np.empty(2 * longest), np.empty(longest), np.empty(longest), np.empty(2 * longest),
@@ -85,11 +94,13 @@ def hmm_token_state(data, prior, null_prob, max_jump, counts, totals, offsets, s
 @njit(cache=True, inline="always")
 def translation_means(counts, totals, cell_slot, slot_row, first, n_cand, prior, v_prior, out):
     """out[i] = t_bar(e | f_i) (eq. 3.50) for the n_cand candidates of one token, whose cells start at
-    ``first``; returns their sum."""
+    ``first``, with the pseudo-counts a_fe (``prior``) and row totals A_f (``v_prior``) of `entry`; returns
+    their sum."""
     total = 0.0
     for i in range(n_cand):
         slot = cell_slot[first + i]
-        out[i] = mean_cell(counts[slot], prior, totals[slot_row[slot]], v_prior)
+        row = slot_row[slot]
+        out[i] = mean_cell(counts[slot], entry(prior, slot), totals[row], entry(v_prior, row))
         total += out[i]
     return total
 

@@ -24,15 +24,16 @@ from ...core.sampling import draw
 from ...core.statistics import move_slots
 from ...core.units import max_length
 from ...schedules import gibbs
-from .collapsed import jump_means, jump_prior, translation_means
+from .collapsed import jump_means, translation_means
 
 _ONE = np.ones(1)
 
 
 def ibm1_gibbs_state(data, prior, counts, totals, align, rb, accumulate):
-    """The state of `ibm1_gibbs_pass`: the alignment ``align`` (int32 a target token), its slot and row
-    counts, the Rao-Blackwell sums ``rb`` (float32 a cell) and the one-element flag ``accumulate``."""
-    translation = (prior, data.n_target_types * prior, data.cell_slot, data.slot_row, counts, totals)
+    """The state of `ibm1_gibbs_pass` (``prior`` the `priors.Pseudocounts`): the alignment ``align`` (int32
+    a target token), its slot and row counts, the Rao-Blackwell sums ``rb`` (float32 a cell) and the
+    one-element flag ``accumulate``."""
+    translation = (prior.slot, prior.row, data.cell_slot, data.slot_row, counts, totals)
     return data.layout(), translation, (align, rb, accumulate), np.empty(max_length(data.src_offsets) + 1)
 
 
@@ -41,8 +42,8 @@ def hmm_gibbs_state(data, prior, null_prob, max_jump, counts, totals, align, rb,
     their counts."""
     n_buckets = jump_counts.shape[0]
     longest = max_length(data.src_offsets)
-    translation = (prior, data.n_target_types * prior, data.cell_slot, data.slot_row, counts, totals)
-    jumps = (*jump_prior(prior, n_buckets), null_prob, max_jump, jump_counts, bucket)
+    translation = (prior.slot, prior.row, data.cell_slot, data.slot_row, counts, totals)
+    jumps = (prior.jumps, prior.jump_total, null_prob, max_jump, jump_counts, bucket)
     buffers = (np.empty(longest + 1), np.empty(n_buckets), np.empty((longest + 1, n_buckets)),
                np.empty(longest + 1), np.empty(n_buckets), np.empty(n_buckets), np.empty(n_buckets))
     return data.layout(), translation, jumps, (align, rb, accumulate), buffers

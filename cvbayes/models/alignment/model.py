@@ -46,6 +46,7 @@ from ...schedules import Algorithm, batch, gibbs, leave_one_out, stochastic
 from ..base import BayesModel
 from .corpus import ParallelCorpus
 from .index import AlignmentData, build_index, cell_chunks
+from .priors import AlignmentPriors, Pseudocounts, read_priors
 from .structures import (AlignmentStructure, Stages, StagedBatch, StagedMinibatches, StagedSampler, StagedSweep,
                          Statistics, Tables)
 from .symmetrize import SYMMETRIZATIONS, symmetrize
@@ -152,6 +153,12 @@ class Aligner(BayesModel):
         svi and scvi: sentence pairs a minibatch and the step size rho_m = (tau0 + m)^-kappa.
     n_init : int
         Restarts from seeds random_state, random_state + 1, ...; the best last objective is kept.
+    priors : None, path or `priors.AlignmentPriors`
+        Prior knowledge as eflomal's ``--priors`` file gives it (models/alignment/priors.py): each entry's
+        alpha is added to ``prior``, the pseudo-count of its translation pair or jump bucket, for every
+        algorithm (em: MAP under these pseudo-counts).  The Aligner uses the lexical entries as (source,
+        target) and the forward jumps (HMMF); for the reverse direction pass ``priors.reversed()``.
+        ``priors_used_`` counts the lexical entries whose words the corpus has.
 
     ``fit(corpus)`` takes a `ParallelCorpus` and `BayesModel.fit`'s arguments; afterwards `links` gives its
     alignment.
@@ -175,7 +182,7 @@ class Aligner(BayesModel):
     def __init__(self, model: str = "hmm", algorithm: str = "cvi1", n_iter=None, prior: float | None = None,
                  random_state: int = 0, *, null_prob: float = NULL_PROB, max_jump: int = MAX_JUMP,
                  batch_size: int = BATCH_SIZE, kappa: float = KAPPA, tau0: float = TAU0, n_init: int = 1,
-                 seed: int | None = None) -> None:
+                 priors=None, seed: int | None = None) -> None:
         self._keep_params(locals())
         if model not in MODELS:
             raise ValueError(f"unknown model {model!r}; choose from {', '.join(MODELS)}")
@@ -197,6 +204,7 @@ class Aligner(BayesModel):
         self.batch_size = int(batch_size)
         self.kappa = float(kappa)
         self.tau0 = float(tau0)
+        self.priors = priors if priors is None or isinstance(priors, AlignmentPriors) else read_priors(priors)
 
     @property
     def n_buckets(self) -> int:
@@ -217,26 +225,37 @@ class Aligner(BayesModel):
         self._n_pairs = len(corpus)
         self._data = build_index(corpus)
         self.vocabularies_ = (corpus.source_vocabulary, corpus.target_vocabulary)
+        self._bind_priors()
+        if self.priors is not None:
+            self.priors_used_ = self.priors.used(corpus)
         return self._data
 
+    def _bind_priors(self):
+        self._pseudo = Pseudocounts(self._data, self.prior, self.max_jump, self.priors, self.vocabularies_)
+
     def _fingerprint(self, data):
-        return data.pairs, data.src_ids, data.src_offsets, data.tgt_ids, data.tgt_offsets
+        arrays = data.pairs, data.src_ids, data.src_offsets, data.tgt_ids, data.tgt_offsets
+        if self.priors is None:
+            return arrays
+        # a priors file read again may have changed: its pseudo-counts belong to the run's identity
+        pseudo = self._pseudo
+        return (*arrays, np.atleast_1d(pseudo.slot), np.atleast_1d(pseudo.row), pseudo.jumps)
 
     def _batch(self, data, run):
-        structure = StagedBatch(data, Stages(self.stages), self.prior, self.null_prob, self.max_jump, run.algorithm,
+        structure = StagedBatch(data, Stages(self.stages), self._pseudo, self.null_prob, self.max_jump, run.algorithm,
                                 run.checkpoint)
         return structure, structure.start, None
 
     def _collapsed(self, data, run):
-        return StagedSweep(data, Stages(self.stages), run.how.unit, self.prior, self.null_prob, self.max_jump,
+        return StagedSweep(data, Stages(self.stages), run.how.unit, self._pseudo, self.null_prob, self.max_jump,
                            run.algorithm, run.checkpoint)
 
     def _sampler(self, data, run):
-        return StagedSampler(data, Stages(self.stages), self.prior, self.null_prob, self.max_jump, run.algorithm,
+        return StagedSampler(data, Stages(self.stages), self._pseudo, self.null_prob, self.max_jump, run.algorithm,
                              run.rng, run.checkpoint)
 
     def _stochastic(self, data, run):
-        return StagedMinibatches(data, Stages(self.stages), run.how.rule, self.prior, self.null_prob, self.max_jump,
+        return StagedMinibatches(data, Stages(self.stages), run.how.rule, self._pseudo, self.null_prob, self.max_jump,
                                  run.algorithm, run.checkpoint)
 
     def _set_fitted(self, statistics, rule, data=None):
@@ -249,7 +268,7 @@ class Aligner(BayesModel):
         data = self._data
         passes = dict(self.stages)
         meta = {"params": {**self.get_params(), "n_iter": [passes.get("ibm1", 0), passes.get("hmm", 0)],
-                           "prior": self.prior},
+                           "prior": self.prior, "priors": None if self.priors is None else self.priors.to_json()},
                 "n_pairs": self._n_pairs, "types": [data.n_source_types, data.n_target_types],
                 "vocabularies": [vocabulary.to_json() for vocabulary in self.vocabularies_]}
         arrays = {name: getattr(data, name) for name in self._DATA}
@@ -260,13 +279,16 @@ class Aligner(BayesModel):
     @classmethod
     def _from_saved(cls, meta, arrays, path):
         params = meta["params"]
-        model = cls(**{**params, "n_iter": tuple(params["n_iter"])})
+        priors = params.get("priors")
+        model = cls(**{**params, "n_iter": tuple(params["n_iter"]),
+                       "priors": None if priors is None else AlignmentPriors.from_json(priors)})
         model._n_pairs = meta["n_pairs"]
         model._data = AlignmentData(*(arrays[name] for name in cls._DATA), *meta["types"],
                                     cell_chunks(arrays["tgt_offsets"], arrays["cell_offsets"]))
         model.vocabularies_ = tuple(Vocabulary.from_json(vocabulary) for vocabulary in meta["vocabularies"])
         model._cells = arrays["cells"]
         model.statistics_ = Statistics(*(arrays[f"statistics_{name}"] for name in Statistics._fields))
+        model._bind_priors()
         return model
 
     # -- results -----------------------------------------------------------------------------------------
@@ -274,7 +296,7 @@ class Aligner(BayesModel):
     def _final_model(self, cells: np.ndarray) -> tuple[AlignmentStructure, Tables]:
         """The fitted model on the training data, writing posteriors into ``cells``, and its final tables:
         MAP (em) or the posterior mean (every other algorithm) of the final expected counts."""
-        structure = AlignmentStructure(self._data, self.stages[-1][0], self.prior, self.null_prob, self.max_jump,
+        structure = AlignmentStructure(self._data, self.stages[-1][0], self._pseudo, self.null_prob, self.max_jump,
                                        cells, self.algorithm)
         return structure, structure.tables(self.statistics_, MAP if self.algorithm == "em" else MEAN)
 
@@ -357,7 +379,8 @@ def align(corpus: ParallelCorpus, model: str = "hmm", algorithm: str = "cvi1", n
     Trains an `Aligner` on ``corpus`` (target words to source words) and one on ``corpus.reversed()``,
     then combines them with `symmetrize`.  With ``symmetrization="forward"`` or ``"reverse"`` only that
     direction is trained.  ``prior`` None takes `default_prior` of the algorithm.  ``options`` go to `Aligner`
-    (``null_prob``, ``max_jump``, ``batch_size``, ``kappa``, ``tau0``).
+    (``null_prob``, ``max_jump``, ``batch_size``, ``kappa``, ``tau0``, ``priors``: a priors file or
+    `priors.AlignmentPriors`, whose reverse direction takes ``priors.reversed()``).
 
     Returns
     -------
@@ -366,11 +389,16 @@ def align(corpus: ParallelCorpus, model: str = "hmm", algorithm: str = "cvi1", n
     if symmetrization not in SYMMETRIZATIONS:
         raise ValueError(f"unknown symmetrization {symmetrization!r}; choose from {', '.join(SYMMETRIZATIONS)}")
     forward = reverse = None
+    priors = options.pop("priors", None)
+    if priors is not None and not isinstance(priors, AlignmentPriors):
+        priors = read_priors(priors)
     if symmetrization != "reverse":
-        forward = Aligner(model, algorithm, n_iter, prior, seed, **options).fit(corpus, progress=progress).links()
+        forward = Aligner(model, algorithm, n_iter, prior, seed, priors=priors, **options).fit(
+            corpus, progress=progress).links()
     if symmetrization != "forward":
-        backward = Aligner(model, algorithm, n_iter, prior, seed, **options).fit(corpus.reversed(),
-                                                                               progress=progress).links()
+        backward = Aligner(model, algorithm, n_iter, prior, seed, **options,
+                           priors=None if priors is None else priors.reversed()).fit(
+            corpus.reversed(), progress=progress).links()
         reverse = [{(i, j) for j, i in pair} for pair in backward]
     if symmetrization == "forward":
         return forward

@@ -18,8 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...chains.alignment import hmm_expectations, ibm1_expectations
-from ...core.rules import (MAP, dirichlet_kl, dirichlet_log_marginal, dirichlet_log_prior, dirichlet_table, slot_kl,
-                           slot_log_marginal, slot_log_prior, slot_table)
+from ...core.rules import MAP, dirichlet_kl, dirichlet_log_marginal, dirichlet_log_prior, dirichlet_table
 from ...core.sampling import seed_numba
 from ...core.statistics import DecayingCounts
 from ...schedules import Minibatch
@@ -50,7 +49,8 @@ class Tables(NamedTuple):
 
 
 class AlignmentStructure:
-    """IBM1 or the HMM aligner on one direction's `AlignmentData`, with its Dirichlet ``prior``.
+    """IBM1 or the HMM aligner on one direction's `AlignmentData`, with its Dirichlet pseudo-counts ``prior``
+    (`priors.Pseudocounts`).
 
     For `cvbayes.schedules.batch`: ``tables``, ``expectations`` (writing the per-cell posteriors into
     ``cells``) and ``penalty``.  For `cvbayes.schedules.stochastic`: ``n_units`` (sentence pairs) and
@@ -73,9 +73,8 @@ class AlignmentStructure:
     def tables(self, statistics, rule):
         """t(e | f) per slot and theta of ``rule`` (eq. 3.18-3.22, 3.49-3.50)."""
         statistics = Statistics(*statistics)  # a checkpoint gives the blocks back as a plain tuple
-        translation = slot_table(rule, statistics.translation, self.data.slot_row, statistics.rows, self.prior,
-                                 self.data.n_target_types)
-        jumps = dirichlet_table(rule, statistics.jumps, self.prior) if self.model == "hmm" else None
+        translation = self.prior.table(rule, statistics.translation, self.data.slot_row, statistics.rows)
+        jumps = dirichlet_table(rule, statistics.jumps, self.prior.jumps) if self.model == "hmm" else None
         return Tables(translation, jumps)
 
     def _expectations(self, tables, src_offsets, tgt_offsets, cell_offsets, cell_slot, chunk_bounds, cells):
@@ -109,13 +108,13 @@ class AlignmentStructure:
     def penalty(self, rule, statistics, tables):
         """MAP: the log prior of the tables (EM raises the posterior); VB: -KL(q(t, theta) || p(t, theta))
         of the counts the tables came from (the ELBO, eq. 3.11)."""
-        data, width = self.data, self.data.n_target_types
+        data, prior = self.data, self.prior
         statistics = Statistics(*statistics)
         if rule == MAP:
-            value = slot_log_prior(tables.translation, data.slot_row, statistics.rows, self.prior, width)
-            return value + (dirichlet_log_prior(tables.jumps, self.prior) if self.model == "hmm" else 0.0)
-        value = slot_kl(statistics.translation, data.slot_row, statistics.rows, self.prior, width)
-        return -(value + (dirichlet_kl(statistics.jumps, self.prior) if self.model == "hmm" else 0.0))
+            value = prior.log_prior(tables.translation, data.slot_row, statistics.rows)
+            return value + (dirichlet_log_prior(tables.jumps, prior.jumps) if self.model == "hmm" else 0.0)
+        value = prior.kl(statistics.translation, data.slot_row, statistics.rows)
+        return -(value + (dirichlet_kl(statistics.jumps, prior.jumps) if self.model == "hmm" else 0.0))
 
     def statistics(self):
         """The global counts of the stochastic schedule as `Statistics`."""
@@ -127,9 +126,10 @@ class AlignmentStructure:
         touched slots and rows and of every bucket, scaled from the minibatch to the corpus."""
         data = self.data
         batch = data.minibatch(ids)
-        translation = slot_table(self.rule, self.counts["translation"].rows(batch.slots), batch.slot_row,
-                                 self.counts["rows"].rows(batch.rows), self.prior, data.n_target_types)
-        jumps = dirichlet_table(self.rule, self.counts["jumps"].values(), self.prior) if self.model == "hmm" else None
+        translation = self.prior.table(self.rule, self.counts["translation"].rows(batch.slots), batch.slot_row,
+                                       self.counts["rows"].rows(batch.rows), batch.slots, batch.rows)
+        jumps = (dirichlet_table(self.rule, self.counts["jumps"].values(), self.prior.jumps) if self.model == "hmm"
+                 else None)
         posteriors = np.empty(batch.cell_slot.shape[0], dtype=np.float32)
         bucket_counts, log_z, bad = self._expectations(
             Tables(translation, jumps), batch.src_offsets, batch.tgt_offsets, batch.cell_offsets, batch.cell_slot,
@@ -348,10 +348,10 @@ class StagedSampler:
             alignment = -self.uniform_alignment
         else:
             check_pair(data, sampler.hmm_gibbs_pass(state, self.order, 1.0), self.describe)
-            alignment = (dirichlet_log_marginal(self.jump_counts, self.prior)
+            alignment = (dirichlet_log_marginal(self.jump_counts, self.prior.jumps)
                          + sampler.hmm_alignment_log_prob(self.null_prob, self.max_jump, data.src_offsets,
                                                           data.tgt_offsets, self.align, self.bucket))
-        return slot_log_marginal(self.counts, data.slot_row, self.totals, self.prior, data.n_target_types) + alignment
+        return self.prior.log_marginal(self.counts, data.slot_row, self.totals) + alignment
 
     def current(self):
         return Statistics(self.counts, self.totals, self.jump_counts)

@@ -16,6 +16,7 @@ from cvbayes.models.alignment.collapsed import (hmm_cvi1_init, hmm_pair_pass, hm
 from cvbayes.models.alignment.gibbs import (hmm_cgs_init, hmm_gibbs_pass, hmm_gibbs_state, ibm1_gibbs_pass,
                                             ibm1_gibbs_state, sample_cells)
 from cvbayes.models.alignment.index import build_index
+from cvbayes.models.alignment.priors import Pseudocounts
 from cvbayes.models.alignment.synthetic import sample_parallel_corpus
 
 
@@ -233,6 +234,20 @@ def test_em_and_vb_objective_values_match_their_definitions():
 
 # -- collapsed updates -------------------------------------------------------------------
 
+def counts_without(corpus, data, cells, s, j):
+    """By hand: the dense (V_f + 1, V_e) expected counts of the per-cell posteriors ``cells`` of every token
+    but target word j of pair s."""
+    dense = np.zeros((data.n_rows, data.n_target_types))
+    for k, (fk, ek) in enumerate(zip(corpus.source, corpus.target)):
+        sk = np.append(fk, data.n_source_types)
+        q = cells[data.cell_offsets[k]:data.cell_offsets[k + 1]].reshape(ek.size, sk.size)
+        for jj in range(ek.size):
+            for i in range(sk.size):
+                if (k, jj) != (s, j):
+                    dense[sk[i], ek[jj]] += q[jj, i]
+    return dense
+
+
 def test_cvi1_ibm1_token_update_is_the_leave_one_out_predictive():
     corpus = tiny_corpus()
     data = build_index(corpus)
@@ -243,20 +258,14 @@ def test_cvi1_ibm1_token_update_is_the_leave_one_out_predictive():
     totals = data.row_totals(counts)
     # by hand: a dense (V_f + 1, V_e) table of expected counts from every other token
     s, j = 3, 2  # pair 3 ("a c a" / "x z x"), target word 2: "a" occurs twice among its candidates
-    f, e = corpus.source[s], corpus.target[s]
-    sources = np.append(f, data.n_source_types)
+    e = corpus.target[s]
+    sources = np.append(corpus.source[s], data.n_source_types)
     first = data.cell_offsets[s] + j * sources.size
-    dense = np.zeros((data.n_rows, data.n_target_types))
-    for k, (fk, ek) in enumerate(zip(corpus.source, corpus.target)):
-        sk = np.append(fk, data.n_source_types)
-        q = cells[data.cell_offsets[k]:data.cell_offsets[k + 1]].reshape(ek.size, sk.size)
-        for jj in range(ek.size):
-            for i in range(sk.size):
-                if (k, jj) != (s, j):
-                    dense[sk[i], ek[jj]] += q[jj, i]
+    dense = counts_without(corpus, data, cells, s, j)
     v = data.n_target_types
     predictive = (dense[sources, e[j]] + prior) / (dense[sources].sum(axis=1) + v * prior)
-    log_norm = ibm1_token_update(ibm1_state(data, prior, counts, totals, cells), data.tgt_offsets[s] + j)
+    state = ibm1_state(data, Pseudocounts(data, prior, 1), counts, totals, cells)
+    log_norm = ibm1_token_update(state, data.tgt_offsets[s] + j)
     np.testing.assert_allclose(cells[first:first + sources.size], predictive / predictive.sum(), rtol=1e-6)
     assert log_norm == pytest.approx(np.log(predictive.mean()), rel=1e-12)
     # the counts now hold the new posterior in place of the old one
@@ -272,13 +281,15 @@ def test_collapsed_sweeps_keep_global_counts_equal_to_local_statistics(planted):
     cells = np.repeat(1.0 / (n_src + 1), (n_src + 1) * n_tgt).astype(np.float32)
     counts = data.slot_totals(cells)
     totals = data.row_totals(counts)
-    assert ibm1_token_pass(ibm1_state(data, prior, counts, totals, cells), np.arange(data.n_target_tokens))[1] == -1
+    state = ibm1_state(data, Pseudocounts(data, prior, 1), counts, totals, cells)
+    assert ibm1_token_pass(state, np.arange(data.n_target_tokens))[1] == -1
     np.testing.assert_allclose(counts, data.slot_totals(cells), atol=1e-9)
     # CVI-2 on the HMM: jump counts = sum of the stored per-pair bucket counts
     counts2, totals2, cells2 = counts.copy(), totals.copy(), cells.copy()
     jumps = np.zeros(2 * max_jump + 1)
     local = np.zeros((data.n_pairs, jumps.size), dtype=np.float32)
-    state = hmm_pair_state(data, prior, 0.2, max_jump, counts2, totals2, cells2, jumps, local)
+    pseudo = Pseudocounts(data, prior, max_jump)
+    state = hmm_pair_state(data, pseudo, 0.2, max_jump, counts2, totals2, cells2, jumps, local)
     for _ in range(2):
         assert hmm_pair_pass(state, np.arange(data.n_pairs))[1] == -1
     np.testing.assert_allclose(counts2, data.slot_totals(cells2), atol=1e-9)
@@ -294,7 +305,7 @@ def test_collapsed_sweeps_keep_global_counts_equal_to_local_statistics(planted):
     counts3, totals3 = np.zeros(data.n_slots), np.zeros(data.n_rows)
     jumps3 = hmm_cvi1_init(max_jump, data.src_offsets, data.tgt_offsets, data.cell_offsets, offsets,
                            data.cell_slot, data.slot_row, cells, states, into, counts3, totals3)
-    state = hmm_token_state(data, prior, 0.2, max_jump, counts3, totals3, offsets, states, jumps3, into)
+    state = hmm_token_state(data, pseudo, 0.2, max_jump, counts3, totals3, offsets, states, jumps3, into)
     for _ in range(2):
         assert hmm_token_pass(state, np.arange(data.n_target_tokens))[1] == -1
     np.testing.assert_allclose(counts3, data.slot_totals(np.concatenate(
@@ -387,7 +398,8 @@ def test_cvi1_hmm_sweep_equals_a_dense_reimplementation():
             if not last:
                 ref_into[t + 1] = factorised_buckets(q[s][j], q[s][j + 1], theta, n, max_jump)
                 ref_jumps += ref_into[t + 1]
-    state = hmm_token_state(data, prior, p0, max_jump, counts, totals, offsets, states, jumps, into)
+    pseudo = Pseudocounts(data, prior, max_jump)
+    state = hmm_token_state(data, pseudo, p0, max_jump, counts, totals, offsets, states, jumps, into)
     got, bad = hmm_token_pass(state, np.arange(data.n_target_tokens))
     assert bad == -1
     assert got == pytest.approx(objective, rel=1e-6)
@@ -490,10 +502,11 @@ def test_gibbs_sampler_draws_from_the_exact_collapsed_posterior(model):
     hmm_cgs_init(max_jump, data.src_offsets, data.tgt_offsets, align_, bucket, jumps)
     rb = np.zeros(data.cell_slot.size, dtype=np.float32)
     accumulate = np.zeros(1, dtype=np.bool_)
+    pseudo = Pseudocounts(data, prior, max_jump)
     if model == "ibm1":
-        state, one_pass = ibm1_gibbs_state(data, prior, counts, totals, align_, rb, accumulate), ibm1_gibbs_pass
+        state, one_pass = ibm1_gibbs_state(data, pseudo, counts, totals, align_, rb, accumulate), ibm1_gibbs_pass
     else:
-        state = hmm_gibbs_state(data, prior, p0, max_jump, counts, totals, align_, rb, accumulate, jumps, bucket)
+        state = hmm_gibbs_state(data, pseudo, p0, max_jump, counts, totals, align_, rb, accumulate, jumps, bucket)
         one_pass = hmm_gibbs_pass
     seed_numba(7)
     keys = {a: k for k, a in enumerate(exact)}

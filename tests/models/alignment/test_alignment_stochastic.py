@@ -6,6 +6,7 @@ from cvbayes.core.rules import MEAN, VB
 from cvbayes.core.statistics import DecayingCounts
 from cvbayes.models.alignment import Aligner, score_alignment
 from cvbayes.models.alignment.index import build_index
+from cvbayes.models.alignment.priors import AlignmentPriors, Pseudocounts
 from cvbayes.models.alignment.structures import AlignmentStructure, Statistics
 from cvbayes.models.alignment.synthetic import sample_parallel_corpus
 from cvbayes.schedules import stochastic
@@ -24,22 +25,37 @@ def uniform_ibm1_counts(data, n_buckets, rng):
     return Statistics(translation, data.row_totals(translation), rng.exponential(20.0, size=n_buckets))
 
 
+def random_priors(corpus, rng, n=40):
+    """Lexical priors on random word pairs (most share no sentence pair; some name NULL) and jump priors."""
+    source, target = corpus.source_vocabulary.symbols, corpus.target_vocabulary.symbols
+    lexical = [(None if rng.random() < 0.1 else str(rng.choice(source)), str(rng.choice(target)),
+                float(rng.exponential(3.0))) for _ in range(n)]
+    return AlignmentPriors(lexical, {1: 4.0, -9: 2.0, 2: 0.5})
+
+
+@pytest.mark.parametrize("priors", [False, True])
 @pytest.mark.parametrize("rule", [VB, MEAN])
 @pytest.mark.parametrize("model", ["ibm1", "hmm"])
-def test_a_full_batch_step_with_kappa_zero_is_a_batch_e_step(planted, model, rule):
+def test_a_full_batch_step_with_kappa_zero_is_a_batch_e_step(planted, model, rule, priors):
     """rho = (tau0 + m)^0 = 1 and a minibatch of every pair: N <- E[C] under the tables of N, exactly the
-    batch E-step of the same rule (VB: SVI's step is the VB update, thesis §3.7.2; MEAN: SCVI's)."""
+    batch E-step of the same rule (VB: SVI's step is the VB update, thesis §3.7.2; MEAN: SCVI's), with the
+    pseudo-counts of a priors file too (the minibatch's own numbering of slots and rows)."""
     corpus, _ = planted
-    data = build_index(corpus[:80])
+    corpus = corpus[:80]
+    data = build_index(corpus)
     max_jump = 3
-    start = uniform_ibm1_counts(data, 2 * max_jump + 1, np.random.default_rng(2))
-    batch_structure = AlignmentStructure(data, model, 0.1, 0.2, max_jump, np.empty(data.cell_slot.size, np.float32),
+    rng = np.random.default_rng(2)
+    start = uniform_ibm1_counts(data, 2 * max_jump + 1, rng)
+    prior = Pseudocounts(data, 0.1, max_jump, random_priors(corpus, rng) if priors else None,
+                         (corpus.source_vocabulary, corpus.target_vocabulary))
+    assert prior.lexical == priors
+    batch_structure = AlignmentStructure(data, model, prior, 0.2, max_jump, np.empty(data.cell_slot.size, np.float32),
                                          "test")
     expected, expected_log_z = batch_structure.expectations(batch_structure.tables(start, rule))
     counts = {"translation": DecayingCounts(start.translation), "rows": DecayingCounts(start.rows)}
     if model == "hmm":
         counts["jumps"] = DecayingCounts(start.jumps)
-    structure = AlignmentStructure(data, model, 0.1, 0.2, max_jump, None, "test", rule, counts)
+    structure = AlignmentStructure(data, model, prior, 0.2, max_jump, None, "test", rule, counts)
     records = []
     steps = stochastic(structure, counts, 1, data.n_pairs, 0.0, 1.0, np.random.default_rng(0),
                        lambda *record: records.append(record))
