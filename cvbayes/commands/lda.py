@@ -34,9 +34,9 @@ def load_documents(source, document_format="auto", keep_tags=None, **options):
 
         return documents_from_texts([article.document for article in load_news()], source="news", **options)
     if source == "brown":
-        from ..data.brown import cache_dir
+        from ..data.cache import corpus_folder
 
-        folder = cache_dir() / "brown" / "package"
+        folder = corpus_folder(None, "brown") / "package"
         if not folder.is_dir():
             raise FileNotFoundError(f"the Brown corpus is not in {folder}; run `cvbayes data fetch brown`")
         return read_tagged_documents(folder, pattern="c[a-r][0-9][0-9]", keep_tags=keep_tags, **options)
@@ -160,6 +160,9 @@ def run_lda_evaluate(args):
               f"in {corpus.n_sequences} documents); NPMI of the top {args.words} words {coherence.mean():.4f}")
 
 
+_MODEL_HELP = "model file written by 'cvbayes lda fit -o'"
+
+
 def _add_reading(parser):
     parser.add_argument("documents", help="a text file (one document a line), a folder (one document a file), "
                                           "'news' or 'brown' (corpora fetched with 'cvbayes data fetch')")
@@ -173,6 +176,15 @@ def _add_reading(parser):
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON instead of text")
     parser.add_argument("--words", type=positive_int, default=10, help="top words a topic (default 10)")
+
+
+def _add_model_reader(verbs, name, handler, summary, description):
+    """A verb that reads documents under a saved model (infer, evaluate)."""
+    verb = verbs.add_parser(name, help=summary, description=description)
+    verb.add_argument("model", help=_MODEL_HELP)
+    _add_reading(verb)
+    verb.set_defaults(handler=handler)
+    return verb
 
 
 def register(commands):
@@ -225,7 +237,7 @@ def register(commands):
     fit.set_defaults(handler=run_lda_fit)
 
     topics = verbs.add_parser("topics", help="print (and plot) the top words of a saved model")
-    topics.add_argument("model", help="model file written by 'cvbayes lda fit -o'")
+    topics.add_argument("model", help=_MODEL_HELP)
     topics.add_argument("--words", type=positive_int, default=10, help="top words a topic (default 10)")
     topics.add_argument("--plot", default=None, help="also draw the topics' top words to this PNG")
     topics.add_argument("--json", action="store_true",
@@ -233,22 +245,14 @@ def register(commands):
                              "p(word | topic) and the topic's alpha")
     topics.set_defaults(handler=run_lda_topics)
 
-    infer = verbs.add_parser("infer", help="topic proportions of new documents under a saved model",
-                             description="Read documents with the model's vocabulary (words it never saw are "
-                                         "dropped) and fold each in on the trained topics (MALLET's infer-topics, "
-                                         "gensim's get_document_topics).")
-    infer.add_argument("model", help="model file written by 'cvbayes lda fit -o'")
-    _add_reading(infer)
+    infer = _add_model_reader(verbs, "infer", run_lda_infer, "topic proportions of new documents under a saved model",
+                      "Read documents with the model's vocabulary (words it never saw are dropped) and fold each "
+                      "in on the trained topics (MALLET's infer-topics, gensim's get_document_topics).")
     infer.add_argument("--output-doc-topics", metavar="FILE", default="-",
                        help="where the proportions go, in lda fit's --output-doc-topics format (default: standard "
                             "output)")
-    infer.set_defaults(handler=run_lda_infer)
-
-    evaluate = verbs.add_parser("evaluate", help="document-completion perplexity and NPMI on held-out documents",
-                                description="Read documents with the model's vocabulary; fold each in on its "
-                                            "first half and score its second half; NPMI of the top words from "
-                                            "the documents' co-occurrences.")
-    evaluate.add_argument("model", help="model file written by 'cvbayes lda fit -o'")
-    _add_reading(evaluate)
-    evaluate.set_defaults(handler=run_lda_evaluate)
+    _add_model_reader(verbs, "evaluate", run_lda_evaluate,
+                      "document-completion perplexity and NPMI on held-out documents",
+                      "Read documents with the model's vocabulary; fold each in on its first half and score its "
+                      "second half; NPMI of the top words from the documents' co-occurrences.")
     return lda

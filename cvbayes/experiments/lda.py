@@ -70,9 +70,9 @@ def load_corpus(name):
 
         return documents_from_texts([article.document for article in load_news()], source="news")
     if name == "brown":
-        from ..data.brown import cache_dir
+        from ..data.cache import corpus_folder
 
-        folder = cache_dir() / "brown" / "package"
+        folder = corpus_folder(None, "brown") / "package"
         if not folder.is_dir():
             raise FileNotFoundError(f"the Brown corpus is not in {folder}; run `cvbayes data fetch brown`")
         return read_tagged_documents(folder, pattern="c[a-r][0-9][0-9]")

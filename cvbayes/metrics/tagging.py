@@ -158,11 +158,6 @@ def many_to_one(pred: Any, gold: Any, cv: bool = False, seed: Any = None) -> flo
     ValueError
         As `contingency`, or if ``cv=True`` and N < 2.
 
-    References
-    ----------
-    P. Wang, *Collapsed Variational Inference for Computational Linguistics*,
-    DPhil thesis, Oxford 2016, §3.8.2.
-
     Examples
     --------
     >>> many_to_one([0, 0, 1, 1, 2], [5, 5, 5, 6, 6])
@@ -239,8 +234,6 @@ def one_to_one(pred: Any, gold: Any) -> float:
 
     References
     ----------
-    P. Wang, *Collapsed Variational Inference for Computational Linguistics*,
-    DPhil thesis, Oxford 2016, §3.8.2.
     A. Haghighi and D. Klein, "Prototype-driven learning for sequence models",
     NAACL 2006.
 
@@ -319,8 +312,6 @@ def variation_of_information(pred: Any, gold: Any) -> float:
     ----------
     M. Meilă, "Comparing clusterings by the variation of information",
     COLT 2003.
-    P. Wang, *Collapsed Variational Inference for Computational Linguistics*,
-    DPhil thesis, Oxford 2016, §3.8.2.
 
     Examples
     --------
@@ -386,8 +377,6 @@ def v_measure(pred: Any, gold: Any, beta: float = 1.0) -> VMeasure:
     ----------
     A. Rosenberg and J. Hirschberg, "V-measure: a conditional entropy-based
     external cluster evaluation measure", EMNLP-CoNLL 2007.
-    P. Wang, *Collapsed Variational Inference for Computational Linguistics*,
-    DPhil thesis, Oxford 2016, §3.8.2, eq. 3.105.
 
     Examples
     --------
@@ -425,10 +414,6 @@ def tagging_report(pred: Any, gold: Any) -> dict[str, float]:
     ValueError
         As `contingency`.
 
-    References
-    ----------
-    P. Wang, *Collapsed Variational Inference for Computational Linguistics*,
-    DPhil thesis, Oxford 2016, §3.8.2, eq. 3.105.
     """
     counts = contingency(pred, gold)
     n = int(counts.sum())

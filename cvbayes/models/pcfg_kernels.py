@@ -45,8 +45,8 @@ from ..core.rules import mean_cell
 from ..core.statistics import move_slots
 from ..core.units import parallel_over_chunks
 from ..schedules import gibbs, leave_one_out
-from ..trees.inside_outside import (add_binary_counts, build_tables, chart_buffers, derivation_rule_ids,
-                                    sentence_inside_outside, sentence_sample)
+from ..trees.inside_outside import (build_tables, chart_buffers, derivation_rule_ids, sentence_rule_counts,
+                                    sentence_sample)
 
 
 # ------------------------------------------------------------------ surrogate tables
@@ -88,12 +88,9 @@ def _expected_cells(kernel, tables, tokens, spans, buffers, scratch, binary_oute
                     first, last, local):
     """Inside-outside on one sentence; its expected counts at its cells go to local[first:last]
     (float32) and `scratch` is left zero.  Returns log Z (-inf: no tree, local untouched)."""
-    if kernel.dense:
-        binary_outer[:, :] = 0.0
-    log_z = sentence_inside_outside(kernel, tables, tokens, spans, buffers, scratch, binary_outer, no_marginals)
+    log_z = sentence_rule_counts(kernel, tables, tokens, spans, buffers, scratch, binary_outer, no_marginals)
     if log_z == -np.inf:
         return log_z
-    add_binary_counts(kernel, tables, binary_outer, scratch)
     for c in range(first, last):
         rule = cell_rules[c]
         local[c] = scratch[rule]

@@ -53,7 +53,7 @@ from typing import NamedTuple
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..data.brown import cache_dir
+from ..data.cache import corpus_folder
 from ..data.errors import CorpusFormatError, read_text_file
 from ..files import write_text
 from .alignments import Interval, read_alignments, write_alignments
@@ -493,7 +493,7 @@ def fetch_synthetic_brent(cache: str | os.PathLike[str] | None = None, progress:
     RuntimeError
         If a synthesizer is missing: the message says what to install.
     """
-    folder = Path(cache if cache is not None else cache_dir()) / NAME
+    folder = corpus_folder(cache, NAME)
     if (folder / "manifest.tsv").is_file():
         return folder
     _check_synthesizers()
@@ -557,7 +557,7 @@ class SyntheticBrent(NamedTuple):
 
 
 def _synthetic_folder(path) -> Path:
-    folder = Path(path) if path is not None else cache_dir() / NAME
+    folder = Path(path) if path is not None else corpus_folder(None, NAME)
     if not (folder / "manifest.tsv").is_file():
         raise FileNotFoundError(f"no synthetic Brent corpus in {folder}; build it with "
                                 "`cvbayes data fetch synthetic-brent` (about an hour on 2 cores)")

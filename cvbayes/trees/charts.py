@@ -684,3 +684,19 @@ def add_binary_counts(kernel, tables, binary_outer, counts):
             continue
         x = kernel.binary_left[b] * n + kernel.binary_right[b]
         counts[rule] += weights[kernel.binary_parent[b], x] * binary_outer[kernel.binary_parent[b], x]
+
+
+# inlined: its callers' per-sentence loops compile as when they wrote these steps themselves
+@njit(cache=True, inline="always")
+def sentence_rule_counts(kernel, tables, tokens, span_ids, buffers, counts, binary_outer, marginals):
+    """One sentence's expected rule counts (eq. 4.8-4.9) added to `counts` (R,) in either layout:
+    `sentence_inside_outside`, then `add_binary_counts` from `binary_outer`, zeroed first.
+
+    Returns log Z; -inf (and nothing added) if the sentence has no tree.
+    """
+    if kernel.dense:
+        binary_outer[:, :] = 0.0
+    log_z = sentence_inside_outside(kernel, tables, tokens, span_ids, buffers, counts, binary_outer, marginals)
+    if log_z > -np.inf:
+        add_binary_counts(kernel, tables, binary_outer, counts)
+    return log_z

@@ -13,7 +13,7 @@ Where things are
   (`RuleTables`, `build_tables`, `make_tables`) and in the max semiring (`MaxTables`, `max_tables`);
 * `cvbayes.trees.charts`: the chart, its one inside pass over a semiring (`sentence_inside`,
   `sentence_max_inside`; scaling, dense and sparse layouts) and the outside pass
-  (`sentence_inside_outside`, `add_binary_counts`);
+  (`sentence_inside_outside`, `add_binary_counts`, both at once `sentence_rule_counts`);
 * `cvbayes.trees.top_down`: one tree off a filled chart, the best one or a draw (`sentence_viterbi`,
   `sentence_sample`; the kernel derivation rows);
 * here: `batch_charts`, the one parallel driver over sentences (counts, log Z or best trees), and
@@ -28,7 +28,8 @@ from numba import njit, prange
 
 from ..core.units import cubic_chunks, parallel_over_chunks
 from ..data.trees import Tree, unbinarize
-from .charts import add_binary_counts, chart_buffers, sentence_inside, sentence_inside_outside
+from .charts import (add_binary_counts, chart_buffers, sentence_inside, sentence_inside_outside,
+                     sentence_rule_counts)
 from .grammar import BINARY, LEXICAL, SPAN, UNARY, CompiledGrammar, SentenceBatch
 from .tables import MaxTables, RuleTables, build_tables, make_tables, max_tables
 from .top_down import derivation_rule_ids, sentence_sample, sentence_viterbi, viterbi_top_down
@@ -57,6 +58,7 @@ __all__ = [
     "sample_tree",
     "sentence_inside",
     "sentence_inside_outside",
+    "sentence_rule_counts",
     "sentence_sample",
     "sentence_viterbi",
     "viterbi",
@@ -232,8 +234,7 @@ def inside_outside(grammar: CompiledGrammar, tables: RuleTables, sentence, *,
     n = kernel.n_symbols
     outer = np.zeros((n, n * n)) if kernel.dense else np.zeros((0, 0))
     chart = np.zeros((len(tokens) + 1, len(tokens) + 1, n)) if marginals else np.zeros((0, 0, 0))
-    log_z = sentence_inside_outside(kernel, tables, tokens, spans, buffers, counts, outer, chart)
-    add_binary_counts(kernel, tables, outer, counts)
+    log_z = sentence_rule_counts(kernel, tables, tokens, spans, buffers, counts, outer, chart)
     return InsideOutside(float(log_z), counts,
                          chart[:, :, :grammar.n_nonterminals].copy() if marginals else None)
 

@@ -4,6 +4,7 @@ Every archive here is made up in the test (tiny text in each corpus's format); n
 is downloaded. The tests at the end read the real fetched files and skip when the cache
 does not have them.
 """
+import inspect
 import io
 import json
 import shutil
@@ -40,6 +41,7 @@ from cvbayes.data import (
     load_pud,
     treebank_file,
 )
+from cvbayes.data.cache import fetcher
 from cvbayes.data.conllu_io import parse_conllu_text
 from cvbayes.data.segmentation import BRENT_ENV, brent_folder, chat_words, jyutping_syllables, read_chat
 from cvbayes.data.treebanks import split_by_set_comment
@@ -70,6 +72,33 @@ def sentence(sent_id: str, split: str | None, words: list[tuple[str, str, int]])
     for i, (form, upos, head) in enumerate(words, start=1):
         lines.append(f"{i}\t{form}\t{form.lower()}\t{upos}\t_\t_\t{head}\t{'root' if head == 0 else 'dep'}\t_\t_")
     return "\n".join(lines) + "\n\n"
+
+
+# --- the one fetcher form -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fetch", [fetch_buckeye, fetch_eve, fetch_ewt, fetch_hkcancor, fetch_htb, fetch_morphology,
+                                   fetch_news, fetch_pud])
+def test_every_fetcher_takes_cache_and_progress_and_documents_them_before_raises(fetch):
+    assert list(inspect.signature(fetch).parameters) == ["cache", "progress"]
+    doc = fetch.__doc__
+    assert doc.index("Parameters\n") < doc.index("progress : bool") < doc.index("Returns\n") < doc.index("Raises\n")
+
+
+def test_fetcher_fills_the_named_folder_of_the_cache(tmp_path, monkeypatch):
+    calls = []
+
+    @fetcher("toy")
+    def fetch_toy(folder, progress):
+        """Toy."""
+        calls.append((folder, progress))
+        return folder
+
+    assert fetch_toy(tmp_path, progress=False) == tmp_path / "toy"
+    monkeypatch.setenv("CVBAYES_CACHE", str(tmp_path / "default"))
+    assert fetch_toy() == tmp_path / "default" / "toy"
+    assert calls == [(tmp_path / "toy", False), (tmp_path / "default" / "toy", True)]
+    assert fetch_toy.__name__ == "fetch_toy" and "``<cache>/toy``." in fetch_toy.__doc__
 
 
 # --- treebanks --------------------------------------------------------------------------------

@@ -33,8 +33,7 @@ from ...core.rules import log_geometric_cell, mean_cell
 from ...core.units import parallel_over_chunks
 from ...schedules import leave_one_out
 from ...trees.grammar import BINARY, LEXICAL, UNARY
-from ...trees.inside_outside import (add_binary_counts, build_tables, chart_buffers, sentence_inside_outside,
-                                     sentence_sample)
+from ...trees.inside_outside import build_tables, chart_buffers, sentence_rule_counts, sentence_sample
 
 
 class Restaurants(NamedTuple):
@@ -171,12 +170,9 @@ def sentence_expectations(kernel, tables, tokens, spans, buffers, binary_outer, 
                           counts, customers):
     """Inside-outside on one sentence: add its expected rule counts to ``counts`` and its expected
     customers to ``customers`` (both (R,)); returns log Z (-inf and nothing added without a tree)."""
-    if kernel.dense:
-        binary_outer[:, :] = 0.0
-    log_z = sentence_inside_outside(kernel, tables, tokens, spans, buffers, counts, binary_outer, marginals)
+    log_z = sentence_rule_counts(kernel, tables, tokens, spans, buffers, counts, binary_outer, marginals)
     if log_z == -np.inf:
         return log_z
-    add_binary_counts(kernel, tables, binary_outer, counts)
     sentence_customers(kernel, tokens, spans, marginals, adapted_symbol, customers)
     return log_z
 
