@@ -38,6 +38,8 @@ def equal_token_chunks(offsets, cost=1.0, n_chunks=None):
     n_units = offsets.shape[0] - 1
     if n_chunks is None:
         n_chunks = n_threads_for(n_units, float(offsets[-1]) * cost)
+    if n_chunks == 1:  # the common case of a small region (a minibatch), without the search below
+        return np.array([0, n_units], dtype=np.int64)
     targets = np.linspace(0, offsets[-1], n_chunks + 1)
     bounds = np.searchsorted(offsets, targets, side="left")
     bounds[0], bounds[-1] = 0, n_units
