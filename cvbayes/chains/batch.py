@@ -6,7 +6,7 @@ given.  Every driver returns or reports the first chain that no state path can e
 E-step that also gathers the family's statistics is the HMM's (models/hmm_kernels.py).
 """
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from ..core.sampling import uniform, unit_generator
 from ..core.units import first_bad, max_length, parallel_over_chunks

@@ -14,7 +14,7 @@ from cvbayes import AcousticUnits
 from cvbayes.chains.composite import unit_forward
 from cvbayes.checkpoints import checkpoint_passes
 from cvbayes.core import rules
-from cvbayes.families.gaussian import Gaussian, GaussianMixture, quadratic_features
+from cvbayes.families.gaussian import GaussianMixture, quadratic_features
 from cvbayes.models.hdp import Sticks
 from cvbayes.models.units import ALGORITHMS
 from cvbayes.models.units_structures import UnitCounts, Utterances, unit_expectations
