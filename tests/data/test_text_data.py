@@ -1,9 +1,7 @@
 """PTB language-modelling data, public-domain texts, and memory-mapped corpora."""
 import importlib.util
-import io
 import json
 import shutil
-import tarfile
 import zipfile
 from pathlib import Path
 
@@ -28,6 +26,7 @@ from cvbayes.data import (
     tokenize,
 )
 from cvbayes.data.texts import TEXTS
+from tests.data.fakes import tar_with
 
 # --- tokenising ---------------------------------------------------------------
 
@@ -140,14 +139,6 @@ def test_fetch_ptb_without_pip(tmp_path, monkeypatch):
 
 
 # --- public-domain texts --------------------------------------------------------
-
-
-def tar_with(path: Path, files: dict[str, bytes]) -> None:
-    with tarfile.open(path, "w:gz") as archive:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
 
 
 def make_text_archives(folder: Path) -> None:

@@ -4,7 +4,7 @@ import itertools
 import numpy as np
 import pytest
 
-from tests.brute import chain_posterior
+from tests.brute import chain_posterior, counts_without
 from cvbayes.chains import occupancy
 from cvbayes.core.rules import MEAN
 from cvbayes.models import hdp
@@ -158,11 +158,8 @@ def test_one_hdp_sequence_update_matches_enumeration(method):
     seq = 0
     begin, end = data.offsets[seq], data.offsets[seq + 1]
     own = marginals[begin:end].astype(float)
-    other_start = start_c - own[0]
-    other_trans = trans_c - local_pairs[seq]
-    other_emit = stats[:-1].T.copy()
-    for t, w in enumerate(SEQUENCES[seq]):
-        other_emit[:, w] -= own[t]
+    other_start, other_trans, other_emit = counts_without(SEQUENCES[seq], own, local_pairs[seq], start_c, trans_c,
+                                                          stats)
     theta_start = (other_start + prior_row) / (other_start.sum() + sigma)             # eq. 5.38, j = 0
     theta = (other_trans + prior_row) / (other_trans.sum(axis=1, keepdims=True) + sigma)  # eq. 5.38
     phi = (other_emit + 0.5) / (other_emit.sum(axis=1, keepdims=True) + W * 0.5)     # eq. 5.39

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import cvbayes
-from tests.brute import chain_posterior, collapsed_log_joint, corpus_expectations
+from tests.brute import chain_posterior, collapsed_log_joint, corpus_expectations, counts_without
 from cvbayes.core import rules
 from cvbayes.core.sampling import seed_numba
 from cvbayes.data import Corpus
@@ -115,11 +115,8 @@ def test_one_cvi2_sequence_update_matches_enumeration():
     seq = 0
     begin, end = data.offsets[seq], data.offsets[seq + 1]
     own = marginals[begin:end].astype(float)
-    other_start = start_c - own[0]
-    other_trans = trans_c - local_pairs[seq]
-    other_emit = stats[:-1].T.copy()
-    for t, w in enumerate(SEQUENCES[seq]):
-        other_emit[:, w] -= own[t]
+    other_start, other_trans, other_emit = counts_without(SEQUENCES[seq], own, local_pairs[seq], start_c, trans_c,
+                                                          stats)
     theta_start = mean(other_start, alpha)
     theta = mean(other_trans, alpha)
     phi = mean(other_emit, beta)
