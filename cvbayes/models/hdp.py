@@ -534,8 +534,8 @@ def merge_gain(parts, counts, keep, gone):
 
 
 def merge_candidates(parts, counts, tries=MERGE_TRIES):
-    """The ``tries`` pairs (keep, gone) of used states (at least one expected token each) of the highest
-    `merge_gain`, best first; ``keep`` the one with more tokens."""
+    """The ``tries`` pairs of used states (at least one expected token each) of the highest `merge_gain`,
+    best first, as (gain, keep, gone): ``keep`` the one with more tokens."""
     start_counts, trans_counts, stats = counts
     tokens = parts.family.state_totals(stats)
     used = np.flatnonzero(tokens >= 1.0)
@@ -545,7 +545,7 @@ def merge_candidates(parts, counts, tries=MERGE_TRIES):
             keep, gone = (first, second) if tokens[first] >= tokens[second] else (second, first)
             scored.append((merge_gain(parts, counts, keep, gone), int(keep), int(gone)))
     scored.sort(key=lambda item: -item[0])
-    return [(keep, gone) for _, keep, gone in scored[:tries]]
+    return scored[:tries]
 
 
 class MergingSweep:
@@ -574,12 +574,12 @@ class MergingSweep:
         before = inner.snapshot()
         plain = inner.sweep(iteration)
         after_plain = inner.snapshot()
-        for keep, gone in pairs:
+        for gain, keep, gone in pairs:
             inner.restore(before)
             inner.merge_states(keep, gone)
             merged = inner.sweep(iteration)
             accepted = bool(merged >= plain)
-            self.trials.append({"keep": keep, "gone": gone, "objective": float(merged),
+            self.trials.append({"keep": keep, "gone": gone, "gain": float(gain), "objective": float(merged),
                                 "objective_without": float(plain), "accepted": accepted})
             if accepted:
                 return merged
