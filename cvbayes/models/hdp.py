@@ -524,13 +524,12 @@ def merge_gain(parts, counts, keep, gone):
     merged_prior = prior.copy()
     merged_prior[keep] += merged_prior[gone]
     merged_rows = np.delete(np.delete(merged_rows, gone + 1, axis=0), gone, axis=1)
-    merged_stats = stats.copy()
-    merged_stats[:, keep] += merged_stats[:, gone]
-    merged_stats[:, gone] = 0.0
+    # the emission marginal is a sum over states: only the two states' terms change
+    pair = stats[:, [keep, gone]]
     family = parts.family
     return (rules.dirichlet_log_marginal(merged_rows, np.delete(merged_prior, gone), total)
             - rules.dirichlet_log_marginal(rows, prior, total)
-            + family.log_marginal(merged_stats) - family.log_marginal(stats))
+            + family.log_marginal(pair.sum(axis=1, keepdims=True)) - family.log_marginal(pair))
 
 
 def merge_candidates(parts, counts, tries=MERGE_TRIES):
