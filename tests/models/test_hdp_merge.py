@@ -145,3 +145,30 @@ def test_merge_is_an_option_of_batch_cvi():
         HDPHMM(4, merge="always")
     with pytest.raises(ValueError, match="batch CVI"):
         HDPHMM(4, merge="auto", algorithm="scvi")
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_a_fit_with_merges_resumes_from_its_checkpoint_as_the_uninterrupted_fit(tmp_path):
+    corpus = _planted(n_sequences=20)
+
+    def model():
+        return HDPHMM(4, learn_concentrations=False, init=_duplicated_start(), merge="auto", n_iter=25)
+
+    whole = model().fit(corpus)
+    assert any(trial["accepted"] for record in whole.hyper_history_ for trial in record.get("merges", []))
+
+    def stop(fitted, iteration):
+        if iteration == 14:   # the callback runs before the save: 14 passes saved, between the merge steps
+            raise _Stop
+
+    path = tmp_path / "run.ckpt"
+    with pytest.raises(_Stop):
+        model().fit(corpus, checkpoint=path, callback=stop)
+    resumed = model().fit(corpus, checkpoint=path)
+    assert resumed.resumed_from_ == 14
+    assert [r.objective for r in resumed.history_] == [r.objective for r in whole.history_]
+    assert resumed.hyper_history_ == whole.hyper_history_
+    np.testing.assert_array_equal(resumed.counts_.trans, whole.counts_.trans)
