@@ -27,7 +27,7 @@ from ..families.transitions import Transitions
 from ..schedules import Algorithm, batch, gibbs, leave_one_out, stochastic
 from ..schedules.driver import check_positive_int
 from .base import BayesModel
-from .hmm_shards import ShardedBatch, ShardedMinibatches, ShardedSweep, Shards
+from .hmm_shards import ShardedBatch, ShardedMinibatches, ShardedSweep, hmm_shards
 from .hmm_structures import (BatchChains, ChainData, Minibatches, Parts, SubchainSweep, TokenSampler, TokenSweep,
                              Units)
 
@@ -340,7 +340,7 @@ class HMM(BayesModel):
         parts = self._parts(run)
         structure = BatchChains(parts, ChainData(parts, training.corpus))
         if training.client is not None:
-            structure = ShardedBatch(structure, Shards(parts, training.corpus, training.client, training.n_shards))
+            structure = ShardedBatch(structure, hmm_shards(parts, training.corpus, training.client, training.n_shards))
         start = self._start(training, run.seed)
         if start is None:
             random = structure if training.client is not None else structure.data
@@ -363,7 +363,7 @@ class HMM(BayesModel):
             if run.checkpoint is not NO_CHECKPOINT:
                 raise ValueError(f"algorithm {run.algorithm!r} does not take checkpoints yet (its shards' local "
                                  f"statistics are not saved); fit it without checkpoint=")
-            shards = Shards(parts, training.corpus, training.client, training.n_shards)
+            shards = hmm_shards(parts, training.corpus, training.client, training.n_shards)
             return ShardedSweep(parts, chains, tables, run.seed, shards)
         return SubchainSweep(parts, chains, training.subchain_length, tables, run.seed, run.checkpoint)
 
@@ -392,7 +392,7 @@ class HMM(BayesModel):
         if training.client is None:
             structure = Minibatches(parts, corpus, run.how.rule, units, self.buffer, self.vanilla)
         else:
-            shards = Shards(parts, corpus, training.client, training.n_shards)
+            shards = hmm_shards(parts, corpus, training.client, training.n_shards)
             structure = ShardedMinibatches(parts, corpus, run.how.rule, units, self.buffer, self.vanilla, shards)
         structure.track(run.checkpoint)
         start = self._start(training, run.seed)

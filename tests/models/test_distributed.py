@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from cvbayes import HMM
-from cvbayes.models.hmm_shards import Shards, shard_bounds, tree_sum
+from cvbayes.models.shards import Shards, shard_bounds, tree_sum
 from cvbayes.metrics.tagging import many_to_one
 from cvbayes.synthetic import sample_categorical_hmm
 
@@ -173,4 +173,4 @@ def test_shard_bounds_and_tree_sum():
     assert shard_bounds(np.array([0, 4]), 5).tolist() == [0, 1]
     assert tree_sum([1, 2, 3, 4, 5], lambda a, b: f"({a}+{b})") == "(((1+2)+(3+4))+5)"
     assert tree_sum([(np.ones(2), 1.0), (np.ones(2), 2.0)])[1] == 3.0
-    assert 1 < Shards(HMM(2)._parts(), _planted(10), n_shards=20).n_shards <= 10   # never more shards than sequences
+    assert 1 < Shards(_planted(10), n_shards=20).n_shards <= 10   # never more shards than sequences
