@@ -1,9 +1,7 @@
 """LDA on shards (cvbayes.models.lda_shards, issue 32): batch VB, online VB and SCVB0 on a Dask
 LocalCluster of two worker processes against one process, the sharded CVB0, a worker killed in the
 middle of a pass, an unreachable scheduler, and a shard folder from another corpus."""
-import os
 import socket
-import sys
 import time
 
 import numpy as np
@@ -12,8 +10,9 @@ import pytest
 from cvbayes import LDA
 from cvbayes.cli import main
 from cvbayes.models.shards import ShardMismatchError
+from tests.models.dask_cluster import assert_one_worker_replaced, kill_a_worker_during, objectives
 
-distributed = pytest.importorskip("distributed", reason="dask.distributed is not installed (cvbayes[distributed])")
+pytest.importorskip("distributed", reason="dask.distributed is not installed (cvbayes[distributed])")
 
 K, W = 4, 40
 RELATIVE = 1e-12
@@ -37,22 +36,8 @@ def documents():
     return _planted()
 
 
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0",
-                                       scheduler_port=0)
-    client = distributed.Client(cluster)
-    yield client
-    client.close()
-    cluster.close()
-
-
-def _objectives(model):
-    return np.array([record.objective for record in model.history_])
-
-
 def _assert_same_run(single, sharded):
-    np.testing.assert_allclose(_objectives(sharded), _objectives(single), rtol=RELATIVE, atol=0)
+    np.testing.assert_allclose(objectives(sharded), objectives(single), rtol=RELATIVE, atol=0)
     np.testing.assert_allclose(sharded.components_, single.components_, rtol=RELATIVE, atol=0)
 
 
@@ -65,7 +50,7 @@ def test_vb_equals_one_process(client, documents, n_shards):
     sharded = LDA(K, **options).fit(documents, client=client, n_shards=n_shards)
     _assert_same_run(single, sharded)
     np.testing.assert_allclose(sharded.doc_topic_, single.doc_topic_, rtol=RELATIVE, atol=1e-15)
-    assert np.all(np.diff(_objectives(sharded)) >= -1e-9 * np.abs(_objectives(sharded)[1:]))
+    assert np.all(np.diff(objectives(sharded)) >= -1e-9 * np.abs(objectives(sharded)[1:]))
     timing = sharded.shard_timings_
     assert len(timing) == 5 and len(timing[0]["compute"]) == n_shards
     assert all(seconds > 0 for seconds in timing[0]["compute"])
@@ -83,7 +68,7 @@ def test_one_shard_is_cvb0(documents):
     """With one shard nothing is stale: the sharded CVB0's objectives are CVB0's to the bit."""
     cvb0 = LDA(K, algorithm="cvb0", n_iter=4, random_state=5).fit(documents)
     one = LDA(K, algorithm="cvb0-sharded", n_iter=4, random_state=5).fit(documents, n_shards=1)
-    np.testing.assert_array_equal(_objectives(one), _objectives(cvb0))
+    np.testing.assert_array_equal(objectives(one), objectives(cvb0))
     np.testing.assert_allclose(one.components_, cvb0.components_, rtol=RELATIVE)
 
 
@@ -94,43 +79,24 @@ def test_sharded_cvb0_learns_and_runs_the_same_on_workers(client, documents):
     options = dict(algorithm="cvb0-sharded", n_iter=30, random_state=6)
     threads = LDA(K, **options).fit(documents, n_shards=3)
     workers = LDA(K, **options).fit(documents, n_shards=3, client=client)
-    np.testing.assert_array_equal(_objectives(workers), _objectives(threads))
+    np.testing.assert_array_equal(objectives(workers), objectives(threads))
     np.testing.assert_array_equal(workers.doc_topic_, threads.doc_topic_)
     cvb0 = LDA(K, algorithm="cvb0", n_iter=30, random_state=6).fit(documents)
     assert threads.perplexity(heldout) < 1.05 * cvb0.perplexity(heldout)
     assert threads.components_.sum() == pytest.approx(documents.sum() + K * W * threads.eta, rel=1e-9)
 
 
-def _install_fault(calls_before_exit):
-    """On this worker, the VB shard pass exits the process on a later call."""
-    import cvbayes.models.lda_shards as module
-    original = module._vb_shard
-    calls = [0]
-
-    def exiting(*args):
-        calls[0] += 1
-        if calls[0] > calls_before_exit:
-            os._exit(1)
-        return original(*args)
-
-    module._vb_shard = exiting
-
-
 @pytest.mark.slow
 def test_vb_survives_a_killed_worker(client, documents):
     """A worker process dies in the middle of the third pass: Dask reruns its shards on the other worker,
     which reads their last gamma from the shard folder, and the fit ends as it would have without it."""
-    cloudpickle = pytest.importorskip("cloudpickle")
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
     options = dict(algorithm="vb", n_iter=5, random_state=7)
     expected = LDA(K, **options).fit(documents, client=client, n_shards=4)
-    pids_before = set(client.run(os.getpid).values())
-    victim = sorted(client.scheduler_info()["workers"])[0]
-    client.run(_install_fault, 4, workers=[victim])   # 4 shards on 2 workers: the 3rd pass's first call dies
+    # 4 shards on 2 workers: the 3rd pass's first call dies
+    pids_before = kill_a_worker_during(client, "cvbayes.models.lda_shards", "_vb_shard", 4)
     survived = LDA(K, **options).fit(documents, client=client, n_shards=4)
-    client.wait_for_workers(2, timeout=60)
-    assert len(pids_before - set(client.run(os.getpid).values())) == 1   # the victim's process is gone
-    np.testing.assert_array_equal(_objectives(survived), _objectives(expected))
+    assert_one_worker_replaced(client, pids_before)
+    np.testing.assert_array_equal(objectives(survived), objectives(expected))
     np.testing.assert_array_equal(survived.components_, expected.components_)
     np.testing.assert_array_equal(survived.doc_topic_, expected.doc_topic_)
 
