@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 import uuid
@@ -181,9 +182,16 @@ class PassTiming(dict):
         self["rounds"] += 1
 
 
-def _nbytes(value):
-    from dask.sizeof import sizeof
-    return sizeof(value)
+def _nbytes(value, depth=0):
+    """The bytes of ``value``'s arrays (in tuples, lists and objects' attributes, four levels deep), other
+    Python objects at their own size: what moving it costs, less the framing."""
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if depth < 4 and isinstance(value, (tuple, list)):
+        return sum(_nbytes(item, depth + 1) for item in value)
+    if depth < 4 and hasattr(value, "__dict__"):
+        return sum(_nbytes(item, depth + 1) for item in vars(value).values())
+    return sys.getsizeof(value)
 
 
 # ------------------------------------------------------------------ the shards of one fit
