@@ -184,6 +184,7 @@ def run_lda_equality(args):
             threads = max(1, (os.cpu_count() or 1) // n_workers) if processes else 1
             with LocalCluster(n_workers=n_workers, threads_per_worker=threads, processes=processes,
                               dashboard_address=":0") as local, Client(local) as client:
+                client.wait_for_workers(n_workers)
                 LDA(args.topics, **{**options, "n_iter": 1}).fit(train, client=client)   # warm the workers' numba
                 sharded = LDA(args.topics, **options).fit(train, client=client)
             diff = np.max(np.abs(objectives(sharded) - objectives(single)) / np.abs(objectives(single)))

@@ -214,8 +214,9 @@ class Shards:
     def __init__(self, corpus, payload=None, client=None, n_shards=None, folder=None, identity=None):
         self.client = client
         self.token = uuid.uuid4().hex
+        workers = _workers(client) if client is not None else []
         if n_shards is None:
-            n_shards = len(client.scheduler_info()["workers"]) if client is not None else numba.get_num_threads()
+            n_shards = len(workers) if client is not None else numba.get_num_threads()
         if int(n_shards) != n_shards or n_shards < 1:
             raise ValueError(f"n_shards must be a positive integer, got {n_shards}")
         offsets = np.asarray(corpus.offsets)
@@ -238,7 +239,6 @@ class Shards:
             self.files = self._reuse_or_save(corpus, identity)
         removed = self.folder if folder is None else None
         self._finalizer = weakref.finalize(self, _clean_up, client, self.token, removed)
-        workers = sorted(client.scheduler_info()["workers"])
         self.n_workers = len(workers)
         # each shard prefers one worker, so that it is opened once; any other may take it over
         self.homes = [workers[s % len(workers)] for s in range(self.n_shards)]
@@ -362,6 +362,21 @@ class Shards:
 
     def __exit__(self, *exc):
         self.close()
+
+
+# seconds to wait for a first worker to join a client's scheduler (a LocalCluster's may still be starting)
+WORKER_TIMEOUT = 60
+
+
+def _workers(client):
+    """The addresses of the client's workers, sorted, once at least one has joined."""
+    if not client.scheduler_info()["workers"]:
+        try:
+            client.wait_for_workers(1, timeout=WORKER_TIMEOUT)
+        except TimeoutError:
+            raise RuntimeError(f"no Dask worker joined the scheduler {client.scheduler.address} within "
+                               f"{WORKER_TIMEOUT} s; start workers (dask worker ADDRESS)") from None
+    return sorted(client.scheduler_info()["workers"])
 
 
 def _clean_up(client, token, folder):
