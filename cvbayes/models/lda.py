@@ -523,7 +523,18 @@ class LDA(BayesModel):
         is kept.
 
     ``fit(X)`` takes a scipy.sparse (D, W) count matrix (scikit-learn's layout), a dense one, or a
-    `Corpus` of documents (`cvbayes.data.documents`), and `BayesModel.fit`'s arguments.
+    `Corpus` of documents (`cvbayes.data.documents`), `BayesModel.fit`'s arguments, and:
+
+    client : dask.distributed.Client, optional
+        vb, online-vb, scvb0, cvb0-sharded: run the passes on the client's workers, each on its shard of
+        whole documents, memory-mapped from a file saved once (`cvbayes.models.lda_shards`, which says what
+        is exact and what is not).  Needs ``cvbayes[distributed]``.
+    n_shards : int, optional
+        Shards with a client (default one per worker), and for cvb0-sharded without one (default numba's
+        thread count; the shards then run on threads of this process).
+    shard_folder : path, optional
+        With a client: save the shards here (on a file system every worker sees) and keep them for the
+        next fit of the same documents; a folder of another corpus's shards is refused by checksum.
 
     Attributes
     ----------
@@ -533,6 +544,8 @@ class LDA(BayesModel):
     n_iter_, n_batch_iter_ : passes run, and stochastic steps run
     doc_topic_ : (D, K) the training documents' topic proportions (not for online-vb and scvb0); kept by `save`
     vocabulary_ : the `Vocabulary` of a Corpus fitted, else None
+    shard_timings_ : on shards, a `cvbayes.models.shards.PassTiming` a pass (compute seconds per shard,
+        bytes sent and returned, broadcast, reduction and scheduler overhead)
     """
 
     MODEL_NAME = "lda"

@@ -139,3 +139,15 @@ def test_shard_bounds_and_tree_sum():
     assert tree_sum([1, 2, 3, 4, 5], lambda a, b: f"({a}+{b})") == "(((1+2)+(3+4))+5)"
     assert tree_sum([(np.ones(2), 1.0), (np.ones(2), 2.0)])[1] == 3.0
     assert 1 < Shards(_planted(10), n_shards=20).n_shards <= 10   # never more shards than sequences
+
+
+def test_a_shard_folder_is_kept_for_its_corpus_and_refused_for_another(client, corpus, tmp_path):
+    from cvbayes.models.shards import ShardMismatchError
+
+    folder = tmp_path / "shards"
+    first = HMM(K, algorithm="em", n_iter=2).fit(corpus, client=client, n_shards=2, shard_folder=folder)
+    again = HMM(K, algorithm="em", n_iter=2).fit(corpus, client=client, n_shards=2, shard_folder=folder)
+    np.testing.assert_array_equal(again.counts_.emissions, first.counts_.emissions)
+    assert sorted(path.name for path in folder.iterdir()) == ["shard-00000.npz", "shard-00001.npz", "shards.json"]
+    with pytest.raises(ShardMismatchError, match="holds the shards of another corpus"):
+        HMM(K, algorithm="em", n_iter=1).fit(_planted(50, seed=3), client=client, n_shards=2, shard_folder=folder)
