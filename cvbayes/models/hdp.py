@@ -500,9 +500,9 @@ class HDPOccupancy:
 
 
 # -- merge moves (Hughes, Kim and Sudderth 2015, merge-only) ----------------------------------------------
-# batch CVI proposes merges after every MERGE_EVERY passes, trying at most MERGE_TRIES pairs a time
-# (chosen on Fig. 5.7's data of seeds 2000-2009: a first try after 50 or 100 passes rather than 10 settled
-# later and kept as many runs off four states)
+# batch CVI proposes merges after every MERGE_EVERY passes (the first after pass 10), trying at most
+# MERGE_TRIES pairs a time; on Fig. 5.7's theta_pos data of seeds 2000-2009, a first try only after pass
+# 50 or 100 settled later and left as many runs off four states
 MERGE_EVERY = 10
 MERGE_TRIES = 3
 MERGES = (None, "auto")
