@@ -261,6 +261,8 @@ EXPERIMENTS = {
                 help="choose alpha and the run on every k-th dev sentence, this many (default: the whole dev split)"),
          option("--la-select", choices=("dev", "objective"), default="dev",
                 help="keep the run of the best dev F1 (default, the thesis) or of the best training objective"),
+         option("--la-combine", nargs="+", default=None, metavar="FOLDER",
+                help="write one table under --out from the results.json of runs on different H (run side by side)"),
          option("--la-threshold", type=float, default=1e-4, help="coarse-to-fine pruning threshold (default 1e-4)"),
          option("--la-decoder", choices=("max-rule", "viterbi"), default="max-rule",
                 help="max-rule-product (default) or Viterbi decoding"))),

@@ -34,6 +34,7 @@ every H, so a run stopped early keeps the H it finished.
 """
 from __future__ import annotations
 
+import json
 import resource
 import time
 from pathlib import Path
@@ -93,12 +94,14 @@ def with_gold_tags(predicted: Tree | None, gold: Tree) -> Tree:
     return rebuild(predicted)
 
 
+def _untrained(subtypes) -> list[str]:
+    missing = [h for h in FULL_PROTOCOL["subtypes"] if h not in subtypes]
+    return [f"H = {', '.join(map(str, missing))} not trained (the issue asks H = 1, 2, 4, 8)"] if missing else []
+
+
 def cuts(settings, n_dev) -> list[str]:
     """How a run's settings fall short of `FULL_PROTOCOL` and of the whole dev set (empty: nothing cut)."""
-    found = []
-    missing = [h for h in FULL_PROTOCOL["subtypes"] if h not in settings["subtypes"]]
-    if missing:
-        found.append(f"H = {', '.join(map(str, missing))} not trained (the issue asks H = 1, 2, 4, 8)")
+    found = _untrained(settings["subtypes"])
     left_out = [a for a in FULL_PROTOCOL["alphas"] if a not in settings["alphas"]]
     if left_out:
         found.append(f"alpha {', '.join(f'{a:g}' for a in left_out)} not tried")
@@ -255,6 +258,32 @@ def _peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def combine(parts, out):
+    """One results.json, table and plot from runs of the same settings on different H (say two processes
+    side by side, ``--la-subtypes 1 2`` and ``--la-subtypes 4``), rows in increasing H."""
+    loaded = [json.loads((Path(part) / "results.json").read_text()) for part in parts]
+    first = loaded[0]
+
+    def but_h(settings):
+        return {key: value for key, value in settings.items() if key != "subtypes"}
+
+    if any(but_h(part["settings"]) != but_h(first["settings"]) for part in loaded):
+        raise ValueError(f"{', '.join(map(str, parts))}: run with different settings (other than H)")
+    combined = {**first, "settings": {**first["settings"],
+                                      "subtypes": sorted(h for part in loaded for h in part["settings"]["subtypes"])}}
+    for key in ("rows", "runs", "speed"):
+        combined[key] = sorted((item for part in loaded for item in part[key]), key=lambda item: item["subtypes"])
+    # the parts' other cuts are the same (same settings); only the H left out changes
+    combined["cuts"] = _untrained(combined["settings"]["subtypes"]) + [
+        cut for cut in first["cuts"] if cut not in _untrained(first["settings"]["subtypes"])]
+    combined["parts"] = [{"subtypes": part["settings"]["subtypes"], "minutes": part["seconds"] / 60}
+                         for part in loaded]
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    _write(out, combined, time.perf_counter() - max(part["seconds"] for part in loaded))
+    return combined
+
+
 def _speed(prepared, selected, development, decoder, speed_subtypes, say):
     """Sentences per second of the fine pass on the development subset at each H (the coarse pass, shared
     by all, apart), and of the exact parser (no pruning) on its first `EXACT_SENTENCES` sentences, with
@@ -344,7 +373,10 @@ def table(results) -> str:
         lines.append(f"| {row['subtypes']} | {row['grammar']} | {row['sentences_per_second']:.1f} | "
                      f"{row['with_coarse_per_second']:.1f} | {row['dev_f1']:.2f} | {row['exact_per_second']:.1f} | "
                      f"{row['exact_f1']:.2f} | {row['pruned_f1']:.2f} |")
-    lines += ["", f"Total wall time {results['seconds'] / 60:.1f} min on the shared 2-core machine.", ""]
+    lines += ["", f"Total wall time {results['seconds'] / 60:.1f} min on the shared 2-core machine"
+              + ("; parts run side by side: " + ", ".join(f"H = {', '.join(map(str, part['subtypes']))} "
+                                                      f"{part['minutes']:.1f} min" for part in results["parts"])
+                 if "parts" in results else "") + ".", ""]
     return "\n".join(lines)
 
 
@@ -371,8 +403,12 @@ def plot(path, results):
 def run_from_command_line(args):
     """``cvbayes experiment fig4.2``: options --la-subtypes, --la-alphas, --seeds (runs, default 5), --seed,
     --la-iterations, --la-dev-sentences, --la-select, --la-threshold, --la-decoder, --out (default
-    docs/results/fig4_2); the defaults are `FULL_PROTOCOL` on the whole dev split."""
+    docs/results/fig4_2); the defaults are `FULL_PROTOCOL` on the whole dev split.  --la-combine FOLDER...
+    writes one table under --out from runs on different H instead (`combine`)."""
     out = args.out if args.out != "docs/results" else "docs/results/fig4_2"
+    if args.la_combine:
+        combine(args.la_combine, out)
+        return
     run(out=out, subtypes=tuple(args.la_subtypes or FULL_PROTOCOL["subtypes"]),
         alphas=tuple(args.la_alphas or FULL_PROTOCOL["alphas"]), runs=args.seeds or FULL_PROTOCOL["runs"],
         iterations=args.la_iterations, dev_sentences=args.la_dev_sentences, seed=args.seed, select=args.la_select,

@@ -39,3 +39,18 @@ def test_the_protocol_keeps_the_run_its_selection_names(tmp_path, monkeypatch, s
     assert (select == "objective") == ("the run kept by its training objective, not by dev F1" in saved["cuts"])
     assert "CVI >= VB >= EM" in (tmp_path / "table.md").read_text()
     assert (tmp_path / "fig4_2.png").stat().st_size > 0
+
+
+def test_runs_on_different_h_combine_into_one_table(tmp_path, monkeypatch):
+    monkeypatch.setattr(pcfg_la, "load_converted", lambda split: list(TREES))
+    settings = dict(alphas=(1.0,), runs=1, iterations=1, select="objective", quiet=True)
+    parts = [pcfg_la.run(out=tmp_path / name, subtypes=h, **settings) for name, h in (("b", (2,)), ("a", (1,)))]
+    combined = pcfg_la.combine([tmp_path / "b", tmp_path / "a"], tmp_path / "both")
+    assert [row["subtypes"] for row in combined["rows"]] == [1, 1, 1, 2, 2, 2]
+    assert combined["settings"]["subtypes"] == [1, 2]
+    assert combined["cuts"][0] == "H = 4, 8 not trained (the issue asks H = 1, 2, 4, 8)"
+    assert combined["cuts"][1:] == [cut for cut in parts[0]["cuts"] if not cut.startswith("H = ")]
+    assert "parts run side by side" in (tmp_path / "both" / "table.md").read_text()
+    pcfg_la.run(out=tmp_path / "c", subtypes=(2,), **{**settings, "iterations": 2})
+    with pytest.raises(ValueError, match="different settings"):
+        pcfg_la.combine([tmp_path / "a", tmp_path / "c"], tmp_path / "bad")
