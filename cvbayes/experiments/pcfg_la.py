@@ -178,7 +178,7 @@ def run(out="docs/results/fig4_2", subtypes=FULL_PROTOCOL["subtypes"], alphas=FU
         f"keeps {100 * evaluation.pruning.kept_share:.2f} % of the test chart ({evaluation.pruning.seconds:.0f} s)")
     results = {"note": CONVERTED_NOTE, "settings": {
         "subtypes": list(subtypes), "alphas": list(alphas), "runs": runs, "iterations": iterations, "seed": seed,
-        "select": select, "dev_sentences": len(dev_gold), "dev_step": step, "test_sentences": len(test_gold), "threshold": threshold,
+        "select": select, "dev_sentences": len(dev_gold), "dev_step": step, "dev_split": len(dev), "test_sentences": len(test_gold), "threshold": threshold,
         "decoder": decoder, "horizontal": 0, "vertical": 1, "min_count": 2},
         "grammar": {"symbols": grammar.n_symbols, "binary": len(grammar.binary_rules),
                     "unary": len(grammar.unary_rules), "lexical": len(grammar.lexical_rules),
@@ -186,9 +186,9 @@ def run(out="docs/results/fig4_2", subtypes=FULL_PROTOCOL["subtypes"], alphas=FU
         "pruning": {name: {"kept_share": e.pruning.kept_share, "seconds": e.pruning.seconds,
                            "sentences": len(e.gold)} for name, e in (("dev", development), ("test", evaluation))},
         "rows": [], "runs": [], "speed": []}
-    results["cuts"] = cuts(results["settings"], len(dev))
-    if results["cuts"]:
-        say("cut from the full protocol: " + "; ".join(results["cuts"]))
+    planned = cuts(results["settings"], len(dev))
+    if planned:
+        say("cut from the full protocol: " + "; ".join(planned))
     selected = {}
     seeds = {h: list(range(seed, seed + (1 if h == 1 else runs))) for h in subtypes}
     fits = sum(len(seeds[h]) + 2 * (len(alphas) + len(seeds[h]) - 1) for h in subtypes)
@@ -245,6 +245,10 @@ def run(out="docs/results/fig4_2", subtypes=FULL_PROTOCOL["subtypes"], alphas=FU
 
 
 def _write(out, results, started):
+    """results.json, table.md and the plot of the H finished so far (the cuts name the others)."""
+    settings = results["settings"]
+    results["cuts"] = _untrained({row["subtypes"] for row in results["rows"]}) + cuts(
+        {**settings, "subtypes": FULL_PROTOCOL["subtypes"]}, settings["dev_split"])
     results["leads"] = _leads(results["rows"])
     results["seconds"] = time.perf_counter() - started
     write_json(out / "results.json", plain_json(results), indent=1)
@@ -269,15 +273,13 @@ def combine(parts, out):
 
     if any(but_h(part["settings"]) != but_h(first["settings"]) for part in loaded):
         raise ValueError(f"{', '.join(map(str, parts))}: run with different settings (other than H)")
-    combined = {**first, "settings": {**first["settings"],
-                                      "subtypes": sorted(h for part in loaded for h in part["settings"]["subtypes"])}}
+    def finished(part):
+        return sorted({row["subtypes"] for row in part["rows"]})
+
+    combined = {**first, "settings": {**first["settings"], "subtypes": sorted(h for part in loaded for h in finished(part))}}
     for key in ("rows", "runs", "speed"):
         combined[key] = sorted((item for part in loaded for item in part[key]), key=lambda item: item["subtypes"])
-    # the parts' other cuts are the same (same settings); only the H left out changes
-    combined["cuts"] = _untrained(combined["settings"]["subtypes"]) + [
-        cut for cut in first["cuts"] if cut not in _untrained(first["settings"]["subtypes"])]
-    combined["parts"] = [{"subtypes": part["settings"]["subtypes"], "minutes": part["seconds"] / 60}
-                         for part in loaded]
+    combined["parts"] = [{"subtypes": finished(part), "minutes": part["seconds"] / 60} for part in loaded]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     _write(out, combined, time.perf_counter() - max(part["seconds"] for part in loaded))
