@@ -193,32 +193,48 @@ CLUSTER = {"bandwidth": 10e9 / 8, "task_overhead": 1e-3, "memory_per_core_mib": 
            "imbalance": 1.05}
 CORES = [8, 16, 32, 64, 128, 256, 512]
 TOKENS = [1e7, 1e8, 1e9, 1e10]
-TERMS = ("compute", "broadcast", "overhead", "reduce", "driver")
+TERMS = ("compute", "broadcast", "scheduler", "results", "reduce", "driver")
 
 
-def rows_of(run):
-    """One row per Dask fit: medians over its passes (after the first) of the breakdown, and the model's
-    features (tasks a pass, reduction steps, bytes of one shard's result, table cells K x V)."""
-    rows = []
-    for r in run["records"]:
-        if r["mode"] == "in process":
-            continue
-        passes, s = r["passes"], r["n_shards"]
-        median = lambda name: float(statistics.median(p[name] for p in passes))
-        rows.append({
-            "learner": r["learner"], "mode": r["mode"], "size": r["size"], "tokens": r["tokens"], "shards": s,
-            "gathered": r["gathered"], "shard_tokens": r["shard_tokens"], "cells": r["k"] * words(r),
-            "pass": float(statistics.median(r["pass_seconds"])), "wall": median("wall"),
-            "compute": [float(statistics.median(c)) for c in zip(*[p["compute"] for p in passes])],
-            "broadcast": median("broadcast"), "sent": median("bytes_sent"), "returned": median("bytes_returned"),
-            "reduce_path": median("reduce_path"), "overhead": median("overhead"),
-            # a reduction on the workers: 2S - 1 tasks, log2 S levels; gathered here: S tasks, S additions
-            "tasks": s if r["gathered"] else 2 * s - 1,
-            "steps": s if r["gathered"] else math.ceil(math.log2(s)),
-            "result_bytes": median("bytes_returned") / s,
-            "peak_mib": [w["peak_mib"] for w in r["workers"]] if r["mode"] != "2 threads" else None,
-            "load": r["load_average"][0]})
-    return rows
+def rows_of(records):
+    """One row per setting (learner, mode, size) run with Dask: the medians over its passes (after the
+    first) of the breakdown, the median over repeated runs, and the model's features (tasks a pass,
+    reduction steps, bytes of one shard's result, table cells K x V)."""
+    settings = {}
+    for r in records:
+        if r["mode"] != "in process":
+            settings.setdefault((r["learner"], r["mode"], r["size"]), []).append(_row(r))
+    return [{key: _median_of([row[key] for row in repeats]) for key in repeats[0]} for repeats in settings.values()]
+
+
+def _median_of(values):
+    """The median of repeated runs' floats (elementwise for lists of floats); other values the first run's."""
+    if isinstance(values[0], float):
+        return float(np.median(values))
+    if isinstance(values[0], list) and values[0] and isinstance(values[0][0], float):
+        return np.median(np.array(values), axis=0).tolist()
+    return values[0]
+
+
+def _row(r):
+    passes, s = r["passes"], r["n_shards"]
+    median = lambda name: float(statistics.median(p[name] for p in passes))
+    return {
+        "learner": r["learner"], "mode": r["mode"], "size": r["size"], "tokens": r["tokens"], "shards": s,
+        "gathered": r["gathered"], "shard_tokens": r["shard_tokens"], "cells": r["k"] * words(r),
+        "pass": float(statistics.median(r["pass_seconds"])), "wall": median("wall"),
+        "compute": [float(statistics.median(c)) for c in zip(*[p["compute"] for p in passes])],
+        "compute_cpu": [float(statistics.median(c)) for c in zip(*[p["compute_cpu"] for p in passes])],
+        # the share of a core the shards' tasks had: their CPU seconds over their wall seconds
+        "share": float(statistics.median(sum(p["compute_cpu"]) / sum(p["compute"]) for p in passes)),
+        "broadcast": median("broadcast"), "sent": median("bytes_sent"), "returned": median("bytes_returned"),
+        "reduce_path": median("reduce_path"), "overhead": median("overhead"),
+        # a reduction on the workers: 2S - 1 tasks, log2 S levels; gathered here: S tasks, S additions
+        "tasks": s if r["gathered"] else 2 * s - 1,
+        "steps": s if r["gathered"] else math.ceil(math.log2(s)),
+        "result_bytes": median("bytes_returned") / s,
+        "peak_mib": [w["peak_mib"] for w in r["workers"]] if r["mode"] != "2 threads" else None,
+        "load": float(r["load_average"][0])}
 
 
 def words(record):
@@ -235,7 +251,8 @@ def _nnls(columns, target):
 
 def fit_model(rows):
     """Least squares (non-negative) of each term on its own measured part:
-    compute per shard = c_L x shard tokens (per learner, through the origin);
+    CPU seconds per shard = c_L x shard tokens (per learner, through the origin), the share of a core
+    the tasks had (median of the runs) kept to turn CPU seconds into wall seconds;
     broadcast = b0 + bytes sent / beta;  overhead = o x tasks + bytes returned / rho;
     reduction path = m x steps x bytes of one result;  pass - rounds' wall (the driver) = d_L x K x V."""
     coef = {"compute": {}, "driver": {}}
@@ -244,21 +261,22 @@ def fit_model(rows):
         if not mine:
             continue
         tokens = np.concatenate([r["shard_tokens"] for r in mine])
-        seconds = np.concatenate([r["compute"] for r in mine])
+        seconds = np.concatenate([r["compute_cpu"] for r in mine])
         coef["compute"][learner] = float(tokens @ seconds / (tokens @ tokens))
         coef["driver"][learner] = float(_nnls([[r["cells"] for r in mine]], [r["pass"] - r["wall"] for r in mine])[0])
     b0, per_byte = _nnls([np.ones(len(rows)), [r["sent"] for r in rows]], [r["broadcast"] for r in rows])
     per_task, per_returned = _nnls([[r["tasks"] for r in rows], [r["returned"] for r in rows]],
                                    [r["overhead"] for r in rows])
     merge, = _nnls([[r["steps"] * r["result_bytes"] for r in rows]], [r["reduce_path"] for r in rows])
-    coef.update(broadcast_fixed=float(b0), broadcast_per_byte=float(per_byte), per_task=float(per_task),
+    coef.update(share=float(np.median([r["share"] for r in rows])), broadcast_fixed=float(b0), broadcast_per_byte=float(per_byte), per_task=float(per_task),
                 returned_per_byte=float(per_returned), merge_per_byte=float(merge))
     return coef
 
 
-def predict(coef, row):
-    """The model's pass time for a measured row's setting, by term."""
-    return {"compute": coef["compute"][row["learner"]] * max(row["shard_tokens"]),
+def predict(coef, row, share=None):
+    """The model's pass time for a measured row's setting, by term: the compute at the share of a core
+    ``share`` (by default the fitted runs' median)."""
+    return {"compute": coef["compute"][row["learner"]] * max(row["shard_tokens"]) / (share or coef["share"]),
             "broadcast": coef["broadcast_fixed"] + coef["broadcast_per_byte"] * row["sent"],
             "overhead": coef["per_task"] * row["tasks"] + coef["returned_per_byte"] * row["returned"],
             "reduce": coef["merge_per_byte"] * row["steps"] * row["result_bytes"],
@@ -272,22 +290,29 @@ def check(rows, fit_on, held_out, name):
     for r in rows:
         if held_out(r):
             predicted = sum(predict(coef, r).values())
+            known_share = sum(predict(coef, r, r["share"]).values())
             results.append({"learner": r["learner"], "mode": r["mode"], "tokens": r["tokens"], "measured": r["pass"],
-                            "predicted": predicted, "error": (predicted - r["pass"]) / r["pass"]})
+                            "predicted": predicted, "error": (predicted - r["pass"]) / r["pass"],
+                            "share": r["share"], "predicted_at_share": known_share,
+                            "error_at_share": (known_share - r["pass"]) / r["pass"]})
     errors = [abs(x["error"]) for x in results]
+    at_share = [abs(x["error_at_share"]) for x in results]
     return {"check": name, "n": len(results), "median_abs_error": float(np.median(errors)),
-            "max_abs_error": float(np.max(errors)), "runs": results}
+            "max_abs_error": float(np.max(errors)), "median_abs_error_at_share": float(np.median(at_share)),
+            "max_abs_error_at_share": float(np.max(at_share)), "runs": results}
 
 
-def dedicated_core(run):
-    """Seconds a token on one dedicated core, per learner: the in-process pass (one numba thread) per
-    token, times the share of a core the process had during its fit (CPU seconds / wall seconds)."""
-    found = {}
-    for r in run["records"]:
+def in_process(records):
+    """The runs without Dask (one numba thread): CPU seconds a token per learner (a pass's seconds per
+    token times the share of a core the process had over its fit, CPU seconds / wall seconds: a cross-check
+    of the workers' CPU seconds a token), and the median of that share (the driver's, on this machine)."""
+    found, shares = {}, []
+    for r in records:
         if r["mode"] == "in process":
             share = r["driver_cpu_seconds"] / r["fit_wall"]
+            shares.append(share)
             found.setdefault(r["learner"], []).append(statistics.median(r["pass_seconds"]) / r["tokens"] * share)
-    return {learner: float(statistics.median(values)) for learner, values in found.items()}
+    return {learner: float(statistics.median(values)) for learner, values in found.items()}, float(np.median(shares))
 
 
 def memory_fit(rows):
@@ -303,31 +328,32 @@ def memory_fit(rows):
     return fits
 
 
-def project(coef, per_token, memory, k):
-    """Pass time on P cores (one worker each) for N tokens, by term, on the assumed cluster (CLUSTER)."""
+def project(coef, driver_share, memory, k):
+    """Pass time on P cores (one worker each) for N tokens, by term, on the assumed cluster (CLUSTER).
+    The CPU-bound costs measured here at a share of a core (serialising a byte, a broadcast's fixed cost,
+    the driver's tables) are taken at a whole core: times the driver's share measured in process."""
     net = 1.0 / CLUSTER["bandwidth"]
     table = {}
     for learner, (family, _, gathered) in LEARNERS.items():
-        if learner not in per_token:
+        if learner not in coef["compute"]:
             continue
         cells = k[family] * CLUSTER["words"]
         table_bytes = 8.0 * cells
-        hop = table_bytes * (net + coef["broadcast_per_byte"])
+        hop = table_bytes * (net + coef["broadcast_per_byte"] * driver_share)   # one copy of a table, sent
+        add = table_bytes * coef["merge_per_byte"] * driver_share               # one addition of two
         for p in CORES:
             # scatter(broadcast=True): client -> scheduler -> a worker, then Dask's replicate, a tree in
             # which each holder copies to 2 more a round (branching factor 2): ceil(log3 P) rounds of 2 sends
-            broadcast = coef["broadcast_fixed"] + hop * (2 + 2 * math.ceil(math.log(p, 3) - 1e-9))
+            broadcast = coef["broadcast_fixed"] * driver_share + hop * (2 + 2 * math.ceil(math.log(p, 3) - 1e-9))
             if gathered:   # every shard's change comes to the driver and is added there
-                tasks, overhead = p, p * hop
-                reduce = p * table_bytes * coef["merge_per_byte"]
-            else:          # pairwise on the workers, one result to the driver
-                tasks, overhead = 2 * p - 1, hop
-                reduce = math.ceil(math.log2(p)) * (hop + table_bytes * coef["merge_per_byte"])
-            overhead += tasks * CLUSTER["task_overhead"]
+                tasks, results, reduce = p, p * hop, p * add
+            else:          # pairwise on the workers (a copy and an addition a level), one result to the driver
+                tasks, results, reduce = 2 * p - 1, hop, math.ceil(math.log2(p)) * (hop + add)
             for n in TOKENS:
                 shard = n / p
-                terms = {"compute": per_token[learner] * shard * CLUSTER["imbalance"], "broadcast": broadcast,
-                         "overhead": overhead, "reduce": reduce, "driver": coef["driver"][learner] * cells}
+                terms = {"compute": coef["compute"][learner] * shard * CLUSTER["imbalance"], "broadcast": broadcast,
+                         "scheduler": tasks * CLUSTER["task_overhead"], "results": results, "reduce": reduce,
+                         "driver": coef["driver"][learner] * cells * driver_share}
                 worker_mib = memory[learner]["base_mib"] + memory[learner]["mib_per_million_tokens"] * shard / 1e6 \
                     + 3 * table_bytes / 2**20
                 table[(learner, p, n)] = {**terms, "total": sum(terms.values()), "worker_mib": worker_mib,
@@ -337,8 +363,9 @@ def project(coef, per_token, memory, k):
 
 def run_model(args):
     runs = json.loads(RESULTS.read_text())
-    run = runs[args.run]
-    rows = rows_of(run)
+    chosen = [runs[i] for i in args.runs]
+    records = [r for run in chosen for r in run["records"]]
+    rows = rows_of(records)
     coef = fit_model(rows)
     checks = [
         check(rows, lambda r: r["mode"] == "1 process", lambda r: r["mode"] == "2 processes",
@@ -350,18 +377,20 @@ def run_model(args):
               "fit on the two smaller sizes, predict the largest"),
         check(rows, lambda r: True, lambda r: True, "in sample (all runs)"),
     ]
-    per_token = dedicated_core(run)
+    per_token, driver_share = in_process(records)
     memory = memory_fit(rows)
-    k = {LEARNERS[r["learner"]][0]: r["k"] for r in run["records"]}
-    projection = project(coef, per_token, memory, k)
+    k = {LEARNERS[r["learner"]][0]: r["k"] for r in records}
+    projection = project(coef, driver_share, memory, k)
     OUTPUT.mkdir(parents=True, exist_ok=True)
     (OUTPUT / "model.json").write_text(json.dumps({
-        "measured": run["date"], "cluster": CLUSTER, "coefficients": coef, "dedicated_core_seconds_per_token": per_token,
-        "memory": memory, "checks": checks, "rows": rows,
+        "measured": [run["date"] for run in chosen],
+        "load_average": [r["load_average"][0] for r in records], "cluster": CLUSTER, "coefficients": coef,
+        "in_process_cpu_seconds_per_token": per_token,
+        "driver_share": driver_share, "memory": memory, "checks": checks, "rows": rows,
         "projection": [{"learner": key[0], "cores": key[1], "tokens": key[2], **value}
                        for key, value in projection.items()]}, indent=1))
     plot(projection, OUTPUT / "projection.png")
-    print_tables(rows, coef, per_token, memory, checks, projection)
+    print_tables(rows, coef, per_token, driver_share, memory, checks, projection)
 
 
 def plot(projection, path):
@@ -377,7 +406,7 @@ def plot(projection, path):
             over = [(p, x["total"]) for p, x in zip(CORES, points) if x["worker_mib"] > CLUSTER["memory_per_core_mib"]]
             if over:
                 axis.plot(*zip(*over), "x", color="black", markersize=9)
-            comm = [x["broadcast"] + x["overhead"] + x["reduce"] for x in points]
+            comm = [x["broadcast"] + x["scheduler"] + x["results"] + x["reduce"] for x in points]
             axis.plot(CORES, comm, ":", color="grey")
         axis.set_xscale("log", base=2)
         axis.set_yscale("log")
@@ -389,32 +418,35 @@ def plot(projection, path):
     figure.savefig(path, dpi=110)
 
 
-def print_tables(rows, coef, per_token, memory, checks, projection):
+def print_tables(rows, coef, per_token, driver_share, memory, checks, projection):
     print("\n## measured (medians over passes 2-4)\n")
-    print("| learner | mode | tokens | s/pass | rounds' wall | compute per shard | broadcast | overhead | "
-          "reduction path | driver | MB sent / returned | worker peak MiB |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| learner | mode | tokens | s/pass | rounds' wall | compute per shard (CPU) | share of a core | broadcast | "
+          "overhead | reduction path | driver | MB sent / returned | worker peak MiB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         peak = ", ".join(f"{m:.0f}" for m in r["peak_mib"]) if r["peak_mib"] else "(driver's process)"
         print(f"| {r['learner']} | {r['mode']} | {r['tokens']:,} | {r['pass']:.3f} | {r['wall']:.3f} | "
-              f"{', '.join(f'{c:.3f}' for c in r['compute'])} | {r['broadcast']:.3f} | {r['overhead']:.3f} | "
+              f"{', '.join(f'{c:.2f} ({u:.2f})' for c, u in zip(r['compute'], r['compute_cpu']))} | {r['share']:.2f} | "
+              f"{r['broadcast']:.3f} | {r['overhead']:.3f} | "
               f"{r['reduce_path']:.4f} | {r['pass'] - r['wall']:.3f} | {r['sent'] / 1e6:.1f} / "
               f"{r['returned'] / 1e6:.1f} | {peak} |")
     print("\n## coefficients\n")
-    print(json.dumps({"coefficients": coef, "dedicated_core_seconds_per_token": per_token, "memory": memory},
+    print(json.dumps({"coefficients": coef, "in_process_cpu_seconds_per_token": per_token,
+                      "driver_share": driver_share, "memory": memory},
                      indent=1))
     print("\n## checks\n")
-    print("| check | runs | median abs. error | max abs. error |")
+    print("| check | runs | median / max abs. error | the same, at each run's measured share of a core |")
     print("|---|---|---|---|")
     for c in checks:
-        print(f"| {c['check']} | {c['n']} | {c['median_abs_error']:.0%} | {c['max_abs_error']:.0%} |")
+        print(f"| {c['check']} | {c['n']} | {c['median_abs_error']:.0%} / {c['max_abs_error']:.0%} | "
+              f"{c['median_abs_error_at_share']:.0%} / {c['max_abs_error_at_share']:.0%} |")
     for c in checks[:3]:
         print(f"\n{c['check']}:\n")
-        print("| learner | mode | tokens | measured s | predicted s | error |")
-        print("|---|---|---|---|---|---|")
+        print("| learner | mode | tokens | measured s | predicted s | error | share of a core | predicted at it | error |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for x in c["runs"]:
             print(f"| {x['learner']} | {x['mode']} | {x['tokens']:,} | {x['measured']:.3f} | {x['predicted']:.3f} | "
-                  f"{x['error']:+.0%} |")
+                  f"{x['error']:+.0%} | {x['share']:.2f} | {x['predicted_at_share']:.3f} | {x['error_at_share']:+.0%} |")
     print("\n## projection (seconds a pass; * over 4 GiB a worker; dominant term)\n")
     for learner in LEARNERS:
         if not any(key[0] == learner for key in projection):
@@ -445,7 +477,8 @@ def main():
     measure.add_argument("--iterations", type=int, default=4)
     measure.add_argument("--repeats", type=int, default=1)
     model = sub.add_parser("model")
-    model.add_argument("--run", type=int, default=-1, help="which measure run of results/scaling.json")
+    model.add_argument("--runs", type=int, nargs="+", default=[-1],
+                       help="which measure runs of results/scaling.json (indices; repeats give medians)")
     args = parser.parse_args()
     if args.what == "measure":
         args.sizes = {"hmm": args.hmm_sentences, "lda": args.lda_documents}
