@@ -268,7 +268,8 @@ def fit_model(rows):
     per_task, per_returned = _nnls([[r["tasks"] for r in rows], [r["returned"] for r in rows]],
                                    [r["overhead"] for r in rows])
     merge, = _nnls([[r["steps"] * r["result_bytes"] for r in rows]], [r["reduce_path"] for r in rows])
-    coef.update(share=float(np.median([r["share"] for r in rows])), broadcast_fixed=float(b0), broadcast_per_byte=float(per_byte), per_task=float(per_task),
+    coef.update(share=float(np.median([r["share"] for r in rows])), broadcast_fixed=float(b0),
+                broadcast_per_byte=float(per_byte), per_task=float(per_task),
                 returned_per_byte=float(per_returned), merge_per_byte=float(merge))
     return coef
 
@@ -442,11 +443,13 @@ def print_tables(rows, coef, per_token, driver_share, memory, checks, projection
               f"{c['median_abs_error_at_share']:.0%} / {c['max_abs_error_at_share']:.0%} |")
     for c in checks[:3]:
         print(f"\n{c['check']}:\n")
-        print("| learner | mode | tokens | measured s | predicted s | error | share of a core | predicted at it | error |")
+        print("| learner | mode | tokens | measured s | predicted s | error | share of a core | predicted at it "
+              "| error |")
         print("|---|---|---|---|---|---|---|---|---|")
         for x in c["runs"]:
             print(f"| {x['learner']} | {x['mode']} | {x['tokens']:,} | {x['measured']:.3f} | {x['predicted']:.3f} | "
-                  f"{x['error']:+.0%} | {x['share']:.2f} | {x['predicted_at_share']:.3f} | {x['error_at_share']:+.0%} |")
+                  f"{x['error']:+.0%} | {x['share']:.2f} | {x['predicted_at_share']:.3f} | "
+                  f"{x['error_at_share']:+.0%} |")
     print("\n## projection (seconds a pass; * over 4 GiB a worker; dominant term)\n")
     for learner in LEARNERS:
         if not any(key[0] == learner for key in projection):

@@ -160,16 +160,17 @@ def _timed_add(first, second):
 # ------------------------------------------------------------------ the pass record
 
 class PassTiming(dict):
-    """One pass's breakdown (a dict, saved as JSON by the benchmarks): ``compute`` seconds per shard and
-    ``compute_cpu`` CPU seconds per shard (of the task's thread: numba's other threads not counted), ``bytes_sent`` and ``bytes_returned``, ``broadcast`` seconds, ``reduce`` seconds summed over the
+    """One pass's breakdown (a dict, saved as JSON by the benchmarks): ``compute`` seconds per shard,
+    ``compute_cpu`` CPU seconds per shard (the task's thread: numba's other threads not counted),
+    ``bytes_sent`` and ``bytes_returned``, ``broadcast`` seconds, ``reduce`` seconds summed over the
     reduction's additions and ``reduce_path`` along its critical path, ``wall`` seconds of the rounds
     of tasks, and ``overhead`` = wall - broadcast - slowest shard - reduce_path (scheduling, transfers,
     serialisation); ``rounds`` the rounds of tasks (a stochastic pass has one a minibatch)."""
 
     @classmethod
     def empty(cls, n_shards):
-        return cls(compute=[0.0] * n_shards, compute_cpu=[0.0] * n_shards, bytes_sent=0, bytes_returned=0, broadcast=0.0, reduce=0.0,
-                   reduce_path=0.0, wall=0.0, overhead=0.0, rounds=0)
+        return cls(compute=[0.0] * n_shards, compute_cpu=[0.0] * n_shards, bytes_sent=0, bytes_returned=0,
+                   broadcast=0.0, reduce=0.0, reduce_path=0.0, wall=0.0, overhead=0.0, rounds=0)
 
     def add_round(self, shards, compute, cpu, sent, returned, broadcast, reduce, reduce_path, wall):
         for s, seconds, cpu_seconds in zip(shards, compute, cpu):
@@ -318,8 +319,9 @@ class Shards:
             prefix = (sent,)
         futures = [self.submit(function, s, *prefix, *args) for s, args in zip(owners, arguments)]
         timed = self.client.gather(futures)
-        self.record(owners, [part[1][0] for part in timed], [part[5][0] for part in timed], sent_bytes + _nbytes(arguments),
-                    sum(part[4] for part in timed), broadcast_seconds, 0.0, 0.0, time.perf_counter() - started)
+        self.record(owners, [part[1][0] for part in timed], [part[5][0] for part in timed],
+                    sent_bytes + _nbytes(arguments), sum(part[4] for part in timed), broadcast_seconds, 0.0, 0.0,
+                    time.perf_counter() - started)
         return [part[0] for part in timed]
 
     def map_threads(self, pool, function, items):
@@ -327,8 +329,8 @@ class Shards:
         client), each shard's compute time recorded."""
         started = time.perf_counter()
         timed = list(pool.map(lambda item: _timed(function, item), items))
-        self.record(range(len(items)), [part[1][0] for part in timed], [part[5][0] for part in timed], 0, 0, 0.0, 0.0, 0.0,
-                    time.perf_counter() - started)
+        self.record(range(len(items)), [part[1][0] for part in timed], [part[5][0] for part in timed], 0, 0,
+                    0.0, 0.0, 0.0, time.perf_counter() - started)
         return [part[0] for part in timed]
 
     def record(self, shards, compute, cpu, sent, returned, broadcast, reduce, reduce_path, wall):
