@@ -246,10 +246,10 @@ def table(summaries, corpora):
 
 
 def plots(folder, rows, summaries, example):
+    """The objective curves of ``rows`` (one seed's runs), the units used and an example decoding."""
     figure, axes = plt.subplots(1, 2, figsize=(11, 4))
     for row in rows:
-        if row["seed"] == 0:
-            axes[0].plot(row["objective_curve"], label=f"{row['corpus']} {row['algorithm']}")
+        axes[0].plot(row["objective_curve"], label=f"{row['corpus']} {row['algorithm']}")
     axes[0].set_xlabel("pass (gibbs: sweep)")
     axes[0].set_ylabel("objective (each learner's own)")
     axes[0].set_yscale("symlog")
@@ -277,14 +277,16 @@ def plots(folder, rows, summaries, example):
 
 
 def run(corpora, out, algorithms=tuple(ALGORITHMS), seeds=SEEDS, n_units=DEFAULT_UNITS, passes=DEFAULT_PASSES,
-        quiet=False):
-    """Fit every learner ``seeds`` times on every corpus (`UnitCorpus`), score, and write the results."""
+        quiet=False, first_seed=0):
+    """Fit every learner with seeds ``first_seed`` .. ``first_seed + seeds - 1`` on every corpus
+    (`UnitCorpus`), score, and write the results."""
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     rows, example = [], None
+    seed_list = list(range(first_seed, first_seed + seeds))
     for corpus in corpora:
         for algorithm in algorithms:
-            for seed in range(seeds):
+            for seed in seed_list:
                 row, model = fit_one(corpus, algorithm, seed, n_units, passes)
                 rows.append(row)
                 if not quiet:
@@ -294,10 +296,12 @@ def run(corpora, out, algorithms=tuple(ALGORITHMS), seeds=SEEDS, n_units=DEFAULT
                 if example is None and corpus.name == "tidigits" and algorithm == "vb":
                     example = (corpus.names[0], corpus.features[0], model.decode(corpus.features[:1])[0])
     summaries = summary(rows)
-    write_json(folder / "results.json", plain_json({"runs": rows, "summary": summaries, "published": PUBLISHED,
-                                                    "data_difference": DIFFERENCE}), indent=1)
+    settings = {"seeds": seed_list, "n_units": n_units, "passes": passes, "algorithms": list(algorithms),
+                "corpora": {c.name: {"utterances": len(c.features), "seconds": c.seconds} for c in corpora}}
+    write_json(folder / "results.json", plain_json({"settings": settings, "runs": rows, "summary": summaries,
+                                                    "published": PUBLISHED, "data_difference": DIFFERENCE}), indent=1)
     write_text(folder / "table.md", table(summaries, corpora))
-    plots(folder, rows, summaries, example)
+    plots(folder, [r for r in rows if r["seed"] == first_seed], summaries, example)
     return summaries
 
 
@@ -315,7 +319,7 @@ def run_from_command_line(args):
     if wrong:
         raise ValueError(f"unknown algorithm {wrong[0]!r}; choose from {', '.join(ALGORITHMS)}")
     run([builders[name]() for name in args.corpus], out, algorithms, args.seeds, args.units or DEFAULT_UNITS,
-        args.passes or DEFAULT_PASSES, quiet=args.quiet)
+        args.passes or DEFAULT_PASSES, quiet=args.quiet, first_seed=args.seed)
 
 
 EXPERIMENTS = {NAME: run_from_command_line}
