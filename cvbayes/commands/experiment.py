@@ -303,9 +303,12 @@ EXPERIMENTS = {
          option("--algorithms", type=comma_list, default=None, help="vb,cvi,gibbs,svi,scvi (default: all five)"),
          FIRST_SEED,
          seeds(3), PASSES.but(help="passes of every learner (gibbs: 5 sweeps a pass; default 30)"),
-         option("--units", type=positive_int, default=None, help="the units' truncation (default 50)"),
+         option("--units", type=positive_int, default=None, help="the units' truncation (default 100)"),
          option("--utterances", type=positive_int, default=None,
-                help="synthetic-brent: use only the first N utterances of a split (default all)"))),
+                help="synthetic-brent: use only the first N utterances of a split (default all)"),
+         option("--append", action="store_true",
+                help="keep the runs already in OUT/units/results.json (one of the same corpus, algorithm and seed "
+                     "is replaced) and add this command's"))),
 }
 
 

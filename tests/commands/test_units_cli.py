@@ -124,3 +124,12 @@ def test_experiment_seed_is_honoured(tmp_path, monkeypatch):
         model = AcousticUnits(n_units=6, n_iter=2, random_state=row["seed"]).fit(features)
         assert row["objective"] == pytest.approx(model.history_[-1].objective, rel=1e-9)
     assert results["runs"][0]["objective"] != results["runs"][1]["objective"]
+    assert all(r["peak_rss_mib"] >= r["rss_before_fit_mib"] > 0 for r in results["runs"])
+    # --append keeps those runs and adds (or replaces) this command's
+    main(["experiment", "units", "--corpus", "planted", "--algorithms", "vb", "--seed", "4", "--seeds", "2",
+          "--units", "6", "--passes", "2", "--out", str(tmp_path), "--quiet", "--append"])
+    appended = json.loads((tmp_path / "results.json").read_text())
+    assert appended["settings"]["seeds"] == [3, 4, 5]
+    assert [r["seed"] for r in appended["runs"]] == [3, 4, 5]
+    assert appended["runs"][0] == results["runs"][0]
+    assert "seeds 3, 4, 5" in (tmp_path / "table.md").read_text()
