@@ -230,7 +230,9 @@ def table(summaries, settings):
     """table.md: every corpus's learners (mean ± std over seeds) beside the published figures."""
     lines = ["# Acoustic unit discovery (issue 30)", "", DIFFERENCE, "",
              f"Units (truncation) {settings['n_units']}, {settings['passes']} passes (gibbs: "
-             f"{GIBBS_SWEEPS_PER_PASS} sweeps a pass), seeds {', '.join(map(str, settings['seeds']))}.", ""]
+             f"{GIBBS_SWEEPS_PER_PASS} sweeps a pass, and its seconds_per_pass and real_time_factor are a "
+             f"sweep's), seeds {', '.join(map(str, settings['seeds']))}. peak_rss_mib: the process's peak "
+             "resident memory during the fit (data included).", ""]
     for name, size in settings["corpora"].items():
         rows = [s for s in summaries if s["corpus"] == name]
         scores = [k for k in SCORES if k in rows[0]]
