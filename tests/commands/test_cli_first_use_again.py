@@ -244,10 +244,10 @@ def test_an_unreachable_scheduler_is_named_within_a_timeout(tmp_path, text_file,
     import socket
     import time
 
-    import cvbayes.commands.fit
+    import cvbayes.commands.options
 
     pytest.importorskip("distributed")
-    monkeypatch.setattr(cvbayes.commands.fit, "CONNECT_TIMEOUT", 2)
+    monkeypatch.setattr(cvbayes.commands.options, "CONNECT_TIMEOUT", 2)
     with socket.socket() as free:                   # a port nothing listens on
         free.bind(("127.0.0.1", 0))
         address = f"tcp://127.0.0.1:{free.getsockname()[1]}"
