@@ -25,12 +25,12 @@ expected counts of that start; the same number of passes for every algorithm.  F
 
 The defaults are the thesis's protocol (`FULL_PROTOCOL`) on the whole dev split; ``dev_sentences``
 takes every k-th dev sentence instead, and what a run cuts is written into its table.  The test set is
-never used to choose anything.  Parsing is coarse-to-fine
-(`cvbayes.trees.latent_parse`): the coarse pass with the treebank grammar runs once per sentence set
-and serves every H and algorithm; its share of kept chart items and time are reported, as are the
-fine pass's sentences per second at every H (``speed_subtypes``, default the run's: an H not in the
-run gets a 10-pass EM grammar of its own, enough to time its parser).  The results are written after
-every H, so a run stopped early keeps the H it finished.
+never used to choose anything.  Parsing is coarse-to-fine (`cvbayes.trees.latent_parse`): the coarse
+pass with the treebank grammar runs once per sentence set and serves every H and algorithm; its share
+of kept chart items and time are reported, as are the fine pass's sentences per second at every H
+(``speed_subtypes``, default the run's: an H not in the run gets a 10-pass EM grammar of its own,
+enough to time its parser).  The results are written after every H, so a run stopped early keeps the
+H it finished.
 """
 from __future__ import annotations
 
@@ -178,7 +178,8 @@ def run(out="docs/results/fig4_2", subtypes=FULL_PROTOCOL["subtypes"], alphas=FU
         f"keeps {100 * evaluation.pruning.kept_share:.2f} % of the test chart ({evaluation.pruning.seconds:.0f} s)")
     results = {"note": CONVERTED_NOTE, "settings": {
         "subtypes": list(subtypes), "alphas": list(alphas), "runs": runs, "iterations": iterations, "seed": seed,
-        "select": select, "dev_sentences": len(dev_gold), "dev_step": step, "dev_split": len(dev), "test_sentences": len(test_gold), "threshold": threshold,
+        "select": select, "dev_sentences": len(dev_gold), "dev_step": step, "dev_split": len(dev),
+        "test_sentences": len(test_gold), "threshold": threshold,
         "decoder": decoder, "horizontal": 0, "vertical": 1, "min_count": 2},
         "grammar": {"symbols": grammar.n_symbols, "binary": len(grammar.binary_rules),
                     "unary": len(grammar.unary_rules), "lexical": len(grammar.lexical_rules),
@@ -208,7 +209,9 @@ def run(out="docs/results/fig4_2", subtypes=FULL_PROTOCOL["subtypes"], alphas=FU
 
     def kept(candidates):
         """The run `select` keeps (dev-parsed if it was not) and the seed of the best objective."""
-        key = (lambda pair: pair[1]["objective"]) if select == "objective" else (lambda pair: pair[1]["dev"]["f1"])
+        def key(pair):
+            return pair[1]["objective"] if select == "objective" else pair[1]["dev"]["f1"]
+
         model, record = max(candidates, key=key)
         if record["dev"] is None:
             record["dev"] = development(model)
@@ -276,7 +279,8 @@ def combine(parts, out):
     def finished(part):
         return sorted({row["subtypes"] for row in part["rows"]})
 
-    combined = {**first, "settings": {**first["settings"], "subtypes": sorted(h for part in loaded for h in finished(part))}}
+    subtypes = sorted(h for part in loaded for h in finished(part))
+    combined = {**first, "settings": {**first["settings"], "subtypes": subtypes}}
     for key in ("rows", "runs", "speed"):
         combined[key] = sorted((item for part in loaded for item in part[key]), key=lambda item: item["subtypes"])
     combined["parts"] = [{"subtypes": finished(part), "minutes": part["seconds"] / 60} for part in loaded]
@@ -361,7 +365,8 @@ def table(results) -> str:
     for h, lead in results["leads"].items():
         f1 = lead["f1"]
         lines.append(f"- H = {h}: CVI leads {'yes' if lead['cvi_leads'] else 'no'}; CVI >= VB >= EM "
-                     f"{'yes' if lead['cvi_vb_em'] else 'no'} (EM {f1['em']:.2f}, VB {f1['vb']:.2f}, CVI {f1['cvi']:.2f})")
+                     f"{'yes' if lead['cvi_vb_em'] else 'no'} (EM {f1['em']:.2f}, VB {f1['vb']:.2f}, "
+                     f"CVI {f1['cvi']:.2f})")
     pruning = results["pruning"]
     lines += ["", "Parsing speed (fine pass on the development subset; the coarse pass with the treebank grammar "
               f"runs once per sentence set: {pruning['dev']['seconds']:.0f} s for the {pruning['dev']['sentences']} "
