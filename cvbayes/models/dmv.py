@@ -47,6 +47,8 @@ from ..trees.dmv import (DMVCounts, LocalPosteriors, add_posterior_counts, add_r
                          dmv_buffers, dmv_inside_outside, mean_sentence_weights, work_chunks)
 from ..trees.dmv_init import dmv_harmonic_counts, dmv_random_counts
 from .base import BayesModel
+from .shards import Sharding
+from .tree_shards import dmv_batch
 
 ALGORITHMS = {
     "em": Algorithm(batch, MAP, "sentence", "thesis eq. 4.5-4.10 (Klein and Manning 2004)"),
@@ -62,6 +64,9 @@ OBJECTIVES = {
     "scvi": "per-token log Z of the pass's minibatch sentences under the MEAN tables of the global counts",
 }
 
+# what fit(client=...) runs (cvbayes.models.tree_shards)
+SHARDED_ALGORITHMS = ("em", "vb")
+
 INITS = ("harmonic", "random")
 # Chosen on EWT dev (sentences of at most 10 words, UPOS, no punctuation): see
 # docs/results/fig4_1_dmv/README.md, "Choosing the harmonic variant".
@@ -74,10 +79,12 @@ _NO_LOCAL = (np.zeros(1, dtype=np.int64), np.zeros(0), np.zeros((0, 2)))
 
 
 class Sentences(NamedTuple):
-    """The training sentences: every token's type id (int32) and the sentences' offsets (int64)."""
+    """The training sentences: every token's type id (int32) and the sentences' offsets (int64); fit's
+    shard options (`cvbayes.models.shards.Sharding`)."""
 
     tags: np.ndarray
     offsets: np.ndarray
+    sharding: Sharding = Sharding()
 
 
 def log_tables(rule, counts, alpha):
@@ -275,7 +282,18 @@ class DMV(BayesModel):
     batch_size, kappa, tau0 : SCVI's minibatch size (sentences) and step sizes (tau0 + m)^-kappa.
 
     ``fit(X)`` takes a list of tag (or word) sequences (strings or integer ids), a `Corpus`, or a
-    `DependencyCorpus` (`cvbayes.data.read_dependencies`; its gold heads are not used).
+    `DependencyCorpus` (`cvbayes.data.read_dependencies`; its gold heads are not used), and besides
+    `BayesModel.fit`'s arguments:
+
+    client : dask.distributed.Client, optional
+        em, vb: run every E-step on the client's workers, each on its shard of whole sentences,
+        memory-mapped from a file saved once (`cvbayes.models.tree_shards`); the same run as in one
+        process up to the order of the sums.  Needs ``cvbayes[distributed]``.
+    n_shards : int, optional
+        Shards with a client (default one per worker).
+    shard_folder : path, optional
+        With a client: save the shards here (on a file system every worker sees) and keep them for the
+        next fit of the same sentences; a folder of another corpus's shards is refused by checksum.
 
     Attributes
     ----------
@@ -286,10 +304,13 @@ class DMV(BayesModel):
     tag_column_ : "upos" or "xpos" when fitted on a `DependencyCorpus`, else None.
     punctuation_removed_ : bool, the training `DependencyCorpus` had punctuation removed.
     local_memory_bytes_ : CVI's local posteriors (0 for the others).
+    shard_timings_ : on shards, a `cvbayes.models.shards.PassTiming` a pass (compute seconds per shard,
+        bytes sent and returned, broadcast, reduction and scheduler overhead).
     """
 
     MODEL_NAME = "dmv"
     SAVE_FORMAT = SAVE_FORMAT
+    FIT_OPTIONS = ("client", "n_shards", "shard_folder")
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES
 
@@ -354,15 +375,17 @@ class DMV(BayesModel):
 
     # -- fit's hooks ------------------------------------------------------------------------------------
 
-    def _prepare(self, X, y=None):
-        """The sentences as (tags, offsets) in the type ids the model learns (the tag set of X)."""
+    def _prepare(self, X, y=None, client=None, n_shards=None, shard_folder=None):
+        """The sentences as (tags, offsets) in the type ids the model learns (the tag set of X), with fit's
+        shard options."""
+        sharding = Sharding.checked(self.algorithm, client, n_shards, shard_folder, SHARDED_ALGORITHMS)
         tags, offsets, tagset = self._sentences(X, fitting=True)
         self.tagset_ = tagset
         self.n_types_ = len(tagset) if tagset is not None else int(np.max(tags, initial=-1)) + 1
         self.tag_column_ = X.tag_column if isinstance(X, DependencyCorpus) else None
         self.punctuation_removed_ = bool(isinstance(X, DependencyCorpus) and np.any(X.sentence_words != X.lengths))
         self.local_memory_bytes_ = 0
-        return Sentences(tags, offsets)
+        return Sentences(tags, offsets, sharding)
 
     def _fingerprint(self, sentences):
         return sentences.tags, sentences.offsets, np.array([self.n_types_])
@@ -376,21 +399,24 @@ class DMV(BayesModel):
         return dmv_random_counts(tags, offsets, self.n_types_, seed, local)
 
     def _batch(self, sentences, run):
-        """EM (rule MAP) and VB (rule VB) (eq. 4.5-4.12)."""
-        tags, offsets = sentences
-        return (BatchTrees(tags, offsets, self.alpha), self.start_counts(tags, offsets, self.init, run.seed),
-                None)
+        """EM (rule MAP) and VB (rule VB) (eq. 4.5-4.12); the E-step on the shards of a client with one
+        (`cvbayes.models.tree_shards`), from the start counts made here."""
+        tags, offsets = sentences.tags, sentences.offsets
+        structure = BatchTrees(tags, offsets, self.alpha)
+        if sentences.sharding.client is not None:
+            structure = dmv_batch(structure, sentences.sharding, self._fingerprint(sentences))
+        return structure, self.start_counts(tags, offsets, self.init, run.seed), None
 
     def _collapsed(self, sentences, run):
         """CVI over sentences, each pass in a new random order (eq. 4.17-4.24)."""
-        tags, offsets = sentences
+        tags, offsets = sentences.tags, sentences.offsets
         local = LocalPosteriors.empty(offsets)
         counts = self.start_counts(tags, offsets, self.init, run.seed, local)
         return CollapsedTrees(tags, offsets, self.alpha, counts, local, run.rng, run.checkpoint)
 
     def _stochastic(self, sentences, run):
         """SCVI over minibatches of sentences (eq. 3.98-3.104)."""
-        tags, offsets = sentences
+        tags, offsets = sentences.tags, sentences.offsets
         counts = {name: DecayingCounts(block)
                   for name, block in zip(BLOCKS, self.start_counts(tags, offsets, self.init, run.seed))}
         return MinibatchTrees(tags, offsets, self.alpha, counts)

@@ -32,13 +32,15 @@ import tempfile
 import time
 import uuid
 import weakref
-from typing import NamedTuple
+from contextlib import contextmanager
+from typing import Any, NamedTuple
 
 import numba
 import numpy as np
 
 from ..data import Corpus
-from ..files import atomic_write
+from ..files import atomic_write, checksum
+from ..schedules.driver import check_positive_int
 
 MANIFEST = "shards.json"
 MANIFEST_FORMAT = "cvbayes-shards-1"
@@ -64,9 +66,11 @@ def shard_bounds(offsets, n_shards):
 
 
 def add_up(first, second):
-    """Elementwise sum of two nested tuples of arrays and numbers (shards' statistics)."""
+    """Elementwise sum of two nested tuples of arrays and numbers (shards' statistics); a named tuple
+    stays one of its kind."""
     if isinstance(first, tuple):
-        return tuple(add_up(a, b) for a, b in zip(first, second))
+        sums = (add_up(a, b) for a, b in zip(first, second))
+        return type(first)._make(sums) if hasattr(first, "_make") else tuple(sums)
     return first + second
 
 
@@ -111,6 +115,16 @@ def limit_threads():
     that workers sharing a machine do not oversubscribe its cores."""
     from distributed import get_worker
     numba.set_num_threads(max(1, min(numba.config.NUMBA_NUM_THREADS, get_worker().state.nthreads)))
+
+
+@contextmanager
+def numbered_in_corpus(first, unit):
+    """A shard's ValueError (its message numbering the ``unit`` in the shard) re-raised naming where the
+    shard starts in the whole corpus (its ``first`` unit)."""
+    try:
+        yield
+    except ValueError as error:
+        raise type(error)(f"in the shard starting at {unit} {first}: {error}") from None
 
 
 def opened(token, shard, payload, kind, build):
@@ -386,6 +400,74 @@ def _clean_up(client, token, folder):
         pass
     if folder is not None:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ fit's options and the batch E-step
+
+class Sharding(NamedTuple):
+    """What ``fit(client=, n_shards=, shard_folder=)`` asked for (`checked`), and the shards it makes."""
+
+    client: Any = None
+    n_shards: int | None = None
+    folder: Any = None
+
+    @classmethod
+    def checked(cls, algorithm, client, n_shards, folder, on_client, on_threads=()):
+        """The options of a fit of ``algorithm``, refused unless it is one of ``on_client`` (with a
+        client) or of ``on_threads`` (``n_shards`` without one: shards on threads of this process)."""
+        if (client is not None and algorithm not in on_client) or (
+                client is None and n_shards is not None and algorithm not in on_threads):
+            threads = f", and n_shards= without a client only {', '.join(on_threads)}" if on_threads else ""
+            raise ValueError(f"algorithm {algorithm!r} does not run on shards; client= takes "
+                             f"{', '.join(on_client)}{threads}")
+        if n_shards is not None:
+            check_positive_int("n_shards", n_shards)
+        if folder is not None and client is None:
+            raise ValueError("shard_folder= is where the shards for a client's workers are saved: give client= too")
+        return cls(client, n_shards, folder)
+
+    def shards(self, corpus, payload, fingerprint):
+        """The `Shards` of ``corpus``; a named folder is tied to the checksum of the model's
+        ``fingerprint`` arrays of its training data."""
+        identity = None
+        if self.folder is not None:
+            identity = checksum({str(i): np.asarray(array) for i, array in enumerate(fingerprint)})
+        return Shards(corpus, payload, self.client, self.n_shards, self.folder, identity)
+
+
+class ShardedBatch:
+    """A model's structure for `schedules.batch` (EM, VB) with its E-step summed over the shards of a
+    client: ``tables`` and ``penalty`` are the in-process structure ``local``'s; ``expectations(tables)``
+    sends ``send(tables)`` to every worker once and adds up ``work(token, shard, payload, sent, first)``
+    of every shard (``first``: the shard's first unit in the whole corpus) pairwise on the workers.  A
+    shard keeps no state between passes, so a pass whose worker dies is rerun elsewhere, the same."""
+
+    def __init__(self, local, shards, work, send=None):
+        self.local = local
+        self.shards = shards
+        self.work = work
+        self.send = send
+
+    def tables(self, statistics, rule):
+        return self.local.tables(statistics, rule)
+
+    def penalty(self, rule, statistics, tables):
+        return self.local.penalty(rule, statistics, tables)
+
+    def expectations(self, tables, start=False):
+        """The E-step over every shard: (statistics, sum of log Z); ``start``: the fit's start, timed
+        apart from the passes."""
+        shards = self.shards
+        sent = tables if self.send is None else self.send(tables)
+        total = shards.map_reduce(self.work, sent, [(int(first),) for first in shards.bounds[:-1]])
+        shards.end_pass(start=start)
+        return total
+
+    def attributes(self):
+        return self.shards.attributes()
+
+    def close(self):
+        self.shards.close()
 
 
 # ------------------------------------------------------------------ state that lives on the shards
