@@ -48,13 +48,14 @@ from ..trees.dmv import (DMVCounts, LocalPosteriors, add_posterior_counts, add_r
 from ..trees.dmv_init import dmv_harmonic_counts, dmv_random_counts
 from .base import BayesModel
 from .shards import Sharding
-from .tree_shards import dmv_batch
 
 ALGORITHMS = {
     "em": Algorithm(batch, MAP, "sentence", "thesis eq. 4.5-4.10 (Klein and Manning 2004)"),
     "vb": Algorithm(batch, VB, "sentence", "thesis eq. 4.12"),
     "cvi": Algorithm(leave_one_out, MEAN, "sentence", "thesis eq. 4.17-4.24"),
     "scvi": Algorithm(stochastic, MEAN, "minibatch of sentences", "thesis eq. 3.98-3.104 with trees as units"),
+    # CVI on shards, counts one pass stale (AD-LDA style, cvbayes.models.tree_shards)
+    "cvi-sharded": Algorithm(leave_one_out, MEAN, "sentence, on shards", "thesis eq. 4.17-4.24; Newman et al. 2009"),
 }
 
 OBJECTIVES = {
@@ -62,10 +63,12 @@ OBJECTIVES = {
     "vb": "evidence lower bound: sum_i log Z_i under exp E[log theta] - KL(q(theta) || p(theta))",
     "cvi": "sum over sentences of log Z_i under theta_bar (eq. 4.24): a leave-one-sentence-out predictive",
     "scvi": "per-token log Z of the pass's minibatch sentences under the MEAN tables of the global counts",
+    "cvi-sharded": "sum over sentences of log Z_i under theta_bar of the counts frozen at the start of the pass plus "
+                   "the own shard's changes (cvbayes.models.tree_shards)",
 }
 
 # what fit(client=...) runs (cvbayes.models.tree_shards)
-SHARDED_ALGORITHMS = ("em", "vb")
+SHARDED_ALGORITHMS = ("em", "vb", "cvi-sharded")
 
 INITS = ("harmonic", "random")
 # Chosen on EWT dev (sentences of at most 10 words, UPOS, no punctuation): see
@@ -107,7 +110,7 @@ def gather_sentences(tags, offsets, ids):
     return np.ascontiguousarray(tags[index]), new_offsets
 
 
-def _raise_if_bad(bad):
+def raise_if_bad(bad):
     if bad >= 0:
         raise ValueError(f"sentence {bad} has no tree of positive probability under the current tables")
 
@@ -131,7 +134,7 @@ class BatchTrees:
         """The E-step (eq. 4.7-4.9), in parallel over sentences: (DMVCounts, sum_i log Z_i)."""
         root, stop, attach, log_z, bad = dmv_batch_expectations(self.tags, self.offsets, self.chunks, *tables,
                                                                 *_NO_LOCAL)
-        _raise_if_bad(bad)
+        raise_if_bad(bad)
         return DMVCounts(root, stop, attach), log_z
 
     def penalty(self, rule, statistics, tables):
@@ -212,7 +215,7 @@ class CollapsedTrees:
     def visit(self, order):
         """One pass over the sentences in ``order``; returns the objective."""
         objective, bad = cvi_pass(self.state, order)
-        _raise_if_bad(bad)
+        raise_if_bad(bad)
         self.refresh_totals()
         return objective
 
@@ -246,7 +249,7 @@ class MinibatchTrees:
         tables = log_tables(MEAN, self.current(), self.alpha)
         root, stop, attach, log_z, bad = dmv_batch_expectations(tags, offsets, work_chunks(offsets), *tables,
                                                                 *_NO_LOCAL)
-        _raise_if_bad(bad)
+        raise_if_bad(bad)
         scale = self.n_units / ids.shape[0]
         updates = [(name, slice(None), values, scale) for name, values in zip(BLOCKS, (root, stop, attach))]
         return Minibatch(updates, float(log_z), int(offsets[-1]))
@@ -378,7 +381,8 @@ class DMV(BayesModel):
     def _prepare(self, X, y=None, client=None, n_shards=None, shard_folder=None):
         """The sentences as (tags, offsets) in the type ids the model learns (the tag set of X), with fit's
         shard options."""
-        sharding = Sharding.checked(self.algorithm, client, n_shards, shard_folder, SHARDED_ALGORITHMS)
+        sharding = Sharding.checked(self.algorithm, client, n_shards, shard_folder, SHARDED_ALGORITHMS,
+                                    ("cvi-sharded",))
         tags, offsets, tagset = self._sentences(X, fitting=True)
         self.tagset_ = tagset
         self.n_types_ = len(tagset) if tagset is not None else int(np.max(tags, initial=-1)) + 1
@@ -404,15 +408,25 @@ class DMV(BayesModel):
         tags, offsets = sentences.tags, sentences.offsets
         structure = BatchTrees(tags, offsets, self.alpha)
         if sentences.sharding.client is not None:
+            from .tree_shards import dmv_batch
             structure = dmv_batch(structure, sentences.sharding, self._fingerprint(sentences))
         return structure, self.start_counts(tags, offsets, self.init, run.seed), None
 
     def _collapsed(self, sentences, run):
-        """CVI over sentences, each pass in a new random order (eq. 4.17-4.24)."""
+        """CVI over sentences, each pass in a new random order (eq. 4.17-4.24); cvi-sharded on shards of
+        sentences (threads of this process, or a client's workers; `cvbayes.models.tree_shards`)."""
         tags, offsets = sentences.tags, sentences.offsets
         local = LocalPosteriors.empty(offsets)
         counts = self.start_counts(tags, offsets, self.init, run.seed, local)
-        return CollapsedTrees(tags, offsets, self.alpha, counts, local, run.rng, run.checkpoint)
+        if run.algorithm != "cvi-sharded":
+            return CollapsedTrees(tags, offsets, self.alpha, counts, local, run.rng, run.checkpoint)
+        if run.checkpoint is not NO_CHECKPOINT:
+            raise ValueError("algorithm 'cvi-sharded' does not take checkpoints yet (its shards' local posteriors "
+                             "are not saved); fit it without checkpoint=")
+        from .tree_shards import ShardedCVI
+        collapsed = CollapsedTrees(tags, offsets, self.alpha, counts, local, run.rng)
+        return ShardedCVI(collapsed, sentences.sharding.shards(Corpus(tags, offsets), None, self._fingerprint(sentences)),
+                          run.seed)
 
     def _stochastic(self, sentences, run):
         """SCVI over minibatches of sentences (eq. 3.98-3.104)."""
