@@ -225,11 +225,11 @@ def run_lda_cvb0(args):
             "rows": rows}
 
 
-def _ewt_tags(max_length):
+def _ewt_tags(max_length, gold=False):
     from cvbayes.data.dependencies import read_dependencies, upos_tagset
     from cvbayes.data.treebanks import treebank_file
     return read_dependencies(treebank_file("ewt", "train"), tag="upos", tagset=upos_tagset(True), remove_punctuation=True,
-                             max_length=max_length, gold=False)
+                             max_length=max_length, gold=gold)
 
 
 def run_tree_equality(args):
@@ -270,6 +270,29 @@ def run_tree_equality(args):
             "iterations": args.iterations, "rows": rows}
 
 
+def run_dmv_cvi(args):
+    from cvbayes import DMV
+    from cvbayes.metrics.dependency import attachment_scores
+    train = _ewt_tags(args.max_length, gold=True)
+    rows = []
+
+    def score(name, model, n_shards, seed):
+        heads, offsets = model.parse_heads(train)
+        accuracy = attachment_scores(heads, train.heads, offsets)
+        rows.append({"run": name, "shards": n_shards, "seed": seed, "seconds_per_pass": per_pass(model),
+                     "objective": float(objectives(model)[-1]), "log_likelihood": model.score(train),
+                     "directed": accuracy.directed, "undirected": accuracy.undirected})
+        print(rows[-1], flush=True)
+
+    for seed in args.seeds:
+        score("cvi", DMV(algorithm="cvi", n_iter=args.iterations, random_state=seed).fit(train), 0, seed)
+        for n_shards in (1, 2, 4, 8):
+            model = DMV(algorithm="cvi-sharded", n_iter=args.iterations, random_state=seed).fit(train, n_shards=n_shards)
+            score("cvi-sharded", model, n_shards, seed)
+    return {"corpus": "ewt-train", "sentences": train.n_sentences, "tokens": train.n_tokens,
+            "iterations": args.iterations, "rows": rows}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
@@ -303,9 +326,13 @@ def main():
     trees.add_argument("--nonterminals", type=int, default=8)
     trees.add_argument("--iterations", type=int, default=5)
     trees.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    dmv_cvi = sub.add_parser("dmv-cvi")
+    dmv_cvi.add_argument("--max-length", type=int, default=10)
+    dmv_cvi.add_argument("--iterations", type=int, default=40)
+    dmv_cvi.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = parser.parse_args()
     result = {"equality": run_equality, "memory": run_memory, "cvi2": run_cvi2, "lda-equality": run_lda_equality,
-              "lda-cvb0": run_lda_cvb0, "tree-equality": run_tree_equality}[args.what](args)
+              "lda-cvb0": run_lda_cvb0, "tree-equality": run_tree_equality, "dmv-cvi": run_dmv_cvi}[args.what](args)
     result.update(what=args.what, date=datetime.datetime.now().isoformat(timespec="seconds"),
                   load_average=os.getloadavg(), cpus=os.cpu_count())
     history = json.loads(RESULTS.read_text()) if RESULTS.exists() else []

@@ -16,6 +16,9 @@ algorithm  schedule (unit)                        rule   thesis
 ``scvi``   stochastic (a minibatch of sentences)  MEAN   eq. 3.98-3.104, with trees as the units
 =========  =====================================  =====  ==============================================
 
+``cvi-sharded`` is CVI on shards of sentences, each seeing the others' counts one pass stale (an
+approximation, named so; `cvbayes.models.tree_shards`).
+
 CVI keeps every sentence's local posteriors (its head marginals and no-dependent marginals, float32,
 `cvbayes.trees.dmv.LocalPosteriors`); updating sentence i takes their expected counts out of the global
 counts, gathers the MEAN weights of the sentence's own cells from what is left (O(n^2),
@@ -289,14 +292,16 @@ class DMV(BayesModel):
     `BayesModel.fit`'s arguments:
 
     client : dask.distributed.Client, optional
-        em, vb: run every E-step on the client's workers, each on its shard of whole sentences,
-        memory-mapped from a file saved once (`cvbayes.models.tree_shards`); the same run as in one
-        process up to the order of the sums.  Needs ``cvbayes[distributed]``.
+        em, vb and cvi-sharded on the client's workers, each on its shard of whole sentences (saved once,
+        memory-mapped): em's and vb's E-steps are those of one process up to the order of the sums;
+        cvi-sharded is CVI with the other shards' counts one pass stale (`cvbayes.models.tree_shards`).
+        Needs ``cvbayes[distributed]``.
     n_shards : int, optional
-        Shards with a client (default one per worker).
+        Shards with a client (default one per worker), and for cvi-sharded without one (default numba's
+        thread count; the shards then run on threads of this process).
     shard_folder : path, optional
-        With a client: save the shards here (on a file system every worker sees) and keep them for the
-        next fit of the same sentences; a folder of another corpus's shards is refused by checksum.
+        With a client: the folder the shards are saved in and kept for the next fit of the same
+        sentences (refused, by checksum, if it holds another corpus's).
 
     Attributes
     ----------
