@@ -21,6 +21,8 @@ def run_fit(args):
         raise SystemExit(f"cvbayes fit: --model {args.model} takes --algorithm {', '.join(algorithms)}")
     if args.burn_in is not None and not (hdp and args.algorithm == "cvi"):
         raise SystemExit("cvbayes fit: --burn-in is for --model hdp-hmm --algorithm cvi")
+    if args.merge != "none" and not (hdp and args.algorithm == "cvi"):
+        raise SystemExit("cvbayes fit: --merge is for --model hdp-hmm --algorithm cvi")
     if hdp and args.dictionary != "none":
         raise SystemExit("cvbayes fit: the HDP-HMM learns its states without a tag dictionary")
     corpus = load_corpus(args.corpus, args.format, args.tagset, args.sentences, tag=args.tag)
@@ -50,7 +52,7 @@ def run_fit(args):
                 kappa=args.kappa, subchain_length=args.subchain_length, n_init=args.restarts,
                 checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every,
                 model=HDPHMM(n_states, gamma=args.gamma, sigma=args.sigma, beta=args.beta, occupancy=args.occupancy,
-                             burn_in=burn_in) if hdp else None,
+                             burn_in=burn_in, merge=None if args.merge == "none" else args.merge) if hdp else None,
                 **({"client": client} if sharded else {}))
     except NothingToLearnWarning:
         raise SystemExit(f"cvbayes fit: {args.corpus} holds one sentence (one line), and {args.algorithm} leaves "
@@ -104,6 +106,9 @@ def register(commands):
     fit.add_argument("--burn-in", type=count, default=None, metavar="N",
                      help="hdp-hmm, cvi: passes before gamma and sigma are learned (default half of --iterations; "
                           "the states must separate first, thesis §5.5)")
+    fit.add_argument("--merge", choices=("none", "auto"), default="none",
+                     help="hdp-hmm, cvi: 'auto' merges two states every 10 passes when the pass's objective is "
+                          "no lower for it (HDPHMM's merge; default none)")
     fit.add_argument("--occupancy", choices=OCCUPANCY_METHODS, default="heuristic",
                      help="hdp-hmm: how q(C_jk > 0) is computed (thesis §5.4; default heuristic)")
     fit.add_argument("--dictionary", choices=("none", "complete", "incomplete"), default="none",
