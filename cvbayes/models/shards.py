@@ -19,6 +19,10 @@ not depend on the model:
   returned (every shard's result), the reduction's summed and critical-path seconds, and the scheduler's
   overhead: the pass's wall time less the broadcast, the slowest shard and the reduction's critical path.
   This is the data the scaling model (docs/scaling.md) is fitted to.
+* `Sharding`, fit's ``client=``, ``n_shards=`` and ``shard_folder=`` checked once for every model, and
+  `ShardedBatch`, the batch (EM, VB) structure whose E-step is any model's per-shard function summed
+  over the shards (the HMM's, the DMV's, the PCFG's); `ShardStates`, the state of the sharded collapsed
+  learners kept on the shards' workers.
 
 Dask (``pip install "cvbayes[distributed]"``) is imported only when a client is used.
 """
