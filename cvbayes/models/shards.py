@@ -297,11 +297,12 @@ class Shards:
 
     # -- running tasks -----------------------------------------------------------------------------
 
-    def submit(self, function, s, *args):
-        """``function(token, shard file, payload, *args)`` for shard ``s`` on its preferred worker; the
-        future's result is a partial sum of one shard (`_timed`)."""
+    def submit(self, function, s, *args, pinned=False):
+        """``function(token, shard file, payload, *args)`` for shard ``s`` on its preferred worker (any
+        other may take it over, unless ``pinned``: the shard's state lives there); the future's result is
+        a partial sum of one shard (`_timed`)."""
         return self.client.submit(_timed, function, self.token, self.files[s], self.sent_payload, *args,
-                                  workers=[self.homes[s]], allow_other_workers=True, pure=False)
+                                  workers=[self.homes[s]], allow_other_workers=not pinned, pure=False)
 
     def broadcast(self, value):
         """``value`` scattered to every worker once: (its future, the seconds, the bytes sent)."""
@@ -322,20 +323,38 @@ class Shards:
                     reduce, reduce_path, time.perf_counter() - started)
         return value
 
-    def map_gather(self, function, owners, arguments, broadcast=None):
+    def map_gather(self, function, owners, arguments, broadcast=None, pinned=False):
         """The results of ``function(token, shard, payload, [sent,] *arguments[i])`` on the shards
         ``owners`` (with ``sent`` the future of ``broadcast``, sent to every worker once, when given),
-        brought back here in order; the caller adds them up (and times that with `add_reduction`)."""
+        brought back here in order; the caller adds them up (and times that with `add_reduction`).
+        ``pinned``: each on its shard's own worker, `WorkerLostError` if one of those leaves."""
         started = time.perf_counter()
         prefix, broadcast_seconds, sent_bytes = (), 0.0, 0
         if broadcast is not None:
             sent, broadcast_seconds, sent_bytes = self.broadcast(broadcast)
             prefix = (sent,)
-        futures = [self.submit(function, s, *prefix, *args) for s, args in zip(owners, arguments)]
-        timed = self.client.gather(futures)
+        futures = [self.submit(function, s, *prefix, *args, pinned=pinned) for s, args in zip(owners, arguments)]
+        timed = self._gather_pinned(futures, owners) if pinned else self.client.gather(futures)
         self.record(owners, [part[1][0] for part in timed], sent_bytes + _nbytes(arguments),
                     sum(part[4] for part in timed), broadcast_seconds, 0.0, 0.0, time.perf_counter() - started)
         return [part[0] for part in timed]
+
+    def _gather_pinned(self, futures, owners):
+        """The results of tasks pinned to the workers of the shards ``owners``, waited for in steps of
+        `LOST_WORKER_CHECK` seconds; `WorkerLostError` once one of those workers has left the cluster (its
+        tasks would wait for it for ever)."""
+        from distributed import wait
+        homes = {self.homes[s] for s in owners}
+        while True:
+            gone = homes - set(self.client.scheduler_info()["workers"])
+            if gone:
+                self.client.cancel(futures)
+                raise WorkerLostError(f"the worker {', '.join(sorted(gone))} left the cluster")
+            try:
+                wait(futures, timeout=LOST_WORKER_CHECK)
+                return self.client.gather(futures)
+            except TimeoutError:
+                continue
 
     def map_threads(self, pool, function, items):
         """``function(item)`` for the shards' ``items`` on the threads of ``pool`` (shards without a
@@ -384,6 +403,12 @@ class Shards:
 
 # seconds to wait for a first worker to join a client's scheduler (a LocalCluster's may still be starting)
 WORKER_TIMEOUT = 60
+# seconds between checks that the workers holding shards' state are still there
+LOST_WORKER_CHECK = 2
+
+
+class WorkerLostError(RuntimeError):
+    """A worker that held shards' state between passes left the cluster."""
 
 
 def _workers(client):
@@ -512,8 +537,16 @@ class ShardStates:
             self.threads = ThreadPoolExecutor(max_workers=shards.n_shards)
             return
         self.states = None
-        shards.map_gather(_place, range(shards.n_shards), [(state, s) for s, state in enumerate(states)])
+        self._pinned(_place, [(state, s) for s, state in enumerate(states)])
         shards.end_pass(start=True)
+
+    def _pinned(self, function, arguments, broadcast=None):
+        """``function`` on every shard's own worker (`Shards.map_gather`, pinned), in shard order."""
+        try:
+            return self.shards.map_gather(function, range(self.shards.n_shards), arguments, broadcast, pinned=True)
+        except WorkerLostError as error:
+            raise RuntimeError(f"the {self.what} state of the shards lives on their workers between passes, and "
+                               f"{error}; fit again") from None
 
     def sweep(self, frozen):
         """Every shard's ``sweep(frozen)`` (frozen sent to every worker once), in shard order; the
@@ -521,9 +554,7 @@ class ShardStates:
         shards = self.shards
         if self.states is not None:
             return shards.map_threads(self.threads, lambda state: state.sweep(frozen), self.states)
-        # another worker may take a shard over only to report that its state is lost
-        return shards.map_gather(_sweep_call, range(shards.n_shards), [(s, self.what) for s in range(shards.n_shards)],
-                                 broadcast=frozen)
+        return self._pinned(_sweep_call, [(s, self.what) for s in range(shards.n_shards)], frozen)
 
     def sum_changes(self, results, frozen):
         """Add the shards' changes (`tree_sum`) to the ``frozen`` counts in place; the summed objective."""
@@ -539,10 +570,8 @@ class ShardStates:
         """Every shard's ``method()`` of its state, in shard order (the fitted attributes at the end)."""
         if self.states is not None:
             return [getattr(state, method)() for state in self.states]
-        shards = self.shards
-        results = shards.map_gather(_state_call, range(shards.n_shards),
-                                    [(s, self.what, method) for s in range(shards.n_shards)])
-        shards.end_pass(start=True)
+        results = self._pinned(_state_call, [(s, self.what, method) for s in range(self.shards.n_shards)])
+        self.shards.end_pass(start=True)
         return results
 
     def close(self):

@@ -110,6 +110,17 @@ def test_sharded_cvi_runs_the_same_on_workers_and_learns(client, tags):
 
 
 @pytest.mark.slow
+def test_sharded_cvi_stops_clearly_when_its_worker_dies(client, tags):
+    """The sharded CVI's local posteriors live on the workers: a worker that dies in the middle of a pass
+    stops the fit with an error saying so (its tasks are pinned to it, so they are not rerun elsewhere)."""
+    pids_before = kill_a_worker_during(client, "cvbayes.models.shards", "_sweep_call", 1)
+    with pytest.raises(RuntimeError, match="the sharded CVI state of the shards lives on their workers between "
+                                           "passes, and the worker .* left the cluster; fit again"):
+        DMV(algorithm="cvi-sharded", n_iter=4).fit(tags, client=client, n_shards=2)
+    assert_one_worker_replaced(client, pids_before)
+
+
+@pytest.mark.slow
 def test_dmv_survives_a_killed_worker(client, tags):
     """A worker process dies in the middle of the third pass: Dask reruns its shards on the other worker,
     and the fit ends as it would have without it (a shard keeps no state between passes)."""
