@@ -312,7 +312,20 @@ class Shards:
 
     def map_reduce(self, function, broadcast, arguments=None):
         """The sum over the shards of ``function(token, shard, payload, sent, *arguments[s])``, with
-        ``broadcast`` sent to every worker once, added up pairwise on the workers (`tree_sum`)."""
+        ``broadcast`` sent to every worker once, added up pairwise on the workers (`tree_sum`).
+
+        Dask scatters to the workers running at that moment and cannot recover scattered data from a
+        worker that dies: under load a worker may be missing from the scatter, and the one that got the
+        data may then die.  Such a pass is sent again, once, with the payload; a shard's work keeps no
+        state that the lost pass changed, so the result is the same."""
+        from distributed.client import FutureCancelledError
+        try:
+            return self._map_reduce(function, broadcast, arguments)
+        except FutureCancelledError:
+            self.sent_payload = self.client.scatter(self.payload, broadcast=True, hash=False)
+            return self._map_reduce(function, broadcast, arguments)
+
+    def _map_reduce(self, function, broadcast, arguments):
         started = time.perf_counter()
         sent, broadcast_seconds, sent_bytes = self.broadcast(broadcast)
         arguments = arguments or [()] * self.n_shards
