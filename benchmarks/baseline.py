@@ -63,8 +63,8 @@ def _objectives(model):
     return [float(record.objective) for record in model.history_]
 
 
-# `speed --scale N` (BASELINE_SCALE=N for `time`) multiplies the HMM's, HDP-HMM's and LDA's data N times, so
-# that the passes outweigh a fit's fixed cost; records for `compare` keep the scale of 1
+# `speed --scale N` (BASELINE_SCALE=N for `time`) multiplies the data of the HMM, HDP-HMM, LDA, DMV, aligners and
+# adaptor grammar N times, so that the passes outweigh a fit's fixed cost; records for `compare` keep the scale of 1
 SCALE = int(os.environ.get("BASELINE_SCALE", "1"))
 
 
@@ -185,7 +185,7 @@ def aligner_case(model_name, algorithm):
         rng = np.random.default_rng(9)
         lexicon = {f"s{i}": f"t{i}" for i in range(12)}
         source, target = [], []
-        for _ in range(80):
+        for _ in range(80 * SCALE):
             words = list(rng.choice(list(lexicon), size=rng.integers(2, 7)))
             source.append(words)
             target.append([lexicon[w] for w in words[::-1]] + (["the"] if rng.random() < 0.5 else []))
@@ -199,7 +199,7 @@ def aligner_case(model_name, algorithm):
 
 def adaptor_case(grammar, algorithm, n_iter=3):
     def run():
-        lines = BRENT.read_text().splitlines()[:60]
+        lines = BRENT.read_text().splitlines()[:60 * SCALE]
         utterances = [line.split() for line in lines]
         model = _fit(cvbayes.AdaptorGrammar(grammar), utterances, algorithm, n_iter, 1)
         return {"objectives": _objectives(model),
@@ -365,7 +365,8 @@ def main(argv=None):
     racer.add_argument("--limit", type=float, default=1.10, help="ratio new / old flagged (default 1.10)")
     racer.add_argument("--json", help="write the table here")
     racer.add_argument("--scale", type=int, default=1,
-                       help="the HMM's, HDP-HMM's and LDA's data this many times larger (default 1)")
+                       help="the data of the HMM, HDP-HMM, LDA, DMV, aligners and adaptor grammar this many times larger "
+                            "(default 1)")
     comparer = commands.add_parser("compare", help="worst relative difference per case")
     comparer.add_argument("old")
     comparer.add_argument("new")

@@ -52,6 +52,7 @@ STATES = option("--states", type=positive_int, default=None, help="hidden states
 K_VALUES = option("--k-values", type=positive_int, nargs="+", default=None, help="truncation levels K")
 SEQUENCES = option("--sequences", type=positive_int, default=100, help="sequences a dataset (default 100)")
 LENGTH = option("--length", type=positive_int, default=100, help="tokens a sequence (default 100)")
+FIRST_SEED = option("--seed", type=int, default=0, help="the first seed: seeds SEED..SEED+N-1 (default 0)")
 DEVELOP = option("--develop", action="store_true", help="the development grid instead of the test table")
 
 # Part-of-speech tagging on Brown (thesis §3.8.1-3.8.2)
@@ -126,7 +127,7 @@ EXPERIMENTS = {
         "ewt_pos", "Fig. 3.13's table on UD English EWT (K = 45, PTB tags, beta chosen on dev)",
         "Unsupervised tagging of EWT's test split with beta chosen on its dev split (--develop runs that grid); "
         "needs 'cvbayes data fetch ewt'; writes under --out/ewt_pos_test.",
-        (ALGORITHMS, option("--seed", type=int, default=0, help="the first seed: seeds SEED..SEED+N-1 (default 0)"),
+        (ALGORITHMS, FIRST_SEED,
          option("--seeds", type=positive_int, default=None, help="seeds (default 3; 1 with --develop)"),
          PASSES.but(help="passes of every algorithm (default 200)"),
          DEVELOP.but(help="the beta grid on EWT dev instead of the test table"))),
@@ -268,7 +269,7 @@ EXPERIMENTS = {
         "F1 by utterance length, and the reference's runs (benchmarks/bench_wordseg.py); training time; writes "
         "under --out/wordseg.",
         (option("--algorithms", type=comma_list, default=None, help="vb,cvi,mcmc (default: all three)"),
-         option("--seed", type=int, default=0, help="the first seed: seeds SEED..SEED+N-1 (default 0)"),
+         FIRST_SEED,
          seeds(3), ITERATIONS.but(help="passes of vb and cvi (default 50)"),
          CGS_ITERATIONS.but(help="mcmc sweeps (default 500)"),
          option("--grammars", default=None,
@@ -302,10 +303,14 @@ EXPERIMENTS = {
         (option("--corpus", type=comma_list, default=["tidigits"],
                 help="comma-separated, of tidigits, planted, synthetic-brent, synthetic-brent-test (default tidigits)"),
          option("--algorithms", type=comma_list, default=None, help="vb,cvi,gibbs,svi,scvi (default: all five)"),
+         FIRST_SEED,
          seeds(3), PASSES.but(help="passes of every learner (gibbs: 5 sweeps a pass; default 30)"),
-         option("--units", type=positive_int, default=None, help="the units' truncation (default 50)"),
+         option("--units", type=positive_int, default=None, help="the units' truncation (default 100)"),
          option("--utterances", type=positive_int, default=None,
-                help="synthetic-brent: use only the first N utterances of a split (default all)"))),
+                help="synthetic-brent: use only the first N utterances of a split (default all)"),
+         option("--append", action="store_true",
+                help="keep the runs already in OUT/units/results.json (one of the same corpus, algorithm and seed "
+                     "is replaced) and add this command's"))),
 }
 
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..data.errors import CorpusFormatError
 from ..files import write_text
-from ..models.units import ALGORITHMS, AcousticUnits
+from ..models.units import ALGORITHMS, DEFAULT_UNITS, AcousticUnits
 from .options import add_checkpoint_arguments, announce_resume, positive_int, remove_checkpoint
 
 # features are computed every 10 ms (the speech front end's and Sphinx's frame shift)
@@ -196,8 +196,8 @@ def register(commands):
                      help="folders, list files (.txt, .lst, .scp) or files of .npy features, .mfc, .wav or .raw")
     fit.add_argument("-o", "--output", required=True, help="write the model here (.npz)")
     fit.add_argument("--algorithm", choices=tuple(ALGORITHMS), default="vb", help="learner (default vb)")
-    fit.add_argument("--units", type=positive_int, default=50,
-                     help="truncation of the units' Dirichlet process (default 50)")
+    fit.add_argument("--units", type=positive_int, default=DEFAULT_UNITS,
+                     help=f"truncation of the units' Dirichlet process (default {DEFAULT_UNITS})")
     fit.add_argument("--states", type=positive_int, default=3,
                      help="states of every unit's left-to-right HMM (default 3)")
     fit.add_argument("--components", type=positive_int, default=2,

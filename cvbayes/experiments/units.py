@@ -47,14 +47,14 @@ import numpy as np  # noqa: E402
 
 from ..files import save_figure, write_json, write_text  # noqa: E402
 from ..metrics.speech import WINDOW, units_report  # noqa: E402
-from ..models.units import ALGORITHMS, AcousticUnits  # noqa: E402
+from ..models.units import ALGORITHMS, DEFAULT_UNITS, AcousticUnits  # noqa: E402
 from ..synthetic import sample_acoustic_units  # noqa: E402
+from .memory import peak_mib, reset_peak, status_mib  # noqa: E402
 from .results import plain_json  # noqa: E402
 
 NAME = "units"
 FRAME_SECONDS = 0.01
 SEEDS = 3
-DEFAULT_UNITS = 50
 DEFAULT_PASSES = 30
 GIBBS_SWEEPS_PER_PASS = 5
 PLANTED_MINUTES = 5.0  # the sampler's sweeps are cheaper than a variational pass and need more of them
@@ -183,15 +183,18 @@ def word_scores(segments, transcripts, rng):
 def fit_one(corpus, algorithm, seed, n_units, passes):
     n_iter = passes * (GIBBS_SWEEPS_PER_PASS if algorithm == "gibbs" else 1)
     model = AcousticUnits(n_units=n_units, algorithm=algorithm, n_iter=n_iter, random_state=seed)
+    before = status_mib("VmRSS") if reset_peak() else None
     started = time.perf_counter()
     model.fit(corpus.features)
     seconds = time.perf_counter() - started
+    memory = {} if before is None else {"rss_before_fit_mib": before, "peak_rss_mib": peak_mib()}
     per_pass = float(np.median([r.seconds for r in model.history_]))
     units = model.predict(corpus.features)
     row = {"corpus": corpus.name, "algorithm": algorithm, "seed": seed, "passes": n_iter, "seconds": seconds,
            "seconds_per_pass": per_pass, "real_time_factor": per_pass / corpus.seconds,
            "units_used": int(model.n_units_used_),
-           "units_decoded": int(np.unique(np.concatenate(units)).size),
+           "units_decoded": int(np.unique(np.concatenate(units)).size), **memory,
+           "learner_local_mib": model.local_memory_bytes_ / 2 ** 20,
            "objective": model.history_[-1].objective, "objective_curve": [r.objective for r in model.history_]}
     if corpus.phones is not None:
         row.update(interval_scores(units, corpus))
@@ -205,7 +208,7 @@ def fit_one(corpus, algorithm, seed, n_units, passes):
 
 SCORES = ("boundary_f1", "purity", "nmi", "heldout_boundary_f1", "heldout_purity", "heldout_nmi",
           "segments_per_phone", "segments_phones_correlation", "word_detection_f1", "word_detection_f1_shuffled",
-          "units_used", "units_decoded", "seconds_per_pass", "real_time_factor")
+          "units_used", "units_decoded", "seconds_per_pass", "real_time_factor", "peak_rss_mib")
 
 
 def summary(rows):
@@ -223,13 +226,18 @@ def summary(rows):
     return out
 
 
-def table(summaries, corpora):
-    lines = ["# Acoustic unit discovery (issue 30)", "", DIFFERENCE, ""]
-    for corpus in corpora:
-        rows = [s for s in summaries if s["corpus"] == corpus.name]
+def table(summaries, settings):
+    """table.md: every corpus's learners (mean ± std over seeds) beside the published figures."""
+    lines = ["# Acoustic unit discovery (issue 30)", "", DIFFERENCE, "",
+             f"Units (truncation) {settings['n_units']}, {settings['passes']} passes (gibbs: "
+             f"{GIBBS_SWEEPS_PER_PASS} sweeps a pass, and its seconds_per_pass and real_time_factor are a "
+             f"sweep's), seeds {', '.join(map(str, settings['seeds']))}. peak_rss_mib: the process's peak "
+             "resident memory during the fit (data included).", ""]
+    for name, size in settings["corpora"].items():
+        rows = [s for s in summaries if s["corpus"] == name]
         scores = [k for k in SCORES if k in rows[0]]
-        lines += [f"## {corpus.name} ({len(corpus.features)} utterances, {corpus.seconds:.0f} s"
-                  f"{', real speech' if corpus.name == 'tidigits' else ', synthetic'}; mean ± std over seeds)", "",
+        lines += [f"## {name} ({size['utterances']} utterances, {size['seconds']:.0f} s"
+                  f"{', real speech' if name == 'tidigits' else ', synthetic'}; mean ± std over seeds)", "",
                   "| algorithm | " + " | ".join(scores) + " |", "|---|" + "---:|" * len(scores)]
         for row in rows:
             cells = []
@@ -246,10 +254,10 @@ def table(summaries, corpora):
 
 
 def plots(folder, rows, summaries, example):
+    """The objective curves of ``rows`` (one seed's runs), the units used and an example decoding."""
     figure, axes = plt.subplots(1, 2, figsize=(11, 4))
     for row in rows:
-        if row["seed"] == 0:
-            axes[0].plot(row["objective_curve"], label=f"{row['corpus']} {row['algorithm']}")
+        axes[0].plot(row["objective_curve"], label=f"{row['corpus']} {row['algorithm']}")
     axes[0].set_xlabel("pass (gibbs: sweep)")
     axes[0].set_ylabel("objective (each learner's own)")
     axes[0].set_yscale("symlog")
@@ -276,15 +284,33 @@ def plots(folder, rows, summaries, example):
         plt.close(figure)
 
 
+def appended(old, settings, rows):
+    """The runs of an earlier results.json (``old``, parsed) with this command's added: a new run replaces
+    an old one of the same corpus, algorithm and seed; the settings must agree but for seeds and corpora."""
+    for key in ("n_units", "passes"):
+        if old["settings"][key] != settings[key]:
+            raise ValueError(f"--append: the runs in results.json have {key} {old['settings'][key]}, these "
+                             f"{settings[key]}")
+    new = {(r["corpus"], r["algorithm"], r["seed"]) for r in rows}
+    rows = [r for r in old["runs"] if (r["corpus"], r["algorithm"], r["seed"]) not in new] + rows
+    joined = {**settings, "seeds": sorted({r["seed"] for r in rows}),
+              "algorithms": list(dict.fromkeys(old["settings"]["algorithms"] + settings["algorithms"])),
+              "corpora": {**old["settings"]["corpora"], **settings["corpora"]}}
+    return joined, rows
+
+
 def run(corpora, out, algorithms=tuple(ALGORITHMS), seeds=SEEDS, n_units=DEFAULT_UNITS, passes=DEFAULT_PASSES,
-        quiet=False):
-    """Fit every learner ``seeds`` times on every corpus (`UnitCorpus`), score, and write the results."""
+        quiet=False, first_seed=0, append=False):
+    """Fit every learner with seeds ``first_seed`` .. ``first_seed + seeds - 1`` on every corpus
+    (`UnitCorpus`), score, and write the results (with ``append``, added to those of ``out``'s
+    results.json, read when this run's are written)."""
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     rows, example = [], None
+    seed_list = list(range(first_seed, first_seed + seeds))
     for corpus in corpora:
         for algorithm in algorithms:
-            for seed in range(seeds):
+            for seed in seed_list:
                 row, model = fit_one(corpus, algorithm, seed, n_units, passes)
                 rows.append(row)
                 if not quiet:
@@ -293,11 +319,15 @@ def run(corpora, out, algorithms=tuple(ALGORITHMS), seeds=SEEDS, n_units=DEFAULT
                     print(json.dumps(shown), file=sys.stderr, flush=True)
                 if example is None and corpus.name == "tidigits" and algorithm == "vb":
                     example = (corpus.names[0], corpus.features[0], model.decode(corpus.features[:1])[0])
+    settings = {"seeds": seed_list, "n_units": n_units, "passes": passes, "algorithms": list(algorithms),
+                "corpora": {c.name: {"utterances": len(c.features), "seconds": c.seconds} for c in corpora}}
+    if append and (folder / "results.json").exists():
+        settings, rows = appended(json.loads((folder / "results.json").read_text()), settings, rows)
     summaries = summary(rows)
-    write_json(folder / "results.json", plain_json({"runs": rows, "summary": summaries, "published": PUBLISHED,
-                                                    "data_difference": DIFFERENCE}), indent=1)
-    write_text(folder / "table.md", table(summaries, corpora))
-    plots(folder, rows, summaries, example)
+    write_json(folder / "results.json", plain_json({"settings": settings, "runs": rows, "summary": summaries,
+                                                    "published": PUBLISHED, "data_difference": DIFFERENCE}), indent=1)
+    write_text(folder / "table.md", table(summaries, settings))
+    plots(folder, [r for r in rows if r["seed"] == settings["seeds"][0]], summaries, example)
     return summaries
 
 
@@ -315,7 +345,7 @@ def run_from_command_line(args):
     if wrong:
         raise ValueError(f"unknown algorithm {wrong[0]!r}; choose from {', '.join(ALGORITHMS)}")
     run([builders[name]() for name in args.corpus], out, algorithms, args.seeds, args.units or DEFAULT_UNITS,
-        args.passes or DEFAULT_PASSES, quiet=args.quiet)
+        args.passes or DEFAULT_PASSES, quiet=args.quiet, first_seed=args.seed, append=args.append)
 
 
 EXPERIMENTS = {NAME: run_from_command_line}

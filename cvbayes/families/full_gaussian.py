@@ -43,10 +43,8 @@ class FullGaussian(RealVectors):
 
     Parameters
     ----------
-    mean : array-like of shape (D,), optional
-        Prior mean mu0; the training data's mean when None.
-    kappa : float
-        Prior pseudo-count on the mean (kappa0).
+    mean, kappa
+        The prior on the means, as in `Gaussian`.
     dof : float, optional
         Wishart degrees of freedom nu0, above D (so that EM's mode exists); D + 1 when None.
     scale : array-like of shape (D, D), optional

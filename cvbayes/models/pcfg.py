@@ -27,7 +27,7 @@ from ..data.corpus import Corpus
 from ..schedules import Algorithm, Minibatch, batch, gibbs, leave_one_out, stochastic
 from ..schedules.driver import check_positive_int
 from ..trees.cells import sentence_cells, shared_rules
-from ..trees.grammar import (UNARY, CompiledGrammar, Grammar, SentenceBatch, compile_grammar, format_grammar,
+from ..trees.grammar import (UNARY, CompiledGrammar, Grammar, compile_grammar, format_grammar,
                              full_cnf_grammar, parse_grammar, read_grammar)
 from ..trees.inside_outside import (batch_log_z, chart_buffers, chart_chunks, derivation_to_tree, expected_counts,
                                     make_tables, viterbi_batch)
@@ -203,20 +203,6 @@ class TreeCorpus:
         words = " ".join(self.grammar.vocabulary.decode(sentence) if isinstance(sentence, np.ndarray) else sentence)
         raise ZeroProbabilityError(f"sentence {i} ({words!r}) has no tree under the grammar")
 
-    def subset(self, ids) -> SentenceBatch:
-        """The sentences ``ids`` (repeats allowed) as one batch."""
-        b = self.batch
-        lengths = self.lengths[ids]
-        offsets = np.zeros(ids.shape[0] + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        tokens = np.concatenate([b.tokens[b.offsets[i]:b.offsets[i + 1]] for i in ids])
-        if b.span_ids.shape[0]:
-            span_offsets = np.zeros(ids.shape[0] + 1, dtype=np.int64)
-            np.cumsum((lengths + 1) ** 2, out=span_offsets[1:])
-            span_ids = np.concatenate([b.span_ids[b.span_offsets[i]:b.span_offsets[i + 1]] for i in ids])
-        else:
-            span_offsets, span_ids = np.zeros(ids.shape[0] + 1, dtype=np.int64), b.span_ids
-        return SentenceBatch(tokens, offsets, span_ids, span_offsets)
 
 
 # ------------------------------------------------------------------ schedule structures
@@ -261,7 +247,7 @@ class TreeMinibatches:
     def minibatch(self, ids):
         grammar = self.data.grammar
         tables = make_tables(grammar, self.rows.table(MEAN, self.current()))
-        sub = self.data.subset(ids)
+        sub = self.data.batch.take(ids)
         counts, log_z = expected_counts(grammar, tables, sub)
         if np.any(log_z == -np.inf):
             self.data.raise_bad(int(ids[np.flatnonzero(log_z == -np.inf)[0]]))

@@ -157,26 +157,29 @@ def _forget(token):
 
 def _timed(function, *args):
     """``function(*args)`` as a partial sum of one shard: (its result, (the seconds it took,), 0, 0, the
-    result's bytes): a shard's compute time measured where it runs."""
-    started = time.perf_counter()
+    result's bytes, (the CPU seconds of its thread,)): a shard's compute time measured where it runs; its
+    CPU time over its wall time is the share of a core the task had (below 1 on a loaded machine)."""
+    started, cpu_started = time.perf_counter(), time.thread_time()
     result = function(*args)
-    return result, (time.perf_counter() - started,), 0.0, 0.0, _nbytes(result)
+    return (result, (time.perf_counter() - started,), 0.0, 0.0, _nbytes(result),
+            (time.thread_time() - cpu_started,))
 
 
 def _timed_add(first, second):
     """`add_up` of two partial sums (value, compute seconds per shard, reduction seconds summed, the
-    reduction's critical path, bytes returned by the shards)."""
+    reduction's critical path, bytes returned by the shards, CPU seconds per shard)."""
     started = time.perf_counter()
     value = add_up(first[0], second[0])
     spent = time.perf_counter() - started
     return (value, first[1] + second[1], first[2] + second[2] + spent, max(first[3], second[3]) + spent,
-            first[4] + second[4])
+            first[4] + second[4], first[5] + second[5])
 
 
 # ------------------------------------------------------------------ the pass record
 
 class PassTiming(dict):
     """One pass's breakdown (a dict, saved as JSON by the benchmarks): ``compute`` seconds per shard,
+    ``compute_cpu`` CPU seconds per shard (the task's thread: numba's other threads not counted),
     ``bytes_sent`` and ``bytes_returned``, ``broadcast`` seconds, ``reduce`` seconds summed over the
     reduction's additions and ``reduce_path`` along its critical path, ``wall`` seconds of the rounds
     of tasks, and ``overhead`` = wall - broadcast - slowest shard - reduce_path (scheduling, transfers,
@@ -184,12 +187,13 @@ class PassTiming(dict):
 
     @classmethod
     def empty(cls, n_shards):
-        return cls(compute=[0.0] * n_shards, bytes_sent=0, bytes_returned=0, broadcast=0.0, reduce=0.0,
-                   reduce_path=0.0, wall=0.0, overhead=0.0, rounds=0)
+        return cls(compute=[0.0] * n_shards, compute_cpu=[0.0] * n_shards, bytes_sent=0, bytes_returned=0,
+                   broadcast=0.0, reduce=0.0, reduce_path=0.0, wall=0.0, overhead=0.0, rounds=0)
 
-    def add_round(self, shards, compute, sent, returned, broadcast, reduce, reduce_path, wall):
-        for s, seconds in zip(shards, compute):
+    def add_round(self, shards, compute, cpu, sent, returned, broadcast, reduce, reduce_path, wall):
+        for s, seconds, cpu_seconds in zip(shards, compute, cpu):
             self["compute"][s] += seconds
+            self["compute_cpu"][s] += cpu_seconds
         self["bytes_sent"] += int(sent)
         self["bytes_returned"] += int(returned)
         self["broadcast"] += broadcast
@@ -330,9 +334,9 @@ class Shards:
         sent, broadcast_seconds, sent_bytes = self.broadcast(broadcast)
         arguments = arguments or [()] * self.n_shards
         futures = [self.submit(function, s, sent, *arguments[s]) for s in range(self.n_shards)]
-        value, compute, reduce, reduce_path, returned = tree_sum(
+        value, compute, reduce, reduce_path, returned, cpu = tree_sum(
             futures, lambda a, b: self.client.submit(_timed_add, a, b, pure=False)).result()
-        self.record(range(self.n_shards), compute, sent_bytes + _nbytes(arguments), returned, broadcast_seconds,
+        self.record(range(self.n_shards), compute, cpu, sent_bytes + _nbytes(arguments), returned, broadcast_seconds,
                     reduce, reduce_path, time.perf_counter() - started)
         return value
 
@@ -348,8 +352,9 @@ class Shards:
             prefix = (sent,)
         futures = [self.submit(function, s, *prefix, *args, pinned=pinned) for s, args in zip(owners, arguments)]
         timed = self._gather_pinned(futures, owners) if pinned else self.client.gather(futures)
-        self.record(owners, [part[1][0] for part in timed], sent_bytes + _nbytes(arguments),
-                    sum(part[4] for part in timed), broadcast_seconds, 0.0, 0.0, time.perf_counter() - started)
+        self.record(owners, [part[1][0] for part in timed], [part[5][0] for part in timed],
+                    sent_bytes + _nbytes(arguments), sum(part[4] for part in timed), broadcast_seconds, 0.0, 0.0,
+                    time.perf_counter() - started)
         return [part[0] for part in timed]
 
     def _gather_pinned(self, futures, owners):
@@ -374,15 +379,15 @@ class Shards:
         client), each shard's compute time recorded."""
         started = time.perf_counter()
         timed = list(pool.map(lambda item: _timed(function, item), items))
-        self.record(range(len(items)), [part[1][0] for part in timed], 0, 0, 0.0, 0.0, 0.0,
-                    time.perf_counter() - started)
+        self.record(range(len(items)), [part[1][0] for part in timed], [part[5][0] for part in timed], 0, 0,
+                    0.0, 0.0, 0.0, time.perf_counter() - started)
         return [part[0] for part in timed]
 
-    def record(self, shards, compute, sent, returned, broadcast, reduce, reduce_path, wall):
+    def record(self, shards, compute, cpu, sent, returned, broadcast, reduce, reduce_path, wall):
         """Add a round of tasks to the current pass's `PassTiming`."""
         if self._pass is None:
             self._pass = PassTiming.empty(self.n_shards)
-        self._pass.add_round(shards, compute, sent, returned, broadcast, reduce, reduce_path, wall)
+        self._pass.add_round(shards, compute, cpu, sent, returned, broadcast, reduce, reduce_path, wall)
 
     def add_reduction(self, seconds):
         """Time the caller spent adding the gathered results up, into the current pass's record."""

@@ -221,6 +221,17 @@ def _sparse_step(viterbi, kernel, weights, inside, log_scale, i, k, reference, c
     return possible
 
 
+# compiled on its own, once a semiring, for the reason `_sum_pairs` is
+@njit(cache=True, fastmath=FAST)
+def _sum_sparse(kernel, weights, inside, log_scale, i, k, reference, cell0):
+    return _sparse_step(False, kernel, weights, inside, log_scale, i, k, reference, cell0)
+
+
+@njit(cache=True)
+def _max_sparse(kernel, weights, inside, log_scale, i, k, reference, cell0):
+    return _sparse_step(True, kernel, weights, inside, log_scale, i, k, reference, cell0)
+
+
 @njit(cache=True, inline="always", fastmath=FAST)
 def _closure_step(viterbi, closure, cell0, cell, n):
     """cell[A] = (+)_B closure[A, B] (x) cell0[B]: every unary chain above the cell's bottom."""
@@ -251,8 +262,10 @@ def _fill_cell(viterbi, kernel, tables, tokens, span_ids, inside, inside0, log_s
         if kernel.dense:
             possible = _dense_step(viterbi, tables.dense_binary, inside, log_scale, i, k, reference, n, pair, cell0)
         else:
-            possible = _sparse_step(viterbi, kernel, tables.binary_weights, inside, log_scale, i, k, reference,
-                                    cell0)
+            if viterbi:
+                possible = _max_sparse(kernel, tables.binary_weights, inside, log_scale, i, k, reference, cell0)
+            else:
+                possible = _sum_sparse(kernel, tables.binary_weights, inside, log_scale, i, k, reference, cell0)
     if kernel.unary_parent.shape[0] > 0:
         _closure_step(viterbi, tables.unary_closure, cell0, cell, n)
     peak = zero(viterbi)

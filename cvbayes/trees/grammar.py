@@ -565,6 +565,27 @@ class SentenceBatch(NamedTuple):
         return (self.tokens[self.offsets[i]:self.offsets[i + 1]],
                 self.span_ids[self.span_offsets[i]:self.span_offsets[i + 1]])
 
+    def take(self, ids) -> SentenceBatch:
+        """The sentences ``ids`` (repeats allowed) as one batch, cut from this one: nothing is encoded or
+        looked up again."""
+        ids = np.asarray(ids, dtype=np.int64)
+        tokens, offsets = _take_rows(self.tokens, self.offsets, ids)
+        if self.span_ids.shape[0]:
+            span_ids, span_offsets = _take_rows(self.span_ids, self.span_offsets, ids)
+        else:
+            span_ids, span_offsets = self.span_ids, np.zeros(ids.shape[0] + 1, dtype=np.int64)
+        return SentenceBatch(tokens, offsets, span_ids, span_offsets)
+
+
+def _take_rows(values, offsets, ids):
+    """The rows ``ids`` of a ragged array (flat ``values``, row i at ``offsets[i] .. offsets[i + 1]``), and
+    their offsets."""
+    lengths = offsets[ids + 1] - offsets[ids]
+    out_offsets = np.zeros(ids.shape[0] + 1, dtype=np.int64)
+    np.cumsum(lengths, out=out_offsets[1:])
+    positions = np.repeat(offsets[ids] - out_offsets[:-1], lengths) + np.arange(out_offsets[-1])
+    return values[positions], out_offsets
+
 
 @dataclass(eq=False)
 class CompiledGrammar:

@@ -62,3 +62,16 @@ cvbayes experiment fig4.2 --la-subtypes 1 2 4 8 --la-alphas 1 0.1 0.01 0.001 --s
 # wall clock on the shared 2-core machine (24 min, load average 5-7); then the planted grammar.
 cvbayes experiment fig4.1-morphology --seeds 3 --iterations 30 --cgs-iterations 800
 cvbayes experiment pcfg-planted --seeds 2 --iterations 50 --cgs-iterations 200
+
+# Acoustic unit discovery (issue 30), after `cvbayes data fetch synthetic-brent` (SYNTHETIC speech) and
+# `cvbayes data fetch tidigits`: every learner, 3 seeds, 10 passes, on the first 500 training utterances
+# (the same models decode the first 500 of the held-out voices), then TIDIGITS, into docs/results/units/;
+# two processes at once took 50 min (the longer) on the shared 2-core machine (load 6-11). The truncation (100) was chosen on
+# 300 other training utterances (docs/results/units/tune.py, tuning.jsonl). Then svi's memory at two sizes.
+NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment units --corpus synthetic-brent --utterances 500 --algorithms vb,cvi,svi,scvi --seeds 3 --passes 10 --append &
+NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment units --corpus synthetic-brent --utterances 500 --algorithms gibbs --seeds 3 --passes 10 --append
+wait
+NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment units --corpus tidigits --seeds 3 --passes 10 --append
+for n in 250 1000; do
+  NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment units --corpus synthetic-brent-test --utterances $n --algorithms svi --seeds 1 --passes 2 --out docs/results/units/memory_$n
+done

@@ -105,3 +105,31 @@ def test_experiment_driver_writes_results(tmp_path):
     assert 0 <= row["boundary_f1"] <= 1 and 0 <= row["nmi"] <= 1 and row["purity"] > 0.5
     assert "word_detection_f1" in summaries[2] and "boundary_f1" not in summaries[2]
     assert {p.name for p in tmp_path.iterdir()} >= {"results.json", "table.md", "units.png"}
+
+
+def test_experiment_seed_is_honoured(tmp_path, monkeypatch):
+    """``--seed S --seeds N`` runs seeds S..S+N-1, each fitted with its own random_state, and writes them."""
+    from cvbayes.experiments import units as experiment
+
+    features, labels, starts = sample_acoustic_units(6, n_units=3, n_states=3, n_dims=3, mean_frames=40, seed=2)
+    planted = experiment.UnitCorpus("planted", features, [f"u{i}" for i in range(6)],
+                                    phones=experiment.planted_intervals(labels, starts))
+    monkeypatch.setattr(experiment, "planted_corpus", lambda: planted)
+    main(["experiment", "units", "--corpus", "planted", "--algorithms", "vb", "--seed", "3", "--seeds", "2",
+          "--units", "6", "--passes", "2", "--out", str(tmp_path), "--quiet"])
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["settings"]["seeds"] == [3, 4]
+    assert [r["seed"] for r in results["runs"]] == [3, 4]
+    for row in results["runs"]:
+        model = AcousticUnits(n_units=6, n_iter=2, random_state=row["seed"]).fit(features)
+        assert row["objective"] == pytest.approx(model.history_[-1].objective, rel=1e-9)
+    assert results["runs"][0]["objective"] != results["runs"][1]["objective"]
+    assert all(r["peak_rss_mib"] >= r["rss_before_fit_mib"] > 0 for r in results["runs"])
+    # --append keeps those runs and adds (or replaces) this command's
+    main(["experiment", "units", "--corpus", "planted", "--algorithms", "vb", "--seed", "4", "--seeds", "2",
+          "--units", "6", "--passes", "2", "--out", str(tmp_path), "--quiet", "--append"])
+    appended = json.loads((tmp_path / "results.json").read_text())
+    assert appended["settings"]["seeds"] == [3, 4, 5]
+    assert [r["seed"] for r in appended["runs"]] == [3, 4, 5]
+    assert appended["runs"][0] == results["runs"][0]
+    assert "seeds 3, 4, 5" in (tmp_path / "table.md").read_text()

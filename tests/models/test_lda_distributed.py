@@ -54,6 +54,7 @@ def test_vb_equals_one_process(client, documents, n_shards):
     timing = sharded.shard_timings_
     assert len(timing) == 5 and len(timing[0]["compute"]) == n_shards
     assert all(seconds > 0 for seconds in timing[0]["compute"])
+    assert all(0 < cpu <= seconds * 1.05 + 1e-3 for cpu, seconds in zip(timing[0]["compute_cpu"], timing[0]["compute"]))
     assert timing[0]["bytes_sent"] >= 2 * W * K * 8 and timing[0]["bytes_returned"] >= n_shards * W * K * 8
 
 

@@ -281,6 +281,21 @@ def test_batch_with_span_rules_and_an_impossible_sentence():
         np.testing.assert_array_equal(parse.applications, single.applications)
 
 
+@pytest.mark.parametrize("text", [MORPHOLOGY, None])
+def test_take_equals_preparing_the_chosen_sentences(text):
+    sentences = [list(w) for w in ["lebona", "bona", "kebona", "le"]]
+    compiled = (compile_grammar(parse_grammar(text), sentences) if text else cnf("sparse", n=3, words=5))
+    if not text:
+        sentences = [["w1", "w3"], ["w0"], ["w4", "w2", "w2"], ["w3"]]
+    ids = [2, 0, 2, 3]      # repeats allowed
+    taken = compiled.prepare(sentences).take(ids)
+    want = compiled.prepare([sentences[i] for i in ids])
+    assert bool(want.span_ids.shape[0]) == bool(text)
+    for got, expected in zip(taken, want):
+        np.testing.assert_array_equal(got, expected)
+        assert got.dtype == expected.dtype
+
+
 # ------------------------------------------------------------------ underflow
 @pytest.mark.parametrize("layout", ["dense", "sparse"])
 def test_long_sentence_with_tiny_weights_stays_finite(layout):

@@ -64,7 +64,7 @@ q(n_s > 0):
     exp E[log(n_s - a t_s + theta')] ~ theta'^q0 (E_+[n_s - a t_s] + theta')^q+,   q0 = q(n_s = 0), q+ = 1 - q0.
 
 The cache rule carries this minus theta' (the base path carries theta'); ``predictive="zero-exact"``
-(`cvbayes.models.adaptor.kernels.cache_weight`).  A yield with q+ << 1 now weighs about theta' (1 + q+
+(`cvbayes.models.adaptor.kernels.cache_mass`).  A yield with q+ << 1 now weighs about theta' (1 + q+
 log(E_+[n_s] / theta')), its base mass and a little, instead of E[n_s]; a yield every unit is sure of
 keeps E[n_s] - a E[t_s].  The normaliser log(n + b) keeps the first-order step (n is large).
 ``predictive="second-order"`` adds -Var_+[n_s] / (2 (E_+[n_s - a t_s] + theta')^2) to the log on n_s > 0

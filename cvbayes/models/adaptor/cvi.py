@@ -14,7 +14,7 @@ from .hyperparameters import maximise
 from .kernels import (EMPTY_FLOOR, FIRST_ORDER, PREDICTIVES, CviState, Local, Sentences, Work, all_predictive_weights,
                       cell_expectations, cvi_pass, empty_restaurants, seat_cells, start_pass, substring_batch,
                       substring_occurrences)
-from .layout import base_chart_grammar
+from .layout import base_chart_grammar, utterance_types
 
 
 # span ids (each 8 bytes) of the yields a table chart parses at once: the charts of all yields would take
@@ -116,12 +116,8 @@ class CollapsedVariational:
         kernel, n_rules = compiled.kernel, compiled.n_rules
         self.names = tuple(training.spec.adapted)
         if training.unit == "type":     # identical utterances left out and put back together
-            types = {}
-            for utterance in training.utterances:
-                key = tuple(utterance)
-                types[key] = types.get(key, 0) + 1
-            units, weight = [list(key) for key in types], np.array(list(types.values()), dtype=float)
-            batch = compiled.prepare(units)
+            first, weight = utterance_types(training.utterances)
+            batch = training.batch.take(first)
         else:
             batch, weight = training.batch, np.ones(len(training.batch))
         self.n_units = len(batch)

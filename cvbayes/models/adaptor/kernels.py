@@ -51,7 +51,7 @@ class Restaurants(NamedTuple):
     ``variance`` (R,) sum_m q(n^m_s > 0) q(n^m_s = 0) at cache rules (m: the units whose customers n_s
     sums); ``reference_tables`` (M,) T_X at the last table refresh, which the yields' tables are seated
     with during a pass (so that each t_s is a function of its own statistics); ``predictive`` (1,) which
-    predictive `predictive_weight` takes (FIRST_ORDER, ZERO_EXACT or SECOND_ORDER; the sampler's is
+    predictive `predictive_weights` takes (FIRST_ORDER, ZERO_EXACT or SECOND_ORDER; the sampler's is
     FIRST_ORDER, exact for its whole counts).
     """
 
@@ -78,7 +78,7 @@ class Restaurants(NamedTuple):
     predictive: np.ndarray
 
 
-# the cache predictives of `predictive_weight` (module notes of `cvbayes.models.adaptor`)
+# the cache predictives of `predictive_weights` (module notes of `cvbayes.models.adaptor`)
 FIRST_ORDER, ZERO_EXACT, SECOND_ORDER = 0, 1, 2
 PREDICTIVES = {"first-order": FIRST_ORDER, "zero-exact": ZERO_EXACT, "second-order": SECOND_ORDER}
 
@@ -314,32 +314,26 @@ def vb_table(counts, row_totals, rule_parent, alpha, row_prior, cache_of, adapte
 
 
 # ------------------------------------------------------------------ CVI
-@njit(cache=True)
-def cache_weight(model, rule):
-    """The leave-one-out predictive mass of adapted X's cache at yield s (without its normaliser n + b):
-    what the chart's ``X -> s`` rule carries beside the base path, whose mass is theta'_s / (n + b) with
-    theta'_s = (b + a T) H_X(s) (module notes of `cvbayes.models.adaptor`).
+@njit(cache=True, inline="always")
+def cache_mass(predictive, free, log_empty, theta, customers, variance):
+    """The leave-one-out predictive mass of adapted X's cache at yield s (without its normaliser n + b) for
+    the ZERO_EXACT and SECOND_ORDER predictives (FIRST_ORDER's is max(n_s - a t_s, 0), the Pitman-Yor
+    predictive of the expected counts and the sampler's): what the chart's ``X -> s`` rule carries beside
+    the base path, whose mass is theta'_s / (n + b) with theta'_s = (b + a T) H_X(s) (module notes of
+    `cvbayes.models.adaptor`).  ``free`` is n_s - a t_s, ``log_empty`` log q(n_s = 0).
 
-    FIRST_ORDER: max(n_s - a t_s, 0) (the Pitman-Yor predictive of the expected counts; the sampler's).
     ZERO_EXACT: exp E[log(n_s - a t_s + theta'_s)] - theta'_s with the case n_s = 0 (then t_s = 0) exact
     and the first-order value on n_s > 0: theta'^q0 (E_+[n_s - a t_s] + theta')^q+ - theta', q0 = q(n_s =
     0), q+ = 1 - q0.  SECOND_ORDER: the same with -Var_+[n_s] / (2 (E_+[n_s - a t_s] + theta')^2) added to
     the log on n_s > 0 (the variance of the customers given n_s > 0; t_s's own spread ignored).
     """
-    x = model.cache_of[rule]
-    a = model.discount[x]
-    free = model.customers[rule] - a * model.tables[rule]
-    if model.predictive[0] == FIRST_ORDER:
-        return max(free, 0.0)
-    occupied = -math.expm1(min(model.log_empty[rule], 0.0))
+    occupied = -math.expm1(min(log_empty, 0.0))
     if free <= 0.0 or occupied <= 0.0:
         return 0.0
-    theta = (model.concentration[x] + a * max(model.total_tables[x], 0.0)) * model.base_mass[rule]
     positive = free / occupied + theta
     log_positive = math.log(positive)
-    if model.predictive[0] == SECOND_ORDER:
-        n = model.customers[rule]
-        spread = (model.variance[rule] + n * n) / occupied - (n / occupied) ** 2
+    if predictive == SECOND_ORDER:
+        spread = (variance + customers * customers) / occupied - (customers / occupied) ** 2
         log_positive -= min(max(spread, 0.0) / (2.0 * positive * positive), 1.0)
     if theta <= 0.0:
         return math.exp(log_positive) if occupied >= 1.0 else 0.0
@@ -350,23 +344,43 @@ def cache_weight(model, rule):
 
 
 @njit(cache=True)
-def predictive_weight(model, rule):
-    """The leave-one-out predictive weight of one global rule (CVI; the MCMC proposal).
+def predictive_weights(model, rules, first, last, power, out):
+    """out[r] = the leave-one-out predictive weight of each rule r of rules[first:last] (CVI; the MCMC
+    proposal), to the power ``power``; returns ``out``.
 
     Base rule of A: MEAN (eq. 4.24) of its Dirichlet row, times (b + a T) / (n + b) when A is adapted;
-    cache rule of X at yield s: `cache_weight` / (n + b) (the Pitman-Yor predictive).
+    cache rule of X at yield s: `cache_mass` / (n + b) (the Pitman-Yor predictive).  The state's arrays are
+    read into locals once: a call a rule with the whole state costs more than the rule's arithmetic, as
+    numba counts references to every array it passes.
     """
-    x = model.cache_of[rule]
-    if x >= 0:
-        return cache_weight(model, rule) / (max(model.total_customers[x], 0.0) + model.concentration[x])
-    parent = model.rule_parent[rule]
-    weight = mean_cell(model.counts[rule], model.alpha, model.row_totals[parent], model.row_prior[parent])
-    owner = model.adapted_of[parent]
-    if owner >= 0:
-        n = max(model.total_customers[owner], 0.0)
-        weight *= (model.concentration[owner] + model.discount[owner] * max(model.total_tables[owner], 0.0)) / (
-            n + model.concentration[owner])
-    return weight
+    predictive, alpha = model.predictive[0], model.alpha
+    counts, row_totals, row_prior, rule_parent = model.counts, model.row_totals, model.row_prior, model.rule_parent
+    cache_of, adapted_of, customers, tables = model.cache_of, model.adapted_of, model.customers, model.tables
+    total_customers, total_tables = model.total_customers, model.total_tables
+    discount, concentration = model.discount, model.concentration
+    log_empty, base_mass, variance = model.log_empty, model.base_mass, model.variance
+    for c in range(first, last):
+        rule = rules[c]
+        x = cache_of[rule]
+        if x >= 0:
+            a = discount[x]
+            free = customers[rule] - a * tables[rule]
+            if predictive == FIRST_ORDER:
+                mass = max(free, 0.0)
+            else:
+                theta = (concentration[x] + a * max(total_tables[x], 0.0)) * base_mass[rule]
+                mass = cache_mass(predictive, free, log_empty[rule], theta, customers[rule], variance[rule])
+            weight = mass / (max(total_customers[x], 0.0) + concentration[x])
+        else:
+            parent = rule_parent[rule]
+            weight = mean_cell(counts[rule], alpha, row_totals[parent], row_prior[parent])
+            owner = adapted_of[parent]
+            if owner >= 0:
+                n = max(total_customers[owner], 0.0)
+                weight *= (concentration[owner] + discount[owner] * max(total_tables[owner], 0.0)) / (
+                    n + concentration[owner])
+        out[rule] = weight if power == 1.0 else weight ** power
+    return out
 
 
 # q(n^m_s = 0) is floored here so that an utterance certain to use yield s can still be taken out
@@ -419,7 +433,7 @@ def move_sentence(model, cell_rules, first, last, local_counts, local_customers,
 @njit(cache=True)
 def _predictive_tables(state, i):
     """Take sentence i's statistics out and build the rule tables of the leave-one-out predictive weights of
-    the rules it can use (`predictive_weight`)."""
+    the rules it can use (`predictive_weights`)."""
     sentences, model, local = state.sentences, state.model, state.local
     cell_rules = sentences.cell_rules
     first, last = sentences.cell_offsets[i], sentences.cell_offsets[i + 1]
@@ -456,7 +470,7 @@ def _sentence(sentences, i):
 @njit(cache=True)
 def update_sentence(state, i):
     """CVI on unit i: take its expected statistics out, run inside-outside on the leave-one-out
-    predictive weights of the rules it can use (`predictive_weight`), put the new statistics back.
+    predictive weights of the rules it can use (`predictive_weights`), put the new statistics back.
 
     Returns w log Z, log Z the unit's predictive log-probability under those weights, w the utterances it
     stands for (-inf: no tree, its statistics restored).
@@ -537,18 +551,13 @@ def cvi_pass(state, order):
 
 @njit(cache=True)
 def all_predictive_weights(model, n_rules):
-    """`predictive_weight` of every global rule: the posterior predictive table of the final counts."""
-    out = np.empty(n_rules)
-    for r in range(n_rules):
-        out[r] = predictive_weight(model, r)
-    return out
+    """`predictive_weights` of every global rule: the posterior predictive table of the final counts."""
+    return predictive_weights(model, np.arange(n_rules), 0, n_rules, 1.0, np.empty(n_rules))
 
 
 @njit(cache=True)
-def fill_predictive_table(model, cell_rules, first, last):
-    """table[r] = `predictive_weight` of the rules cell_rules[first:last] (a sentence's cells): the weights of
-    the MCMC proposal, the PCFG approximation of the current state (Johnson et al. 2007)."""
-    table = model.table
-    for c in range(first, last):
-        table[cell_rules[c]] = predictive_weight(model, cell_rules[c])
-    return table
+def fill_predictive_table(model, cell_rules, first, last, power=1.0):
+    """table[r] = `predictive_weights` of the rules cell_rules[first:last] (a sentence's cells), to the power
+    ``power``: the weights of the MCMC proposal (annealed when ``power`` < 1), the PCFG approximation of
+    the current state (Johnson et al. 2007)."""
+    return predictive_weights(model, cell_rules, first, last, power, model.table)

@@ -115,6 +115,17 @@ def base_chart_grammar(spec: AdaptorGrammarSpec, compiled: CompiledGrammar, sent
     return inner, to_global, inner.nonterminals.index(top)
 
 
+def utterance_types(utterances) -> tuple[np.ndarray, np.ndarray]:
+    """(the index of each distinct utterance's first copy, its number of copies), in order of first
+    appearance: identical utterances have identical expectations and parses."""
+    first, copies = {}, {}
+    for i, utterance in enumerate(utterances):
+        key = tuple(utterance)
+        first.setdefault(key, i)
+        copies[key] = copies.get(key, 0) + 1
+    return np.fromiter(first.values(), np.int64, len(first)), np.fromiter(copies.values(), float, len(copies))
+
+
 class Training(NamedTuple):
     """What a learner is given: the grammar compiled over the utterances, and the model's settings.
 

@@ -21,7 +21,7 @@ from .cvi import CollapsedVariational
 from .decode import Decoder, PortableWeights
 from .grammar import as_spec, parse_adaptor_grammar, spec_text
 from .kernels import PREDICTIVES
-from .layout import RuleLayout, Training, compile_adaptor
+from .layout import RuleLayout, Training, compile_adaptor, utterance_types
 from .sampler import MetropolisHastings
 from .vb import VariationalBayes
 
@@ -335,7 +335,7 @@ class AdaptorGrammar(BayesModel):
         else:
             compiled, _ = compile_adaptor(self.spec, self.alpha, utterances)
             weights = self.portable_weights().on(compiled)
-        types = list(dict.fromkeys(map(tuple, utterances)))     # identical utterances parse alike
+        types = [tuple(utterances[i]) for i in utterance_types(utterances)[0]]
         found = dict(zip(types, Decoder(self.spec, self.word, compiled, weights, utterances).word_spans(
             compiled, weights, [list(t) for t in types])))
         out, failed = [], 0

@@ -33,7 +33,7 @@ from ...trees.cells import sentence_cells
 from ...trees.grammar import BINARY, LEXICAL, SPAN, UNARY
 from ...trees.inside_outside import build_tables, chart_buffers, sentence_sample
 from .hyperparameters import resample_py_parameters
-from .kernels import all_predictive_weights, empty_restaurants, fill_predictive_table, predictive_weight
+from .kernels import all_predictive_weights, empty_restaurants, fill_predictive_table
 
 # columns of a parse's node array
 RULE, SYMBOL, ADAPTED, YIELD, CACHED, BEGIN, END, OWNER, LAST, TABLE = range(10)
@@ -367,10 +367,7 @@ def propose(kernel, state, cell_rules, first, last, power, tokens, spans, buffer
     weights `fill_predictive_table` of its cells (each to the power ``power``, the annealed proposal),
     `sentence_sample`, then `tree_nodes`.  Returns the number of nodes (0: no parse; -1: the rows
     overflowed)."""
-    table = fill_predictive_table(state, cell_rules, first, last)
-    if power != 1.0:     # from predictive_weight again: a rule may fill several cells
-        for c in range(first, last):
-            table[cell_rules[c]] = predictive_weight(state, cell_rules[c]) ** power
+    table = fill_predictive_table(state, cell_rules, first, last, power)
     _, n_rows = sentence_sample(kernel, build_tables(kernel, table), tokens, spans, buffers, seed, rows)
     if n_rows > 0:
         tree_nodes(kernel, rows, n_rows, spans, tokens.shape[0] + 1, adapted_of, n_nonterminals, family_of, nodes)

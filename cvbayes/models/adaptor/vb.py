@@ -18,6 +18,7 @@ from ...core.units import ZeroProbabilityError
 from ...trees.inside_outside import chart_chunks, make_tables
 from .hyperparameters import maximise
 from .kernels import batch_expectations, vb_table
+from .layout import utterance_types
 from .sampler import Sampler
 
 
@@ -42,14 +43,12 @@ class VariationalBayes:
         self.cells = [np.flatnonzero(layout.cache_of == x) for x in range(n_adapted)]
         # identical utterances have identical expectations: one E-step per utterance type, its statistics
         # times its copies, the types grouped by their number of copies
-        copies = {}
-        for utterance in training.utterances:
-            copies[tuple(utterance)] = copies.get(tuple(utterance), 0) + 1
+        first, copies = utterance_types(training.utterances)
         groups = {}
-        for key, count in copies.items():
-            groups.setdefault(count, []).append(list(key))
-        self.groups = [(float(count), batch_, chart_chunks(compiled.kernel, batch_.offsets))
-                       for count, batch_ in ((count, compiled.prepare(members)) for count, members in groups.items())]
+        for i, count in zip(first, copies):
+            groups.setdefault(count, []).append(i)
+        self.groups = [(count, batch_, chart_chunks(compiled.kernel, batch_.offsets))
+                       for count, batch_ in ((count, training.batch.take(members)) for count, members in groups.items())]
         if training.init == "sample":    # q(theta) and q(v) from the sampler's initial trees
             start = Sampler(compiled, layout, training.batch, training.alpha, training.discount,
                             training.concentration, rng)
