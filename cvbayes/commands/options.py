@@ -162,6 +162,15 @@ def add_cluster_arguments(parser, algorithms):
                          help="the same on a local Dask cluster of N worker processes")
 
 
+def cluster_requested(args, algorithms, command):
+    """Whether --scheduler or --workers was given; refused before any work unless --algorithm is one of
+    ``algorithms`` (those that run on shards)."""
+    sharded = args.scheduler is not None or args.workers is not None
+    if sharded and args.algorithm not in algorithms:
+        raise SystemExit(f"{command}: --scheduler and --workers take --algorithm {', '.join(algorithms)}")
+    return sharded
+
+
 @contextlib.contextmanager
 def connect(scheduler, workers, command):
     """A Dask client for ``--scheduler ADDRESS`` (an existing cluster) or ``--workers N`` (a local cluster

@@ -29,6 +29,7 @@ from ..schedules import Algorithm, batch, gibbs, leave_one_out, stochastic
 from ..schedules.driver import check_positive_int
 from .base import BayesModel
 from .hmm_shards import ShardedBatch, ShardedMinibatches, ShardedSweep, hmm_shards
+from .shards import Sharding
 from .hmm_structures import (BatchChains, ChainData, Minibatches, Parts, SubchainSweep, TokenSampler, TokenSweep,
                              Units)
 
@@ -297,15 +298,10 @@ class HMM(BayesModel):
         if isinstance(self.init, dict):
             self._parts().check_params(self.init)
         how = self.ALGORITHMS[self.algorithm]
-        sharded = how.unit == SHARDED
-        if (client is not None and how.schedule is not batch and how.schedule is not stochastic and not sharded) or (
-                client is None and n_shards is not None and not sharded):
-            raise ValueError(f"algorithm {self.algorithm!r} does not run on shards; client= takes em, vb, svi, scvi "
-                             f"or cvi2-sharded, and n_shards= without a client only cvi2-sharded")
-        if n_shards is not None:
-            check_positive_int("n_shards", n_shards)
-        if shard_folder is not None and client is None:
-            raise ValueError("shard_folder= is where the shards for a client's workers are saved: give client= too")
+        on_shards = [name for name, way in self.ALGORITHMS.items()
+                     if way.schedule in (batch, stochastic) or way.unit == SHARDED]
+        Sharding.checked(self.algorithm, client, n_shards, shard_folder, on_shards,
+                         [name for name in on_shards if self.ALGORITHMS[name].unit == SHARDED])
         subchain_length = self.subchain_length
         if subchain_length is None and self.algorithm in self.DEFAULT_SUBCHAIN and (
                 how.unit == SUBCHAIN or corpus.n_sequences == 1):
