@@ -15,6 +15,8 @@ from .options import (add_checkpoint_arguments, add_common, add_corpus, add_prio
                       positive_int, remove_checkpoint)
 
 
+# the HDP-HMM's emission prior without --beta (the learners' table, DEFAULT_PRIORS, is the finite HMM's)
+HDP_BETA = 0.1
 # seconds to wait for the Dask scheduler of --scheduler
 CONNECT_TIMEOUT = 10
 
@@ -87,7 +89,8 @@ def run_fit(args):
                 n_states=n_states, progress=not (args.quiet or args.json), batch_size=args.batch_size,
                 kappa=args.kappa, subchain_length=args.subchain_length, n_init=args.restarts,
                 checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every,
-                model=HDPHMM(n_states, gamma=args.gamma, sigma=args.sigma, beta=args.beta, occupancy=args.occupancy,
+                model=HDPHMM(n_states, gamma=args.gamma, sigma=args.sigma,
+                             beta=HDP_BETA if args.beta is None else args.beta, occupancy=args.occupancy,
                              burn_in=burn_in) if hdp else None,
                 **({"client": client} if sharded else {}))
     except NothingToLearnWarning:
@@ -165,6 +168,6 @@ def register(commands):
     cluster.add_argument("--workers", type=positive_int, default=None, metavar="N",
                          help="the same on a local Dask cluster of N worker processes")
     add_checkpoint_arguments(fit)
-    add_priors(fit)
+    add_priors(fit, HDP_BETA)
     add_common(fit)
     fit.set_defaults(handler=run_fit)

@@ -49,6 +49,19 @@ ALGORITHMS = {
 # the five the tagging comparisons of thesis §3.8.1-3.8.2 run by default
 TAGGING_ALGORITHMS = ("em", "vb", "cvi1", "cvi2", "cgs")
 
+# Each learner's (alpha, beta) when HMM() or `cvbayes fit` is given none (0.1 each, as before, until
+# `cvbayes experiment defaults` has chosen them on development data)
+DEFAULT_PRIORS = {"em": (0.1, 0.1), "vb": (0.1, 0.1), "cvi1": (0.1, 0.1), "cvi2": (0.1, 0.1), "cgs": (0.1, 0.1),
+                  "svi": (0.1, 0.1), "scvi": (0.1, 0.1)}
+# CVI-3 (CVI-2 on subchains) and CVI-2 on shards optimise CVI-2's objective: they take its values
+DEFAULT_PRIORS.update({name: DEFAULT_PRIORS["cvi2"] for name in ("cvi3", "cvi2-sharded")})
+
+
+def default_priors(algorithm, alpha=None, beta=None):
+    """(alpha, beta): the values given, and ``algorithm``'s `DEFAULT_PRIORS` for those left None."""
+    chosen = DEFAULT_PRIORS.get(algorithm, (None, None))
+    return (chosen[0] if alpha is None else alpha), (chosen[1] if beta is None else beta)
+
 OBJECTIVES = {
     "em": "log p(x | theta) + log p(theta) up to a constant (the log-likelihood when alpha = beta = 1)",
     "vb": "evidence lower bound L^VI (eq. 3.11)",
@@ -110,13 +123,14 @@ class HMM(BayesModel):
     ----------
     n_states : int
         Number of hidden states K.
-    alpha : float
+    alpha : float, optional
         Symmetric Dirichlet concentration on the start row and each transition
-        row (eq. 3.1).
-    beta : float
+        row (eq. 3.1).  None (the default): the algorithm's value in
+        `DEFAULT_PRIORS`, chosen on development data.
+    beta : float, optional
         Symmetric Dirichlet concentration on each categorical emission row
-        (eq. 3.3).  Ignored by the other emission families, whose priors are
-        set on the family object.
+        (eq. 3.3); None: the algorithm's `DEFAULT_PRIORS`.  Ignored by the other
+        emission families, whose priors are set on the family object.
     emission : {"categorical", "gaussian", "gaussian-full", "poisson"} or a family instance
         The conjugate emission family (thesis §3.7, eq. 3.96): words, diagonal or full-covariance
         Gaussians, counts; pass ``cvbayes.families.Gaussian(kappa=..., shape=...)`` (or
@@ -225,13 +239,14 @@ class HMM(BayesModel):
     OBJECTIVES = OBJECTIVES
     FIT_OPTIONS = ("lengths", "client", "n_shards")
 
-    def __init__(self, n_states: int, alpha: float = 0.1, beta: float = 0.1,
+    def __init__(self, n_states: int, alpha: float | None = None, beta: float | None = None,
                  emission: str | object = "categorical", tag_dictionary: ArrayLike | None = None, *,
                  algorithm: str = "cvi2", n_iter: int = 50, n_init: int = 1, random_state: int = 0,
                  init: str | dict = "params", anneal: bool = True, batch_size: int = 100, kappa: float = 0.5,
                  tau0: float = 1.0, subchain_length: int | None = None, buffer: int = 10,
                  vanilla: bool = False) -> None:
         self._keep_params(locals())
+        alpha, beta = default_priors(algorithm, alpha, beta)
         self._check_chain_params(n_states, beta, emission)
         if not alpha > 0:
             raise ValueError("alpha and beta must be positive")
@@ -249,6 +264,7 @@ class HMM(BayesModel):
 
     def _check_chain_params(self, n_states, beta, emission):
         """The checks every HMM's constructor shares: its states, emissions and learner's settings."""
+        self._check_learner("n_iter", "n_init", "batch_size")
         if isinstance(n_states, bool) or int(n_states) != n_states or n_states < 1:
             raise ValueError(f"n_states must be a positive integer, got {n_states}")
         if not beta > 0:
@@ -256,7 +272,6 @@ class HMM(BayesModel):
         self.n_states = int(n_states)
         self.beta = float(beta)
         self.family = make_family(emission, beta)
-        self._check_learner("n_iter", "n_init", "batch_size")
         if isinstance(self.buffer, bool) or int(self.buffer) != self.buffer or self.buffer < 0:
             raise ValueError(f"buffer must be a non-negative integer, got {self.buffer}")
         if not 0.0 <= self.kappa <= 1.0:
