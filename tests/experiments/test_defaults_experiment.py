@@ -41,7 +41,8 @@ def test_grid_and_check_write_results(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(defaults, "held_out_corpora", lambda: slices)
     monkeypatch.setattr(defaults, "ALPHAS", (0.1, 1.0))
     monkeypatch.setattr(defaults, "BETAS", (0.01, 0.1))
-    common = ["--algorithms", "em,cvi2", "--passes", "1", "--out", str(tmp_path), "--quiet", "--seed", "3"]
+    common = ["--algorithms", "em,cvi2", "--passes", "1", "--out", str(tmp_path), "--quiet", "--seed", "3",
+              "--seeds", "1"]
     main(["experiment", "defaults", *common])
     grid = json.loads((tmp_path / "defaults" / "results.json").read_text())
     assert len(grid["runs"]) == 2 * 2 * 4 and {r["seed"] for r in grid["runs"]} == {3}

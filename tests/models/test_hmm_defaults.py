@@ -1,9 +1,10 @@
 """HMM's alpha and beta when none are given: each learner's row of DEFAULT_PRIORS; explicit values win."""
+import numpy as np
 import pytest
 import sklearn.base
 
 from cvbayes import HMM
-from cvbayes.models.hmm import ALGORITHMS, DEFAULT_PRIORS, default_priors
+from cvbayes.models.hmm import ALGORITHMS, DEFAULT_PRIORS, DICTIONARY_PRIORS, default_priors
 
 
 def test_every_learner_has_defaults_and_the_cvi2_family_shares_cvi2s():
@@ -19,6 +20,12 @@ def test_unset_alpha_and_beta_are_the_learners_defaults(algorithm):
     assert (model.alpha, model.beta, model.family.beta) == (alpha, beta, beta)
     assert model.transition_prior()[0][0] == alpha
     assert model.get_params()["alpha"] is None and model.get_params()["beta"] is None
+
+
+def test_a_tag_dictionary_takes_the_dictionary_defaults():
+    model = HMM(3, tag_dictionary=np.ones((4, 3)), algorithm="cvi1")
+    assert (model.alpha, model.beta) == DICTIONARY_PRIORS
+    assert HMM(3, beta=0.2, tag_dictionary=np.ones((4, 3)), algorithm="cvi1").beta == 0.2
 
 
 def test_explicit_values_override_the_defaults_one_by_one():
