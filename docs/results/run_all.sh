@@ -62,3 +62,8 @@ cvbayes experiment fig4.2 --la-subtypes 1 2 4 8 --la-alphas 1 0.1 0.01 0.001 --s
 # wall clock on the shared 2-core machine (24 min, load average 5-7); then the planted grammar.
 cvbayes experiment fig4.1-morphology --seeds 3 --iterations 30 --cgs-iterations 800
 cvbayes experiment pcfg-planted --seeds 2 --iterations 50 --cgs-iterations 200
+
+# The HMM's default alpha and beta per learner (issue 33), after `cvbayes data fetch ewt`, `brown` and
+# `htb`; one after the other on the shared 2-core machine (load 7-20): 32 min and 28 min
+NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment defaults --seed 0 --seeds 2
+NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment defaults --check --seed 0 --seeds 2
