@@ -11,7 +11,14 @@ Four measurements, each a subcommand (results appended to benchmarks/results/dis
    1M to 20M tokens, after an EM pass (a fresh cluster per size, so each peak is its own);
 3. ``cvi2``: the sharded CVI-2 against sequential CVI-2 on the full Brown corpus (unsupervised,
    K = 45 states scored against its 87-odd tags, the thesis's alpha = beta = 0.1 and footnote 5's random local start): many-to-one
-   accuracy and seconds per pass, shards on threads of one process and on 2 Dask workers.
+   accuracy and seconds per pass, shards on threads of one process and on 2 Dask workers;
+4. ``lda-equality`` (issue 32): LDA's batch VB, online VB and SCVB0 on Brown's 500 documents (or ``news``)
+   in one process and on LocalClusters of 1, 2 and 4 workers (processes, and 2 workers as threads of one
+   process): the largest relative difference of the objectives and of the topic-word statistics, seconds
+   per pass, and the median per-pass breakdown of ``shard_timings_`` (compute per shard, bytes sent and
+   returned, broadcast, reduction, overhead);
+5. ``lda-cvb0``: the sharded CVB0 (``cvb0-sharded``) with 1, 2 and 4 shards against CVB0: held-out
+   document-completion perplexity (a tenth of the documents held out) and seconds per pass.
 
 The machine this ran on has 2 cores shared with other jobs: quote medians, expect noise.
 ``python benchmarks/bench_distributed.py equality --tokens 100000`` is a quick smoke test.
@@ -142,6 +149,77 @@ def run_cvi2(args):
     return {"tokens": corpus.n_tokens, "states": k, "iterations": args.iterations, "rows": rows}
 
 
+def _lda_documents(args):
+    from cvbayes.commands.lda import load_documents
+    corpus = load_documents(args.corpus, min_count=5, max_df=0.5, stop_words="english")
+    order = np.random.default_rng(0).permutation(corpus.n_sequences)
+    n_heldout = corpus.n_sequences // 10
+    return corpus[np.sort(order[n_heldout:])], corpus[np.sort(order[:n_heldout])]
+
+
+def _timing_summary(model):
+    """Medians over the passes after the first of a fit's shard_timings_."""
+    passes = model.shard_timings_[1:] or model.shard_timings_
+    median = lambda values: float(statistics.median(values))
+    return {"compute_max": median([max(p["compute"]) for p in passes]),
+            "compute_sum": median([sum(p["compute"]) for p in passes]),
+            "compute_per_shard": [median(column) for column in zip(*[p["compute"] for p in passes])],
+            **{name: median([p[name] for p in passes])
+               for name in ("bytes_sent", "bytes_returned", "broadcast", "reduce", "reduce_path", "wall", "overhead",
+                            "rounds")}}
+
+
+def run_lda_equality(args):
+    from distributed import Client, LocalCluster
+    from cvbayes import LDA
+    train, _ = _lda_documents(args)
+    rows = []
+    settings = [(n, True) for n in args.workers] + [(2, False)]
+    for algorithm in args.algorithms:
+        options = dict(algorithm=algorithm, n_iter=args.iterations, random_state=0, batch_size=args.batch_size)
+        single = LDA(args.topics, **options).fit(train)
+        rows.append({"algorithm": algorithm, "workers": 0, "seconds_per_pass": per_pass(single), "max_rel_diff": 0.0})
+        print(rows[-1], flush=True)
+        for n_workers, processes in settings:
+            threads = max(1, (os.cpu_count() or 1) // n_workers) if processes else 1
+            with LocalCluster(n_workers=n_workers, threads_per_worker=threads, processes=processes,
+                              dashboard_address=":0") as local, Client(local) as client:
+                client.wait_for_workers(n_workers)
+                LDA(args.topics, **{**options, "n_iter": 1}).fit(train, client=client)   # warm the workers' numba
+                sharded = LDA(args.topics, **options).fit(train, client=client)
+            diff = np.max(np.abs(objectives(sharded) - objectives(single)) / np.abs(objectives(single)))
+            statistics_diff = np.max(np.abs(sharded.components_ - single.components_) / single.components_)
+            rows.append({"algorithm": algorithm, "workers": n_workers, "processes": processes,
+                         "threads_per_worker": threads, "seconds_per_pass": per_pass(sharded),
+                         "max_rel_diff": float(diff), "max_rel_diff_components": float(statistics_diff),
+                         "per_pass": _timing_summary(sharded)})
+            print(rows[-1], flush=True)
+    return {"corpus": args.corpus, "documents": train.n_sequences, "tokens": train.n_tokens, "topics": args.topics,
+            "iterations": args.iterations, "batch_size": args.batch_size, "rows": rows}
+
+
+def run_lda_cvb0(args):
+    from cvbayes import LDA
+    train, heldout = _lda_documents(args)
+    rows = []
+
+    def score(name, model, n_shards):
+        rows.append({"run": name, "shards": n_shards, "seconds_per_pass": per_pass(model),
+                     "heldout_perplexity": float(model.perplexity(heldout)),
+                     "objective": float(objectives(model)[-1])})
+        print(rows[-1], flush=True)
+
+    for seed in args.seeds:
+        fit = dict(n_iter=args.iterations, random_state=seed)
+        score(f"cvb0, seed {seed}", LDA(args.topics, algorithm="cvb0", **fit).fit(train), 0)
+        for n_shards in (1, 2, 4):
+            model = LDA(args.topics, algorithm="cvb0-sharded", **fit).fit(train, n_shards=n_shards)
+            score(f"cvb0-sharded, {n_shards} shards, seed {seed}", model, n_shards)
+    return {"corpus": args.corpus, "documents": train.n_sequences, "tokens": train.n_tokens,
+            "heldout_documents": heldout.n_sequences, "topics": args.topics, "iterations": args.iterations,
+            "rows": rows}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
@@ -158,8 +236,20 @@ def main():
     cvi2.add_argument("--iterations", type=int, default=8)
     cvi2.add_argument("--states", type=int, default=45)
     cvi2.add_argument("--no-dask", action="store_true")
+    lda_equality = sub.add_parser("lda-equality")
+    lda_cvb0 = sub.add_parser("lda-cvb0")
+    for lda in (lda_equality, lda_cvb0):
+        lda.add_argument("--corpus", default="brown", help="brown or news (cvbayes data fetch)")
+        lda.add_argument("--topics", type=int, default=20)
+    lda_equality.add_argument("--iterations", type=int, default=5)
+    lda_equality.add_argument("--batch-size", type=int, default=64)
+    lda_equality.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    lda_equality.add_argument("--algorithms", nargs="+", default=["vb", "online-vb", "scvb0"])
+    lda_cvb0.add_argument("--iterations", type=int, default=50)
+    lda_cvb0.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = parser.parse_args()
-    result = {"equality": run_equality, "memory": run_memory, "cvi2": run_cvi2}[args.what](args)
+    result = {"equality": run_equality, "memory": run_memory, "cvi2": run_cvi2, "lda-equality": run_lda_equality,
+              "lda-cvb0": run_lda_cvb0}[args.what](args)
     result.update(what=args.what, date=datetime.datetime.now().isoformat(timespec="seconds"),
                   load_average=os.getloadavg(), cpus=os.cpu_count())
     history = json.loads(RESULTS.read_text()) if RESULTS.exists() else []

@@ -185,7 +185,9 @@ EXPERIMENTS = {
     "fig5.7": Experiment(
         "hdp_states", "HDP-HMM CVI against beam sampling at finding the number of states (Fig. 5.7, §5.5.1)",
         "Synthetic data; writes under --out/fig5_7.",
-        (seeds(10, "datasets a scenario"), SEQUENCES, LENGTH,
+        (seeds(10, "datasets a scenario"),
+         option("--seed", type=int, default=0, help="the first dataset: datasets SEED..SEED+N-1, drawn from seeds "
+                                                     "1000+SEED.. (default 0)"), SEQUENCES, LENGTH,
          option("--cvi-iterations", type=positive_int, default=1000, help="CVI passes (default 1000)"),
          option("--beam-iterations", type=positive_int, default=3000, help="beam-sampling iterations (default 3000)"),
          option("--scenarios", nargs="+", choices=("theta_pos", "theta_neg", "grammar"), default=None,

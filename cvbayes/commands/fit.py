@@ -1,6 +1,4 @@
 """``cvbayes fit``: train an HMM or HDP-HMM tagger on a corpus and save it."""
-import contextlib
-import os
 import warnings
 
 import numpy as np
@@ -11,46 +9,11 @@ from ..models.hdp_hmm import HDPHMM
 from ..models.hmm import ALGORITHMS, NothingToLearnWarning
 from ..models.hmm_shards import SHARDED_ALGORITHMS
 from ..tagging import fit_tagger, load_corpus, tag_dictionary
-from .options import (add_checkpoint_arguments, add_common, add_corpus, add_priors, announce_resume, count, emit,
-                      positive_int, remove_checkpoint)
-
+from .options import (add_checkpoint_arguments, add_cluster_arguments, add_common, add_corpus, add_priors,
+                      announce_resume, connect, count, emit, positive_int, remove_checkpoint)
 
 # the HDP-HMM's emission prior without --beta (the learners' table, DEFAULT_PRIORS, is the finite HMM's)
 HDP_BETA = 0.1
-# seconds to wait for the Dask scheduler of --scheduler
-CONNECT_TIMEOUT = 10
-
-
-@contextlib.contextmanager
-def connect(scheduler=None, workers=None):
-    """A Dask client for ``--scheduler ADDRESS`` (an existing cluster) or ``--workers N`` (a local cluster
-    of N processes sharing the cores); None (no Dask) without either."""
-    if scheduler is None and workers is None:
-        yield None
-        return
-    try:
-        from distributed import Client, LocalCluster
-    except ImportError:
-        raise SystemExit('--scheduler and --workers need Dask: pip install "cvbayes[distributed]"') from None
-    if scheduler is not None:
-        try:
-            client = Client(scheduler, timeout=CONNECT_TIMEOUT)
-        except ValueError as error:
-            raise SystemExit(f"cvbayes fit: --scheduler {scheduler}: not a scheduler address ({error}); "
-                             f"give tcp://HOST:PORT") from None
-        except OSError as error:
-            raise SystemExit(f"cvbayes fit: --scheduler {scheduler}: no Dask scheduler answered within "
-                             f"{CONNECT_TIMEOUT} s ({error})") from None
-        except Exception as error:                              # something answered, but not Dask
-            raise SystemExit(f"cvbayes fit: --scheduler {scheduler}: what answered is not a Dask scheduler "
-                             f"({type(error).__name__}: {error})") from None
-        with client:
-            yield client
-        return
-    threads = max(1, (os.cpu_count() or 1) // workers)
-    with LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True,
-                      dashboard_address=":0") as cluster, Client(cluster) as client:
-        yield client
 
 
 def run_fit(args):
@@ -61,6 +24,8 @@ def run_fit(args):
         raise SystemExit(f"cvbayes fit: --model {args.model} takes --algorithm {', '.join(algorithms)}")
     if args.burn_in is not None and not (hdp and args.algorithm == "cvi"):
         raise SystemExit("cvbayes fit: --burn-in is for --model hdp-hmm --algorithm cvi")
+    if args.merge != "none" and not (hdp and args.algorithm == "cvi"):
+        raise SystemExit("cvbayes fit: --merge is for --model hdp-hmm --algorithm cvi")
     if hdp and args.dictionary != "none":
         raise SystemExit("cvbayes fit: the HDP-HMM learns its states without a tag dictionary")
     corpus = load_corpus(args.corpus, args.format, args.tagset, args.sentences, tag=args.tag)
@@ -81,7 +46,7 @@ def run_fit(args):
                          f"{', '.join(SHARDED_ALGORITHMS)}")
     burn_in = args.iterations // 2 if args.burn_in is None else args.burn_in
     try:
-        with connect(args.scheduler, args.workers) as client, warnings.catch_warnings():
+        with connect(args.scheduler, args.workers, "cvbayes fit") as client, warnings.catch_warnings():
             # a run that cannot learn is refused before it starts, not saved as if all went well
             warnings.simplefilter("error", NothingToLearnWarning)
             model, states, result = fit_tagger(
@@ -91,7 +56,7 @@ def run_fit(args):
                 checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every,
                 model=HDPHMM(n_states, gamma=args.gamma, sigma=args.sigma,
                              beta=HDP_BETA if args.beta is None else args.beta, occupancy=args.occupancy,
-                             burn_in=burn_in) if hdp else None,
+                             burn_in=burn_in, merge=None if args.merge == "none" else args.merge) if hdp else None,
                 **({"client": client} if sharded else {}))
     except NothingToLearnWarning:
         raise SystemExit(f"cvbayes fit: {args.corpus} holds one sentence (one line), and {args.algorithm} leaves "
@@ -145,6 +110,9 @@ def register(commands):
     fit.add_argument("--burn-in", type=count, default=None, metavar="N",
                      help="hdp-hmm, cvi: passes before gamma and sigma are learned (default half of --iterations; "
                           "the states must separate first, thesis §5.5)")
+    fit.add_argument("--merge", choices=("none", "auto"), default="none",
+                     help="hdp-hmm, cvi: 'auto' merges two states every 10 passes when the pass's objective is "
+                          "no lower for it (HDPHMM's merge; default none)")
     fit.add_argument("--occupancy", choices=OCCUPANCY_METHODS, default="heuristic",
                      help="hdp-hmm: how q(C_jk > 0) is computed (thesis §5.4; default heuristic)")
     fit.add_argument("--dictionary", choices=("none", "complete", "incomplete"), default="none",
@@ -161,12 +129,7 @@ def register(commands):
     fit.add_argument("--restarts", type=positive_int, default=1, metavar="R",
                      help="fit R times from seeds --seed, --seed + 1, ... and keep the run with the best final "
                           "objective of its own algorithm (HMM.fit's n_init; default 1)")
-    cluster = fit.add_mutually_exclusive_group()
-    cluster.add_argument("--scheduler", metavar="ADDRESS", default=None,
-                         help="run em/vb/svi/scvi/cvi2-sharded on the workers of this Dask scheduler "
-                              "(tcp://host:8786), one shard of the corpus per worker (needs cvbayes[distributed])")
-    cluster.add_argument("--workers", type=positive_int, default=None, metavar="N",
-                         help="the same on a local Dask cluster of N worker processes")
+    add_cluster_arguments(fit, "/".join(SHARDED_ALGORITHMS))
     add_checkpoint_arguments(fit)
     add_priors(fit, HDP_BETA)
     add_common(fit)

@@ -9,9 +9,9 @@ import numpy as np
 from ..data.documents import read_folder, read_lines, read_tagged_documents
 from ..files import write_text
 from ..metrics.topics import document_completion, npmi_coherence, top_words
-from ..models.lda import ALGORITHMS, LDA
-from .options import (add_checkpoint_arguments, announce_resume, check_writable, fraction, positive_int,
-                      remove_checkpoint)
+from ..models.lda import ALGORITHMS, LDA, SHARDED_ALGORITHMS
+from .options import (add_checkpoint_arguments, add_cluster_arguments, announce_resume, check_writable, connect,
+                      fraction, positive_int, remove_checkpoint)
 
 FORMATS = ("auto", "lines", "folder", "tagged")
 
@@ -68,6 +68,9 @@ def _topic_lines(model, n_words):
 
 def run_lda_fit(args):
     check_writable(args.output_doc_topics)
+    sharded = args.scheduler is not None or args.workers is not None
+    if sharded and args.algorithm not in SHARDED_ALGORITHMS:
+        raise SystemExit(f"cvbayes lda fit: --scheduler and --workers take --algorithm {', '.join(SHARDED_ALGORITHMS)}")
     corpus = load_documents(args.documents, args.format, args.keep_tags, **_cleaning(args))
     heldout = None
     if args.heldout:
@@ -83,7 +86,9 @@ def run_lda_fit(args):
                 n_jobs=args.jobs)
     announce_resume(args.checkpoint, args.iterations or ALGORITHMS[args.algorithm].default_iterations,
                     "cvbayes lda fit", args.quiet or args.json)
-    model.fit(corpus, progress=not args.quiet, checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every)
+    with connect(args.scheduler, args.workers, "cvbayes lda fit") as client:
+        model.fit(corpus, progress=not args.quiet, checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every,
+                  **({"client": client} if sharded else {}))
     report = {"documents": corpus.n_sequences, "tokens": corpus.n_tokens, "words": len(corpus.vocabulary),
               "algorithm": args.algorithm, "topics": args.topics, "iterations": model.n_iter_,
               "seconds": round(sum(record.seconds for record in model.history_), 3),
@@ -233,6 +238,7 @@ def register(commands):
                           "a line a document, its number, its name (its 1-based number in the input) and the K "
                           "proportions, tab-separated; '-' for standard output)")
     fit.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_cluster_arguments(fit, "/".join(SHARDED_ALGORITHMS))
     add_checkpoint_arguments(fit)
     fit.set_defaults(handler=run_lda_fit)
 

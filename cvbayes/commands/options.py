@@ -1,5 +1,6 @@
 """Options and checks that several ``cvbayes`` commands share, each written once."""
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -153,3 +154,49 @@ def hmm_algorithms(text, command):
             raise SystemExit(f"cvbayes {command}: unknown algorithm {algorithm!r}; "
                              f"choose from {', '.join(ALGORITHMS)}")
     return algorithms
+
+
+# seconds to wait for the Dask scheduler of --scheduler
+CONNECT_TIMEOUT = 10
+
+
+def add_cluster_arguments(parser, algorithms):
+    """--scheduler and --workers: the learners ``algorithms`` (text) on Dask workers, one shard each."""
+    cluster = parser.add_mutually_exclusive_group()
+    cluster.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                         help=f"run {algorithms} on the workers of this Dask scheduler (tcp://host:8786), one "
+                              f"shard of the corpus per worker (needs cvbayes[distributed])")
+    cluster.add_argument("--workers", type=positive_int, default=None, metavar="N",
+                         help="the same on a local Dask cluster of N worker processes")
+
+
+@contextlib.contextmanager
+def connect(scheduler, workers, command):
+    """A Dask client for ``--scheduler ADDRESS`` (an existing cluster) or ``--workers N`` (a local cluster
+    of N processes sharing the cores); None (no Dask) without either.  Errors name ``command``."""
+    if scheduler is None and workers is None:
+        yield None
+        return
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise SystemExit('--scheduler and --workers need Dask: pip install "cvbayes[distributed]"') from None
+    if scheduler is not None:
+        try:
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT)
+        except ValueError as error:
+            raise SystemExit(f"{command}: --scheduler {scheduler}: not a scheduler address ({error}); "
+                             f"give tcp://HOST:PORT") from None
+        except OSError as error:
+            raise SystemExit(f"{command}: --scheduler {scheduler}: no Dask scheduler answered within "
+                             f"{CONNECT_TIMEOUT} s ({error})") from None
+        except Exception as error:                              # something answered, but not Dask
+            raise SystemExit(f"{command}: --scheduler {scheduler}: what answered is not a Dask scheduler "
+                             f"({type(error).__name__}: {error})") from None
+        with client:
+            yield client
+        return
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    with LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True,
+                      dashboard_address=":0") as cluster, Client(cluster) as client:
+        yield client

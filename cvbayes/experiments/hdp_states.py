@@ -11,8 +11,9 @@ against beam sampling, on fresh synthetic datasets.
 gamma = sigma = beta = 1 throughout, held fixed, as the thesis does.  CVI runs
 twice on every dataset: "cvi" from the HDP-HMM's default start (init="perturbed":
 nearly equal states whose emission rows differ by a small spread shared by all
-of a word's tokens, issue 15) and "cvi-local" from the thesis's start (footnote
-5: random local posteriors q(z_t | z_{t-1}) ∝ U[0, 1]); beam sampling starts
+of a word's tokens, issue 15), "cvi-local" from the thesis's start (footnote
+5: random local posteriors q(z_t | z_{t-1}) ∝ U[0, 1]) and "cvi-merge" from the
+default start with merge moves (merge="auto", issue 33); beam sampling starts
 from uniform random states in {1..K}.  Effective states: the fewest covering
 99 % of the tokens (footnote 4), counted on the expected tokens after every
 pass ("effective") and on the states decoding gives them ("decoded": the
@@ -76,11 +77,11 @@ def make_dataset(scenario, seed, n_sequences=100, length=100):
     return sample_categorical_hmm(np.full(4, 0.25), theta, PHI, [length] * n_sequences, seed=seed)
 
 
-def run_cvi(corpus, n_states, n_iter, seed, init=None):
+def run_cvi(corpus, n_states, n_iter, seed, init=None, merge=None):
     """After every CVI pass the effective states (expected tokens), the decoded ones and the
     cumulative seconds; and ``n_effective_states_`` at the end.  ``init`` None is the
-    HDP-HMM's default start, "local" the thesis's."""
-    model = HDPHMM(n_states, gamma=1.0, sigma=1.0, beta=1.0, learn_concentrations=False)
+    HDP-HMM's default start, "local" the thesis's; ``merge`` the HDP-HMM's merge moves."""
+    model = HDPHMM(n_states, gamma=1.0, sigma=1.0, beta=1.0, learn_concentrations=False, merge=merge)
     model.set_params(algorithm="cvi", n_iter=n_iter, random_state=seed, init=init).fit(corpus)
     return ([record["effective_states"] for record in model.hyper_history_],
             [record["decoded_states"] for record in model.hyper_history_],
@@ -90,6 +91,11 @@ def run_cvi(corpus, n_states, n_iter, seed, init=None):
 def run_cvi_local(corpus, n_states, n_iter, seed):
     """`run_cvi` from the thesis's start (footnote 5)."""
     return run_cvi(corpus, n_states, n_iter, seed, init="local")
+
+
+def run_cvi_merge(corpus, n_states, n_iter, seed):
+    """`run_cvi` with merge moves (merge="auto")."""
+    return run_cvi(corpus, n_states, n_iter, seed, merge="auto")
 
 
 def run_beam(corpus, n_states, n_iter, seed):
@@ -102,7 +108,7 @@ def run_beam(corpus, n_states, n_iter, seed):
     return effective, effective, np.cumsum([row["seconds"] for row in result.history]).tolist(), effective[-1]
 
 
-RUNNERS = {"cvi": run_cvi, "cvi-local": run_cvi_local, "beam": run_beam}
+RUNNERS = {"cvi": run_cvi, "cvi-local": run_cvi_local, "cvi-merge": run_cvi_merge, "beam": run_beam}
 
 
 def _first_stable(effective, target):
@@ -125,7 +131,7 @@ def run_fig_5_7(args):
     runs = []
     for scenario in scenarios:
         n_states, truth = SCENARIOS[scenario]
-        for dataset in range(args.seeds):
+        for dataset in range(args.seed, args.seed + args.seeds):
             corpus = make_dataset(scenario, 1000 + dataset, args.sequences, args.length)
             for algorithm, runner in RUNNERS.items():
                 n_iter = args.beam_iterations if algorithm == "beam" else args.cvi_iterations
@@ -154,7 +160,7 @@ def run_fig_5_7(args):
 
 
 def _settings(args):
-    return {"datasets": args.seeds, "sequences": args.sequences, "length": args.length,
+    return {"datasets": args.seeds, "seed": args.seed, "sequences": args.sequences, "length": args.length,
             "cvi_iterations": args.cvi_iterations, "beam_iterations": args.beam_iterations,
             "gamma": 1.0, "sigma": 1.0, "beta": 1.0, "mark": MARK,
             "scenarios": getattr(args, "scenarios", None) or list(SCENARIOS)}
@@ -188,10 +194,11 @@ def _summarise(runs, scenarios):
 
 def _table(summary, args):
     lines = ["# Fig. 5.7: finding the number of states (CVI for the HDP-HMM against beam sampling)", "",
-             f"{args.seeds} fresh datasets a scenario, {args.sequences} sequences of {args.length}; "
+             f"{args.seeds} fresh datasets a scenario (seeds {1000 + args.seed}..{1000 + args.seed + args.seeds - 1}), "
+             f"{args.sequences} sequences of {args.length}; "
              f"CVI {args.cvi_iterations} passes, beam sampling {args.beam_iterations} iterations; "
              "gamma = sigma = beta = 1 fixed. cvi: the HDP-HMM's default start (init='perturbed'); cvi-local: "
-             "the thesis's start (footnote 5). Every cell 'a / b': a counts states on the expected tokens "
+             "the thesis's start (footnote 5); cvi-merge: the default start with merge moves (merge='auto'). Every cell 'a / b': a counts states on the expected tokens "
              "(footnote 4, as before issue 15), b on the decoded states (`n_effective_states_`; after every "
              "CVI pass the argmax of its q(z_t); beam sampling's sample is both). 'stable from': the first "
              "iteration after which the count stays at the true number (median over the runs that get there).",
@@ -221,7 +228,7 @@ def _plot(path, runs):
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     panels = (("theta_pos", "theta_neg"), ("grammar",))
-    colours = {"cvi": "tab:blue", "cvi-local": "tab:green", "beam": "tab:orange"}
+    colours = {"cvi": "tab:blue", "cvi-local": "tab:green", "cvi-merge": "tab:red", "beam": "tab:orange"}
     for axis, scenarios in zip(axes, panels):
         for scenario in scenarios:
             for algorithm in RUNNERS:

@@ -497,3 +497,101 @@ class HDPOccupancy:
             record["beta"] = self._update_emission_prior(stats, np.exp(counts["zero_emissions"].values()))
         record["effective_states"] = effective_states(self.family.state_totals(stats))
         self.history.append(record)
+
+
+# -- merge moves (Hughes, Kim and Sudderth 2015, merge-only) ----------------------------------------------
+# batch CVI proposes merges after every MERGE_EVERY passes (the first after pass 10), trying at most
+# MERGE_TRIES pairs a time; on Fig. 5.7's theta_pos data of seeds 2000-2009, a first try only after pass
+# 50 or 100 settled later and left as many runs off four states
+MERGE_EVERY = 10
+MERGE_TRIES = 3
+MERGES = (None, "auto")
+
+
+def merge_gain(parts, counts, keep, gone):
+    """How much more likely the expected counts are with states ``keep`` and ``gone`` as one:
+    log p(x, z) of eq. 5.10 (transitions: every restaurant j = 0..K a Dirichlet-multinomial around
+    sigma G[pi], the merged state's weight the sum of the two) plus the emission family's collapsed
+    log p(x | z) (eq. 3.24), merged minus apart.  Positive when the two states' statistics look like
+    one state's: the Bayesian test of whether two clusters share a parameter (Heller and Ghahramani
+    2005), which ranks the pairs a merge move proposes."""
+    start_counts, trans_counts, stats = counts
+    prior, total = parts.transitions.prior()
+    rows = np.vstack([start_counts[None], trans_counts])
+    merged_rows = rows.copy()
+    merged_rows[:, keep] += merged_rows[:, gone]
+    merged_rows[keep + 1] += merged_rows[gone + 1]
+    merged_prior = prior.copy()
+    merged_prior[keep] += merged_prior[gone]
+    merged_rows = np.delete(np.delete(merged_rows, gone + 1, axis=0), gone, axis=1)
+    # the emission marginal is a sum over states: only the two states' terms change
+    pair = stats[:, [keep, gone]]
+    family = parts.family
+    return (rules.dirichlet_log_marginal(merged_rows, np.delete(merged_prior, gone), total)
+            - rules.dirichlet_log_marginal(rows, prior, total)
+            + family.log_marginal(pair.sum(axis=1, keepdims=True)) - family.log_marginal(pair))
+
+
+def merge_candidates(parts, counts, tries=MERGE_TRIES):
+    """The ``tries`` pairs of used states (at least one expected token each) of the highest `merge_gain`,
+    best first, as (gain, keep, gone): ``keep`` the one with more tokens."""
+    start_counts, trans_counts, stats = counts
+    tokens = parts.family.state_totals(stats)
+    used = np.flatnonzero(tokens >= 1.0)
+    scored = []
+    for i, first in enumerate(used):
+        for second in used[i + 1:]:
+            keep, gone = (first, second) if tokens[first] >= tokens[second] else (second, first)
+            scored.append((merge_gain(parts, counts, keep, gone), int(keep), int(gone)))
+    scored.sort(key=lambda item: -item[0])
+    return scored[:tries]
+
+
+class MergingSweep:
+    """Batch CVI with merge moves, the HDP-HMM's ``merge="auto"`` (merge-only moves in the manner of
+    Hughes, Kim and Sudderth 2015): after every ``every`` passes, the pass runs as usual from a saved
+    state, then again from that state with the best pair of `merge_candidates` merged
+    (`SubchainSweep.merge_states`); the merge is kept when its pass's objective, the learner's own (the
+    sum over units of log Z under the surrogate parameters, eq. 5.37-5.39: a leave-one-unit-out
+    predictive log-likelihood), is not below the unmerged pass's, otherwise the next pair is tried, up to
+    ``tries``.  Both passes run under the same sticks, so the objectives compare the two states alone;
+    the pass's seconds include the trials.  Every trial is recorded in the pass's ``hyper_history_``
+    record under "merges"."""
+
+    def __init__(self, inner, every=MERGE_EVERY, tries=MERGE_TRIES):
+        self.inner = inner
+        self.every = every
+        self.tries = tries
+        self.trials = []
+
+    def sweep(self, iteration):
+        inner = self.inner
+        self.trials = []
+        pairs = [] if (iteration + 1) % self.every else merge_candidates(inner.parts, inner.current(), self.tries)
+        if not pairs:
+            return inner.sweep(iteration)
+        before = inner.snapshot()
+        plain = inner.sweep(iteration)
+        after_plain = inner.snapshot()
+        for gain, keep, gone in pairs:
+            inner.restore(before)
+            inner.merge_states(keep, gone)
+            merged = inner.sweep(iteration)
+            accepted = bool(merged >= plain)
+            self.trials.append({"keep": keep, "gone": gone, "gain": float(gain), "objective": float(merged),
+                                "objective_without": float(plain), "accepted": accepted})
+            if accepted:
+                return merged
+        inner.restore(after_plain)
+        return plain
+
+    def after_pass(self, iteration):
+        self.inner.after_pass(iteration)
+        if self.trials:
+            self.inner.parts.occupancy.history[-1]["merges"] = self.trials
+
+    def current(self):
+        return self.inner.current()
+
+    def attributes(self):
+        return self.inner.attributes()

@@ -86,6 +86,13 @@ class HDPHMM(HMM):
         thesis starts §5.4.4 from G[pi_k] = 1/K (``first_alpha`` = sigma / K)
         and §5.5.3 from the finite HMM's 0.1 "for the first iteration for fair
         comparisons".
+    merge : {None, "auto"}
+        Batch CVI only: "auto" proposes merging two states every ten passes, the pairs whose
+        expected counts are likelier as one state's (eq. 5.10 and 3.24 at the expected counts),
+        and keeps a merge when the pass run from the merged state has an objective (the sum of log Z,
+        ``history_``) no lower than the same pass without it (`cvbayes.models.hdp.MergingSweep`;
+        merge-only moves in the manner of Hughes, Kim and Sudderth 2015).  Redundant copies of a
+        state then go in a few passes instead of hundreds.
     algorithm : {"cvi", "scvi", "svi-p"}
         "cvi" (the default) is batch CVI (CVI-2 on many sequences, CVI-3 on
         subchains of one long sequence); "scvi" the stochastic version
@@ -130,7 +137,7 @@ class HDPHMM(HMM):
 
     def __init__(self, n_states, gamma=1.0, sigma=1.0, beta=1.0, emission="categorical", occupancy="heuristic",
                  n_samples=1000, learn_concentrations=True, learn_emission_prior=False, burn_in=100,
-                 first_alpha=None, first_word_prior=None, *, algorithm="cvi", n_iter=50, n_init=1, random_state=0,
+                 first_alpha=None, first_word_prior=None, merge=None, *, algorithm="cvi", n_iter=50, n_init=1, random_state=0,
                  init=None, batch_size=100, kappa=0.5, tau0=1.0, subchain_length=None, buffer=10, vanilla=False):
         self._keep_params(locals())
         if not gamma > 0 or not sigma > 0:
@@ -151,6 +158,10 @@ class HDPHMM(HMM):
             raise ValueError("first_word_prior needs categorical emissions")
         if init == "perturbed" and not self.family.discrete:
             raise ValueError("init='perturbed' needs categorical emissions")
+        if merge not in hdp.MERGES:
+            raise ValueError(f"merge must be one of {', '.join(map(repr, hdp.MERGES))}, got {merge!r}")
+        if merge is not None and algorithm != "cvi":
+            raise ValueError("merge moves are batch CVI's (algorithm='cvi')")
         self.gamma = float(gamma)
         self.sigma = float(sigma)
         self.n_samples = int(n_samples)
@@ -178,6 +189,11 @@ class HDPHMM(HMM):
         occupancy.track(run.checkpoint)
         self.sticks_, self.top_weights_, self.hyper_history_ = transitions.sticks, top_weights, occupancy.history
         return parts._replace(transitions=transitions, occupancy=occupancy)
+
+    def _collapsed(self, training, run):
+        """Batch CVI's sweep (the finite HMM's), with merge moves when ``merge`` is "auto"."""
+        sweep = super()._collapsed(training, run)
+        return sweep if self.merge is None else hdp.MergingSweep(sweep)
 
     def transition_prior(self):
         """(sigma G[pi_k] (K,), sigma): the surrogate's prior of eq. 5.38; for svi-p,

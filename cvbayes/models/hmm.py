@@ -22,12 +22,13 @@ from ..checkpoints import NO_CHECKPOINT
 from ..core.rules import MAP, MEAN, VB
 from ..chains.batch import MPD, VITERBI, batch_decode, batch_log_evidence
 from ..data import Vocabulary, as_corpus
+from ..files import checksum
 from ..families import family_from_config, make_family
 from ..families.transitions import Transitions
 from ..schedules import Algorithm, batch, gibbs, leave_one_out, stochastic
 from ..schedules.driver import check_positive_int
 from .base import BayesModel
-from .hmm_shards import ShardedBatch, ShardedMinibatches, ShardedSweep, Shards
+from .hmm_shards import ShardedBatch, ShardedMinibatches, ShardedSweep, hmm_shards
 from .hmm_structures import (BatchChains, ChainData, Minibatches, Parts, SubchainSweep, TokenSampler, TokenSweep,
                              Units)
 
@@ -123,6 +124,7 @@ class Training(NamedTuple):
     client: Any
     n_shards: int | None
     subchain_length: int | None
+    shard_folder: Any = None
 
 
 class HMM(BayesModel):
@@ -213,7 +215,8 @@ class HMM(BayesModel):
         distribution, with no buffer and no guards (Fig. 3.17's baselines).
 
     ``fit(X, lengths=None, ...)`` takes a Corpus, a list of 1-D arrays, or a concatenated array with
-    ``lengths`` (hmmlearn's), and besides `BayesModel.fit`'s arguments ``client`` and ``n_shards``:
+    ``lengths`` (hmmlearn's), and besides `BayesModel.fit`'s arguments ``client``, ``n_shards`` and
+    ``shard_folder``:
 
     client : dask.distributed.Client, optional
         em, vb, svi, scvi, cvi2-sharded: run the passes on the client's
@@ -224,6 +227,11 @@ class HMM(BayesModel):
         Shards of the corpus with a client (default one per worker), and
         for cvi2-sharded without one (default numba's thread count; the
         shards then run on threads of this process).
+    shard_folder : path, optional
+        With a client: save the shards here (on a file system every
+        worker sees) and keep them for the next fit of the same corpus;
+        a folder of another corpus's shards is refused by checksum.
+        Default: a temporary folder, removed after the fit.
 
     Attributes
     ----------
@@ -247,7 +255,7 @@ class HMM(BayesModel):
     ALGORITHMS = ALGORITHMS
     DEFAULT_SUBCHAIN = DEFAULT_SUBCHAIN
     OBJECTIVES = OBJECTIVES
-    FIT_OPTIONS = ("lengths", "client", "n_shards")
+    FIT_OPTIONS = ("lengths", "client", "n_shards", "shard_folder")
 
     def __init__(self, n_states: int, alpha: float | None = None, beta: float | None = None,
                  emission: str | object = "categorical", tag_dictionary: ArrayLike | None = None, *,
@@ -302,7 +310,7 @@ class HMM(BayesModel):
         return self._parts().transitions.prior()
 
     # ------------------------------------------------------------ fit's hooks
-    def _prepare(self, X, y=None, lengths=None, client=None, n_shards=None):
+    def _prepare(self, X, y=None, lengths=None, client=None, n_shards=None, shard_folder=None):
         """The training corpus checked against the model (``y``: the lengths, hmmlearn's second argument)."""
         corpus = as_corpus(X, y if lengths is None else lengths)
         if corpus.n_tokens == 0:
@@ -321,6 +329,8 @@ class HMM(BayesModel):
                              f"or cvi2-sharded, and n_shards= without a client only cvi2-sharded")
         if n_shards is not None:
             check_positive_int("n_shards", n_shards)
+        if shard_folder is not None and client is None:
+            raise ValueError("shard_folder= is where the shards for a client's workers are saved: give client= too")
         subchain_length = self.subchain_length
         if subchain_length is None and self.algorithm in self.DEFAULT_SUBCHAIN and (
                 how.unit == SUBCHAIN or corpus.n_sequences == 1):
@@ -333,10 +343,17 @@ class HMM(BayesModel):
                           NothingToLearnWarning, stacklevel=4)
         self.vocabulary_ = corpus.vocabulary
         self.tagset_ = corpus.tagset
-        return Training(corpus, client, n_shards, subchain_length)
+        return Training(corpus, client, n_shards, subchain_length, shard_folder)
 
     def _fingerprint(self, training):
         return training.corpus.observations, training.corpus.offsets
+
+    def _shards(self, parts, training):
+        """The corpus cut into shards for the client's workers (or, without one, for threads)."""
+        identity = None
+        if training.shard_folder is not None:
+            identity = checksum(dict(zip(("observations", "offsets"), self._fingerprint(training))))
+        return hmm_shards(parts, training.corpus, training.client, training.n_shards, training.shard_folder, identity)
 
     def _start(self, training, seed):
         """The parameters a run starts from (a dict), or None for footnote 5's random local start."""
@@ -365,7 +382,7 @@ class HMM(BayesModel):
         parts = self._parts(run)
         structure = BatchChains(parts, ChainData(parts, training.corpus))
         if training.client is not None:
-            structure = ShardedBatch(structure, Shards(parts, training.corpus, training.client, training.n_shards))
+            structure = ShardedBatch(structure, self._shards(parts, training))
         start = self._start(training, run.seed)
         if start is None:
             random = structure if training.client is not None else structure.data
@@ -388,7 +405,7 @@ class HMM(BayesModel):
             if run.checkpoint is not NO_CHECKPOINT:
                 raise ValueError(f"algorithm {run.algorithm!r} does not take checkpoints yet (its shards' local "
                                  f"statistics are not saved); fit it without checkpoint=")
-            shards = Shards(parts, training.corpus, training.client, training.n_shards)
+            shards = self._shards(parts, training)
             return ShardedSweep(parts, chains, tables, run.seed, shards)
         return SubchainSweep(parts, chains, training.subchain_length, tables, run.seed, run.checkpoint)
 
@@ -417,7 +434,7 @@ class HMM(BayesModel):
         if training.client is None:
             structure = Minibatches(parts, corpus, run.how.rule, units, self.buffer, self.vanilla)
         else:
-            shards = Shards(parts, corpus, training.client, training.n_shards)
+            shards = self._shards(parts, training)
             structure = ShardedMinibatches(parts, corpus, run.how.rule, units, self.buffer, self.vanilla, shards)
         structure.track(run.checkpoint)
         start = self._start(training, run.seed)

@@ -216,9 +216,40 @@ class SubchainSweep:
         self.work = subchain_workspace(self.offsets, parts.n_states)
         self.what = "sequence" if subchain_length is None else "subchain"
         self.zero = None
-        checkpoint.track_arrays("cvi", {"start": self.start_counts, "trans": self.trans_counts, "stats": self.stats,
-                                        "marginals": self.marginals, "internal": self.internal,
-                                        "boundary": self.boundary})
+        checkpoint.track_arrays("cvi", self.arrays())
+
+    # the axes of `arrays` that index states: a merge of two states sums along them
+    STATE_AXES = {"start": (0,), "trans": (0, 1), "stats": (1,), "marginals": (1,), "internal": (1, 2),
+                  "boundary": (1, 2)}
+
+    def arrays(self):
+        """The arrays the passes change in place, by name: the global counts and every unit's local ones."""
+        return {"start": self.start_counts, "trans": self.trans_counts, "stats": self.stats,
+                "marginals": self.marginals, "internal": self.internal, "boundary": self.boundary}
+
+    def snapshot(self):
+        """A copy of the state a pass changes, for `restore` (the HDP-HMM's merge trials)."""
+        return {name: array.copy() for name, array in self.arrays().items()}, self.zero
+
+    def restore(self, saved):
+        arrays, self.zero = saved
+        for name, array in self.arrays().items():
+            array[...] = arrays[name]
+
+    def merge_states(self, keep, gone):
+        """Move state ``gone`` into ``keep``: every token's q(z_t = gone) and every expected count of
+        ``gone`` (as source and as target of transitions, and in the emission statistics) added to
+        ``keep``'s and zeroed.  Each unit's q(z^i) becomes its image under the map gone -> keep, so the
+        global counts stay the sums of the local ones (Hughes, Kim and Sudderth 2015's merge of
+        sufficient statistics)."""
+        for name, array in self.arrays().items():
+            for axis in self.STATE_AXES[name]:
+                moved = np.take(array, gone, axis=axis)
+                index = [slice(None)] * array.ndim
+                index[axis] = keep
+                array[tuple(index)] += moved
+                index[axis] = gone
+                array[tuple(index)] = 0.0
 
     def sweep(self, iteration):
         strategy = self.parts.occupancy

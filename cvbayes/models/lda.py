@@ -46,6 +46,7 @@ cvb0, cvb, cgs), as the thesis learns beta tau (§5.5.3).
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.sparse
@@ -53,25 +54,31 @@ import scipy.sparse
 from ..core import rules
 from ..core.rules import MEAN, VB
 from ..core.statistics import DecayingCounts
+from ..checkpoints import NO_CHECKPOINT
 from ..core.units import equal_token_chunks
 from ..data.corpus import Corpus
 from ..data.documents import document_term_matrix
 from ..data.vocabulary import Vocabulary
+from ..files import checksum
 from ..metrics.topics import document_completion, document_topics, top_words
 from ..schedules import Algorithm, Minibatch, Progress, batch, gibbs, leave_one_out, stochastic
 from ..schedules.driver import check_positive_int
 from . import lda_kernels as kernels
 from .base import BayesModel
+from .lda_shards import ShardedBatchVB, ShardedCVB0, ShardedStochasticLDA, lda_shards
 
 SAVE_FORMAT = "cvbayes-lda-1"
 _TINY = np.finfo(float).tiny
 
 
+SHARDED = "token, shards of documents"
 ALGORITHMS = {
     "vb": Algorithm(batch, VB, "document", "Blei, Ng and Jordan 2003", 100),
     "online-vb": Algorithm(stochastic, VB, "minibatch of documents", "Hoffman, Blei and Bach 2010", 20),
     "cvb0": Algorithm(leave_one_out, MEAN, "token", "Asuncion, Welling, Smyth and Teh 2009", 100),
     "cvb": Algorithm(leave_one_out, MEAN, "token", "Teh, Newman and Welling 2006", 100),
+    # CVB0 on shards, counts one pass stale (AD-LDA style, cvbayes.models.lda_shards)
+    "cvb0-sharded": Algorithm(leave_one_out, MEAN, SHARDED, "Asuncion et al. 2009; Newman et al. 2009", 100),
     "scvb0": Algorithm(stochastic, MEAN, "minibatch of documents", "Foulds et al. 2013", 20),
     "cgs": Algorithm(gibbs, MEAN, "token (a document a call)", "Griffiths and Steyvers 2004", 1000),
 }
@@ -84,6 +91,8 @@ OBJECTIVES = {
     "online-vb": "per-token ELBO of the pass's minibatch documents under the current topics (no topic KL)",
     "cvb0": "sum over tokens of log of the update's normaliser: a leave-one-token-out predictive",
     "cvb": "sum over tokens of log of the update's normaliser (second order)",
+    "cvb0-sharded": "sum over tokens of log of the update's normaliser under the topic-word counts frozen at the start "
+                    "of the pass plus the own shard's changes (cvbayes.models.lda_shards)",
     "scvb0": "per-token log normaliser of the pass's minibatch tokens",
     "cgs": "log p(w, z | alpha, eta) of the current sample (Griffiths and Steyvers 2004, eq. 2-3)",
 }
@@ -269,23 +278,30 @@ class StochasticLDA:
 
     def minibatch(self, ids):
         rows, doc_start, local_word, entry_count = self.documents.gather(ids)
+        values, total_log_z = self.statistics(doc_start, local_word, entry_count, self.table(rows))
+        return self.step(ids, rows, values, total_log_z, int(entry_count.sum()))
+
+    def table(self, rows):
+        """The rule's table of the current global counts at the words ``rows`` (eq. 3.98-3.100)."""
         topic_word = self.counts["topic_word"]
         log_table = rules.log_dirichlet_table(self.rule, topic_word.rows(rows), self.eta,
                                               self.counts["topic"].values(), topic_word.stored.shape[0] * self.eta)
-        table = np.maximum(np.exp(log_table), _TINY)
+        return np.maximum(np.exp(log_table), _TINY)
+
+    def statistics(self, doc_start, local_word, entry_count, table):
+        """The minibatch's expected topic-word counts at its words (rows of ``table``) and its summed
+        log normalisers: VB's E-step (online VB) or SCVB0's per-document work."""
+        n_documents = doc_start.shape[0] - 1
         sweeps = self.max_doc_iter if self.rule == VB else self.burn_in + 1
         chunks = equal_token_chunks(doc_start, self.n_topics * sweeps)
-        sstats = np.zeros((chunks.shape[0] - 1, rows.shape[0], self.n_topics))
-        log_z = np.empty(ids.shape[0])
-        n_tokens = int(entry_count.sum())
+        sstats = np.zeros((chunks.shape[0] - 1, table.shape[0], self.n_topics))
+        log_z = np.empty(n_documents)
         if self.rule == VB:
             cumulative = np.concatenate([[0.0], np.cumsum(entry_count)])
             lengths = cumulative[doc_start[1:]] - cumulative[doc_start[:-1]]
             gamma = self.alpha + lengths[:, None] / self.n_topics
             kernels.vb_estep(doc_start, local_word, entry_count, table, self.alpha, gamma, self.max_doc_iter,
-                             self.doc_tol, chunks, sstats, log_z, np.empty(ids.shape[0], dtype=np.int64))
-            total_log_z = log_z.sum()
-            scale = self.corpus_documents / ids.shape[0]
+                             self.doc_tol, chunks, sstats, log_z, np.empty(n_documents, dtype=np.int64))
         else:
             longest = int(np.max(np.diff(np.concatenate([[0.0], np.cumsum(entry_count)])[doc_start]), initial=0))
             if self.log_keep.shape[0] <= (self.burn_in + 1) * longest:
@@ -293,9 +309,15 @@ class StochasticLDA:
                                                        self.local_tau0)
             kernels.scvb0_minibatch(doc_start, local_word, entry_count, table, self.alpha, self.burn_in,
                                     self.log_keep, chunks, sstats, log_z)
-            total_log_z = log_z.sum()
+        return sstats.sum(axis=0), log_z.sum()
+
+    def step(self, ids, rows, values, total_log_z, n_tokens):
+        """The `Minibatch` of the statistics ``values`` (at the words ``rows``) of the documents ``ids``,
+        scaled to the corpus (eq. 3.103-3.104)."""
+        if self.rule == VB:
+            scale = self.corpus_documents / ids.shape[0]
+        else:
             scale = self.corpus_tokens / max(n_tokens, 1)
-        values = sstats.sum(axis=0)
         return Minibatch([("topic_word", rows, values, scale), ("topic", slice(None), values.sum(axis=0), scale)],
                          float(total_log_z), n_tokens)
 
@@ -439,6 +461,19 @@ class GibbsLDA(_Passes):
 
 # -- the estimator --------------------------------------------------------------------------------
 
+# what fit(client=...) runs (cvbayes.models.lda_shards)
+SHARDED_ALGORITHMS = ("vb", "online-vb", "scvb0", "cvb0-sharded")
+
+
+class Training(NamedTuple):
+    """What `LDA._prepare` makes of fit's input: the documents, and on shards the Dask client, the
+    number of shards and the folder they are saved in (None: a temporary one)."""
+
+    documents: Any
+    client: Any
+    n_shards: int | None
+    shard_folder: Any
+
 
 class LDA(BayesModel):
     """Latent Dirichlet allocation in scikit-learn's shape, learnt by any algorithm of `ALGORITHMS`.
@@ -488,7 +523,18 @@ class LDA(BayesModel):
         is kept.
 
     ``fit(X)`` takes a scipy.sparse (D, W) count matrix (scikit-learn's layout), a dense one, or a
-    `Corpus` of documents (`cvbayes.data.documents`), and `BayesModel.fit`'s arguments.
+    `Corpus` of documents (`cvbayes.data.documents`), `BayesModel.fit`'s arguments, and:
+
+    client : dask.distributed.Client, optional
+        vb, online-vb, scvb0, cvb0-sharded: run the passes on the client's workers, each on its shard of
+        whole documents, memory-mapped from a file saved once (`cvbayes.models.lda_shards`, which says what
+        is exact and what is not).  Needs ``cvbayes[distributed]``.
+    n_shards : int, optional
+        Shards with a client (default one per worker), and for cvb0-sharded without one (default numba's
+        thread count; the shards then run on threads of this process).
+    shard_folder : path, optional
+        With a client: save the shards here (on a file system every worker sees) and keep them for the
+        next fit of the same documents; a folder of another corpus's shards is refused by checksum.
 
     Attributes
     ----------
@@ -498,10 +544,13 @@ class LDA(BayesModel):
     n_iter_, n_batch_iter_ : passes run, and stochastic steps run
     doc_topic_ : (D, K) the training documents' topic proportions (not for online-vb and scvb0); kept by `save`
     vocabulary_ : the `Vocabulary` of a Corpus fitted, else None
+    shard_timings_ : on shards, a `cvbayes.models.shards.PassTiming` a pass (compute seconds per shard,
+        bytes sent and returned, broadcast, reduction and scheduler overhead)
     """
 
     MODEL_NAME = "lda"
     SAVE_FORMAT = SAVE_FORMAT
+    FIT_OPTIONS = ("client", "n_shards", "shard_folder")
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES
     FITTED = "components_"
@@ -538,46 +587,86 @@ class LDA(BayesModel):
         return (default_kappa if self.kappa is None else self.kappa,
                 default_tau0 if self.tau0 is None else self.tau0)
 
-    def _prepare(self, X, y=None):
-        """The documents of X, and the prior alpha_ every run starts from (y: ignored, scikit-learn's)."""
+    def _prepare(self, X, y=None, client=None, n_shards=None, shard_folder=None):
+        """The documents of X, and the prior alpha_ every run starts from (y: ignored, scikit-learn's);
+        with ``client``, the shards the learner runs on."""
+        sharded = self.algorithm == "cvb0-sharded"
+        if (client is not None and self.algorithm not in SHARDED_ALGORITHMS) or (
+                client is None and n_shards is not None and not sharded):
+            raise ValueError(f"algorithm {self.algorithm!r} does not run on shards; client= takes "
+                             f"{', '.join(SHARDED_ALGORITHMS)}, and n_shards= without a client only cvb0-sharded")
+        if shard_folder is not None and client is None:
+            raise ValueError("shard_folder= is where the shards for a client's workers are saved: give client= too")
+        if self.learn_alpha and (client is not None or sharded):
+            raise ValueError("learn_alpha needs every document's topic counts in one place, which a fit on shards "
+                             "does not gather; fit without client= (or learn alpha in one process first)")
+        if n_shards is not None:
+            check_positive_int("n_shards", n_shards)
         documents = Documents.from_input(X)
         self.vocabulary_ = X.vocabulary if isinstance(X, Corpus) else None
         self.alpha_ = np.broadcast_to(np.asarray(self.alpha, dtype=float), (self.n_topics,)).copy()
         self.steps_ = 0
         self.doc_topic_ = None
         self.n_iter_ = self._n_passes()
-        return documents
+        return Training(documents, client, n_shards, shard_folder)
 
-    def _fingerprint(self, documents):
+    def _fingerprint(self, training):
+        documents = training.documents
         return documents.doc_start, documents.entry_word, documents.entry_count
 
-    def _batch(self, documents, run):
+    def _shards(self, training, run):
+        """The documents cut into shards for the client's workers (or, without one, for threads)."""
+        if training.client is not None and run.checkpoint is not NO_CHECKPOINT and run.how.schedule is not stochastic:
+            raise ValueError(f"algorithm {run.algorithm!r} on shards does not take checkpoints yet (its documents' "
+                             f"state lives on the workers); fit it without checkpoint=")
+        identity = None
+        if training.shard_folder is not None:
+            identity = checksum(dict(zip(("doc_start", "entry_word", "entry_count"), self._fingerprint(training))))
+        return lda_shards(training.documents, training.client, training.n_shards, training.shard_folder, identity)
+
+    def _batch(self, training, run):
         """Mean-field VB: the per-document fixed point under exp(E[log beta]) (Blei et al. 2003), from
-        Gamma(100, 1/100) topic-word counts."""
+        Gamma(100, 1/100) topic-word counts; on a client's shards with one."""
+        documents = training.documents
         structure = BatchVB(documents, self.n_topics, self.alpha_, self.eta, self.max_doc_iter, self.doc_tol,
                             self.learn_alpha)
+        start = _initial_counts(run.rng, documents.n_words, self.n_topics)["topic_word"].values()
+        if training.client is not None:
+            return ShardedBatchVB(structure, self._shards(training, run)), start, None
         run.checkpoint.track_arrays("alpha", {"alpha": structure.alpha})
         run.checkpoint.track("gamma", lambda: structure.gamma, lambda gamma: setattr(structure, "gamma", gamma))
-        return structure, _initial_counts(run.rng, documents.n_words, self.n_topics)["topic_word"].values(), None
+        return structure, start, None
 
-    def _stochastic(self, documents, run):
-        """Online VB and SCVB0 on minibatches of documents, from Gamma(100, 1/100) topic-word counts."""
+    def _stochastic(self, training, run):
+        """Online VB and SCVB0 on minibatches of documents, from Gamma(100, 1/100) topic-word counts; each
+        minibatch's documents worked on by the client's shards that hold them with one."""
+        documents = training.documents
         counts = _initial_counts(run.rng, documents.n_words, self.n_topics)
-        return self._stochastic_structure(documents, run.how.rule, counts, documents.n_documents, documents.n_tokens)
+        structure = self._stochastic_structure(documents, run.how.rule, counts, documents.n_documents,
+                                               documents.n_tokens)
+        if training.client is not None:
+            return ShardedStochasticLDA(structure, self._shards(training, run))
+        return structure
 
-    def _collapsed(self, documents, run):
-        """CVB0 and CVB over the entries of the document-term matrix, from random local posteriors."""
-        state = CollapsedLDA(documents, self.n_topics, self.alpha_, self.eta, run.rng,
+    def _collapsed(self, training, run):
+        """CVB0 and CVB over the entries of the document-term matrix, from random local posteriors;
+        cvb0-sharded on shards of documents (threads of this process, or a client's workers)."""
+        state = CollapsedLDA(training.documents, self.n_topics, self.alpha_, self.eta, run.rng,
                              second_order=run.algorithm == "cvb", frozen_counts=self.frozen_counts,
                              learn_alpha=self.learn_alpha)
+        if run.algorithm == "cvb0-sharded":
+            if run.checkpoint is not NO_CHECKPOINT:
+                raise ValueError("algorithm 'cvb0-sharded' does not take checkpoints yet (its shards' local "
+                                 "statistics are not saved); fit it without checkpoint=")
+            return ShardedCVB0(state, self._shards(training, run))
         # every array of the kernels' state after the documents' own four: gamma, the counts, their variances
         run.checkpoint.track_arrays("collapsed", state.state[4:])
         return state
 
-    def _sampler(self, documents, run):
+    def _sampler(self, training, run):
         """Collapsed Gibbs sampling with SparseLDA's buckets from uniform random topics; ``n_jobs``
         partitions sampled on as many threads."""
-        state = GibbsLDA(documents, self.n_topics, self.alpha_, self.eta, run.rng, n_jobs=self.n_jobs,
+        state = GibbsLDA(training.documents, self.n_topics, self.alpha_, self.eta, run.rng, n_jobs=self.n_jobs,
                          learn_alpha=self.learn_alpha)
         run.checkpoint.track_arrays("gibbs", state.checkpointed())
         return state

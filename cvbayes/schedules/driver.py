@@ -213,9 +213,11 @@ def _fit_once(model, seed, checkpoint, data, how, algorithm, n_iter, progress, c
                 passes(structure.sweep, n_iter, record, after_pass=getattr(structure, "after_pass", None),
                        checkpoint=checkpoint)
                 final = structure.current()
+        # before close: a structure on shards gathers them from its workers
+        attributes = getattr(structure, "attributes", dict)()
     finally:
         if hasattr(structure, "close"):  # threads or workers of a structure on shards
             structure.close()
-    for name, value in getattr(structure, "attributes", dict)().items():
+    for name, value in attributes.items():
         setattr(model, name, value)
     model._set_fitted(final, how.rule if schedule is batch else MEAN, data)

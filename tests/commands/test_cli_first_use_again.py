@@ -45,6 +45,9 @@ def test_hdp_hmm_says_whether_gamma_and_sigma_were_learned(tmp_path, text_file, 
     assert "gamma 2.5 and sigma 7 were not learned" in text and "learned gamma" not in text
     with pytest.raises(SystemExit, match="--burn-in is for --model hdp-hmm"):
         main(["fit", str(text_file), "--states", "2", "--burn-in", "3", "-o", str(tmp_path / "m.npz")])
+    with pytest.raises(SystemExit, match="--merge is for --model hdp-hmm"):
+        main(["fit", str(text_file), "--states", "2", "--merge", "auto", "-o", str(tmp_path / "m.npz")])
+    main(common[:-1] + ["--merge", "auto", "--iterations", "10", "--quiet"])   # a fit with one merge step
 
 
 def test_fit_says_how_many_states_decoding_uses_and_where_the_time_went(tmp_path, text_file, capsys):
@@ -244,10 +247,10 @@ def test_an_unreachable_scheduler_is_named_within_a_timeout(tmp_path, text_file,
     import socket
     import time
 
-    import cvbayes.commands.fit
+    import cvbayes.commands.options
 
     pytest.importorskip("distributed")
-    monkeypatch.setattr(cvbayes.commands.fit, "CONNECT_TIMEOUT", 2)
+    monkeypatch.setattr(cvbayes.commands.options, "CONNECT_TIMEOUT", 2)
     with socket.socket() as free:                   # a port nothing listens on
         free.bind(("127.0.0.1", 0))
         address = f"tcp://127.0.0.1:{free.getsockname()[1]}"

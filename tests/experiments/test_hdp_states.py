@@ -29,13 +29,16 @@ def test_first_stable():
 
 
 def test_fig_5_7_end_to_end(tmp_path):
-    main(["experiment", "fig5.7", "--seeds", "1", "--sequences", "6", "--length", "15", "--cvi-iterations", "5",
+    main(["experiment", "fig5.7", "--seeds", "1", "--seed", "2", "--sequences", "6", "--length", "15",
+          "--cvi-iterations", "10",
           "--beam-iterations", "5", "--scenarios", "theta_pos", "grammar", "--out", str(tmp_path)])
     folder = tmp_path / "fig5_7"
     results = json.loads((folder / "results.json").read_text())
-    assert {row["algorithm"] for row in results["summary"]} == {"cvi", "cvi-local", "beam"}
+    assert {row["algorithm"] for row in results["summary"]} == {"cvi", "cvi-local", "cvi-merge", "beam"}
     assert {run["scenario"] for run in results["runs"]} == {"theta_pos", "grammar"}
-    assert all(len(run["effective"]) == len(run["decoded"]) == 5 for run in results["runs"])
+    assert {run["dataset"] for run in results["runs"]} == {2} and results["settings"]["seed"] == 2
+    assert all(len(run["effective"]) == len(run["decoded"]) == (10 if run["algorithm"] != "beam" else 5)
+               for run in results["runs"])
     # after the last pass the per-pass decoded count and the model's decoded count are both recorded
     assert all(run["final_decoded"] >= 1 and run["decoded_at_mark"] == run["decoded"][-1] for run in results["runs"])
     assert "Thesis" in (folder / "table.md").read_text()

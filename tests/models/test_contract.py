@@ -142,7 +142,7 @@ SPECS = {
     "hdp-hmm": Spec(lambda **p: cvbayes.HDPHMM(4, burn_in=1, **p), _sequences, _hmm_predictions,
                     {"scvi": {"batch_size": 5}, "svi-p": {"batch_size": 5}}),
     "lda": Spec(lambda **p: cvbayes.LDA(3, alpha=0.3, eta=0.1, **p), _documents, _lda_predictions,
-                {"online-vb": {"batch_size": 4}, "scvb0": {"batch_size": 4}}),
+                {"online-vb": {"batch_size": 4}, "scvb0": {"batch_size": 4}}, no_checkpoint=("cvb0-sharded",)),
     "pcfg": Spec(lambda **p: cvbayes.PCFG(n_nonterminals=2, alpha=0.5, **p), _sentences, _pcfg_predictions,
                  {"scvi": {"batch_size": 3}}),
     "dmv": Spec(lambda **p: cvbayes.DMV(alpha=0.5, **p), _tags, _dmv_predictions, {"scvi": {"batch_size": 3}}),

@@ -1,18 +1,17 @@
 """Learning on shards (cvbayes.models.hmm_shards, issue 21): EM, VB, SVI and SCVI on a real Dask
 LocalCluster of two worker processes against one process, the sharded CVI-2, and a pass that loses
 a worker in its middle."""
-import os
-import sys
 
 import numpy as np
 import pytest
 
 from cvbayes import HMM
-from cvbayes.models.hmm_shards import Shards, shard_bounds, tree_sum
+from cvbayes.models.shards import Shards, shard_bounds, tree_sum
 from cvbayes.metrics.tagging import many_to_one
 from cvbayes.synthetic import sample_categorical_hmm
+from tests.models.dask_cluster import assert_one_worker_replaced, kill_a_worker_during, objectives
 
-distributed = pytest.importorskip("distributed", reason="dask.distributed is not installed (cvbayes[distributed])")
+pytest.importorskip("distributed", reason="dask.distributed is not installed (cvbayes[distributed])")
 
 K, W = 4, 30
 RELATIVE = 1e-9
@@ -38,22 +37,8 @@ def corpus():
     return _planted()
 
 
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0",
-                                       scheduler_port=0)
-    client = distributed.Client(cluster)
-    yield client
-    client.close()
-    cluster.close()
-
-
-def _objectives(model):
-    return np.array([record.objective for record in model.history_])
-
-
 def _assert_same_run(single, sharded):
-    a, b = _objectives(single), _objectives(sharded)
+    a, b = objectives(single), objectives(sharded)
     np.testing.assert_allclose(b, a, rtol=RELATIVE, atol=0)
     for x, y in zip(single.counts_, sharded.counts_):
         np.testing.assert_allclose(y, x, rtol=RELATIVE, atol=1e-9 * np.abs(x).max())
@@ -66,7 +51,7 @@ def test_batch_equals_one_process(client, corpus, algorithm, init):
     single = HMM(K, algorithm=algorithm, n_iter=6, random_state=2, init=init).fit(corpus)
     sharded = HMM(K, algorithm=algorithm, n_iter=6, random_state=2, init=init).fit(corpus, client=client, n_shards=3)
     _assert_same_run(single, sharded)
-    assert np.all(np.diff(_objectives(sharded)) >= -1e-9 * np.abs(_objectives(sharded)[1:]))
+    assert np.all(np.diff(objectives(sharded)) >= -1e-9 * np.abs(objectives(sharded)[1:]))
 
 
 @pytest.mark.parametrize("algorithm", ["svi", "scvi"])
@@ -88,7 +73,7 @@ def test_one_shard_is_cvi2(corpus):
     """With one shard nothing is stale: the sharded CVI-2 is CVI-2 to the bit."""
     cvi2 = HMM(K, algorithm="cvi2", n_iter=3, random_state=5).fit(corpus)
     one = HMM(K, algorithm="cvi2-sharded", n_iter=3, random_state=5).fit(corpus, n_shards=1)
-    np.testing.assert_array_equal(_objectives(one), _objectives(cvi2))
+    np.testing.assert_array_equal(objectives(one), objectives(cvi2))
     np.testing.assert_array_equal(one.counts_.emissions, cvi2.counts_.emissions)
 
 
@@ -104,48 +89,28 @@ def test_sharded_cvi2_learns_and_runs_the_same_on_workers(client, corpus):
     cvi2 = HMM(K, algorithm="cvi2", n_iter=15, init=init).fit(corpus)
     threads = HMM(K, algorithm="cvi2-sharded", n_iter=15, init=init).fit(corpus, n_shards=3)
     workers = HMM(K, algorithm="cvi2-sharded", n_iter=15, init=init).fit(corpus, n_shards=3, client=client)
-    np.testing.assert_array_equal(_objectives(workers), _objectives(threads))
+    np.testing.assert_array_equal(objectives(workers), objectives(threads))
     np.testing.assert_array_equal(workers.counts_.trans, threads.counts_.trans)
     gold = corpus.gold
     assert many_to_one(threads.predict(corpus), gold) > 0.9
     assert many_to_one(threads.predict(corpus), gold) > many_to_one(cvi2.predict(corpus), gold) - 0.02
-    assert _objectives(threads)[-1] > _objectives(threads)[0] + 0.1 * abs(_objectives(threads)[0])
+    assert objectives(threads)[-1] > objectives(threads)[0] + 0.1 * abs(objectives(threads)[0])
     # the shards' counts stay those of their stored local statistics: nothing negative, the token total kept
     assert threads.counts_.emissions.min() > -1e-6
     assert threads.counts_.emissions[-1].sum() == pytest.approx(corpus.n_tokens, rel=1e-6)
-    assert np.all(np.diff(_objectives(threads)[3:]) > -5.0)  # settles (not a bound: no monotonicity)
-
-
-def _install_fault(calls_before_exit):
-    """On this worker, the shard E-step's module function exits the process on a later call."""
-    import cvbayes.models.hmm_shards as module
-    original = module._batch_shard
-    calls = [0]
-
-    def exiting(*args):
-        calls[0] += 1
-        if calls[0] > calls_before_exit:
-            os._exit(1)
-        return original(*args)
-
-    module._batch_shard = exiting
+    assert np.all(np.diff(objectives(threads)[3:]) > -5.0)  # settles (not a bound: no monotonicity)
 
 
 def test_pass_survives_a_killed_worker(client, corpus):
     """A worker process dies in the middle of the third pass (os._exit inside a shard's task):
     Dask reruns its shards on the other worker, which opens them again, and the fit ends as it would
     have without the failure."""
-    cloudpickle = pytest.importorskip("cloudpickle")
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
     expected = HMM(K, algorithm="vb", n_iter=5, random_state=7).fit(corpus, client=client, n_shards=4)
-    pids_before = set(client.run(os.getpid).values())
-    victim = sorted(client.scheduler_info()["workers"])[0]
-    client.run(_install_fault, 4, workers=[victim])   # 4 shards on 2 workers: the 3rd pass's first call dies
+    # 4 shards on 2 workers: the 3rd pass's first call dies
+    pids_before = kill_a_worker_during(client, "cvbayes.models.hmm_shards", "_batch_shard", 4)
     survived = HMM(K, algorithm="vb", n_iter=5, random_state=7).fit(corpus, client=client, n_shards=4)
-    client.wait_for_workers(2, timeout=60)
-    pids_after = set(client.run(os.getpid).values())
-    assert len(pids_before - pids_after) == 1   # the victim's process is gone (its nanny started another)
-    np.testing.assert_array_equal(_objectives(survived), _objectives(expected))
+    assert_one_worker_replaced(client, pids_before)
+    np.testing.assert_array_equal(objectives(survived), objectives(expected))
     np.testing.assert_array_equal(survived.counts_.emissions, expected.counts_.emissions)
 
 
@@ -173,4 +138,16 @@ def test_shard_bounds_and_tree_sum():
     assert shard_bounds(np.array([0, 4]), 5).tolist() == [0, 1]
     assert tree_sum([1, 2, 3, 4, 5], lambda a, b: f"({a}+{b})") == "(((1+2)+(3+4))+5)"
     assert tree_sum([(np.ones(2), 1.0), (np.ones(2), 2.0)])[1] == 3.0
-    assert 1 < Shards(HMM(2)._parts(), _planted(10), n_shards=20).n_shards <= 10   # never more shards than sequences
+    assert 1 < Shards(_planted(10), n_shards=20).n_shards <= 10   # never more shards than sequences
+
+
+def test_a_shard_folder_is_kept_for_its_corpus_and_refused_for_another(client, corpus, tmp_path):
+    from cvbayes.models.shards import ShardMismatchError
+
+    folder = tmp_path / "shards"
+    first = HMM(K, algorithm="em", n_iter=2).fit(corpus, client=client, n_shards=2, shard_folder=folder)
+    again = HMM(K, algorithm="em", n_iter=2).fit(corpus, client=client, n_shards=2, shard_folder=folder)
+    np.testing.assert_array_equal(again.counts_.emissions, first.counts_.emissions)
+    assert sorted(path.name for path in folder.iterdir()) == ["shard-00000.npz", "shard-00001.npz", "shards.json"]
+    with pytest.raises(ShardMismatchError, match="holds the shards of another corpus"):
+        HMM(K, algorithm="em", n_iter=1).fit(_planted(50, seed=3), client=client, n_shards=2, shard_folder=folder)

@@ -336,7 +336,7 @@ def test_sklearn_shape_and_errors():
     for n_jobs in (0, 1.5, True):
         with pytest.raises(ValueError, match="n_jobs must be a positive integer"):
             LDA(3, n_jobs=n_jobs, algorithm="cgs")
-    assert set(ALGORITHMS) == {"vb", "online-vb", "cvb0", "cvb", "scvb0", "cgs"}
+    assert set(ALGORITHMS) == {"vb", "online-vb", "cvb0", "cvb", "cvb0-sharded", "scvb0", "cgs"}
 
 
 def test_save_load_round_trip(tmp_path):

@@ -1,0 +1,44 @@
+"""What the tests of learning on shards share (beside conftest.py's ``client`` fixture): the objective
+trajectory of a fit, and a worker that dies in the middle of a pass."""
+import importlib
+import os
+import sys
+
+import numpy as np
+import pytest
+
+
+def objectives(model):
+    return np.array([record.objective for record in model.history_])
+
+
+def _install_fault(module_name, function_name, calls_before_exit):
+    """On this worker, ``module_name.function_name`` exits the process on its call after ``calls_before_exit``."""
+    module = importlib.import_module(module_name)
+    original = getattr(module, function_name)
+    calls = [0]
+
+    def exiting(*args):
+        calls[0] += 1
+        if calls[0] > calls_before_exit:
+            os._exit(1)
+        return original(*args)
+
+    setattr(module, function_name, exiting)
+
+
+def kill_a_worker_during(client, module_name, function_name, calls_before_exit):
+    """Make the first worker's process exit on its call ``calls_before_exit + 1`` of the shard task
+    ``module_name.function_name``; returns the workers' process ids before."""
+    cloudpickle = pytest.importorskip("cloudpickle")
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    pids = set(client.run(os.getpid).values())
+    victim = sorted(client.scheduler_info()["workers"])[0]
+    client.run(_install_fault, module_name, function_name, calls_before_exit, workers=[victim])
+    return pids
+
+
+def assert_one_worker_replaced(client, pids_before):
+    """The victim's process is gone (its nanny started another)."""
+    client.wait_for_workers(2, timeout=60)
+    assert len(pids_before - set(client.run(os.getpid).values())) == 1
