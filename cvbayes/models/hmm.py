@@ -73,6 +73,7 @@ def default_priors(algorithm, alpha=None, beta=None, tag_dictionary=False):
     chosen = DICTIONARY_PRIORS if tag_dictionary else DEFAULT_PRIORS.get(algorithm, (None, None))
     return (chosen[0] if alpha is None else alpha), (chosen[1] if beta is None else beta)
 
+
 OBJECTIVES = {
     "em": "log p(x | theta) + log p(theta) up to a constant (the log-likelihood when alpha = beta = 1)",
     "vb": "evidence lower bound L^VI (eq. 3.11)",
