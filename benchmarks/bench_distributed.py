@@ -18,7 +18,12 @@ Four measurements, each a subcommand (results appended to benchmarks/results/dis
    per pass, and the median per-pass breakdown of ``shard_timings_`` (compute per shard, bytes sent and
    returned, broadcast, reduction, overhead);
 5. ``lda-cvb0``: the sharded CVB0 (``cvb0-sharded``) with 1, 2 and 4 shards against CVB0: held-out
-   document-completion perplexity (a tenth of the documents held out) and seconds per pass.
+   document-completion perplexity (a tenth of the documents held out) and seconds per pass;
+6. ``tree-equality`` (issue 32): the DMV's and the PCFG's EM and VB on the UPOS tags of UD English EWT's
+   training sentences (punctuation removed; the DMV up to ``--max-length`` words, the PCFG, grammar
+   induction over ``--nonterminals``, up to ``--pcfg-max-length``) in one process and on LocalClusters of
+   1, 2 and 4 worker processes: the largest relative difference of the objectives and of the counts,
+   seconds per pass and the median per-pass breakdown of ``shard_timings_``.
 
 The machine this ran on has 2 cores shared with other jobs: quote medians, expect noise.
 ``python benchmarks/bench_distributed.py equality --tokens 100000`` is a quick smoke test.
@@ -220,6 +225,74 @@ def run_lda_cvb0(args):
             "rows": rows}
 
 
+def _ewt_tags(max_length, gold=False):
+    from cvbayes.data.dependencies import read_dependencies, upos_tagset
+    from cvbayes.data.treebanks import treebank_file
+    return read_dependencies(treebank_file("ewt", "train"), tag="upos", tagset=upos_tagset(True), remove_punctuation=True,
+                             max_length=max_length, gold=gold)
+
+
+def run_tree_equality(args):
+    from distributed import Client, LocalCluster
+    from cvbayes import DMV
+    from cvbayes.models.pcfg import PCFG
+    dependencies = _ewt_tags(args.max_length)
+    short = _ewt_tags(args.pcfg_max_length)
+    tag_words = [short.tagset.decode(short.tags[a:b]) for a, b in zip(short.offsets[:-1], short.offsets[1:])]
+    models = {"dmv": (lambda algorithm: DMV(algorithm=algorithm, n_iter=args.iterations), dependencies,
+                      lambda model: model.counts_),
+              "pcfg": (lambda algorithm: PCFG(n_nonterminals=args.nonterminals, algorithm=algorithm,
+                                              n_iter=args.iterations), tag_words, lambda model: [model.counts_])}
+    rows = []
+    for name, (make, data, blocks) in models.items():
+        for algorithm in ("em", "vb"):
+            single = make(algorithm).fit(data)
+            rows.append({"model": name, "algorithm": algorithm, "workers": 0, "seconds_per_pass": per_pass(single),
+                         "max_rel_diff": 0.0})
+            print(rows[-1], flush=True)
+            for n_workers in args.workers:
+                threads = max(1, (os.cpu_count() or 1) // n_workers)
+                with LocalCluster(n_workers=n_workers, threads_per_worker=threads, processes=True,
+                                  dashboard_address=":0") as local, Client(local) as client:
+                    client.wait_for_workers(n_workers)
+                    make(algorithm).set_params(n_iter=1).fit(data, client=client)   # warm the workers' numba
+                    sharded = make(algorithm).fit(data, client=client)
+                diff = np.max(np.abs(objectives(sharded) - objectives(single)) / np.abs(objectives(single)))
+                counts_diff = max(float(np.max(np.abs(ours - theirs)) / np.max(np.abs(theirs)))
+                                  for ours, theirs in zip(blocks(sharded), blocks(single)))
+                rows.append({"model": name, "algorithm": algorithm, "workers": n_workers,
+                             "threads_per_worker": threads, "seconds_per_pass": per_pass(sharded),
+                             "max_rel_diff": float(diff), "max_diff_counts_over_largest": counts_diff,
+                             "per_pass": _timing_summary(sharded)})
+                print(rows[-1], flush=True)
+    return {"corpus": "ewt-train", "dmv_sentences": dependencies.n_sentences, "dmv_tokens": dependencies.n_tokens,
+            "pcfg_sentences": len(tag_words), "pcfg_tokens": short.n_tokens, "nonterminals": args.nonterminals,
+            "iterations": args.iterations, "rows": rows}
+
+
+def run_dmv_cvi(args):
+    from cvbayes import DMV
+    from cvbayes.metrics.dependency import attachment_scores
+    train = _ewt_tags(args.max_length, gold=True)
+    rows = []
+
+    def score(name, model, n_shards, seed):
+        heads, offsets = model.parse_heads(train)
+        accuracy = attachment_scores(heads, train.heads, offsets)
+        rows.append({"run": name, "shards": n_shards, "seed": seed, "seconds_per_pass": per_pass(model),
+                     "objective": float(objectives(model)[-1]), "log_likelihood": model.score(train),
+                     "directed": accuracy.directed, "undirected": accuracy.undirected})
+        print(rows[-1], flush=True)
+
+    for seed in args.seeds:
+        score("cvi", DMV(algorithm="cvi", n_iter=args.iterations, random_state=seed).fit(train), 0, seed)
+        for n_shards in (1, 2, 4, 8):
+            model = DMV(algorithm="cvi-sharded", n_iter=args.iterations, random_state=seed).fit(train, n_shards=n_shards)
+            score("cvi-sharded", model, n_shards, seed)
+    return {"corpus": "ewt-train", "sentences": train.n_sentences, "tokens": train.n_tokens,
+            "iterations": args.iterations, "rows": rows}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
@@ -247,9 +320,19 @@ def main():
     lda_equality.add_argument("--algorithms", nargs="+", default=["vb", "online-vb", "scvb0"])
     lda_cvb0.add_argument("--iterations", type=int, default=50)
     lda_cvb0.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    trees = sub.add_parser("tree-equality")
+    trees.add_argument("--max-length", type=int, default=15, help="the DMV's sentences (default 15 words)")
+    trees.add_argument("--pcfg-max-length", type=int, default=10, help="the PCFG's sentences (default 10 words)")
+    trees.add_argument("--nonterminals", type=int, default=8)
+    trees.add_argument("--iterations", type=int, default=5)
+    trees.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    dmv_cvi = sub.add_parser("dmv-cvi")
+    dmv_cvi.add_argument("--max-length", type=int, default=10)
+    dmv_cvi.add_argument("--iterations", type=int, default=40)
+    dmv_cvi.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = parser.parse_args()
     result = {"equality": run_equality, "memory": run_memory, "cvi2": run_cvi2, "lda-equality": run_lda_equality,
-              "lda-cvb0": run_lda_cvb0}[args.what](args)
+              "lda-cvb0": run_lda_cvb0, "tree-equality": run_tree_equality, "dmv-cvi": run_dmv_cvi}[args.what](args)
     result.update(what=args.what, date=datetime.datetime.now().isoformat(timespec="seconds"),
                   load_average=os.getloadavg(), cpus=os.cpu_count())
     history = json.loads(RESULTS.read_text()) if RESULTS.exists() else []

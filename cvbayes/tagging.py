@@ -192,7 +192,7 @@ def fit_tagger(corpus, algorithm, alpha, beta, n_iter, seed, dictionary=None, n_
     model.fit(corpus, progress=progress, callback=record if wanted else None,
               **{name: value for name, value in fit_options.items() if name not in params})
     states = model.decode(corpus)
-    result = {"algorithm": algorithm, "seed": seed, "alpha": alpha, "beta": beta, "iterations": n_iter,
+    result = {"algorithm": algorithm, "seed": seed, "alpha": model.alpha, "beta": model.beta, "iterations": n_iter,
               "train_seconds": sum(r.seconds for r in model.history_),
               "wall_seconds": time.perf_counter() - started,
               **scores(states), "curve": curve}

@@ -165,7 +165,8 @@ def lda_fitted(model):
     return arrays
 
 
-@pytest.mark.parametrize("algorithm, options", [(name, {}) for name in LDA_ALGORITHMS]
+# cvb0-sharded refuses checkpoints (its shards keep their counts on the workers), as cvi2-sharded does
+@pytest.mark.parametrize("algorithm, options", [(name, {}) for name in LDA_ALGORITHMS if name != "cvb0-sharded"]
                          + [("cvb0", {"learn_alpha": True}), ("cvb0", {"frozen_counts": True}),
                             ("vb", {"learn_alpha": True}), ("cgs", {"n_jobs": 2, "learn_alpha": True})])
 def test_every_lda_algorithm_resumes_bit_for_bit(tmp_path, algorithm, options):

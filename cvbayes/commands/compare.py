@@ -30,8 +30,11 @@ def run_compare(args):
     report = {"corpus": corpus.source, "sentences": corpus.n_sequences, "tokens": corpus.n_tokens,
               "states": len(corpus.tagset), "setting": setting, "seed": args.seed,
               "alpha": args.alpha, "beta": args.beta, "results": rows}
+    priors = ("each learner's default alpha, beta" if args.alpha is None and args.beta is None else
+              f"alpha = {'default' if args.alpha is None else args.alpha}, "
+              f"beta = {'default' if args.beta is None else args.beta}")
     lines = [f"{corpus.source}: {corpus.n_tokens} tokens, K = {len(corpus.tagset)} states; {setting}; "
-             f"alpha = {args.alpha}, beta = {args.beta}, seed {args.seed}"]
+             f"{priors}, seed {args.seed}"]
     if dictionary is not None:
         stats = ambiguity(corpus, dictionary)
         report["ambiguity"] = stats
@@ -43,9 +46,11 @@ def run_compare(args):
     else:
         keys = ["many_to_one", "many_to_one_cv", "one_to_one", "variation_of_information", "v_measure"]
     lines.append("")
-    lines.append(f"{'algorithm':<10}{'iters':>6}{'seconds':>9}" + "".join(f"{k[:14]:>16}" for k in keys))
+    lines.append(f"{'algorithm':<10}{'alpha':>7}{'beta':>7}{'iters':>6}{'seconds':>9}"
+                 + "".join(f"{k[:14]:>16}" for k in keys))
     for row in rows:
-        lines.append(f"{row['algorithm']:<10}{row['iterations']:>6}{row['train_seconds']:>9.1f}"
+        lines.append(f"{row['algorithm']:<10}{row['alpha']:>7g}{row['beta']:>7g}{row['iterations']:>6}"
+                     f"{row['train_seconds']:>9.1f}"
                      + "".join(f"{row[k]:>16.3f}" for k in keys))
     lines.append("\nMaximum posterior decoding under the posterior-mean parameters (MAP for EM); "
                  "CGS anneals from temperature 2.0 to 0.08.")

@@ -29,8 +29,9 @@ from ..data.dependencies import read_dependencies, upos_tagset
 from ..data.function_heads import CONVENTIONS
 from ..files import write_bytes
 from ..metrics.dependency import attachment_scores
-from ..models.dmv import ALGORITHMS, INITS, DMV
-from .options import add_checkpoint_arguments, announce_resume, remove_checkpoint
+from ..models.dmv import ALGORITHMS, INITS, SHARDED_ALGORITHMS, DMV
+from .options import (add_checkpoint_arguments, add_cluster_arguments, announce_resume, cluster_requested, connect,
+                      remove_checkpoint)
 
 PREDICTED_HEAD = "PredHead"
 
@@ -60,6 +61,7 @@ def _score_line(heads, corpus, offsets, report, key, what):
 
 
 def run_induce(args):
+    sharded = cluster_requested(args, SHARDED_ALGORITHMS, "cvbayes induce")
     remove = not args.keep_punctuation
     tagset = upos_tagset(remove) if args.tag == "upos" else None
     train = read_dependencies(args.train, tag=args.tag, tagset=tagset, remove_punctuation=remove,
@@ -67,7 +69,9 @@ def run_induce(args):
     model = DMV(alpha=args.alpha, algorithm=args.algorithm, init=args.init, n_iter=args.iterations,
                 random_state=args.seed, n_init=args.restarts, batch_size=args.batch_size, kappa=args.kappa)
     announce_resume(args.checkpoint, args.iterations, "cvbayes induce", args.quiet or args.json)
-    model.fit(train, progress=not args.quiet, checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every)
+    with connect(args.scheduler, args.workers, "cvbayes induce") as client:
+        model.fit(train, progress=not args.quiet, checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every,
+                  **({"client": client} if sharded else {}))
     model.save(args.output)
     seconds = sum(record.seconds for record in model.history_)
     report = {"model": args.output, "file": args.train, "sentences": train.n_sentences, "words": train.n_tokens,
@@ -171,6 +175,7 @@ def register(commands):
     induce.add_argument("--evaluate", default=None,
                         help="also report accuracy on this CoNLL-U file (sentences up to --max-length)")
     add_checkpoint_arguments(induce)
+    add_cluster_arguments(induce, "/".join(SHARDED_ALGORITHMS))
     _add_common(induce)
     induce.set_defaults(handler=run_induce)
 

@@ -131,6 +131,18 @@ EXPERIMENTS = {
          option("--seeds", type=positive_int, default=None, help="seeds (default 3; 1 with --develop)"),
          PASSES.but(help="passes of every algorithm (default 200)"),
          DEVELOP.but(help="the beta grid on EWT dev instead of the test table"))),
+    "defaults": Experiment(
+        "defaults", "each HMM learner's default alpha and beta, chosen on EWT dev and Brown dev (K = 45)",
+        "The alpha x beta grid of every learner on two development corpora of different genres, scored by M-1 "
+        "and 1-1, and the chosen defaults (cvbayes.models.hmm.DEFAULT_PRIORS); --check compares the old defaults "
+        "(0.1, 0.1) with the chosen ones on held-out text (EWT test, Brown press, Hebrew HTB test). Needs "
+        "'cvbayes data fetch ewt' and 'brown' ('htb' for --check); writes under --out/defaults "
+        "(--out/defaults_check); the grid takes about 30 min on a shared 2-core machine.",
+        (ALGORITHMS.but(default=None, help="comma-separated (default: em,vb,cvi1,cvi2,cgs,svi,scvi)"),
+         option("--seed", type=int, default=0, help="the first seed: seeds SEED..SEED+N-1 (default 0)"),
+         seeds(2, "seeds a grid point and a check"),
+         PASSES.but(help="passes of every run (default 50, HMM's n_iter)"),
+         option("--check", action="store_true", help="old against new defaults on held-out text"))),
     "fig3.15": Experiment(
         "text_prediction", "SVI against SCVI-2 on PTB sentences (Fig. 3.15)",
         "Held-out predictive likelihood of SVI and SCVI-2 at several (kappa, M), with batch VB and CVI-2 as "

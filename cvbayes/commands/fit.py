@@ -12,6 +12,9 @@ from ..tagging import fit_tagger, load_corpus, tag_dictionary
 from .options import (add_checkpoint_arguments, add_cluster_arguments, add_common, add_corpus, add_priors,
                       announce_resume, connect, count, emit, positive_int, remove_checkpoint)
 
+# the HDP-HMM's emission prior without --beta (the learners' table, DEFAULT_PRIORS, is the finite HMM's)
+HDP_BETA = 0.1
+
 
 def run_fit(args):
     hdp = args.model == "hdp-hmm"
@@ -51,7 +54,8 @@ def run_fit(args):
                 n_states=n_states, progress=not (args.quiet or args.json), batch_size=args.batch_size,
                 kappa=args.kappa, subchain_length=args.subchain_length, n_init=args.restarts,
                 checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every,
-                model=HDPHMM(n_states, gamma=args.gamma, sigma=args.sigma, beta=args.beta, occupancy=args.occupancy,
+                model=HDPHMM(n_states, gamma=args.gamma, sigma=args.sigma,
+                             beta=HDP_BETA if args.beta is None else args.beta, occupancy=args.occupancy,
                              burn_in=burn_in, merge=None if args.merge == "none" else args.merge) if hdp else None,
                 **({"client": client} if sharded else {}))
     except NothingToLearnWarning:
@@ -127,6 +131,6 @@ def register(commands):
                           "objective of its own algorithm (HMM.fit's n_init; default 1)")
     add_cluster_arguments(fit, "/".join(SHARDED_ALGORITHMS))
     add_checkpoint_arguments(fit)
-    add_priors(fit)
+    add_priors(fit, HDP_BETA)
     add_common(fit)
     fit.set_defaults(handler=run_fit)

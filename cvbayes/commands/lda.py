@@ -10,8 +10,8 @@ from ..data.documents import read_folder, read_lines, read_tagged_documents
 from ..files import write_text
 from ..metrics.topics import document_completion, npmi_coherence, top_words
 from ..models.lda import ALGORITHMS, LDA, SHARDED_ALGORITHMS
-from .options import (add_checkpoint_arguments, add_cluster_arguments, announce_resume, check_writable, connect,
-                      fraction, positive_int, remove_checkpoint)
+from .options import (add_checkpoint_arguments, add_cluster_arguments, announce_resume, check_writable,
+                      cluster_requested, connect, fraction, positive_int, remove_checkpoint)
 
 FORMATS = ("auto", "lines", "folder", "tagged")
 
@@ -68,9 +68,7 @@ def _topic_lines(model, n_words):
 
 def run_lda_fit(args):
     check_writable(args.output_doc_topics)
-    sharded = args.scheduler is not None or args.workers is not None
-    if sharded and args.algorithm not in SHARDED_ALGORITHMS:
-        raise SystemExit(f"cvbayes lda fit: --scheduler and --workers take --algorithm {', '.join(SHARDED_ALGORITHMS)}")
+    sharded = cluster_requested(args, SHARDED_ALGORITHMS, "cvbayes lda fit")
     corpus = load_documents(args.documents, args.format, args.keep_tags, **_cleaning(args))
     heldout = None
     if args.heldout:

@@ -130,10 +130,18 @@ def add_corpus(parser, tagset=True):
                             help="tag set for the Brown corpus: 104 base tags or the 12 universal tags")
 
 
-def add_priors(parser, alpha=0.1, beta=0.1):
-    parser.add_argument("--alpha", type=float, default=alpha,
-                        help=f"Dirichlet prior on transitions (default {alpha})")
-    parser.add_argument("--beta", type=float, default=beta, help=f"Dirichlet prior on emissions (default {beta})")
+def add_priors(parser, hdp_beta=None):
+    """--alpha and --beta, None unless given: each HMM learner's default (`DEFAULT_PRIORS`), which the help
+    lists; ``hdp_beta``, the HDP-HMM's emission prior, where the command fits one too."""
+    from ..models.hmm import DEFAULT_PRIORS, DICTIONARY_PRIORS
+
+    table = ", ".join(f"{name} {alpha:g}/{beta:g}" for name, (alpha, beta) in DEFAULT_PRIORS.items())
+    chosen = (f"default: the learner's own alpha/beta, chosen on EWT dev and Brown dev by 'cvbayes experiment "
+              f"defaults': {table}; with a tag dictionary {DICTIONARY_PRIORS[0]:g}/{DICTIONARY_PRIORS[1]:g}")
+    parser.add_argument("--alpha", type=float, default=None, help=f"Dirichlet prior on transitions ({chosen})")
+    parser.add_argument("--beta", type=float, default=None,
+                        help="Dirichlet prior on emissions (default: the learner's own, as --alpha says"
+                             + (f"; hdp-hmm {hdp_beta:g})" if hdp_beta is not None else ")"))
 
 
 def hmm_algorithms(text, command):
@@ -160,6 +168,15 @@ def add_cluster_arguments(parser, algorithms):
                               f"shard of the corpus per worker (needs cvbayes[distributed])")
     cluster.add_argument("--workers", type=positive_int, default=None, metavar="N",
                          help="the same on a local Dask cluster of N worker processes")
+
+
+def cluster_requested(args, algorithms, command):
+    """Whether --scheduler or --workers was given; refused before any work unless --algorithm is one of
+    ``algorithms`` (those that run on shards)."""
+    sharded = args.scheduler is not None or args.workers is not None
+    if sharded and args.algorithm not in algorithms:
+        raise SystemExit(f"{command}: --scheduler and --workers take --algorithm {', '.join(algorithms)}")
+    return sharded
 
 
 @contextlib.contextmanager

@@ -15,10 +15,11 @@ import numpy as np
 from ..data.errors import CorpusFormatError, read_text_file
 from ..data.trees import format_tree
 from ..files import write_text
-from ..models.pcfg import ALGORITHMS, PCFG
+from ..models.pcfg import ALGORITHMS, PCFG, SHARDED_ALGORITHMS
 from ..models.pcfg_la import ALGORITHMS as LA_ALGORITHMS
 from ..models.pcfg_la import PCFGLA
-from .options import add_checkpoint_arguments, add_common, announce_resume, count, positive_int, remove_checkpoint
+from .options import (add_checkpoint_arguments, add_cluster_arguments, add_common, announce_resume, cluster_requested,
+                      connect, count, positive_int, remove_checkpoint)
 
 NO_TREE = "(())"
 
@@ -62,6 +63,7 @@ def _summary(args, report, lines):
 # -- pcfg ---------------------------------------------------------------------------------------------
 
 def run_pcfg_fit(args):
+    sharded = cluster_requested(args, SHARDED_ALGORITHMS, "cvbayes pcfg fit")
     if (args.grammar is None) == (args.nonterminals is None):
         raise SystemExit("cvbayes pcfg fit: give --grammar FILE (a hand-written grammar) or --nonterminals N "
                          "(induction over every A -> B C and A -> w)")
@@ -71,8 +73,10 @@ def run_pcfg_fit(args):
                  max_substring=args.max_substring, algorithm=args.algorithm, n_iter=args.iterations,
                  random_state=args.seed, n_init=args.restarts, batch_size=args.batch_size)
     announce_resume(args.checkpoint, args.iterations, "cvbayes pcfg fit", args.quiet or args.json)
-    model.fit(sentences, terminals_from=extra, progress=not (args.quiet or args.json),
-              checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every)
+    with connect(args.scheduler, args.workers, "cvbayes pcfg fit") as client:
+        model.fit(sentences, terminals_from=extra, progress=not (args.quiet or args.json),
+                  checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every,
+                  **({"client": client} if sharded else {}))
     model.save(args.output)
     seconds = sum(record.seconds for record in model.history_)
     report = {"model": args.output, "sentences": len(sentences), "tokens": sum(map(len, sentences)),
@@ -219,6 +223,7 @@ def register(commands):
                      help="sentences to be parsed later: their tokens and substrings become terminals (no counts), "
                           "so that an <any> grammar can derive them")
     add_checkpoint_arguments(fit)
+    add_cluster_arguments(fit, "/".join(SHARDED_ALGORITHMS))
     add_common(fit)
     fit.set_defaults(handler=run_pcfg_fit)
 

@@ -16,6 +16,9 @@ algorithm  schedule (unit)                        rule   thesis
 ``scvi``   stochastic (a minibatch of sentences)  MEAN   eq. 3.98-3.104, with trees as the units
 =========  =====================================  =====  ==============================================
 
+``cvi-sharded`` is CVI on shards of sentences, each seeing the others' counts one pass stale (an
+approximation, named so; `cvbayes.models.tree_shards`).
+
 CVI keeps every sentence's local posteriors (its head marginals and no-dependent marginals, float32,
 `cvbayes.trees.dmv.LocalPosteriors`); updating sentence i takes their expected counts out of the global
 counts, gathers the MEAN weights of the sentence's own cells from what is left (O(n^2),
@@ -47,12 +50,15 @@ from ..trees.dmv import (DMVCounts, LocalPosteriors, add_posterior_counts, add_r
                          dmv_buffers, dmv_inside_outside, mean_sentence_weights, work_chunks)
 from ..trees.dmv_init import dmv_harmonic_counts, dmv_random_counts
 from .base import BayesModel
+from .shards import Sharding
 
 ALGORITHMS = {
     "em": Algorithm(batch, MAP, "sentence", "thesis eq. 4.5-4.10 (Klein and Manning 2004)"),
     "vb": Algorithm(batch, VB, "sentence", "thesis eq. 4.12"),
     "cvi": Algorithm(leave_one_out, MEAN, "sentence", "thesis eq. 4.17-4.24"),
     "scvi": Algorithm(stochastic, MEAN, "minibatch of sentences", "thesis eq. 3.98-3.104 with trees as units"),
+    # CVI on shards, counts one pass stale (AD-LDA style, cvbayes.models.tree_shards)
+    "cvi-sharded": Algorithm(leave_one_out, MEAN, "sentence, on shards", "thesis eq. 4.17-4.24; Newman et al. 2009"),
 }
 
 OBJECTIVES = {
@@ -60,7 +66,12 @@ OBJECTIVES = {
     "vb": "evidence lower bound: sum_i log Z_i under exp E[log theta] - KL(q(theta) || p(theta))",
     "cvi": "sum over sentences of log Z_i under theta_bar (eq. 4.24): a leave-one-sentence-out predictive",
     "scvi": "per-token log Z of the pass's minibatch sentences under the MEAN tables of the global counts",
+    "cvi-sharded": "sum over sentences of log Z_i under theta_bar of the counts frozen at the start of the pass plus "
+                   "the own shard's changes (cvbayes.models.tree_shards)",
 }
+
+# what fit(client=...) runs (cvbayes.models.tree_shards)
+SHARDED_ALGORITHMS = ("em", "vb", "cvi-sharded")
 
 INITS = ("harmonic", "random")
 # Chosen on EWT dev (sentences of at most 10 words, UPOS, no punctuation): see
@@ -74,10 +85,12 @@ _NO_LOCAL = (np.zeros(1, dtype=np.int64), np.zeros(0), np.zeros((0, 2)))
 
 
 class Sentences(NamedTuple):
-    """The training sentences: every token's type id (int32) and the sentences' offsets (int64)."""
+    """The training sentences: every token's type id (int32) and the sentences' offsets (int64); fit's
+    shard options (`cvbayes.models.shards.Sharding`)."""
 
     tags: np.ndarray
     offsets: np.ndarray
+    sharding: Sharding = Sharding()
 
 
 def log_tables(rule, counts, alpha):
@@ -100,7 +113,7 @@ def gather_sentences(tags, offsets, ids):
     return np.ascontiguousarray(tags[index]), new_offsets
 
 
-def _raise_if_bad(bad):
+def raise_if_bad(bad):
     if bad >= 0:
         raise ValueError(f"sentence {bad} has no tree of positive probability under the current tables")
 
@@ -124,7 +137,7 @@ class BatchTrees:
         """The E-step (eq. 4.7-4.9), in parallel over sentences: (DMVCounts, sum_i log Z_i)."""
         root, stop, attach, log_z, bad = dmv_batch_expectations(self.tags, self.offsets, self.chunks, *tables,
                                                                 *_NO_LOCAL)
-        _raise_if_bad(bad)
+        raise_if_bad(bad)
         return DMVCounts(root, stop, attach), log_z
 
     def penalty(self, rule, statistics, tables):
@@ -205,7 +218,7 @@ class CollapsedTrees:
     def visit(self, order):
         """One pass over the sentences in ``order``; returns the objective."""
         objective, bad = cvi_pass(self.state, order)
-        _raise_if_bad(bad)
+        raise_if_bad(bad)
         self.refresh_totals()
         return objective
 
@@ -239,7 +252,7 @@ class MinibatchTrees:
         tables = log_tables(MEAN, self.current(), self.alpha)
         root, stop, attach, log_z, bad = dmv_batch_expectations(tags, offsets, work_chunks(offsets), *tables,
                                                                 *_NO_LOCAL)
-        _raise_if_bad(bad)
+        raise_if_bad(bad)
         scale = self.n_units / ids.shape[0]
         updates = [(name, slice(None), values, scale) for name, values in zip(BLOCKS, (root, stop, attach))]
         return Minibatch(updates, float(log_z), int(offsets[-1]))
@@ -275,7 +288,20 @@ class DMV(BayesModel):
     batch_size, kappa, tau0 : SCVI's minibatch size (sentences) and step sizes (tau0 + m)^-kappa.
 
     ``fit(X)`` takes a list of tag (or word) sequences (strings or integer ids), a `Corpus`, or a
-    `DependencyCorpus` (`cvbayes.data.read_dependencies`; its gold heads are not used).
+    `DependencyCorpus` (`cvbayes.data.read_dependencies`; its gold heads are not used), and besides
+    `BayesModel.fit`'s arguments:
+
+    client : dask.distributed.Client, optional
+        em, vb and cvi-sharded on the client's workers, each on its shard of whole sentences (saved once,
+        memory-mapped): em's and vb's E-steps are those of one process up to the order of the sums;
+        cvi-sharded is CVI with the other shards' counts one pass stale (`cvbayes.models.tree_shards`).
+        Needs ``cvbayes[distributed]``.
+    n_shards : int, optional
+        Shards with a client (default one per worker), and for cvi-sharded without one (default numba's
+        thread count; the shards then run on threads of this process).
+    shard_folder : path, optional
+        With a client: the folder the shards are saved in and kept for the next fit of the same
+        sentences (refused, by checksum, if it holds another corpus's).
 
     Attributes
     ----------
@@ -286,10 +312,13 @@ class DMV(BayesModel):
     tag_column_ : "upos" or "xpos" when fitted on a `DependencyCorpus`, else None.
     punctuation_removed_ : bool, the training `DependencyCorpus` had punctuation removed.
     local_memory_bytes_ : CVI's local posteriors (0 for the others).
+    shard_timings_ : on shards, a `cvbayes.models.shards.PassTiming` a pass (compute seconds per shard,
+        bytes sent and returned, broadcast, reduction and scheduler overhead).
     """
 
     MODEL_NAME = "dmv"
     SAVE_FORMAT = SAVE_FORMAT
+    FIT_OPTIONS = ("client", "n_shards", "shard_folder")
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES
 
@@ -354,15 +383,18 @@ class DMV(BayesModel):
 
     # -- fit's hooks ------------------------------------------------------------------------------------
 
-    def _prepare(self, X, y=None):
-        """The sentences as (tags, offsets) in the type ids the model learns (the tag set of X)."""
+    def _prepare(self, X, y=None, client=None, n_shards=None, shard_folder=None):
+        """The sentences as (tags, offsets) in the type ids the model learns (the tag set of X), with fit's
+        shard options."""
+        sharding = Sharding.checked(self.algorithm, client, n_shards, shard_folder, SHARDED_ALGORITHMS,
+                                    ("cvi-sharded",))
         tags, offsets, tagset = self._sentences(X, fitting=True)
         self.tagset_ = tagset
         self.n_types_ = len(tagset) if tagset is not None else int(np.max(tags, initial=-1)) + 1
         self.tag_column_ = X.tag_column if isinstance(X, DependencyCorpus) else None
         self.punctuation_removed_ = bool(isinstance(X, DependencyCorpus) and np.any(X.sentence_words != X.lengths))
         self.local_memory_bytes_ = 0
-        return Sentences(tags, offsets)
+        return Sentences(tags, offsets, sharding)
 
     def _fingerprint(self, sentences):
         return sentences.tags, sentences.offsets, np.array([self.n_types_])
@@ -376,21 +408,34 @@ class DMV(BayesModel):
         return dmv_random_counts(tags, offsets, self.n_types_, seed, local)
 
     def _batch(self, sentences, run):
-        """EM (rule MAP) and VB (rule VB) (eq. 4.5-4.12)."""
-        tags, offsets = sentences
-        return (BatchTrees(tags, offsets, self.alpha), self.start_counts(tags, offsets, self.init, run.seed),
-                None)
+        """EM (rule MAP) and VB (rule VB) (eq. 4.5-4.12); the E-step on the shards of a client with one
+        (`cvbayes.models.tree_shards`), from the start counts made here."""
+        tags, offsets = sentences.tags, sentences.offsets
+        structure = BatchTrees(tags, offsets, self.alpha)
+        if sentences.sharding.client is not None:
+            from .tree_shards import dmv_batch
+            structure = dmv_batch(structure, sentences.sharding, self._fingerprint(sentences))
+        return structure, self.start_counts(tags, offsets, self.init, run.seed), None
 
     def _collapsed(self, sentences, run):
-        """CVI over sentences, each pass in a new random order (eq. 4.17-4.24)."""
-        tags, offsets = sentences
+        """CVI over sentences, each pass in a new random order (eq. 4.17-4.24); cvi-sharded on shards of
+        sentences (threads of this process, or a client's workers; `cvbayes.models.tree_shards`)."""
+        tags, offsets = sentences.tags, sentences.offsets
         local = LocalPosteriors.empty(offsets)
         counts = self.start_counts(tags, offsets, self.init, run.seed, local)
-        return CollapsedTrees(tags, offsets, self.alpha, counts, local, run.rng, run.checkpoint)
+        if run.algorithm != "cvi-sharded":
+            return CollapsedTrees(tags, offsets, self.alpha, counts, local, run.rng, run.checkpoint)
+        if run.checkpoint is not NO_CHECKPOINT:
+            raise ValueError("algorithm 'cvi-sharded' does not take checkpoints yet (its shards' local posteriors "
+                             "are not saved); fit it without checkpoint=")
+        from .tree_shards import ShardedCVI
+        collapsed = CollapsedTrees(tags, offsets, self.alpha, counts, local, run.rng)
+        return ShardedCVI(collapsed, sentences.sharding.shards(Corpus(tags, offsets), None, self._fingerprint(sentences)),
+                          run.seed)
 
     def _stochastic(self, sentences, run):
         """SCVI over minibatches of sentences (eq. 3.98-3.104)."""
-        tags, offsets = sentences
+        tags, offsets = sentences.tags, sentences.offsets
         counts = {name: DecayingCounts(block)
                   for name, block in zip(BLOCKS, self.start_counts(tags, offsets, self.init, run.seed))}
         return MinibatchTrees(tags, offsets, self.alpha, counts)

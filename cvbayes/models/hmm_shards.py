@@ -38,10 +38,10 @@ import time
 import numpy as np
 from numba import njit
 
-from ..core.units import ZeroProbabilityError
 from .hmm_kernels import subchain_pass, subchain_state, subchain_workspace, unit_totals
 from .hmm_structures import ChainData, Minibatches, Units, gather_ranges
-from .shards import Shards, ShardStates, add_up, limit_threads, opened, shard_bounds, tree_sum
+from . import shards as shared
+from .shards import Shards, ShardStates, add_up, limit_threads, numbered_in_corpus, opened, shard_bounds, tree_sum
 
 # The largest block of tokens a worker draws the random start for at once (its (tokens, K) float32
 # marginals are temporary): keeps a worker's peak memory that of its shard, not of K times it.
@@ -60,21 +60,14 @@ def hmm_shards(parts, corpus, client=None, n_shards=None, folder=None, identity=
     return Shards(corpus, worker_parts(parts), client, n_shards, folder, identity)
 
 
-def _reraise_in_shard(error, first_sequence):
-    """A shard's ZeroProbabilityError, with its sequence numbered in the whole corpus."""
-    return ZeroProbabilityError(f"in the shard starting at sequence {first_sequence}: {error}")
-
-
 # ------------------------------------------------------------------------ EM and VB
 
 def _batch_shard(token, shard, parts, tables, first_sequence):
     """One shard's E-step under ``tables``: ((start, trans, stats), sum of log Z) (eq. 3.13-3.17)."""
     limit_threads()
     data = opened(token, shard, parts, "batch", ChainData)
-    try:
+    with numbered_in_corpus(first_sequence, "sequence"):
         return data.expectations(tables.start, tables.trans, tables.emission, tables.emission_log_offset)
-    except ZeroProbabilityError as error:
-        raise _reraise_in_shard(error, first_sequence) from None
 
 
 def _random_shard(token, shard, parts, seed, first_sequence):
@@ -95,29 +88,15 @@ def _random_shard(token, shard, parts, seed, first_sequence):
     return total
 
 
-class ShardedBatch:
+class ShardedBatch(shared.ShardedBatch):
     """The HMM's `BatchChains` with its E-step summed over the shards of a Dask client (EM, VB)."""
 
     def __init__(self, local, shards):
-        self.local = local
-        self.shards = shards
-
-    def tables(self, statistics, rule):
-        return self.local.tables(statistics, rule)
+        # the tables once to every worker a pass; MAP's parameters stay here (only the penalty reads them)
+        super().__init__(local, shards, _batch_shard, lambda tables: tables._replace(params=None))
 
     def from_params(self, params):
         return self.local.from_params(params)
-
-    def penalty(self, rule, statistics, tables):
-        return self.local.penalty(rule, statistics, tables)
-
-    def expectations(self, tables):
-        shards = self.shards
-        # the tables once to every worker; MAP's parameters stay here (only the penalty reads them)
-        total = shards.map_reduce(_batch_shard, tables._replace(params=None),
-                                  [(int(first),) for first in shards.bounds[:-1]])
-        shards.end_pass()
-        return total
 
     def random_counts(self, seed):
         """The random start's expected counts, drawn on the workers: those of one process."""
@@ -125,12 +104,6 @@ class ShardedBatch:
         total = shards.map_reduce(_random_shard, int(seed), [(int(first),) for first in shards.bounds[:-1]])
         shards.end_pass(start=True)
         return total
-
-    def attributes(self):
-        return self.shards.attributes()
-
-    def close(self):
-        self.shards.close()
 
 
 # ------------------------------------------------------------------------ SVI and SCVI

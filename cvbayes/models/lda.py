@@ -66,6 +66,7 @@ from ..schedules.driver import check_positive_int
 from . import lda_kernels as kernels
 from .base import BayesModel
 from .lda_shards import ShardedBatchVB, ShardedCVB0, ShardedStochasticLDA, lda_shards
+from .shards import Sharding
 
 SAVE_FORMAT = "cvbayes-lda-1"
 _TINY = np.finfo(float).tiny
@@ -590,18 +591,10 @@ class LDA(BayesModel):
     def _prepare(self, X, y=None, client=None, n_shards=None, shard_folder=None):
         """The documents of X, and the prior alpha_ every run starts from (y: ignored, scikit-learn's);
         with ``client``, the shards the learner runs on."""
-        sharded = self.algorithm == "cvb0-sharded"
-        if (client is not None and self.algorithm not in SHARDED_ALGORITHMS) or (
-                client is None and n_shards is not None and not sharded):
-            raise ValueError(f"algorithm {self.algorithm!r} does not run on shards; client= takes "
-                             f"{', '.join(SHARDED_ALGORITHMS)}, and n_shards= without a client only cvb0-sharded")
-        if shard_folder is not None and client is None:
-            raise ValueError("shard_folder= is where the shards for a client's workers are saved: give client= too")
-        if self.learn_alpha and (client is not None or sharded):
+        Sharding.checked(self.algorithm, client, n_shards, shard_folder, SHARDED_ALGORITHMS, ("cvb0-sharded",))
+        if self.learn_alpha and (client is not None or self.algorithm == "cvb0-sharded"):
             raise ValueError("learn_alpha needs every document's topic counts in one place, which a fit on shards "
                              "does not gather; fit without client= (or learn alpha in one process first)")
-        if n_shards is not None:
-            check_positive_int("n_shards", n_shards)
         documents = Documents.from_input(X)
         self.vocabulary_ = X.vocabulary if isinstance(X, Corpus) else None
         self.alpha_ = np.broadcast_to(np.asarray(self.alpha, dtype=float), (self.n_topics,)).copy()

@@ -33,6 +33,8 @@ from ..trees.inside_outside import (batch_log_z, chart_buffers, chart_chunks, de
                                     make_tables, viterbi_batch)
 from .base import BayesModel
 from .pcfg_kernels import cvi_pass, local_expected_counts, mh_pass, start_trees
+from .shards import Sharding
+from .tree_shards import pcfg_batch
 
 
 SENTENCE = "sentence"
@@ -55,6 +57,8 @@ OBJECTIVES = {
 }
 
 SAVE_FORMAT = "cvbayes-pcfg-1"
+# what fit(client=...) runs (cvbayes.models.tree_shards)
+SHARDED_ALGORITHMS = ("em", "vb")
 
 
 # ------------------------------------------------------------------ rows
@@ -153,11 +157,13 @@ def uniform_tree_table(grammar: CompiledGrammar) -> np.ndarray:
 # ------------------------------------------------------------------ the corpus
 class TreeCorpus:
     """Sentences laid out for the tree kernels: the `SentenceBatch`, its thread chunks, and (for the
-    collapsed algorithms) every sentence's cells (models/pcfg_kernels.py)."""
+    collapsed algorithms) every sentence's cells (models/pcfg_kernels.py); ``sharding``, fit's shard
+    options (`cvbayes.models.shards.Sharding`)."""
 
-    def __init__(self, grammar: CompiledGrammar, sentences):
+    def __init__(self, grammar: CompiledGrammar, sentences, sharding=Sharding()):
         self.grammar = grammar
         self.sentences = sentences
+        self.sharding = sharding
         self.batch = grammar.prepare(sentences)
         self.chunks = chart_chunks(grammar.kernel, self.batch.offsets)
         self.lengths = np.diff(self.batch.offsets)
@@ -193,7 +199,8 @@ class TreeCorpus:
     def raise_bad(self, i):
         if i < 0:
             return
-        words = " ".join(map(str, self.sentences[i]))
+        sentence = self.sentences[i]     # tokens, or their ids on a shard
+        words = " ".join(self.grammar.vocabulary.decode(sentence) if isinstance(sentence, np.ndarray) else sentence)
         raise ZeroProbabilityError(f"sentence {i} ({words!r}) has no tree under the grammar")
 
 
@@ -403,6 +410,15 @@ class PCFG(BayesModel):
         More sentences whose tokens and substrings become terminals (with no counts), so that
         `score` and `parse` can handle them: Johnson et al. (2007) and thesis §4.5.1 take the
         ``<any>`` terminals from the whole corpus, held-out words included.
+    client : dask.distributed.Client, optional
+        em, vb: run every E-step on the client's workers, each on its shard of whole sentences,
+        memory-mapped from a file saved once (`cvbayes.models.tree_shards`); the same run as in one
+        process up to the order of the sums.  Needs ``cvbayes[distributed]``.
+    n_shards : int, optional
+        Shards with a client (default one per worker).
+    shard_folder : path, optional
+        With a client: save the shards here (on a file system every worker sees) and keep them for the
+        next fit of the same sentences and grammar; a folder of another corpus's shards is refused.
 
     Attributes
     ----------
@@ -417,13 +433,15 @@ class PCFG(BayesModel):
         different from the current tree (a proposal equal to it is always accepted).
     local_memory_bytes_ : cvi only: the float32 local statistics and their cell ids.
     restart_objectives_ : the final objective of every restart (``n_init``).
+    shard_timings_ : on shards, a `cvbayes.models.shards.PassTiming` a pass (compute seconds per shard,
+        bytes sent and returned, broadcast, reduction and scheduler overhead).
     """
 
     MODEL_NAME = "pcfg"
     SAVE_FORMAT = SAVE_FORMAT
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES
-    FIT_OPTIONS = ("terminals_from",)
+    FIT_OPTIONS = ("terminals_from", "client", "n_shards", "shard_folder")
 
     def __init__(self, n_nonterminals=None, grammar=None, alpha=0.1, max_substring=None, *, algorithm="cvi",
                  n_iter=50, n_init=1, random_state=0, init="random", batch_size=100, kappa=0.5, tau0=1.0,
@@ -462,15 +480,17 @@ class PCFG(BayesModel):
         return full_cnf_grammar(self.n_nonterminals, vocabulary)
 
     # ------------------------------------------------------------- fit's hooks
-    def _prepare(self, X, y=None, terminals_from=None):
-        """The sentences laid out for the tree kernels under the grammar compiled for them."""
+    def _prepare(self, X, y=None, terminals_from=None, client=None, n_shards=None, shard_folder=None):
+        """The sentences laid out for the tree kernels under the grammar compiled for them, with fit's
+        shard options."""
+        sharding = Sharding.checked(self.algorithm, client, n_shards, shard_folder, SHARDED_ALGORITHMS)
         sentences = _as_sentences(X)
         grammar = self.compile(sentences, terminals_from)
         if not isinstance(self.init, str):
             _check_table(grammar, self.init)
         self.grammar_ = grammar
         self._rows = RuleRows(grammar, self.alpha)
-        return TreeCorpus(grammar, sentences)
+        return TreeCorpus(grammar, sentences, sharding)
 
     def _fingerprint(self, data):
         grammar = data.grammar
@@ -487,10 +507,15 @@ class PCFG(BayesModel):
         return random_table(data.grammar, np.random.default_rng(run.seed))
 
     def _batch(self, data, run):
-        """EM (rule MAP) and VB (rule VB) (eq. 4.5-4.12), from the expected counts under the start table."""
+        """EM (rule MAP) and VB (rule VB) (eq. 4.5-4.12), from the expected counts under the start table;
+        the E-step on the shards of a client with one (`cvbayes.models.tree_shards`)."""
         structure = BatchTrees(self._rows, data)
         start = self._start(data, run)
-        return structure, structure.expectations((start, make_tables(data.grammar, start)))[0], None
+        tables = (start, make_tables(data.grammar, start))
+        if data.sharding.client is None:
+            return structure, structure.expectations(tables)[0], None
+        structure = pcfg_batch(structure, data.sharding, self._fingerprint(data))
+        return structure, structure.expectations(tables, start=True)[0], None
 
     def _collapsed(self, data, run):
         """CVI (eq. 4.24), each sentence starting from its expected counts under the start table."""

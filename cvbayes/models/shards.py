@@ -19,6 +19,10 @@ not depend on the model:
   returned (every shard's result), the reduction's summed and critical-path seconds, and the scheduler's
   overhead: the pass's wall time less the broadcast, the slowest shard and the reduction's critical path.
   This is the data the scaling model (docs/scaling.md) is fitted to.
+* `Sharding`, fit's ``client=``, ``n_shards=`` and ``shard_folder=`` checked once for every model, and
+  `ShardedBatch`, the batch (EM, VB) structure whose E-step is any model's per-shard function summed
+  over the shards (the HMM's, the DMV's, the PCFG's); `ShardStates`, the state of the sharded collapsed
+  learners kept on the shards' workers.
 
 Dask (``pip install "cvbayes[distributed]"``) is imported only when a client is used.
 """
@@ -32,13 +36,15 @@ import tempfile
 import time
 import uuid
 import weakref
-from typing import NamedTuple
+from contextlib import contextmanager
+from typing import Any, NamedTuple
 
 import numba
 import numpy as np
 
 from ..data import Corpus
-from ..files import atomic_write
+from ..files import atomic_write, checksum
+from ..schedules.driver import check_positive_int
 
 MANIFEST = "shards.json"
 MANIFEST_FORMAT = "cvbayes-shards-1"
@@ -64,9 +70,11 @@ def shard_bounds(offsets, n_shards):
 
 
 def add_up(first, second):
-    """Elementwise sum of two nested tuples of arrays and numbers (shards' statistics)."""
+    """Elementwise sum of two nested tuples of arrays and numbers (shards' statistics); a named tuple
+    stays one of its kind."""
     if isinstance(first, tuple):
-        return tuple(add_up(a, b) for a, b in zip(first, second))
+        sums = (add_up(a, b) for a, b in zip(first, second))
+        return type(first)._make(sums) if hasattr(first, "_make") else tuple(sums)
     return first + second
 
 
@@ -111,6 +119,16 @@ def limit_threads():
     that workers sharing a machine do not oversubscribe its cores."""
     from distributed import get_worker
     numba.set_num_threads(max(1, min(numba.config.NUMBA_NUM_THREADS, get_worker().state.nthreads)))
+
+
+@contextmanager
+def numbered_in_corpus(first, unit):
+    """A shard's ValueError (its message numbering the ``unit`` in the shard) re-raised naming where the
+    shard starts in the whole corpus (its ``first`` unit)."""
+    try:
+        yield
+    except ValueError as error:
+        raise type(error)(f"in the shard starting at {unit} {first}: {error}") from None
 
 
 def opened(token, shard, payload, kind, build):
@@ -283,11 +301,12 @@ class Shards:
 
     # -- running tasks -----------------------------------------------------------------------------
 
-    def submit(self, function, s, *args):
-        """``function(token, shard file, payload, *args)`` for shard ``s`` on its preferred worker; the
-        future's result is a partial sum of one shard (`_timed`)."""
+    def submit(self, function, s, *args, pinned=False):
+        """``function(token, shard file, payload, *args)`` for shard ``s`` on its preferred worker (any
+        other may take it over, unless ``pinned``: the shard's state lives there); the future's result is
+        a partial sum of one shard (`_timed`)."""
         return self.client.submit(_timed, function, self.token, self.files[s], self.sent_payload, *args,
-                                  workers=[self.homes[s]], allow_other_workers=True, pure=False)
+                                  workers=[self.homes[s]], allow_other_workers=not pinned, pure=False)
 
     def broadcast(self, value):
         """``value`` scattered to every worker once: (its future, the seconds, the bytes sent)."""
@@ -297,7 +316,20 @@ class Shards:
 
     def map_reduce(self, function, broadcast, arguments=None):
         """The sum over the shards of ``function(token, shard, payload, sent, *arguments[s])``, with
-        ``broadcast`` sent to every worker once, added up pairwise on the workers (`tree_sum`)."""
+        ``broadcast`` sent to every worker once, added up pairwise on the workers (`tree_sum`).
+
+        Dask scatters to the workers running at that moment and cannot recover scattered data from a
+        worker that dies: under load a worker may be missing from the scatter, and the one that got the
+        data may then die.  Such a pass is sent again, once, with the payload; a shard's work keeps no
+        state that the lost pass changed, so the result is the same."""
+        from distributed.client import FutureCancelledError
+        try:
+            return self._map_reduce(function, broadcast, arguments)
+        except FutureCancelledError:
+            self.sent_payload = self.client.scatter(self.payload, broadcast=True, hash=False)
+            return self._map_reduce(function, broadcast, arguments)
+
+    def _map_reduce(self, function, broadcast, arguments):
         started = time.perf_counter()
         sent, broadcast_seconds, sent_bytes = self.broadcast(broadcast)
         arguments = arguments or [()] * self.n_shards
@@ -308,21 +340,39 @@ class Shards:
                     reduce, reduce_path, time.perf_counter() - started)
         return value
 
-    def map_gather(self, function, owners, arguments, broadcast=None):
+    def map_gather(self, function, owners, arguments, broadcast=None, pinned=False):
         """The results of ``function(token, shard, payload, [sent,] *arguments[i])`` on the shards
         ``owners`` (with ``sent`` the future of ``broadcast``, sent to every worker once, when given),
-        brought back here in order; the caller adds them up (and times that with `add_reduction`)."""
+        brought back here in order; the caller adds them up (and times that with `add_reduction`).
+        ``pinned``: each on its shard's own worker, `WorkerLostError` if one of those leaves."""
         started = time.perf_counter()
         prefix, broadcast_seconds, sent_bytes = (), 0.0, 0
         if broadcast is not None:
             sent, broadcast_seconds, sent_bytes = self.broadcast(broadcast)
             prefix = (sent,)
-        futures = [self.submit(function, s, *prefix, *args) for s, args in zip(owners, arguments)]
-        timed = self.client.gather(futures)
+        futures = [self.submit(function, s, *prefix, *args, pinned=pinned) for s, args in zip(owners, arguments)]
+        timed = self._gather_pinned(futures, owners) if pinned else self.client.gather(futures)
         self.record(owners, [part[1][0] for part in timed], [part[5][0] for part in timed],
                     sent_bytes + _nbytes(arguments), sum(part[4] for part in timed), broadcast_seconds, 0.0, 0.0,
                     time.perf_counter() - started)
         return [part[0] for part in timed]
+
+    def _gather_pinned(self, futures, owners):
+        """The results of tasks pinned to the workers of the shards ``owners``, waited for in steps of
+        `LOST_WORKER_CHECK` seconds; `WorkerLostError` once one of those workers has left the cluster (its
+        tasks would wait for it for ever)."""
+        from distributed import wait
+        homes = {self.homes[s] for s in owners}
+        while True:
+            gone = homes - set(self.client.scheduler_info()["workers"])
+            if gone:
+                self.client.cancel(futures)
+                raise WorkerLostError(f"the worker {', '.join(sorted(gone))} left the cluster")
+            try:
+                wait(futures, timeout=LOST_WORKER_CHECK)
+                return self.client.gather(futures)
+            except TimeoutError:
+                continue
 
     def map_threads(self, pool, function, items):
         """``function(item)`` for the shards' ``items`` on the threads of ``pool`` (shards without a
@@ -371,6 +421,12 @@ class Shards:
 
 # seconds to wait for a first worker to join a client's scheduler (a LocalCluster's may still be starting)
 WORKER_TIMEOUT = 60
+# seconds between checks that the workers holding shards' state are still there
+LOST_WORKER_CHECK = 2
+
+
+class WorkerLostError(RuntimeError):
+    """A worker that held shards' state between passes left the cluster."""
 
 
 def _workers(client):
@@ -391,6 +447,74 @@ def _clean_up(client, token, folder):
         pass
     if folder is not None:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ fit's options and the batch E-step
+
+class Sharding(NamedTuple):
+    """What ``fit(client=, n_shards=, shard_folder=)`` asked for (`checked`), and the shards it makes."""
+
+    client: Any = None
+    n_shards: int | None = None
+    folder: Any = None
+
+    @classmethod
+    def checked(cls, algorithm, client, n_shards, folder, on_client, on_threads=()):
+        """The options of a fit of ``algorithm``, refused unless it is one of ``on_client`` (with a
+        client) or of ``on_threads`` (``n_shards`` without one: shards on threads of this process)."""
+        if (client is not None and algorithm not in on_client) or (
+                client is None and n_shards is not None and algorithm not in on_threads):
+            threads = f", and n_shards= without a client only {', '.join(on_threads)}" if on_threads else ""
+            raise ValueError(f"algorithm {algorithm!r} does not run on shards; client= takes "
+                             f"{', '.join(on_client)}{threads}")
+        if n_shards is not None:
+            check_positive_int("n_shards", n_shards)
+        if folder is not None and client is None:
+            raise ValueError("shard_folder= is where the shards for a client's workers are saved: give client= too")
+        return cls(client, n_shards, folder)
+
+    def shards(self, corpus, payload, fingerprint):
+        """The `Shards` of ``corpus``; a named folder is tied to the checksum of the model's
+        ``fingerprint`` arrays of its training data."""
+        identity = None
+        if self.folder is not None:
+            identity = checksum({str(i): np.asarray(array) for i, array in enumerate(fingerprint)})
+        return Shards(corpus, payload, self.client, self.n_shards, self.folder, identity)
+
+
+class ShardedBatch:
+    """A model's structure for `schedules.batch` (EM, VB) with its E-step summed over the shards of a
+    client: ``tables`` and ``penalty`` are the in-process structure ``local``'s; ``expectations(tables)``
+    sends ``send(tables)`` to every worker once and adds up ``work(token, shard, payload, sent, first)``
+    of every shard (``first``: the shard's first unit in the whole corpus) pairwise on the workers.  A
+    shard keeps no state between passes, so a pass whose worker dies is rerun elsewhere, the same."""
+
+    def __init__(self, local, shards, work, send=None):
+        self.local = local
+        self.shards = shards
+        self.work = work
+        self.send = send
+
+    def tables(self, statistics, rule):
+        return self.local.tables(statistics, rule)
+
+    def penalty(self, rule, statistics, tables):
+        return self.local.penalty(rule, statistics, tables)
+
+    def expectations(self, tables, start=False):
+        """The E-step over every shard: (statistics, sum of log Z); ``start``: the fit's start, timed
+        apart from the passes."""
+        shards = self.shards
+        sent = tables if self.send is None else self.send(tables)
+        total = shards.map_reduce(self.work, sent, [(int(first),) for first in shards.bounds[:-1]])
+        shards.end_pass(start=start)
+        return total
+
+    def attributes(self):
+        return self.shards.attributes()
+
+    def close(self):
+        self.shards.close()
 
 
 # ------------------------------------------------------------------ state that lives on the shards
@@ -431,8 +555,16 @@ class ShardStates:
             self.threads = ThreadPoolExecutor(max_workers=shards.n_shards)
             return
         self.states = None
-        shards.map_gather(_place, range(shards.n_shards), [(state, s) for s, state in enumerate(states)])
+        self._pinned(_place, [(state, s) for s, state in enumerate(states)])
         shards.end_pass(start=True)
+
+    def _pinned(self, function, arguments, broadcast=None):
+        """``function`` on every shard's own worker (`Shards.map_gather`, pinned), in shard order."""
+        try:
+            return self.shards.map_gather(function, range(self.shards.n_shards), arguments, broadcast, pinned=True)
+        except WorkerLostError as error:
+            raise RuntimeError(f"the {self.what} state of the shards lives on their workers between passes, and "
+                               f"{error}; fit again") from None
 
     def sweep(self, frozen):
         """Every shard's ``sweep(frozen)`` (frozen sent to every worker once), in shard order; the
@@ -440,9 +572,7 @@ class ShardStates:
         shards = self.shards
         if self.states is not None:
             return shards.map_threads(self.threads, lambda state: state.sweep(frozen), self.states)
-        # another worker may take a shard over only to report that its state is lost
-        return shards.map_gather(_sweep_call, range(shards.n_shards), [(s, self.what) for s in range(shards.n_shards)],
-                                 broadcast=frozen)
+        return self._pinned(_sweep_call, [(s, self.what) for s in range(shards.n_shards)], frozen)
 
     def sum_changes(self, results, frozen):
         """Add the shards' changes (`tree_sum`) to the ``frozen`` counts in place; the summed objective."""
@@ -458,10 +588,8 @@ class ShardStates:
         """Every shard's ``method()`` of its state, in shard order (the fitted attributes at the end)."""
         if self.states is not None:
             return [getattr(state, method)() for state in self.states]
-        shards = self.shards
-        results = shards.map_gather(_state_call, range(shards.n_shards),
-                                    [(s, self.what, method) for s in range(shards.n_shards)])
-        shards.end_pass(start=True)
+        results = self._pinned(_state_call, [(s, self.what, method) for s in range(self.shards.n_shards)])
+        self.shards.end_pass(start=True)
         return results
 
     def close(self):

@@ -75,3 +75,8 @@ NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment units --corpus tidigits --seed
 for n in 250 1000; do
   NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment units --corpus synthetic-brent-test --utterances $n --algorithms svi --seeds 1 --passes 2 --out docs/results/units/memory_$n
 done
+
+# The HMM's default alpha and beta per learner (issue 33), after `cvbayes data fetch ewt`, `brown` and
+# `htb`; one after the other on the shared 2-core machine (load 7-20): 32 min and 28 min
+NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment defaults --seed 0 --seeds 2
+NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment defaults --check --seed 0 --seeds 2

@@ -9,6 +9,7 @@ from cvbayes import HDPHMM, HMM
 from cvbayes.cli import main
 from cvbayes.data import load_embedded_brown
 from cvbayes.families import Gaussian
+from cvbayes.models.hmm import DEFAULT_PRIORS
 from cvbayes.tagging import compact, fit_tagger, random_baseline, tag_dictionary
 
 SLICE = str(resources.files("cvbayes.data") / "resources" / "brown_slice.txt.gz")
@@ -101,6 +102,23 @@ def test_fit_tag_evaluate_commands(tmp_path, capsys):
     scores = json.loads(capsys.readouterr().out)
     assert 0.5 < scores["accuracy"] <= 1.0
     assert {"many_to_one_cv", "one_to_one", "variation_of_information", "v_measure"} <= set(scores)
+
+
+def test_fit_command_uses_the_learners_defaults_unless_given(tmp_path, capsys):
+    """Without --alpha/--beta the model is HMM's with the learner's DEFAULT_PRIORS; given ones override."""
+    common = ["brown-embedded", "--tagset", "universal", "--sentences", "40", "--iterations", "1", "--quiet",
+              "--json", "--algorithm", "vb"]
+    main(["fit", *common, "-o", str(tmp_path / "default.npz")])
+    main(["fit", *common, "--beta", "0.37", "-o", str(tmp_path / "given.npz")])
+    capsys.readouterr()
+    default, given = HMM.load(tmp_path / "default.npz"), HMM.load(tmp_path / "given.npz")
+    assert (default.alpha, default.beta) == DEFAULT_PRIORS["vb"]
+    assert (given.alpha, given.beta) == (DEFAULT_PRIORS["vb"][0], 0.37)
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    alpha, beta = DEFAULT_PRIORS["cvi2"]
+    assert f"cvi2 {alpha:g}/{beta:g}" in help_text and "cvbayes experiment defaults" in help_text
 
 
 def test_compare_json(capsys):

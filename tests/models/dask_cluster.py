@@ -32,6 +32,8 @@ def kill_a_worker_during(client, module_name, function_name, calls_before_exit):
     ``module_name.function_name``; returns the workers' process ids before."""
     cloudpickle = pytest.importorskip("cloudpickle")
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    # both workers up (on a loaded machine one may still be rejoining): the survivor must hold the tables
+    client.wait_for_workers(2, timeout=60)
     pids = set(client.run(os.getpid).values())
     victim = sorted(client.scheduler_info()["workers"])[0]
     client.run(_install_fault, module_name, function_name, calls_before_exit, workers=[victim])

@@ -133,6 +133,8 @@ def test_refusals(client, documents):
         LDA(K, algorithm="vb", n_iter=1, learn_alpha=True).fit(documents, client=client)
     with pytest.raises(ValueError, match="checkpoint"):
         LDA(K, algorithm="vb", n_iter=1).fit(documents, client=client, checkpoint="x.ckpt")
+    with pytest.raises(ValueError, match="checkpoint"):
+        LDA(K, algorithm="cvb0-sharded", n_iter=1).fit(documents, n_shards=2, checkpoint="x.ckpt")
 
 
 def test_lda_fit_names_an_unreachable_scheduler_within_a_timeout(tmp_path, monkeypatch):
