@@ -8,7 +8,7 @@ statistics and log Z (`cvbayes.models.shards`: the shards, their files and the r
 use); same trajectory as one process up to the order of the floating-point sums.
 """
 from ..core.units import ZeroProbabilityError
-from .shards import Shards, limit_threads, opened
+from .shards import ShardedBatch, Shards, limit_threads, opened
 from .units_structures import UnitCounts, Utterances, unit_expectations
 
 
@@ -24,27 +24,13 @@ def _shard_expectations(token, shard, model, tables, first_utterance):
     return tuple(counts), float(log_z.sum())
 
 
-class ShardedUnits:
+class ShardedUnits(ShardedBatch):
     """`units_structures.BatchUnits` with its E-step summed over the shards of a Dask client (VB)."""
 
     def __init__(self, local, client, n_shards=None):
-        self.local = local
-        self.shards = Shards(local.data.corpus, (local.model.family, local.model.n_states), client, n_shards)
-
-    def tables(self, statistics, rule):
-        return self.local.tables(statistics, rule)
-
-    def penalty(self, rule, statistics, tables):
-        return self.local.penalty(rule, statistics, tables)
+        super().__init__(local, Shards(local.data.corpus, (local.model.family, local.model.n_states), client,
+                                       n_shards), _shard_expectations)
 
     def expectations(self, tables):
-        shards = self.shards
-        counts, log_z = shards.map_reduce(_shard_expectations, tables, [(int(first),) for first in shards.bounds[:-1]])
-        shards.end_pass()
+        counts, log_z = super().expectations(tables)
         return UnitCounts(*counts), log_z
-
-    def attributes(self):
-        return self.shards.attributes()
-
-    def close(self):
-        self.shards.close()
