@@ -279,6 +279,23 @@ EXPERIMENTS = {
          option("--la-threshold", type=float, default=1e-4, help="coarse-to-fine pruning threshold (default 1e-4)"),
          option("--la-decoder", choices=("max-rule", "viterbi"), default="max-rule",
                 help="max-rule-product (default) or Viterbi decoding"))),
+    "fig4.2-split": Experiment(
+        "pcfg_la_split", "PCFG-LA at H = 16: each H split from the H before it, trained with pruning",
+        "Petrov et al. (2006)'s hierarchical splitting with coarse-to-fine pruning during training, for H where "
+        "CVI's per-tree counts would not fit (H = 16: 3.2 GB unpruned); alpha and seed of the first H from "
+        "docs/results/fig4_2/results.json; test P/R/F1/EX, time a pass, peak memory; writes under "
+        "--out/fig4_2/split.",
+        (option("--algorithms", type=comma_list, default=["em", "vb", "cvi"],
+                help="comma-separated, of em, vb, cvi (default all; run one a process for each one's peak memory)"),
+         option("--la-subtypes", type=positive_int, nargs="+", default=[8, 16],
+                help="the chain of H: the first from the treebank, each next split from the one before (default 8 16)"),
+         option("--la-pruning", type=float, default=1e-4,
+                help="training pruning threshold on the coarse node posteriors (default 1e-4)"),
+         option("--la-unpruned", action="store_true", help="also fit the last H from the same coarse grammar unpruned"),
+         option("--la-iterations", type=positive_int, default=50, help="passes of every fit (default 50)"),
+         option("--la-threshold", type=float, default=1e-4, help="parsing's coarse-to-fine threshold (default 1e-4)"),
+         option("--la-decoder", choices=("max-rule", "viterbi"), default="max-rule",
+                help="max-rule-product (default) or Viterbi decoding"))),
     "wordseg": Experiment(
         "wordseg", "word segmentation with adaptor grammars on Brent and a second language",
         "unigram, colloc and colloc-syllable by vb, cvi and mcmc on the Brent corpus and HKCanCor Jyutping "

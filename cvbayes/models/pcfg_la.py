@@ -28,6 +28,8 @@ from ..trees.grammar import LEXICAL, UNARY
 from ..trees.latent import (AnnotatedTables, RowLayout, add_posteriors, add_row_totals, latent_inside_outside,
                             parent_totals, posterior_offsets, row_sizes, split_grammar, tree_inside_outside)
 from ..trees.latent_parser import LatentParser
+from ..trees.latent_pruned import (add_kept_posteriors, keep_subtypes, kept_inside_outside, kept_mean_weights,
+                                   kept_store_offsets, kept_tree_inside_outside, split_tables)
 from ..trees.treebank import PreparedTreebank, TreebankGrammar, prepare_treebank
 from .base import BayesModel
 
@@ -56,18 +58,21 @@ class LatentTrees:
     `cvbayes.core.rules` over the rows of `RowLayout`.
     """
 
-    def __init__(self, prepared: PreparedTreebank, layout: RowLayout, alpha: float):
+    def __init__(self, prepared: PreparedTreebank, layout: RowLayout, alpha: float, kept=None):
         self.nodes = prepared.nodes
         self.layout = layout
         self.alpha = alpha
+        self.kept = kept
 
     def tables(self, statistics, rule):
         """MAP (eq. 4.10) or VB (eq. 4.12) tables of the counts (a checkpoint gives them back as a tuple)."""
         return self.layout.table(rule, AnnotatedTables(*statistics), self.alpha)
 
     def expectations(self, tables):
-        """Expected annotated-rule counts and sum log Z over the trees (eq. 4.7-4.9)."""
-        result = latent_inside_outside(self.nodes, tables)
+        """Expected annotated-rule counts and sum log Z over the trees (eq. 4.7-4.9), over the kept
+        subtypes when training is pruned (`cvbayes.trees.latent_pruned`)."""
+        result = (latent_inside_outside(self.nodes, tables) if self.kept is None
+                  else kept_inside_outside(self.nodes, tables, self.kept))
         return result.counts, float(result.log_z.sum())
 
     def penalty(self, rule, statistics, tables):
@@ -144,6 +149,37 @@ def cvi_pass(state, order):
     return leave_one_out(_update_tree, state, order)
 
 
+@njit(cache=True)
+def _update_tree_kept(state, tree):
+    """`_update_tree` over the kept subtypes of pruned training (`cvbayes.trees.latent_pruned`): the
+    tree's stored counts are those of its kept combinations only."""
+    (tree_offsets, node_kind, node_rule, node_left, node_right, kept_offsets, kept, binary_parent, unary_parent,
+     lexical_parent, binary_counts, unary_counts, lexical_counts, totals, row_size, alpha, binary_weights,
+     unary_weights, lexical_weights, inside, outside, scale, store, store_offsets) = state
+    first = tree_offsets[tree]
+    last = tree_offsets[tree + 1]
+    add_kept_posteriors(tree_offsets, node_kind, node_rule, node_left, node_right, kept_offsets, kept, tree, store,
+                        store_offsets, -1.0, True, binary_parent, unary_parent, lexical_parent, binary_counts,
+                        unary_counts, lexical_counts, totals)
+    kept_mean_weights(first, last, node_kind, node_rule, node_left, node_right, kept_offsets, kept, binary_parent,
+                      unary_parent, lexical_parent, binary_counts, unary_counts, lexical_counts, totals, row_size,
+                      alpha, binary_weights, unary_weights, lexical_weights)
+    log_z = kept_tree_inside_outside(node_kind, node_rule, node_left, node_right, first, last, kept_offsets, kept,
+                                     binary_weights, unary_weights, lexical_weights, inside, outside, scale,
+                                     binary_counts, unary_counts, lexical_counts, store, store_offsets)
+    if log_z > -np.inf:
+        add_kept_posteriors(tree_offsets, node_kind, node_rule, node_left, node_right, kept_offsets, kept, tree,
+                            store, store_offsets, 1.0, False, binary_parent, unary_parent, lexical_parent,
+                            binary_counts, unary_counts, lexical_counts, totals)
+    return log_z
+
+
+@njit(cache=True)
+def cvi_pass_kept(state, order):
+    """One pruned CVI pass over the trees in ``order``."""
+    return leave_one_out(_update_tree_kept, state, order)
+
+
 def _raise_if_bad(tree):
     if tree >= 0:
         raise ZeroProbabilityError(f"training tree {tree} has probability zero under the CVI weights")
@@ -151,17 +187,21 @@ def _raise_if_bad(tree):
 
 class CollapsedTrees:
     """CVI's state (eq. 4.24): every tree's annotated-rule counts from the start grammar (float32, to
-    leave them out), the global counts and row totals they sum to, and the kernels' work arrays."""
+    leave them out; of the kept subtypes only when training is pruned), the global counts and row totals
+    they sum to, and the kernels' work arrays."""
 
-    def __init__(self, prepared, n_subtypes, alpha, start, checkpoint):
+    def __init__(self, prepared, n_subtypes, alpha, start, checkpoint, kept=None):
         grammar, nodes = prepared.grammar, prepared.nodes
-        offsets = posterior_offsets(nodes, n_subtypes)
+        offsets = posterior_offsets(nodes, n_subtypes) if kept is None else kept_store_offsets(nodes, kept)
         store = np.zeros(offsets[-1], dtype=np.float32)
-        self.counts = latent_inside_outside(nodes, start, store=store).counts
+        self.counts = (latent_inside_outside(nodes, start, store=store) if kept is None
+                       else kept_inside_outside(nodes, start, kept, store=store)).counts
         totals = parent_totals(grammar, self.counts)
         weights = AnnotatedTables(*(table.copy() for table in start))
         longest = max_length(nodes.tree_offsets)
+        self.sweep_kernel = cvi_pass if kept is None else cvi_pass_kept
         self.state = (nodes.tree_offsets, nodes.kind, nodes.rule, nodes.left, nodes.right,
+                      *(() if kept is None else (kept.offsets, kept.subtypes)),
                       *(np.ascontiguousarray(rules[:, 0]) for rules in
                         (grammar.binary_rules, grammar.unary_rules, grammar.lexical_rules)),
                       *self.counts, totals, row_sizes(grammar, n_subtypes).astype(float), alpha, *weights,
@@ -172,7 +212,7 @@ class CollapsedTrees:
                                         "lexical": self.counts.lexical, "totals": totals, "store": store})
 
     def sweep(self, iteration):
-        objective, bad = cvi_pass(self.state, self.order)
+        objective, bad = self.sweep_kernel(self.state, self.order)
         _raise_if_bad(bad)
         return objective
 
@@ -203,11 +243,19 @@ class PCFGLA(BayesModel):
         Restarts from seeds random_state, random_state + 1, ...; the best last objective is kept.
     random_state : int
         Seeds the 1 % noise of the split grammar every algorithm starts from.
+    pruning : float or None
+        With ``fit(trees, coarse=model)``: every E-step skips, at every tree node, the subtypes whose
+        coarse subtype has posterior below this threshold under the coarse model's grammar (Petrov et
+        al. 2006's pruning with the previous split's grammar; `cvbayes.trees.latent_pruned`), and CVI
+        stores its per-tree counts for the kept subtypes only.  None (or 0): every subtype is kept.
 
     ``fit(trees)`` takes a sequence of Tree, a path to a file of Penn-bracket trees, or a
     PreparedTreebank: training trees, with or without ROOT on top (function tags and empty elements
     already removed), or the output of `cvbayes.trees.treebank.prepare_treebank` with this model's
-    settings (to prepare a treebank once for many fits).
+    settings (to prepare a treebank once for many fits).  ``fit(trees, coarse=model)`` starts from a
+    fitted PCFGLA ``model`` of the same treebank whose ``n_subtypes`` divides this one's, each of its
+    subtypes split in ``n_subtypes / model.n_subtypes`` with 1 % noise (Petrov et al. 2006's hierarchical
+    splitting), instead of from the split treebank grammar; ``pruning`` prunes with its grammar.
 
     Attributes
     ----------
@@ -227,9 +275,10 @@ class PCFGLA(BayesModel):
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES
     FITTED = "tables_"
+    FIT_OPTIONS = ("coarse",)
 
     def __init__(self, n_subtypes=2, alpha=0.1, horizontal=0, vertical=1, min_count=2, *, algorithm="cvi",
-                 n_iter=30, n_init=1, random_state=0):
+                 n_iter=30, n_init=1, random_state=0, pruning=None):
         self._keep_params(locals())
         self.n_subtypes = check_positive_int("n_subtypes", n_subtypes)
         if not alpha > 0:
@@ -238,10 +287,13 @@ class PCFGLA(BayesModel):
         self._check_learner("n_iter", "n_init")
         self.alpha = float(alpha)
         self.vertical = int(vertical)
+        if pruning is not None and not 0 <= pruning < 1:
+            raise ValueError(f"pruning must be a threshold in [0, 1) or None, got {pruning}")
 
     # ------------------------------------------------------------ fit's hooks
-    def _prepare(self, trees, y=None):
-        """The treebank prepared with this model's settings (binarised, rare words as signatures)."""
+    def _prepare(self, trees, y=None, coarse=None):
+        """The treebank prepared with this model's settings (binarised, rare words as signatures), and the
+        coarse model's grammar to split and prune with (checked against the treebank's)."""
         if isinstance(trees, (str, os.PathLike)):
             trees = read_trees(trees)
         settings = (self.horizontal, self.vertical, self.min_count)
@@ -255,7 +307,34 @@ class PCFGLA(BayesModel):
             prepared = prepare_treebank(list(trees), horizontal=self.horizontal, vertical=self.vertical,
                                         min_count=self.min_count)
         self.grammar_ = prepared.grammar
+        self._coarse = None if coarse is None else self._check_coarse(coarse, prepared.grammar)
         return prepared
+
+    def _check_coarse(self, coarse, grammar):
+        """The tables of a fitted coarse PCFGLA of the same treebank grammar with H_c dividing H."""
+        if not isinstance(coarse, PCFGLA):
+            raise TypeError(f"coarse must be a fitted PCFGLA, got {type(coarse).__name__}")
+        coarse._check_fitted()
+        if self.n_subtypes % coarse.n_subtypes:
+            raise ValueError(f"n_subtypes {self.n_subtypes} is not a multiple of the coarse model's "
+                             f"{coarse.n_subtypes}")
+        theirs = coarse.grammar_
+        if theirs.symbols != grammar.symbols or theirs.words != grammar.words or not all(
+                np.array_equal(a, b) for a, b in ((theirs.binary_rules, grammar.binary_rules),
+                                                  (theirs.unary_rules, grammar.unary_rules),
+                                                  (theirs.lexical_rules, grammar.lexical_rules))):
+            raise ValueError("the coarse model was fitted on another treebank grammar (symbols, words or rules "
+                             "differ)")
+        return coarse.tables_
+
+    def _kept(self, prepared):
+        """The subtypes pruned training visits (None: all); their share is kept in ``kept_share_``."""
+        if self._coarse is None or not self.pruning:
+            self.kept_share_ = 1.0
+            return None
+        kept = keep_subtypes(prepared.nodes, self._coarse, self.n_subtypes, self.pruning)
+        self.kept_share_ = kept.kept_share
+        return kept
 
     def _fingerprint(self, prepared):
         nodes, grammar = prepared.nodes, prepared.grammar
@@ -263,12 +342,16 @@ class PCFGLA(BayesModel):
                 grammar.unary_rules, grammar.lexical_rules)
 
     def _start(self, prepared, run):
-        """The treebank grammar split into subtypes with 1 % noise (Petrov et al. 2006)."""
+        """The treebank grammar, or the coarse model's, split into subtypes with 1 % noise (Petrov et al.
+        2006)."""
+        if self._coarse is not None:
+            return split_tables(prepared.grammar, self._coarse, self.n_subtypes, run.rng)
         return split_grammar(prepared.grammar, self.n_subtypes, run.rng)
 
     def _batch(self, prepared, run):
         """EM (rule MAP) from the split grammar, VB (rule VB) from its expected counts."""
-        structure = LatentTrees(prepared, RowLayout(prepared.grammar, self.n_subtypes), self.alpha)
+        structure = LatentTrees(prepared, RowLayout(prepared.grammar, self.n_subtypes), self.alpha,
+                                self._kept(prepared))
         start = self._start(prepared, run)
         if run.how.rule == MAP:
             return structure, None, start
@@ -277,7 +360,8 @@ class PCFGLA(BayesModel):
     def _collapsed(self, prepared, run):
         """CVI (eq. 4.24): every tree's counts from the split grammar, then passes of leave-one-tree-out
         updates on the MEAN weights of the others."""
-        return CollapsedTrees(prepared, self.n_subtypes, self.alpha, self._start(prepared, run), run.checkpoint)
+        return CollapsedTrees(prepared, self.n_subtypes, self.alpha, self._start(prepared, run), run.checkpoint,
+                              self._kept(prepared))
 
     def _set_fitted(self, counts, rule, prepared=None):
         """The counts (a copy: CVI's keep changing) and the fitted table: MAP for EM, the posterior mean

@@ -79,8 +79,10 @@ __all__ = [
     "normalise_rows",
     "parent_totals",
     "posterior_offsets",
+    "rescale_inside",
     "row_sizes",
     "split_grammar",
+    "start_outside",
     "tree_inside_outside",
     "treebank_weights",
     "zero_annotated_tables",
@@ -320,6 +322,36 @@ def binary_inside(weights, r, inside, left, right, factor, out, at):
 
 
 @njit(cache=True)
+def rescale_inside(inside, i, scale):
+    """Divide node i's inside vector by its maximum s_i, kept in ``scale[i]`` (the module docstring's
+    scaling); returns log s_i, or -inf if the vector is zero or overflowed."""
+    peak = 0.0
+    for a in range(inside.shape[1]):
+        if inside[i, a] > peak:
+            peak = inside[i, a]
+    if not peak > 0.0 or peak == np.inf:
+        return -np.inf
+    inverse = 1.0 / peak
+    for a in range(inside.shape[1]):
+        inside[i, a] *= inverse
+    scale[i] = peak
+    return np.log(peak)
+
+
+@njit(cache=True)
+def start_outside(inside, outside, root):
+    """The root's outside vector, its subtype fixed at 0: outside = e_0 / inside[root, 0]; returns
+    log inside[root, 0] (-inf if zero)."""
+    root_inside = inside[root, 0]
+    if root_inside == 0.0:
+        return -np.inf
+    for a in range(outside.shape[1]):
+        outside[root, a] = 0.0
+    outside[root, 0] = 1.0 / root_inside
+    return np.log(root_inside)
+
+
+@njit(cache=True)
 def tree_inside_outside(node_kind, node_rule, node_left, node_right, first, last, binary_weights, unary_weights,
                         lexical_weights, inside, outside, scale, binary_counts, unary_counts, lexical_counts, store,
                         store_offsets):
@@ -379,26 +411,14 @@ def tree_inside_outside(node_kind, node_rule, node_left, node_right, first, last
         else:
             inside[i, :] = 0.0
             binary_inside(binary_weights, r, inside, node_left[n] - first, node_right[n] - first, 1.0, inside, i)
-        peak = 0.0
-        for a in range(n_sub):
-            if inside[i, a] > peak:
-                peak = inside[i, a]
-        if not peak > 0.0 or peak == np.inf:
+        log_scale = rescale_inside(inside, i, scale)
+        if log_scale == -np.inf:
             return -np.inf
-        inverse = 1.0 / peak
-        for a in range(n_sub):
-            inside[i, a] *= inverse
-        scale[i] = peak
-        log_z += np.log(peak)
-
-    root = last - 1 - first
-    root_inside = inside[root, 0]
-    if root_inside == 0.0:
+        log_z += log_scale
+    log_root = start_outside(inside, outside, last - 1 - first)
+    if log_root == -np.inf:
         return -np.inf
-    log_z += np.log(root_inside)
-    for a in range(n_sub):
-        outside[root, a] = 0.0
-    outside[root, 0] = 1.0 / root_inside
+    log_z += log_root
 
     # Top-down: reverse post-order visits every parent before its children.
     for n in range(last - 1, first - 1, -1):
