@@ -291,7 +291,11 @@ EXPERIMENTS = {
                 help="the chain of H: the first from the treebank, each next split from the one before (default 8 16)"),
          option("--la-pruning", type=float, default=1e-4,
                 help="training pruning threshold on the coarse node posteriors (default 1e-4)"),
-         option("--la-unpruned", action="store_true", help="also fit the last H from the same coarse grammar unpruned"),
+         option("--la-unpruned", type=comma_list, default=None,
+                help="comma-separated learners that also fit the last H from the same coarse grammar unpruned "
+                     "(default none; CVI's H = 16 unpruned needs 3.2 GB for its per-tree counts alone)"),
+         option("--la-test-sentences", type=positive_int, default=None,
+                help="parse only the first N test sentences (default all 2,077)"),
          option("--la-iterations", type=positive_int, default=50, help="passes of every fit (default 50)"),
          option("--la-threshold", type=float, default=1e-4, help="parsing's coarse-to-fine threshold (default 1e-4)"),
          option("--la-decoder", choices=("max-rule", "viterbi"), default="max-rule",

@@ -10,7 +10,7 @@ For each learner one run (``--algorithms``, one process each keeps its peak memo
 of ``subtypes`` trained from the split treebank grammar as in `cvbayes.experiments.pcfg_la` (the
 learner's alpha and seed of that H's row of the full run's results.json: alpha is not chosen again), then
 each further H from the one before, pruned; ``unpruned`` also fits the last H from the same coarse
-grammar without pruning, to show what pruning costs.  Every grammar of the chain parses the test set
+grammar without pruning for the learners ``unpruned`` names, to show what pruning costs.  Every grammar of the chain parses the test set
 (coarse-to-fine, as in fig4.2).  Results go to ``out/<algorithms>_h<subtypes>.json``; `table` writes
 table.md from every such file in ``out``.
 """
@@ -31,24 +31,39 @@ BASE = "docs/results/fig4_2/results.json"
 
 
 def run(out="docs/results/fig4_2/split", algorithms=("em", "vb", "cvi"), subtypes=(8, 16), pruning=1e-4,
-        unpruned=False, iterations=50, base=BASE, threshold=1e-4, decoder="max-rule", quiet=False):
+        unpruned=(), iterations=50, test_sentences=None, base=BASE, threshold=1e-4, decoder="max-rule",
+        quiet=False):
     """Train and parse the chain ``subtypes`` for each learner; write its json and table.md under ``out``."""
     started = time.perf_counter()
-    say = (lambda *args: None) if quiet else print
+    say = (lambda *args: None) if quiet else (lambda *args: print(*args, flush=True))
     rows_of_base = json.loads(Path(base).read_text())["rows"]
     train = load_converted("train")
-    test_gold = [strip_root(tree) for tree in load_converted("test")]
+    test_gold = [strip_root(tree) for tree in load_converted("test")][:test_sentences]
     prepared = prepare_treebank(train)
     evaluation = _Evaluator(prepared.grammar, test_gold, threshold, decoder)
     say(f"coarse pass over {len(test_gold)} test sentences: {evaluation.pruning.seconds:.0f} s")
     records = []
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def write():
+        """The results so far (after every fit, so a run stopped early keeps what it finished)."""
+        results = {"note": CONVERTED_NOTE, "settings": {
+            "algorithms": list(algorithms), "subtypes": list(subtypes), "pruning": pruning,
+            "unpruned": list(unpruned), "iterations": iterations, "base": base, "test_split": 2077,
+            "test_sentences": len(test_gold), "threshold": threshold, "decoder": decoder,
+            "wall_seconds": time.perf_counter() - started}, "rows": records}
+        write_json(out / f"{'-'.join(algorithms)}_h{'-'.join(map(str, subtypes))}.json", results)
+        write_text(out / "table.md", table(out))
+        return results
+
     for algorithm in algorithms:
         first = next(row for row in rows_of_base if row["subtypes"] == subtypes[0] and row["algorithm"] == algorithm)
         alpha, seed = first["alpha"], first["seed"]
         coarse = None
         for h in subtypes:
             fits = [pruning if coarse is not None else None]
-            if unpruned and coarse is not None and h == subtypes[-1]:
+            if algorithm in unpruned and coarse is not None and h == subtypes[-1]:
                 fits.append(None)
             for k, threshold_h in enumerate(fits):
                 before = _peak_rss_mb()
@@ -61,21 +76,14 @@ def run(out="docs/results/fig4_2/split", algorithms=("em", "vb", "cvi"), subtype
                           "objective": model.history_[-1].objective, "peak_rss_mb_training": _peak_rss_mb(),
                           "peak_rss_mb_before": before, **evaluation(model), "peak_rss_mb": _peak_rss_mb()}
                 records.append(record)
+                write()
                 say(f"{algorithm} H={h} from {record['from']} pruning {threshold_h}: kept "
                     f"{100 * record['kept_share']:.1f} %, {record['seconds_per_pass']:.2f} s a pass, test F1 "
                     f"{record['f1']:.2f}, peak {record['peak_rss_mb_training']:.0f} MB training")
                 if k == 0:
                     chained = model  # the next H splits the pruned fit
             coarse = chained
-    results = {"note": CONVERTED_NOTE, "settings": {
-        "algorithms": list(algorithms), "subtypes": list(subtypes), "pruning": pruning, "unpruned": unpruned,
-        "iterations": iterations, "base": base, "threshold": threshold, "decoder": decoder,
-        "test_sentences": len(test_gold), "wall_seconds": time.perf_counter() - started}, "rows": records}
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / f"{'-'.join(algorithms)}_h{'-'.join(map(str, subtypes))}.json", results)
-    write_text(out / "table.md", table(out))
-    return results
+    return write()
 
 
 def table(out) -> str:
@@ -98,17 +106,20 @@ def table(out) -> str:
             f"Each learner's first H trained from the split treebank grammar at the alpha and seed of its row "
             f"in {settings.get('base', BASE)}; each next H from it (every subtype split in two, 1 % noise), the "
             f"E-steps skipping subtypes whose coarse posterior is below the training pruning threshold. "
-            f"{settings.get('iterations', '')} passes a grammar; the test set parsed coarse-to-fine at "
+            f"{settings.get('iterations', '')} passes a grammar; the first {settings.get('test_sentences', '')} of "
+            f"the {settings.get('test_split', '')} test sentences parsed coarse-to-fine at "
             f"{settings.get('threshold', '')}. Peak MB: the process's (one process a learner), after training "
             f"and after parsing that grammar.\n\n" + "\n".join(lines) + "\n")
 
 
 def run_from_command_line(args):
     """``cvbayes experiment fig4.2-split``: --algorithms, --la-subtypes, --la-pruning, --la-unpruned,
-    --la-iterations, --la-threshold, --la-decoder, --out (default docs/results/fig4_2/split)."""
+    --la-iterations, --la-test-sentences, --la-threshold, --la-decoder, --out (default
+    docs/results/fig4_2/split)."""
     out = args.out if args.out != "docs/results" else "docs/results/fig4_2/split"
     run(out=out, algorithms=tuple(args.algorithms), subtypes=tuple(args.la_subtypes), pruning=args.la_pruning,
-        unpruned=args.la_unpruned, iterations=args.la_iterations, threshold=args.la_threshold,
+        unpruned=tuple(args.la_unpruned or ()), iterations=args.la_iterations,
+        test_sentences=args.la_test_sentences, threshold=args.la_threshold,
         decoder=args.la_decoder, quiet=args.quiet)
 
 

@@ -181,15 +181,17 @@ def test_pruning_at_zero_fits_as_unpruned_training(coarse_fit, algorithm):
             np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
 
 
-def test_a_pruned_cvi_pass_leaves_each_tree_out_over_its_kept_annotations(coarse_fit):
-    trees, coarse = coarse_fit
+def test_a_pruned_cvi_pass_leaves_each_tree_out_over_its_kept_annotations():
+    trees, _ = treebank(5, n_trees=5, longest=3)   # small enough to enumerate 4 subtypes a node
+    coarse = PCFGLA(n_subtypes=2, alpha=1.0, horizontal=1, min_count=1, algorithm="em", n_iter=10,
+                    random_state=0).fit(trees)
     alpha = 0.3
     model = PCFGLA(n_subtypes=4, alpha=alpha, horizontal=1, min_count=1, algorithm="cvi", n_iter=2,
-                   random_state=5, pruning=0.05)
-    model.fit(trees, coarse=coarse)
+                   random_state=5, pruning=0.05).fit(trees, coarse=coarse)
     prepared = prepare_treebank(trees, horizontal=1, min_count=1)
     nodes, grammar = prepared.nodes, prepared.grammar
     kept = keep_subtypes(nodes, coarse.tables_, 4, 0.05)
+    assert kept.kept_share < 1
     start = split_tables(grammar, coarse.tables_, 4, np.random.default_rng(5))
     local = [enumerate_kept(nodes, start, kept, t)[1] for t in range(nodes.n_trees)]
     total = AnnotatedTables(*(sum(parts) for parts in zip(*local)))
