@@ -50,7 +50,7 @@ def run(out="docs/results/fig4_2/split", algorithms=("em", "vb", "cvi"), subtype
         """The results so far (after every fit, so a run stopped early keeps what it finished)."""
         results = {"note": CONVERTED_NOTE, "settings": {
             "algorithms": list(algorithms), "subtypes": list(subtypes), "pruning": pruning,
-            "unpruned": list(unpruned), "iterations": iterations, "base": base, "test_split": 2077,
+            "unpruned": list(unpruned), "iterations": iterations, "base": str(base), "test_split": 2077,
             "test_sentences": len(test_gold), "threshold": threshold, "decoder": decoder,
             "wall_seconds": time.perf_counter() - started}, "rows": records}
         write_json(out / f"{'-'.join(algorithms)}_h{'-'.join(map(str, subtypes))}.json", results)

@@ -56,3 +56,23 @@ def test_runs_on_different_h_combine_into_one_table(tmp_path, monkeypatch):
     pcfg_la.run(out=tmp_path / "c", subtypes=(2,), **{**settings, "iterations": 2})
     with pytest.raises(ValueError, match="different settings"):
         pcfg_la.combine([tmp_path / "a", tmp_path / "c"], tmp_path / "bad")
+
+
+def test_the_split_experiment_chains_each_h_from_the_one_before(tmp_path, monkeypatch):
+    from cvbayes.experiments import pcfg_la_split
+    monkeypatch.setattr(pcfg_la_split, "load_converted", lambda split: list(TREES))
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps({"rows": [{"subtypes": 2, "algorithm": a, "alpha": alpha, "seed": seed}
+                                         for a, alpha, seed in (("em", 1.0, 1), ("cvi", 0.1, 2))]}))
+    results = pcfg_la_split.run(out=tmp_path / "split", algorithms=("em", "cvi"), subtypes=(2, 4), pruning=0.01,
+                                unpruned=("em",), iterations=2, base=base, quiet=True)
+    assert [(r["algorithm"], r["subtypes"], r["from"], r["pruning"]) for r in results["rows"]] == [
+        ("em", 2, None, None), ("em", 4, 2, 0.01), ("em", 4, 2, None), ("cvi", 2, None, None), ("cvi", 4, 2, 0.01)]
+    assert [(r["alpha"], r["seed"]) for r in results["rows"]][-1] == (0.1, 2)
+    for row in results["rows"]:
+        assert 0 < row["kept_share"] <= 1 and row["seconds_per_pass"] > 0 and row["peak_rss_mb"] > 0
+        assert row["kept_share"] == 1 or row["pruning"] == 0.01
+    saved = json.loads((tmp_path / "split" / "em-cvi_h2-4.json").read_text())
+    assert saved["rows"] == json.loads(json.dumps(results["rows"]))
+    table = (tmp_path / "split" / "table.md").read_text()
+    assert table.count("\n| 4 | 2 |") == 3 and "| 2 | treebank | cvi | 0.1 | 2 | none |" in table
