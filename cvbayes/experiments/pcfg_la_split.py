@@ -108,8 +108,9 @@ def table(out) -> str:
             f"E-steps skipping subtypes whose coarse posterior is below the training pruning threshold. "
             f"{settings.get('iterations', '')} passes a grammar; the first {settings.get('test_sentences', '')} of "
             f"the {settings.get('test_split', '')} test sentences parsed coarse-to-fine at "
-            f"{settings.get('threshold', '')}. Peak MB: the process's (one process a learner), after training "
-            f"and after parsing that grammar.\n\n" + "\n".join(lines) + "\n")
+            f"{settings.get('threshold', '')}. Peak MB: the process's peak resident memory so far, after "
+            f"training and after parsing that grammar (learners run one after another; in one process a row's "
+            f"value is its own peak or an earlier row's).\n\n" + "\n".join(lines) + "\n")
 
 
 def run_from_command_line(args):
