@@ -6,13 +6,13 @@ grammar, every subtype split in two with 1 % noise, every E-step skipping the su
 subtype has posterior below ``pruning`` under that H = 8 grammar (`cvbayes.trees.latent_pruned`), and
 CVI storing its per-tree counts for the kept subtypes only.
 
-For each learner one run (``--algorithms``, one process each keeps its peak memory its own): the first H
-of ``subtypes`` trained from the split treebank grammar as in `cvbayes.experiments.pcfg_la` (the
-learner's alpha and seed of that H's row of the full run's results.json: alpha is not chosen again), then
-each further H from the one before, pruned; ``unpruned`` also fits the last H from the same coarse
-grammar without pruning for the learners ``unpruned`` names, to show what pruning costs.  Every grammar of the chain parses the test set
-(coarse-to-fine, as in fig4.2).  Results go to ``out/<algorithms>_h<subtypes>.json``; `table` writes
-table.md from every such file in ``out``.
+For each learner one run, the learners one after another: the first H of ``subtypes`` trained from the
+split treebank grammar as in `cvbayes.experiments.pcfg_la` (at the alpha and seed of the learner's row
+for that H in the full run's results.json: alpha is not chosen again), then each further H from the one
+before, pruned; the learners ``unpruned`` names also fit the last H from the same coarse grammar without
+pruning, to show what pruning costs.  Every grammar parses the test set (coarse-to-fine, as in fig4.2).
+Results go to ``out/<algorithms>_h<subtypes>.json`` after every fit; `table` writes table.md from every
+such file in ``out``.
 """
 from __future__ import annotations
 
