@@ -309,7 +309,8 @@ class AdaptorGrammar(BayesModel):
         after ``fit`` with ``estimate_hyperparameters``), as plain JSON for reports."""
         return {"a": self.a, "b": self.b, "alpha": self.alpha, "truncation": self.truncation,
                 "estimate_hyperparameters": self.estimate_hyperparameters,
-                "anneal": None if self.anneal is None else list(self.anneal),
+                "anneal": None if self.anneal is None else list(self.anneal), "init": self.init, "unit": self.unit,
+                "predictive": self.predictive,
                 "discount": self.discount.tolist(), "concentration": self.concentration.tolist()}
 
     def terminals_text(self) -> str:
