@@ -122,7 +122,8 @@ def test_refusals(client, utterances):
 
 
 def test_segment_takes_workers(tmp_path, capsys, utterances):
-    """``cvbayes segment --workers 1``: the in-process objective; cvi and mcmc are refused before any work."""
+    """``cvbayes segment --workers 1``: the in-process objective; cvi and mcmc, and a saved --model (nothing
+    to train), are refused before any work."""
     text = tmp_path / "utterances.txt"
     text.write_text("".join(" ".join(u) + "\n" for u in utterances[:30]))
     command = ["segment", str(text), "--algorithm", "vb", "--iterations", "2", "--restarts", "1", "-o",
@@ -134,3 +135,5 @@ def test_segment_takes_workers(tmp_path, capsys, utterances):
     assert found[1] == pytest.approx(found[0], rel=RELATIVE)
     with pytest.raises(SystemExit, match="cvbayes segment: --scheduler and --workers take --algorithm vb"):
         main(["segment", str(text), "--algorithm", "cvi", "--workers", "1", "--quiet"])
+    with pytest.raises(SystemExit, match="--model segments without training"):
+        main(["segment", str(text), "--model", "x.npz", "--workers", "1", "--quiet"])
