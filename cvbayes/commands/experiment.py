@@ -326,6 +326,8 @@ EXPERIMENTS = {
          option("--units", type=positive_int, default=None, help="the units' truncation (default 100)"),
          option("--utterances", type=positive_int, default=None,
                 help="synthetic-brent: use only the first N utterances of a split (default all)"),
+         option("--trim", action="store_true",
+                help="synthetic-brent: cut each file's leading and trailing silence to 5 frames (voice activity)"),
          option("--append", action="store_true",
                 help="keep the runs already in OUT/units/results.json (one of the same corpus, algorithm and seed "
                      "is replaced) and add this command's"))),

@@ -127,17 +127,18 @@ def planted_corpus(minutes=PLANTED_MINUTES):
                       phones=planted_intervals(labels, starts))
 
 
-def synthetic_brent_corpus(split="train", limit=None, heldout=None):
-    """The synthetic Brent corpus's ``split`` (the first ``limit`` utterances), with the held-out voices'
-    split as its ``heldout`` corpus when ``heldout`` names it."""
+def synthetic_brent_corpus(split="train", limit=None, heldout=None, trim=False):
+    """The synthetic Brent corpus's ``split`` (the first ``limit`` utterances, with ``trim`` their leading and
+    trailing silence cut to 5 frames), with the held-out voices' split as its ``heldout`` corpus when
+    ``heldout`` names it."""
     from .. import speech  # the speech front end (issue 30, items 1-2)
 
-    data = speech.load_synthetic_brent(split, limit=limit, progress=False)
+    data = speech.load_synthetic_brent(split, limit=limit, progress=False, trim=trim)
     names = list(data.corpus.names)
-    return UnitCorpus(f"synthetic-brent-{split}", list(data.corpus.features), names,
+    return UnitCorpus(f"synthetic-brent-{split}{'-trimmed' if trim else ''}", list(data.corpus.features), names,
                       phones=[[(i.start, i.end, i.label) for i in data.phones[n]] for n in names],
                       first_frames=list(data.corpus.first_frames),
-                      heldout=None if heldout is None else synthetic_brent_corpus(heldout, limit))
+                      heldout=None if heldout is None else synthetic_brent_corpus(heldout, limit, trim=trim))
 
 
 # -- scores ------------------------------------------------------------------------------------------------
@@ -334,9 +335,10 @@ def run(corpora, out, algorithms=tuple(ALGORITHMS), seeds=SEEDS, n_units=DEFAULT
 def run_from_command_line(args):
     """``cvbayes experiment units`` (options in `cvbayes.commands.experiment`)."""
     out = Path(args.out) / NAME if args.out == "docs/results" else Path(args.out)
+    trim = args.trim
     builders = {"tidigits": tidigits_corpus, "planted": planted_corpus,
-                "synthetic-brent": lambda: synthetic_brent_corpus("train", args.utterances, heldout="test"),
-                "synthetic-brent-test": lambda: synthetic_brent_corpus("test", args.utterances)}
+                "synthetic-brent": lambda: synthetic_brent_corpus("train", args.utterances, heldout="test", trim=trim),
+                "synthetic-brent-test": lambda: synthetic_brent_corpus("test", args.utterances, trim=trim)}
     unknown = [name for name in args.corpus if name not in builders]
     if unknown:
         raise ValueError(f"unknown corpus {unknown[0]!r} for the units experiment; choose from {', '.join(builders)}")
