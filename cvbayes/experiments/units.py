@@ -71,10 +71,11 @@ PUBLISHED = [
 DIFFERENCE = ("Published figures are on TIMIT (read English by 630 speakers, hours of speech, 61 phones folded to "
               "39). The synthetic Brent corpus is SYNTHETIC speech: Brent's child-directed utterances spoken by "
               "espeak-ng and flite voices, phones from the synthesizers (40 ARPAbet phones and silence), scored "
-              "on the training utterances and, with the same models, on 3 held-out voices. TIDIGITS here is 31 "
-              "utterances (68 s) of two speakers saying digits (13 cepstra with deltas) and has no phone "
-              "alignments: only word-level checks are possible. The planted corpus is data drawn from the model "
-              "itself (not speech).")
+              "on the training utterances and, with the same models, on 3 held-out voices ('-trimmed': each "
+              "file's 200 ms of leading and trailing silence cut to 5 frames by voice activity, --trim). TIDIGITS "
+              "here is 31 utterances (68 s) of two speakers saying digits (13 cepstra with deltas) and has no "
+              "phone alignments: only word-level checks are possible. The planted corpus is data drawn from the "
+              "model itself (not speech).")
 
 
 @dataclass

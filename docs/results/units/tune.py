@@ -1,5 +1,8 @@
 """Tuning AcousticUnits on a dev slice of synthetic Brent's train split (utterances FIRST..FIRST+N of the
-train split, outside the slice the final runs use), one setting a process; prints one JSON line."""
+train split, outside the slice the final runs use), one setting a process; prints one JSON line.
+
+    python tune.py '{"algorithm": "cvi", "n_iter": 10, "trim": true, "save": "/tmp/cvi_trim.npz"}'
+"""
 import csv, json, sys, time, os
 from pathlib import Path
 import numpy as np
@@ -30,10 +33,13 @@ if __name__ == "__main__":
     settings = json.loads(sys.argv[1])
     first, n = settings.pop("first", 6000), settings.pop("n", 300)
     trim = settings.pop("trim", False)
+    save = settings.pop("save", None)  # a path: the fitted model, for oversegmentation.py and tried.py
     feats, gold, first_frames = dev(first, n, trim)
     t = time.perf_counter()
     model = AcousticUnits(**settings).fit(feats, progress=False)
     seconds = time.perf_counter() - t
+    if save:
+        model.save(save)
     report = units_report(model.predict(feats), gold, first_frames)
     out = {**settings, "first": first, "n": n, **({"trim": True} if trim else {}), "seconds": round(seconds, 1),
            **{k: round(report[k], 4) for k in ("boundary_precision", "boundary_recall", "boundary_f1", "purity",
