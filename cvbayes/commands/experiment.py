@@ -324,6 +324,7 @@ EXPERIMENTS = {
          FIRST_SEED,
          seeds(3), PASSES.but(help="passes of every learner (gibbs: 5 sweeps a pass; default 30)"),
          option("--units", type=positive_int, default=None, help="the units' truncation (default 100)"),
+         option("--states", type=positive_int, default=3, help="states of every unit's HMM (default 3)"),
          option("--utterances", type=positive_int, default=None,
                 help="synthetic-brent: use only the first N utterances of a split (default all)"),
          option("--trim", action="store_true",

@@ -137,7 +137,7 @@ def test_experiment_seed_is_honoured(tmp_path, monkeypatch):
 
 def test_experiment_trim_reaches_the_synthetic_corpus(tmp_path, monkeypatch):
     """``--trim`` loads both splits of synthetic Brent trimmed, and names the corpus so (its runs and table
-    stay apart from the untrimmed ones in an appended results.json)."""
+    stay apart from the untrimmed ones in an appended results.json); ``--states`` reaches the model."""
     from types import SimpleNamespace
 
     from cvbayes import speech
@@ -156,8 +156,13 @@ def test_experiment_trim_reaches_the_synthetic_corpus(tmp_path, monkeypatch):
 
     monkeypatch.setattr(speech, "load_synthetic_brent", load)
     main(["experiment", "units", "--corpus", "synthetic-brent", "--trim", "--algorithms", "vb", "--seeds", "1",
-          "--units", "6", "--passes", "2", "--out", str(tmp_path), "--quiet"])
+          "--units", "6", "--states", "4", "--passes", "2", "--out", str(tmp_path), "--quiet"])
     assert calls == [("train", True), ("test", True)]
     results = json.loads((tmp_path / "results.json").read_text())
     assert [r["corpus"] for r in results["runs"]] == ["synthetic-brent-train-trimmed"]
-    assert "heldout_boundary_f1" in results["runs"][0]
+    assert "heldout_boundary_f1" in results["runs"][0] and results["settings"]["n_states"] == 4
+    assert "4 states a unit" in (tmp_path / "table.md").read_text()
+    # runs of another number of states are not appended to these
+    with pytest.raises(SystemExit, match="n_states 4"):
+        main(["experiment", "units", "--corpus", "synthetic-brent", "--trim", "--algorithms", "vb", "--seeds", "1",
+              "--units", "6", "--passes", "2", "--out", str(tmp_path), "--quiet", "--append"])
