@@ -597,6 +597,15 @@ class MovingSweep:
                 + [("delete", None, gone, tokens) for tokens, gone in
                    delete_candidates(parts, counts, self.delete_tries)])
 
+    def apply(self, kind, keep, gone):
+        """Merge ``gone`` into ``keep``, the next pass under the merged prior weight (`HDPTransitions`), or
+        delete ``gone``."""
+        if kind == "merge":
+            self.inner.merge_states(keep, gone)
+            self.inner.parts.transitions.merged = keep, gone
+        else:
+            self.inner.delete_state(gone)
+
     def sweep(self, iteration):
         inner = self.inner
         self.trials = []
@@ -608,11 +617,7 @@ class MovingSweep:
         best, best_objective, kept = inner.snapshot(), plain, None
         for kind, keep, gone, score in moves:
             inner.restore(before)
-            if kind == "merge":
-                inner.merge_states(keep, gone)
-                inner.parts.transitions.merged = keep, gone
-            else:
-                inner.delete_state(gone)
+            self.apply(kind, keep, gone)
             objective = inner.sweep(iteration)
             inner.parts.transitions.merged = None
             self.trials.append({"move": kind, "keep": keep, "gone": gone,

@@ -236,11 +236,7 @@ def test_a_moving_pass_keeps_the_best_move_and_never_lowers_the_enumerated_objec
         expected = []
         for kind, keep, gone, _ in moving.proposals():
             inner.restore(before)
-            if kind == "merge":
-                inner.merge_states(keep, gone)
-                inner.parts.transitions.merged = keep, gone
-            else:
-                inner.delete_state(gone)
+            moving.apply(kind, keep, gone)
             expected.append(_enumerated_pass(inner))
             inner.parts.transitions.merged = None
         inner.restore(before)
