@@ -223,12 +223,12 @@ def test_the_pass_after_a_move_is_the_enumerated_cvi_pass_from_the_moved_statist
 
 
 def test_a_moving_pass_keeps_the_best_move_and_never_lowers_the_enumerated_objective():
-    """Every pass tries the moves (every = 1); each trial's objective is the enumerated pass from its
-    moved statistics, the pass keeps the highest one when it is no lower than the plain pass's (else the
-    plain pass), and the next pass starts from the statistics that pass left."""
+    """Every pass tries the moves (every = 1, no confirming passes); each trial's objective is the
+    enumerated pass from its moved statistics, the pass keeps the highest one when it is no lower than
+    the plain pass's (else the plain pass), and the next pass starts from the statistics that pass left."""
     model = HDPHMM(3, sigma=2.0, beta=BETA, learn_concentrations=False, init="local")
     inner = _sweep(model, as_corpus(SEQUENCES), 1)
-    moving = hdp.MovingSweep(inner, every=1, merge_tries=3, delete_tries=3)
+    moving = hdp.MovingSweep(inner, every=1, merge_tries=3, delete_tries=3, confirm=0)
     kept, tried = set(), set()
     for iteration in range(1, 6):
         before = inner.snapshot()
@@ -258,8 +258,8 @@ def test_a_moving_pass_keeps_the_best_move_and_never_lowers_the_enumerated_objec
 def test_the_moves_recover_a_duplicated_state_and_no_kept_move_lowers_the_objective():
     """From the true three-state HMM with one state copied, plain CVI keeps both copies (they stay
     alike), while merge="auto" merges or deletes one into the true three states; every kept move's pass
-    has an objective at least the plain pass's and the highest of the pass's trials, and a pass that
-    keeps none is the plain pass."""
+    has an objective at least the plain pass's, the highest of the pass's trials, and still leads after
+    the confirming passes; a pass that keeps none is the plain pass."""
     corpus = _planted()
     fitted = {}
     for merge in (None, "auto"):
@@ -279,10 +279,11 @@ def test_the_moves_recover_a_duplicated_state_and_no_kept_move_lowers_the_object
         kept = [trial for trial in trials if trial["accepted"]]
         assert len(kept) <= 1
         plain = trials[0]["objective_without"]
+        best = max(trials, key=lambda trial: trial["objective"])
         if kept:
-            assert objective == kept[0]["objective"] == max(trial["objective"] for trial in trials) >= plain
-        else:
-            assert objective == plain > max(trial["objective"] for trial in trials)
+            assert kept == [best] and objective == best["objective"] >= plain and best["lead_later"] >= 0.0
+        else:   # none led the plain pass, or the best no longer did after the confirming passes
+            assert objective == plain and (best["objective"] < plain or best["lead_later"] < 0.0)
 
 
 def test_merge_is_an_option_of_batch_cvi():
@@ -317,3 +318,44 @@ def test_a_fit_with_merges_resumes_from_its_checkpoint_as_the_uninterrupted_fit(
     assert [r.objective for r in resumed.history_] == [r.objective for r in whole.history_]
     assert resumed.hyper_history_ == whole.hyper_history_
     np.testing.assert_array_equal(resumed.counts_.trans, whole.counts_.trans)
+
+
+def test_a_move_that_no_longer_leads_after_the_confirming_passes_is_not_kept(monkeypatch):
+    """The best one-pass move is kept only if it leads the plain pass's state after ``confirm`` more
+    passes from each; here the later comparison is made to say it does not, and the pass is the plain one."""
+    model = HDPHMM(3, sigma=2.0, beta=BETA, learn_concentrations=False, init="local")
+    inner = _sweep(model, as_corpus(SEQUENCES), 1)
+    leads = []
+    for lead in (-1.0, 0.0):
+        moving = hdp.MovingSweep(inner, every=1, confirm=2)
+        before = inner.snapshot()
+        plain = _enumerated_pass(inner)
+        monkeypatch.setattr(moving, "lead_later", lambda *args: lead)
+        objective = moving.sweep(1)
+        best = max(moving.trials, key=lambda trial: trial["objective"])
+        assert best["objective"] >= plain[0], "no move led the plain pass: the test checks nothing"
+        if lead < 0:
+            assert objective == pytest.approx(plain[0], rel=1e-6) and not any(t["accepted"] for t in moving.trials)
+            np.testing.assert_allclose(inner.marginals, plain[1], atol=1e-5)
+        else:
+            assert objective == best["objective"] and best["accepted"]
+        leads.append(best.get("lead_later"))
+        inner.restore(before)
+    assert leads == [-1.0, 0.0]
+
+
+def test_the_confirming_passes_compare_the_moved_and_the_plain_states_later():
+    """`MovingSweep.lead_later` is the moved state's objective minus the plain one's at the last of the
+    confirming passes, each enumerated."""
+    model = HDPHMM(3, sigma=2.0, beta=BETA, learn_concentrations=False, init="local")
+    inner = _sweep(model, as_corpus(SEQUENCES), 1)
+    moving = hdp.MovingSweep(inner, every=1, confirm=2)
+    plain_state = inner.snapshot()
+    moving.apply("delete", None, 0)
+    moved_state = inner.snapshot()
+    later = []
+    for state in (moved_state, plain_state):
+        inner.restore(state)
+        inner.sweep(1)
+        later.append(_enumerated_pass(inner)[0])   # the second pass's objective, enumerated
+    assert moving.lead_later(plain_state, moved_state, 1) == pytest.approx(later[0] - later[1], rel=1e-6, abs=1e-6)
