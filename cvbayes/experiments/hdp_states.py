@@ -216,7 +216,8 @@ def _table(summary, args):
              f"{args.sequences} sequences of {args.length}; "
              f"CVI {args.cvi_iterations} passes, beam sampling {args.beam_iterations} iterations; "
              "gamma = sigma = beta = 1 fixed. cvi: the HDP-HMM's default start (init='perturbed'); cvi-local: "
-             "the thesis's start (footnote 5); cvi-merge: the default start with merge and delete moves (merge='auto'). Every cell 'a / b': a counts states on the expected tokens "
+             "the thesis's start (footnote 5); cvi-merge: the default start with merge and delete moves "
+             "(merge='auto'). Every cell 'a / b': a counts states on the expected tokens "
              "(footnote 4, as before issue 15), b on the decoded states (`n_effective_states_`; after every "
              "CVI pass the argmax of its q(z_t); beam sampling's sample is both). 'stable from': the first "
              "iteration after which the count stays at the true number (median over the runs that get there).",
