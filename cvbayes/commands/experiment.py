@@ -192,7 +192,10 @@ EXPERIMENTS = {
          option("--cvi-iterations", type=positive_int, default=1000, help="CVI passes (default 1000)"),
          option("--beam-iterations", type=positive_int, default=3000, help="beam-sampling iterations (default 3000)"),
          option("--scenarios", nargs="+", choices=("theta_pos", "theta_neg", "grammar"), default=None,
-                help="the datasets to run (default all three)"))),
+                help="the datasets to run (default all three)"),
+         option("--algorithms", nargs="+", choices=("cvi", "cvi-local", "cvi-merge", "beam"), default=None,
+                help="the learners to run (default all four); a subset keeps the others' runs from an earlier "
+                     "results.json of the same settings"))),
     "fig5.9": Experiment(
         "hdp", "HDP-HMM CVI against finite CVI-2 on PTB subsets (Fig. 5.9)",
         "The HDP-HMM learns gamma, sigma and beta tau after --burn-in passes; needs 'cvbayes data fetch ptb'; "
