@@ -519,8 +519,8 @@ class ShardedBatch:
 
 # ------------------------------------------------------------------ state that lives on the shards
 
-def _place(token, shard, payload, state, s):
-    keep(token, s, state)
+def _place(token, shard, payload, state, s, place):
+    keep(token, s, state if place is None else place(token, shard, payload, state))
 
 
 def _state_call(token, shard, payload, s, what, method, *args):
@@ -543,10 +543,12 @@ class ShardStates:
     LDA's cvb0-sharded), which sweep their shard against counts frozen at the start of the pass.
 
     A state has ``sweep(frozen) -> (change in the counts, objective, first bad unit or -1)``; ``what``
-    names the learner in the error a lost worker raises.
+    names the learner in the error a lost worker raises.  ``place(token, shard, payload, state)``, if
+    given, makes the state a worker keeps from the one sent (e.g. its sentences from the memory-mapped
+    shard, `opened`, rather than sent with it); without a client the states are complete as given.
     """
 
-    def __init__(self, shards, states, what):
+    def __init__(self, shards, states, what, place=None):
         self.shards = shards
         self.what = what
         if shards.client is None:
@@ -555,7 +557,7 @@ class ShardStates:
             self.threads = ThreadPoolExecutor(max_workers=shards.n_shards)
             return
         self.states = None
-        self._pinned(_place, [(state, s) for s, state in enumerate(states)])
+        self._pinned(_place, [(state, s, place) for s, state in enumerate(states)])
         shards.end_pass(start=True)
 
     def _pinned(self, function, arguments, broadcast=None):
