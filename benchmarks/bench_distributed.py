@@ -1,6 +1,6 @@
 """Benchmark of learning on shards (cvbayes.models.hmm_shards, issue 21).
 
-Four measurements, each a subcommand (results appended to benchmarks/results/distributed.json):
+Nine measurements, each a subcommand (results appended to benchmarks/results/distributed.json):
 
 1. ``equality``: EM and VB on a synthetic corpus (default 1M tokens, K = 20, W = 5,000 Zipf-like
    words, sentences of 5 to 40 tokens) in one process and on a Dask LocalCluster of 1, 2 and 4
@@ -23,7 +23,19 @@ Four measurements, each a subcommand (results appended to benchmarks/results/dis
    training sentences (punctuation removed; the DMV up to ``--max-length`` words, the PCFG, grammar
    induction over ``--nonterminals``, up to ``--pcfg-max-length``) in one process and on LocalClusters of
    1, 2 and 4 worker processes: the largest relative difference of the objectives and of the counts,
-   seconds per pass and the median per-pass breakdown of ``shard_timings_``.
+   seconds per pass and the median per-pass breakdown of ``shard_timings_``;
+7. ``dmv-cvi``: the DMV's sharded CVI with 1, 2, 4 and 8 shards (threads) against CVI on EWT: objective,
+   training log-likelihood and attachment accuracy;
+8. ``la-equality`` (issue 32): PCFG-LA's EM and VB (``--subtypes`` H) on UD English EWT's training trees
+   converted to phrase structure (`cvbayes.data.ud_to_penn`) in one process and on LocalClusters of 1, 2
+   and 4 worker processes: the largest relative differences of the objectives and of the annotated
+   counts, seconds per pass, the per-pass breakdown;
+9. ``pcfg-cvi``: the PCFG's sharded CVI (``cvi-sharded``, shards on threads) with 1, 2, 4 and 8 shards
+   against CVI, grammar induction over ``--nonterminals`` on the UPOS sequences of EWT's training
+   sentences of at most ``--max-length`` words (punctuation removed): the last objective, the training
+   log-likelihood under the posterior mean, and the unlabelled bracket F1 of the Viterbi parses against
+   the converted trees (evalb's conventions, punctuation and ROOT deleted; the right-branching trees'
+   F1 beside them).
 
 The machine this ran on has 2 cores shared with other jobs: quote medians, expect noise.
 ``python benchmarks/bench_distributed.py equality --tokens 100000`` is a quick smoke test.
@@ -293,6 +305,91 @@ def run_dmv_cvi(args):
             "iterations": args.iterations, "rows": rows}
 
 
+def run_la_equality(args):
+    from distributed import Client, LocalCluster
+    from cvbayes import PCFGLA
+    from cvbayes.data import treebank_file
+    from cvbayes.data.ud_to_penn import convert_conllu
+    from cvbayes.trees.treebank import prepare_treebank
+    prepared = prepare_treebank([sentence.tree for sentence in convert_conllu(treebank_file("ewt", "train"))])
+    make = lambda algorithm, n_iter=args.iterations: PCFGLA(n_subtypes=args.subtypes, algorithm=algorithm,
+                                                            n_iter=n_iter, random_state=0)
+    rows = []
+    for algorithm in ("em", "vb"):
+        single = make(algorithm).fit(prepared)
+        rows.append({"algorithm": algorithm, "workers": 0, "seconds_per_pass": per_pass(single), "max_rel_diff": 0.0})
+        print(rows[-1], flush=True)
+        for n_workers in args.workers:
+            threads = max(1, (os.cpu_count() or 1) // n_workers)
+            with LocalCluster(n_workers=n_workers, threads_per_worker=threads, processes=True,
+                              dashboard_address=":0") as local, Client(local) as client:
+                client.wait_for_workers(n_workers)
+                make(algorithm, 1).fit(prepared, client=client)   # warm the workers' numba
+                sharded = make(algorithm).fit(prepared, client=client)
+            diff = np.max(np.abs(objectives(sharded) - objectives(single)) / np.abs(objectives(single)))
+            counts_diff = max(float(np.max(np.abs(ours - theirs)) / np.max(np.abs(theirs)))
+                              for ours, theirs in zip(sharded.counts_, single.counts_))
+            rows.append({"algorithm": algorithm, "workers": n_workers, "threads_per_worker": threads,
+                         "seconds_per_pass": per_pass(sharded), "max_rel_diff": float(diff),
+                         "max_diff_counts_over_largest": counts_diff, "per_pass": _timing_summary(sharded)})
+            print(rows[-1], flush=True)
+    return {"corpus": "ewt-train, converted", "trees": prepared.nodes.n_trees, "nodes": prepared.nodes.n_nodes,
+            "subtypes": args.subtypes, "iterations": args.iterations, "rows": rows}
+
+
+def _ewt_tag_trees(max_length):
+    """EWT's training sentences of 1 to ``max_length`` words after punctuation is removed: their UPOS
+    sequences and their converted trees (UPOS preterminals; punctuation still in, deleted when scored)."""
+    from cvbayes.data import treebank_file
+    from cvbayes.data.ud_to_penn import convert_conllu
+    sentences, trees = [], []
+    for converted in convert_conllu(treebank_file("ewt", "train"), tag="upos"):
+        tags = [node.label for node in converted.tree.subtrees() if node.is_preterminal and node.label != "PUNCT"]
+        if 1 <= len(tags) <= max_length:
+            sentences.append(tags)
+            trees.append(converted.tree)
+    return sentences, trees
+
+
+def _right_branching(tags):
+    from cvbayes.data.trees import Tree
+    tree = Tree(tags[-1], [tags[-1]])
+    for tag in reversed(tags[:-1]):
+        tree = Tree("X", [Tree(tag, [tag]), tree])
+    return tree
+
+
+def run_pcfg_cvi(args):
+    from cvbayes.metrics.parsing import EVALB_DELETE_LABELS, bracket_scores
+    from cvbayes.models.pcfg import PCFG
+    sentences, gold = _ewt_tag_trees(args.max_length)
+    scored = dict(labelled=False, delete_labels=EVALB_DELETE_LABELS | {"PUNCT", "ROOT"})
+
+    def f1(trees):
+        return bracket_scores(trees, gold, **scored).f1
+
+    rows = [{"run": "right-branching", "f1": f1([_right_branching(tags) for tags in sentences])}]
+    print(rows[-1], flush=True)
+
+    def score(model, n_shards, seed):
+        trees = model.parse(sentences)
+        missing = sum(tree is None for tree in trees)
+        rows.append({"run": model.algorithm, "shards": n_shards, "seed": seed, "seconds_per_pass": per_pass(model),
+                     "objective": float(objectives(model)[-1]), "log_likelihood": model.score(sentences, "mean"),
+                     "f1": f1([tree or _right_branching(tags) for tree, tags in zip(trees, sentences)]),
+                     "no_parse": missing})
+        print(rows[-1], flush=True)
+
+    for seed in args.seeds:
+        make = lambda algorithm: PCFG(n_nonterminals=args.nonterminals, algorithm=algorithm, n_iter=args.iterations,
+                                      random_state=seed)
+        score(make("cvi").fit(sentences), 0, seed)
+        for n_shards in (1, 2, 4, 8):
+            score(make("cvi-sharded").fit(sentences, n_shards=n_shards), n_shards, seed)
+    return {"corpus": "ewt-train", "sentences": len(sentences), "tokens": sum(map(len, sentences)),
+            "nonterminals": args.nonterminals, "iterations": args.iterations, "rows": rows}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
@@ -330,9 +427,19 @@ def main():
     dmv_cvi.add_argument("--max-length", type=int, default=10)
     dmv_cvi.add_argument("--iterations", type=int, default=40)
     dmv_cvi.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    la_equality = sub.add_parser("la-equality")
+    la_equality.add_argument("--subtypes", type=int, default=4)
+    la_equality.add_argument("--iterations", type=int, default=5)
+    la_equality.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    pcfg_cvi = sub.add_parser("pcfg-cvi")
+    pcfg_cvi.add_argument("--max-length", type=int, default=10)
+    pcfg_cvi.add_argument("--nonterminals", type=int, default=8)
+    pcfg_cvi.add_argument("--iterations", type=int, default=30)
+    pcfg_cvi.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = parser.parse_args()
     result = {"equality": run_equality, "memory": run_memory, "cvi2": run_cvi2, "lda-equality": run_lda_equality,
-              "lda-cvb0": run_lda_cvb0, "tree-equality": run_tree_equality, "dmv-cvi": run_dmv_cvi}[args.what](args)
+              "lda-cvb0": run_lda_cvb0, "tree-equality": run_tree_equality, "dmv-cvi": run_dmv_cvi,
+              "la-equality": run_la_equality, "pcfg-cvi": run_pcfg_cvi}[args.what](args)
     result.update(what=args.what, date=datetime.datetime.now().isoformat(timespec="seconds"),
                   load_average=os.getloadavg(), cpus=os.cpu_count())
     history = json.loads(RESULTS.read_text()) if RESULTS.exists() else []

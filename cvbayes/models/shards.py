@@ -360,19 +360,28 @@ class Shards:
     def _gather_pinned(self, futures, owners):
         """The results of tasks pinned to the workers of the shards ``owners``, waited for in steps of
         `LOST_WORKER_CHECK` seconds; `WorkerLostError` once one of those workers has left the cluster (its
-        tasks would wait for it for ever)."""
+        tasks would wait for it for ever, or are cancelled when the data scattered to it is lost)."""
+        from concurrent.futures import CancelledError
+
         from distributed import wait
         homes = {self.homes[s] for s in owners}
-        while True:
+
+        def raise_if_gone():
             gone = homes - set(self.client.scheduler_info()["workers"])
             if gone:
                 self.client.cancel(futures)
                 raise WorkerLostError(f"the worker {', '.join(sorted(gone))} left the cluster")
+
+        while True:
+            raise_if_gone()
             try:
                 wait(futures, timeout=LOST_WORKER_CHECK)
                 return self.client.gather(futures)
             except TimeoutError:
                 continue
+            except CancelledError:
+                raise_if_gone()
+                raise
 
     def map_threads(self, pool, function, items):
         """``function(item)`` for the shards' ``items`` on the threads of ``pool`` (shards without a

@@ -1,32 +1,37 @@
-"""The DMV and the PCFG on shards of their sentences across Dask workers (issue 32), as `hmm_shards`
-does for the HMM.
+"""The DMV, the PCFG and PCFG-LA on shards of their sentences (trees) across Dask workers (issue 32), as
+`hmm_shards` does for the HMM.
 
 EM and VB need the sentences only through the E-step's sums over sentences (thesis eq. 4.7-4.9 for
-the DMV, eq. 4.8-4.9 for the PCFG), so each worker runs the in-process structure's E-step (the DMV's
-and the PCFG's ``BatchTrees``) on its shard of whole sentences and the shards' counts and log Z are
-added up pairwise on the workers (`cvbayes.models.shards.ShardedBatch`).  The tables are made where the
-fit runs and sent to every worker once a pass.  A shard keeps no state between passes: a worker that
-dies has its shards rerun by another, with the same result.  Equal to one process up to the order of
-the floating-point sums (the kernels sum over chunks of sentences, which differ with the shards).
+the DMV, eq. 4.8-4.9 for the PCFG and, over the annotations of observed trees, for PCFG-LA), so each
+worker runs the in-process structure's E-step (the DMV's and the PCFG's ``BatchTrees``, PCFG-LA's
+``LatentTrees``) on its shard of whole sentences and the shards' counts and log Z are added up pairwise
+on the workers (`cvbayes.models.shards.ShardedBatch`).  The tables are made where the fit runs and sent
+to every worker once a pass.  A shard keeps no state between passes: a worker that dies has its shards
+rerun by another, with the same result.  Equal to one process up to the order of the floating-point
+sums (the kernels sum over chunks of sentences, which differ with the shards).
 
 What a shard holds, saved once as a `Corpus` and memory-mapped by its worker:
 
 * DMV: the sentences' tag (or word) ids, what the chart reads;
 * PCFG: the sentences' token ids under the compiled grammar, which every worker gets once (with its
   vocabulary and ``<any>`` substrings); the worker builds its sentences' span ids from them
-  (`CompiledGrammar.prepare`), the same as those of the whole corpus.
+  (`CompiledGrammar.prepare`), the same as those of the whole corpus;
+* PCFG-LA: the trees' rule occurrences (`TreeNodes`), a row of (kind, rule, left, right, start, end) a
+  node with the children numbered within their tree, so that a run of whole trees is a shard as it is.
 
-Shards are cut to about equal token counts, not equal chart work (n^3 a sentence): with sentences of
-mixed lengths a shard of long ones is slower than one of short ones.
+Shards are cut to about equal token (node) counts, not equal chart work (n^3 a sentence): with
+sentences of mixed lengths a shard of long ones is slower than one of short ones.
 
-`ShardedCVI` is the DMV's separately named algorithm ``"cvi-sharded"``, an approximation of CVI in the
-manner of AD-LDA (Newman et al. 2009, JMLR 10), as the HMM's ``cvi2-sharded``: each shard runs CVI's
-sentence updates (thesis eq. 4.17-4.24) over its own sentences, in its own random order a pass, against
-a copy of the counts frozen at the start of the pass plus its own changes; the shards' changes are added
-up after the pass.  A sentence sees the other shards' counts one pass stale.  With one shard it is CVI
-(the same orders; the counts differ by the rounding of adding a pass's change).  It runs on threads of
-this process without a client, or on a client's workers, where the sentences' local posteriors live, so
-losing a worker stops the fit with a clear error.
+`ShardedCVI` is the DMV's and the PCFG's separately named algorithm ``"cvi-sharded"``, an approximation
+of CVI in the manner of AD-LDA (Newman et al. 2009, JMLR 10), as the HMM's ``cvi2-sharded``: each shard
+runs CVI's sentence updates (thesis eq. 4.17-4.24) over its own sentences (the DMV: in its own random
+order a pass; the PCFG: in corpus order, as its CVI) against a copy of the counts frozen at the start of
+the pass plus its own changes; the shards' changes are added up after the pass.  A sentence sees the
+other shards' counts one pass stale.  With one shard it is CVI (the same orders; the counts differ by
+the rounding of adding a pass's change).  It runs on threads of this process without a client, or on a
+client's workers, where the sentences' local statistics live (a PCFG worker reads its sentences from its
+memory-mapped shard; only their local counts are sent), so losing a worker stops the fit with a clear
+error.
 """
 from __future__ import annotations
 
