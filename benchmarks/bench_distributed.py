@@ -244,8 +244,32 @@ def _ewt_tags(max_length, gold=False):
                              max_length=max_length, gold=gold)
 
 
-def run_tree_equality(args):
+def _against_one_process(make, data, blocks, algorithm, workers, row):
+    """Rows (each starting with ``row``) of ``make(algorithm)`` fitted to ``data`` in one process and on
+    LocalClusters of ``workers`` worker processes: seconds a pass, the largest relative difference of the
+    objectives and of the counts ``blocks(model)`` over their largest, the per-pass breakdown."""
     from distributed import Client, LocalCluster
+    single = make(algorithm).fit(data)
+    rows = [{**row, "algorithm": algorithm, "workers": 0, "seconds_per_pass": per_pass(single), "max_rel_diff": 0.0}]
+    print(rows[-1], flush=True)
+    for n_workers in workers:
+        threads = max(1, (os.cpu_count() or 1) // n_workers)
+        with LocalCluster(n_workers=n_workers, threads_per_worker=threads, processes=True,
+                          dashboard_address=":0") as local, Client(local) as client:
+            client.wait_for_workers(n_workers)
+            make(algorithm).set_params(n_iter=1).fit(data, client=client)   # warm the workers' numba
+            sharded = make(algorithm).fit(data, client=client)
+        diff = np.max(np.abs(objectives(sharded) - objectives(single)) / np.abs(objectives(single)))
+        counts_diff = max(float(np.max(np.abs(ours - theirs)) / np.max(np.abs(theirs)))
+                          for ours, theirs in zip(blocks(sharded), blocks(single)))
+        rows.append({**row, "algorithm": algorithm, "workers": n_workers, "threads_per_worker": threads,
+                     "seconds_per_pass": per_pass(sharded), "max_rel_diff": float(diff),
+                     "max_diff_counts_over_largest": counts_diff, "per_pass": _timing_summary(sharded)})
+        print(rows[-1], flush=True)
+    return rows
+
+
+def run_tree_equality(args):
     from cvbayes import DMV
     from cvbayes.models.pcfg import PCFG
     dependencies = _ewt_tags(args.max_length)
@@ -258,25 +282,7 @@ def run_tree_equality(args):
     rows = []
     for name, (make, data, blocks) in models.items():
         for algorithm in ("em", "vb"):
-            single = make(algorithm).fit(data)
-            rows.append({"model": name, "algorithm": algorithm, "workers": 0, "seconds_per_pass": per_pass(single),
-                         "max_rel_diff": 0.0})
-            print(rows[-1], flush=True)
-            for n_workers in args.workers:
-                threads = max(1, (os.cpu_count() or 1) // n_workers)
-                with LocalCluster(n_workers=n_workers, threads_per_worker=threads, processes=True,
-                                  dashboard_address=":0") as local, Client(local) as client:
-                    client.wait_for_workers(n_workers)
-                    make(algorithm).set_params(n_iter=1).fit(data, client=client)   # warm the workers' numba
-                    sharded = make(algorithm).fit(data, client=client)
-                diff = np.max(np.abs(objectives(sharded) - objectives(single)) / np.abs(objectives(single)))
-                counts_diff = max(float(np.max(np.abs(ours - theirs)) / np.max(np.abs(theirs)))
-                                  for ours, theirs in zip(blocks(sharded), blocks(single)))
-                rows.append({"model": name, "algorithm": algorithm, "workers": n_workers,
-                             "threads_per_worker": threads, "seconds_per_pass": per_pass(sharded),
-                             "max_rel_diff": float(diff), "max_diff_counts_over_largest": counts_diff,
-                             "per_pass": _timing_summary(sharded)})
-                print(rows[-1], flush=True)
+            rows += _against_one_process(make, data, blocks, algorithm, args.workers, {"model": name})
     return {"corpus": "ewt-train", "dmv_sentences": dependencies.n_sentences, "dmv_tokens": dependencies.n_tokens,
             "pcfg_sentences": len(tag_words), "pcfg_tokens": short.n_tokens, "nonterminals": args.nonterminals,
             "iterations": args.iterations, "rows": rows}
@@ -306,33 +312,16 @@ def run_dmv_cvi(args):
 
 
 def run_la_equality(args):
-    from distributed import Client, LocalCluster
     from cvbayes import PCFGLA
     from cvbayes.data import treebank_file
     from cvbayes.data.ud_to_penn import convert_conllu
     from cvbayes.trees.treebank import prepare_treebank
     prepared = prepare_treebank([sentence.tree for sentence in convert_conllu(treebank_file("ewt", "train"))])
-    make = lambda algorithm, n_iter=args.iterations: PCFGLA(n_subtypes=args.subtypes, algorithm=algorithm,
-                                                            n_iter=n_iter, random_state=0)
+    make = lambda algorithm: PCFGLA(n_subtypes=args.subtypes, algorithm=algorithm, n_iter=args.iterations,
+                                    random_state=0)
     rows = []
     for algorithm in ("em", "vb"):
-        single = make(algorithm).fit(prepared)
-        rows.append({"algorithm": algorithm, "workers": 0, "seconds_per_pass": per_pass(single), "max_rel_diff": 0.0})
-        print(rows[-1], flush=True)
-        for n_workers in args.workers:
-            threads = max(1, (os.cpu_count() or 1) // n_workers)
-            with LocalCluster(n_workers=n_workers, threads_per_worker=threads, processes=True,
-                              dashboard_address=":0") as local, Client(local) as client:
-                client.wait_for_workers(n_workers)
-                make(algorithm, 1).fit(prepared, client=client)   # warm the workers' numba
-                sharded = make(algorithm).fit(prepared, client=client)
-            diff = np.max(np.abs(objectives(sharded) - objectives(single)) / np.abs(objectives(single)))
-            counts_diff = max(float(np.max(np.abs(ours - theirs)) / np.max(np.abs(theirs)))
-                              for ours, theirs in zip(sharded.counts_, single.counts_))
-            rows.append({"algorithm": algorithm, "workers": n_workers, "threads_per_worker": threads,
-                         "seconds_per_pass": per_pass(sharded), "max_rel_diff": float(diff),
-                         "max_diff_counts_over_largest": counts_diff, "per_pass": _timing_summary(sharded)})
-            print(rows[-1], flush=True)
+        rows += _against_one_process(make, prepared, lambda model: model.counts_, algorithm, args.workers, {})
     return {"corpus": "ewt-train, converted", "trees": prepared.nodes.n_trees, "nodes": prepared.nodes.n_nodes,
             "subtypes": args.subtypes, "iterations": args.iterations, "rows": rows}
 

@@ -181,45 +181,28 @@ def test_sharded_cvi_stops_clearly_when_its_worker_dies(client, tags, words, mod
     assert_one_worker_replaced(client, pids_before)
 
 
-@pytest.mark.slow
-def test_dmv_survives_a_killed_worker(client, tags):
-    """A worker process dies in the middle of the third pass: Dask reruns its shards on the other worker,
-    and the fit ends as it would have without it (a shard keeps no state between passes)."""
-    options = dict(algorithm="vb", n_iter=5)
-    expected = DMV(**options).fit(tags, client=client, n_shards=4)
-    # 4 shards on 2 workers: the 3rd pass's first call dies
-    pids_before = kill_a_worker_during(client, "cvbayes.models.tree_shards", "_dmv_shard", 4)
-    survived = DMV(**options).fit(tags, client=client, n_shards=4)
-    assert_one_worker_replaced(client, pids_before)
-    np.testing.assert_array_equal(objectives(survived), objectives(expected))
-    for ours, theirs in zip(survived.counts_, expected.counts_):
-        np.testing.assert_array_equal(ours, theirs)
+# a model on 4 shards of 2 workers whose E-step survives a killed worker, and the task that dies
+KILLED = {"dmv": (lambda: DMV(algorithm="vb", n_iter=5), "_dmv_shard"),
+          "pcfg": (lambda: PCFG(n_nonterminals=3, algorithm="em", n_iter=4, random_state=3), "_pcfg_shard"),
+          "pcfg-la": (lambda: PCFGLA(n_subtypes=2, alpha=0.5, min_count=1, algorithm="vb", n_iter=4, random_state=1),
+                      "_pcfg_la_shard")}
 
 
 @pytest.mark.slow
-def test_pcfg_survives_a_killed_worker(client, words):
-    options = dict(n_nonterminals=3, algorithm="em", n_iter=4, random_state=3)
-    expected = PCFG(**options).fit(words, client=client, n_shards=4)
-    # the start's E-step and 2 passes of 4 shards on 2 workers: the 3rd E-step's first call dies
-    pids_before = kill_a_worker_during(client, "cvbayes.models.tree_shards", "_pcfg_shard", 4)
-    survived = PCFG(**options).fit(words, client=client, n_shards=4)
+@pytest.mark.parametrize("name", list(KILLED))
+def test_an_e_step_survives_a_killed_worker(client, tags, words, treebank, name):
+    """A worker process dies on its fifth shard task (4 shards on 2 workers: in the third E-step): Dask
+    reruns its shards on the other worker, and the fit ends as it would have without it (a shard keeps no
+    state between passes)."""
+    make, task = KILLED[name]
+    data = {"dmv": tags, "pcfg": words, "pcfg-la": treebank}[name]
+    expected = make().fit(data, client=client, n_shards=4)
+    pids_before = kill_a_worker_during(client, "cvbayes.models.tree_shards", task, 4)
+    survived = make().fit(data, client=client, n_shards=4)
     assert_one_worker_replaced(client, pids_before)
     np.testing.assert_array_equal(objectives(survived), objectives(expected))
-    np.testing.assert_array_equal(survived.counts_, expected.counts_)
-
-
-@pytest.mark.slow
-def test_pcfg_la_survives_a_killed_worker(client, treebank):
-    """PCFG-LA's VB: a worker dies in its third E-step; its shards are rerun on the other worker and the fit
-    ends as it would have without it (a shard keeps no state between passes)."""
-    options = dict(n_subtypes=2, alpha=0.5, min_count=1, algorithm="vb", n_iter=4, random_state=1)
-    expected = PCFGLA(**options).fit(treebank, client=client, n_shards=4)
-    # the start's E-step and 1 pass of 4 shards on 2 workers: the 3rd E-step's first call dies
-    pids_before = kill_a_worker_during(client, "cvbayes.models.tree_shards", "_pcfg_la_shard", 4)
-    survived = PCFGLA(**options).fit(treebank, client=client, n_shards=4)
-    assert_one_worker_replaced(client, pids_before)
-    np.testing.assert_array_equal(objectives(survived), objectives(expected))
-    for ours, theirs in zip(survived.counts_, expected.counts_):
+    blocks = (lambda model: model.counts_) if name != "pcfg" else (lambda model: [model.counts_])
+    for ours, theirs in zip(blocks(survived), blocks(expected)):
         np.testing.assert_array_equal(ours, theirs)
 
 
