@@ -353,5 +353,5 @@ def register(commands):
             parser.add_argument(*flags, **settings)
         parser.add_argument("--quiet", action="store_true", help="no progress bars or per-run lines")
         if "--seed" not in parser._option_string_actions and "--seeds" in parser._option_string_actions:
-            parser.add_argument("--seed", type=int, default=0, help="no effect: the runs take seeds 0 .. SEEDS - 1")
+            parser.add_argument(*FIRST_SEED.flags, **FIRST_SEED.settings)
         parser.set_defaults(handler=run_experiment)
