@@ -168,17 +168,17 @@ def test_pcfg_sharded_cvi_runs_the_same_on_workers_and_learns(client, words):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["dmv", "pcfg"])
-def test_sharded_cvi_stops_clearly_when_its_worker_dies(client, tags, words, model):
+def test_sharded_cvi_stops_clearly_when_its_worker_dies(fresh_client, tags, words, model):
     """The sharded CVI's local statistics live on the workers: a worker that dies in the middle of a pass
     stops the fit with an error saying so (its tasks are pinned to it, so they are not rerun elsewhere)."""
-    pids_before = kill_a_worker_during(client, "cvbayes.models.shards", "_sweep_call", 1)
+    pids_before = kill_a_worker_during(fresh_client, "cvbayes.models.shards", "_sweep_call", 1)
     with pytest.raises(RuntimeError, match="the sharded CVI state of the shards lives on their workers between "
                                            "passes, and the worker .* left the cluster; fit again"):
         if model == "dmv":
-            DMV(algorithm="cvi-sharded", n_iter=4).fit(tags, client=client, n_shards=2)
+            DMV(algorithm="cvi-sharded", n_iter=4).fit(tags, client=fresh_client, n_shards=2)
         else:
-            PCFG(n_nonterminals=3, algorithm="cvi-sharded", n_iter=4).fit(words, client=client, n_shards=2)
-    assert_one_worker_replaced(client, pids_before)
+            PCFG(n_nonterminals=3, algorithm="cvi-sharded", n_iter=4).fit(words, client=fresh_client, n_shards=2)
+    assert_one_worker_replaced(fresh_client, pids_before)
 
 
 # a model on 4 shards of 2 workers whose E-step survives a killed worker, and the task that dies
@@ -190,16 +190,16 @@ KILLED = {"dmv": (lambda: DMV(algorithm="vb", n_iter=5), "_dmv_shard"),
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(KILLED))
-def test_an_e_step_survives_a_killed_worker(client, tags, words, treebank, name):
+def test_an_e_step_survives_a_killed_worker(fresh_client, tags, words, treebank, name):
     """A worker process dies on its fifth shard task (4 shards on 2 workers: in the third E-step): Dask
     reruns its shards on the other worker, and the fit ends as it would have without it (a shard keeps no
     state between passes)."""
     make, task = KILLED[name]
     data = {"dmv": tags, "pcfg": words, "pcfg-la": treebank}[name]
-    expected = make().fit(data, client=client, n_shards=4)
-    pids_before = kill_a_worker_during(client, "cvbayes.models.tree_shards", task, 4)
-    survived = make().fit(data, client=client, n_shards=4)
-    assert_one_worker_replaced(client, pids_before)
+    expected = make().fit(data, client=fresh_client, n_shards=4)
+    pids_before = kill_a_worker_during(fresh_client, "cvbayes.models.tree_shards", task, 4)
+    survived = make().fit(data, client=fresh_client, n_shards=4)
+    assert_one_worker_replaced(fresh_client, pids_before)
     np.testing.assert_array_equal(objectives(survived), objectives(expected))
     blocks = (lambda model: model.counts_) if name != "pcfg" else (lambda model: [model.counts_])
     for ours, theirs in zip(blocks(survived), blocks(expected)):
