@@ -21,8 +21,8 @@ not depend on the model:
   This is the data the scaling model (docs/scaling.md) is fitted to.
 * `Sharding`, fit's ``client=``, ``n_shards=`` and ``shard_folder=`` checked once for every model, and
   `ShardedBatch`, the batch (EM, VB) structure whose E-step is any model's per-shard function summed
-  over the shards (the HMM's, the DMV's, the PCFG's); `ShardStates`, the state of the sharded collapsed
-  learners kept on the shards' workers.
+  over the shards (the HMM's, the DMV's, the PCFG's, the adaptor grammar's VB); `ShardStates`, the
+  state of the sharded collapsed learners kept on the shards' workers.
 
 Dask (``pip install "cvbayes[distributed]"``) is imported only when a client is used.
 """
@@ -495,14 +495,17 @@ class ShardedBatch:
     """A model's structure for `schedules.batch` (EM, VB) with its E-step summed over the shards of a
     client: ``tables`` and ``penalty`` are the in-process structure ``local``'s; ``expectations(tables)``
     sends ``send(tables)`` to every worker once and adds up ``work(token, shard, payload, sent, first)``
-    of every shard (``first``: the shard's first unit in the whole corpus) pairwise on the workers.  A
-    shard keeps no state between passes, so a pass whose worker dies is rerun elsewhere, the same."""
+    of every shard (``first``: the shard's first unit in the whole corpus) pairwise on the workers, then
+    hands the summed statistics to ``after`` (a learner whose E-step ends by updating its own state, as
+    the adaptor grammar's VB updates q).  A shard keeps no state between passes, so a pass whose worker
+    dies is rerun elsewhere, the same."""
 
-    def __init__(self, local, shards, work, send=None):
+    def __init__(self, local, shards, work, send=None, after=None):
         self.local = local
         self.shards = shards
         self.work = work
         self.send = send
+        self.after = after
 
     def tables(self, statistics, rule):
         return self.local.tables(statistics, rule)
@@ -517,6 +520,8 @@ class ShardedBatch:
         sent = tables if self.send is None else self.send(tables)
         total = shards.map_reduce(self.work, sent, [(int(first),) for first in shards.bounds[:-1]])
         shards.end_pass(start=start)
+        if self.after is not None:
+            self.after(total[0])
         return total
 
     def attributes(self):
