@@ -30,11 +30,11 @@ The measurements, each a subcommand (results appended to benchmarks/results/dist
    of the expected customers, seconds per pass, the median per-pass breakdown of ``shard_timings_`` and
    the workers' peak resident memory;
 8. ``dmv-cvi``: the DMV's sharded CVI with 1, 2, 4 and 8 shards (threads) against CVI on EWT: objective,
-    training log-likelihood and attachment accuracy;
+   training log-likelihood and attachment accuracy;
 9. ``la-equality`` (issue 32): PCFG-LA's EM and VB (``--subtypes`` H) on UD English EWT's training trees
-    converted to phrase structure (`cvbayes.data.ud_to_penn`) in one process and on LocalClusters of 1, 2
-    and 4 worker processes: the largest relative differences of the objectives and of the annotated
-    counts, seconds per pass, the per-pass breakdown;
+   converted to phrase structure (`cvbayes.data.ud_to_penn`) in one process and on LocalClusters of 1, 2
+   and 4 worker processes: the largest relative differences of the objectives and of the annotated
+   counts, seconds per pass, the per-pass breakdown;
 10. ``pcfg-cvi``: the PCFG's sharded CVI (``cvi-sharded``, shards on threads) with 1, 2, 4 and 8 shards
     against CVI, grammar induction over ``--nonterminals`` on the UPOS sequences of EWT's training
     sentences of at most ``--max-length`` words (punctuation removed): the last objective, the training
