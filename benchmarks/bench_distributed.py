@@ -28,7 +28,19 @@ The measurements, each a subcommand (results appended to benchmarks/results/dist
    9,790 utterances (or the first ``--utterances``) in one process and on LocalClusters of 1, 2 and 4
    worker processes: the largest relative difference of the ELBOs, of the expected base rule counts and
    of the expected customers, seconds per pass, the median per-pass breakdown of ``shard_timings_`` and
-   the workers' peak resident memory.
+   the workers' peak resident memory;
+8. ``dmv-cvi``: the DMV's sharded CVI with 1, 2, 4 and 8 shards (threads) against CVI on EWT: objective,
+   training log-likelihood and attachment accuracy;
+9. ``la-equality`` (issue 32): PCFG-LA's EM and VB (``--subtypes`` H) on UD English EWT's training trees
+   converted to phrase structure (`cvbayes.data.ud_to_penn`) in one process and on LocalClusters of 1, 2
+   and 4 worker processes: the largest relative differences of the objectives and of the annotated
+   counts, seconds per pass, the per-pass breakdown;
+10. ``pcfg-cvi``: the PCFG's sharded CVI (``cvi-sharded``, shards on threads) with 1, 2, 4 and 8 shards
+    against CVI, grammar induction over ``--nonterminals`` on the UPOS sequences of EWT's training
+    sentences of at most ``--max-length`` words (punctuation removed): the last objective, the training
+    log-likelihood under the posterior mean, and the unlabelled bracket F1 of the Viterbi parses against
+    the converted trees (evalb's conventions, punctuation and ROOT deleted; the right-branching trees'
+    F1 beside them).
 
 The machine this ran on has 2 cores shared with other jobs: quote medians, expect noise.
 ``python benchmarks/bench_distributed.py equality --tokens 100000`` is a quick smoke test.
@@ -331,6 +343,80 @@ def run_dmv_cvi(args):
             "iterations": args.iterations, "rows": rows}
 
 
+def run_la_equality(args):
+    from cvbayes import PCFGLA
+    from cvbayes.data import treebank_file
+    from cvbayes.data.ud_to_penn import convert_conllu
+    from cvbayes.trees.treebank import prepare_treebank
+    prepared = prepare_treebank([sentence.tree for sentence in convert_conllu(treebank_file("ewt", "train"))])
+    make = lambda algorithm: PCFGLA(n_subtypes=args.subtypes, algorithm=algorithm, n_iter=args.iterations,
+                                    random_state=0)
+    rows = []
+    for algorithm in ("em", "vb"):
+        single = make(algorithm).fit(prepared)
+        rows.append({"algorithm": algorithm, "workers": 0, "seconds_per_pass": per_pass(single), "max_rel_diff": 0.0})
+        print(rows[-1], flush=True)
+        for n_workers in args.workers:
+            rows.append({"algorithm": algorithm, **_sharded_row(single, lambda: make(algorithm), prepared,
+                                                                lambda model: model.counts_, n_workers)})
+            print(rows[-1], flush=True)
+    return {"corpus": "ewt-train, converted", "trees": prepared.nodes.n_trees, "nodes": prepared.nodes.n_nodes,
+            "subtypes": args.subtypes, "iterations": args.iterations, "rows": rows}
+
+
+def _ewt_tag_trees(max_length):
+    """EWT's training sentences of 1 to ``max_length`` words after punctuation is removed: their UPOS
+    sequences and their converted trees (UPOS preterminals; punctuation still in, deleted when scored)."""
+    from cvbayes.data import treebank_file
+    from cvbayes.data.ud_to_penn import convert_conllu
+    sentences, trees = [], []
+    for converted in convert_conllu(treebank_file("ewt", "train"), tag="upos"):
+        tags = [node.label for node in converted.tree.subtrees() if node.is_preterminal and node.label != "PUNCT"]
+        if 1 <= len(tags) <= max_length:
+            sentences.append(tags)
+            trees.append(converted.tree)
+    return sentences, trees
+
+
+def _right_branching(tags):
+    from cvbayes.data.trees import Tree
+    tree = Tree(tags[-1], [tags[-1]])
+    for tag in reversed(tags[:-1]):
+        tree = Tree("X", [Tree(tag, [tag]), tree])
+    return tree
+
+
+def run_pcfg_cvi(args):
+    from cvbayes.metrics.parsing import EVALB_DELETE_LABELS, bracket_scores
+    from cvbayes.models.pcfg import PCFG
+    sentences, gold = _ewt_tag_trees(args.max_length)
+    scored = dict(labelled=False, delete_labels=EVALB_DELETE_LABELS | {"PUNCT", "ROOT"})
+
+    def f1(trees):
+        return bracket_scores(trees, gold, **scored).f1
+
+    rows = [{"run": "right-branching", "f1": f1([_right_branching(tags) for tags in sentences])}]
+    print(rows[-1], flush=True)
+
+    def score(model, n_shards, seed):
+        trees = model.parse(sentences)
+        missing = sum(tree is None for tree in trees)
+        rows.append({"run": model.algorithm, "shards": n_shards, "seed": seed, "seconds_per_pass": per_pass(model),
+                     "objective": float(objectives(model)[-1]), "log_likelihood": model.score(sentences, "mean"),
+                     "f1": f1([tree or _right_branching(tags) for tree, tags in zip(trees, sentences)]),
+                     "no_parse": missing})
+        print(rows[-1], flush=True)
+
+    for seed in args.seeds:
+        make = lambda algorithm: PCFG(n_nonterminals=args.nonterminals, algorithm=algorithm, n_iter=args.iterations,
+                                      random_state=seed)
+        score(make("cvi").fit(sentences), 0, seed)
+        for n_shards in (1, 2, 4, 8):
+            score(make("cvi-sharded").fit(sentences, n_shards=n_shards), n_shards, seed)
+    return {"corpus": "ewt-train", "sentences": len(sentences), "tokens": sum(map(len, sentences)),
+            "nonterminals": args.nonterminals, "iterations": args.iterations, "rows": rows}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
@@ -373,9 +459,19 @@ def main():
     dmv_cvi.add_argument("--max-length", type=int, default=10)
     dmv_cvi.add_argument("--iterations", type=int, default=40)
     dmv_cvi.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    la_equality = sub.add_parser("la-equality")
+    la_equality.add_argument("--subtypes", type=int, default=4)
+    la_equality.add_argument("--iterations", type=int, default=5)
+    la_equality.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    pcfg_cvi = sub.add_parser("pcfg-cvi")
+    pcfg_cvi.add_argument("--max-length", type=int, default=10)
+    pcfg_cvi.add_argument("--nonterminals", type=int, default=8)
+    pcfg_cvi.add_argument("--iterations", type=int, default=30)
+    pcfg_cvi.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = parser.parse_args()
     result = {"equality": run_equality, "memory": run_memory, "cvi2": run_cvi2, "lda-equality": run_lda_equality,
               "lda-cvb0": run_lda_cvb0, "tree-equality": run_tree_equality, "dmv-cvi": run_dmv_cvi,
+              "la-equality": run_la_equality, "pcfg-cvi": run_pcfg_cvi,
               "adaptor-equality": run_adaptor_equality}[args.what](args)
     result.update(what=args.what, date=datetime.datetime.now().isoformat(timespec="seconds"),
                   load_average=os.getloadavg(), cpus=os.cpu_count())
