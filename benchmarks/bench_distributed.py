@@ -1,6 +1,6 @@
 """Benchmark of learning on shards (cvbayes.models.hmm_shards, issue 21).
 
-Four measurements, each a subcommand (results appended to benchmarks/results/distributed.json):
+The measurements, each a subcommand (results appended to benchmarks/results/distributed.json):
 
 1. ``equality``: EM and VB on a synthetic corpus (default 1M tokens, K = 20, W = 5,000 Zipf-like
    words, sentences of 5 to 40 tokens) in one process and on a Dask LocalCluster of 1, 2 and 4
@@ -23,7 +23,24 @@ Four measurements, each a subcommand (results appended to benchmarks/results/dis
    training sentences (punctuation removed; the DMV up to ``--max-length`` words, the PCFG, grammar
    induction over ``--nonterminals``, up to ``--pcfg-max-length``) in one process and on LocalClusters of
    1, 2 and 4 worker processes: the largest relative difference of the objectives and of the counts,
-   seconds per pass and the median per-pass breakdown of ``shard_timings_``.
+   seconds per pass and the median per-pass breakdown of ``shard_timings_``;
+7. ``adaptor-equality`` (issue 32): the adaptor grammar's VB (``--grammar``, default unigram) on Brent's
+   9,790 utterances (or the first ``--utterances``) in one process and on LocalClusters of 1, 2 and 4
+   worker processes: the largest relative difference of the ELBOs, of the expected base rule counts and
+   of the expected customers, seconds per pass, the median per-pass breakdown of ``shard_timings_`` and
+   the workers' peak resident memory;
+8. ``dmv-cvi``: the DMV's sharded CVI with 1, 2, 4 and 8 shards (threads) against CVI on EWT: objective,
+   training log-likelihood and attachment accuracy;
+9. ``la-equality`` (issue 32): PCFG-LA's EM and VB (``--subtypes`` H) on UD English EWT's training trees
+   converted to phrase structure (`cvbayes.data.ud_to_penn`) in one process and on LocalClusters of 1, 2
+   and 4 worker processes: the largest relative differences of the objectives and of the annotated
+   counts, seconds per pass, the per-pass breakdown;
+10. ``pcfg-cvi``: the PCFG's sharded CVI (``cvi-sharded``, shards on threads) with 1, 2, 4 and 8 shards
+    against CVI, grammar induction over ``--nonterminals`` on the UPOS sequences of EWT's training
+    sentences of at most ``--max-length`` words (punctuation removed): the last objective, the training
+    log-likelihood under the posterior mean, and the unlabelled bracket F1 of the Viterbi parses against
+    the converted trees (evalb's conventions, punctuation and ROOT deleted; the right-branching trees'
+    F1 beside them).
 
 The machine this ran on has 2 cores shared with other jobs: quote medians, expect noise.
 ``python benchmarks/bench_distributed.py equality --tokens 100000`` is a quick smoke test.
@@ -169,6 +186,7 @@ def _timing_summary(model):
     return {"compute_max": median([max(p["compute"]) for p in passes]),
             "compute_sum": median([sum(p["compute"]) for p in passes]),
             "compute_per_shard": [median(column) for column in zip(*[p["compute"] for p in passes])],
+            "compute_cpu_per_shard": [median(column) for column in zip(*[p["compute_cpu"] for p in passes])],
             **{name: median([p[name] for p in passes])
                for name in ("bytes_sent", "bytes_returned", "broadcast", "reduce", "reduce_path", "wall", "overhead",
                             "rounds")}}
@@ -232,8 +250,29 @@ def _ewt_tags(max_length, gold=False):
                              max_length=max_length, gold=gold)
 
 
-def run_tree_equality(args):
+def _sharded_row(single, make, data, blocks, n_workers):
+    """``make()`` fitted on a LocalCluster of ``n_workers`` processes (after a one-pass fit that warms the
+    workers' numba) against the in-process ``single``: seconds per pass, the largest relative difference
+    of the objectives, of each of the ``blocks`` of statistics over its largest value, the median per-pass
+    breakdown of ``shard_timings_`` and the workers' peak resident memory."""
     from distributed import Client, LocalCluster
+    threads = max(1, (os.cpu_count() or 1) // n_workers)
+    with LocalCluster(n_workers=n_workers, threads_per_worker=threads, processes=True,
+                      dashboard_address=":0") as local, Client(local) as client:
+        client.wait_for_workers(n_workers)
+        make().set_params(n_iter=1).fit(data, client=client)
+        sharded = make().fit(data, client=client)
+        peaks = sorted(client.run(_peak_rss_mib).values())
+    diff = np.max(np.abs(objectives(sharded) - objectives(single)) / np.abs(objectives(single)))
+    block_diffs = [float(np.max(np.abs(ours - theirs)) / np.max(np.abs(theirs)))
+                   for ours, theirs in zip(blocks(sharded), blocks(single))]
+    return {"workers": n_workers, "threads_per_worker": threads, "seconds_per_pass": per_pass(sharded),
+            "max_rel_diff": float(diff), "max_diff_counts_over_largest": max(block_diffs),
+            "max_diff_over_largest_by_block": block_diffs, "worker_peak_mib": peaks,
+            "per_pass": _timing_summary(sharded)}
+
+
+def run_tree_equality(args):
     from cvbayes import DMV
     from cvbayes.models.pcfg import PCFG
     dependencies = _ewt_tags(args.max_length)
@@ -251,23 +290,34 @@ def run_tree_equality(args):
                          "max_rel_diff": 0.0})
             print(rows[-1], flush=True)
             for n_workers in args.workers:
-                threads = max(1, (os.cpu_count() or 1) // n_workers)
-                with LocalCluster(n_workers=n_workers, threads_per_worker=threads, processes=True,
-                                  dashboard_address=":0") as local, Client(local) as client:
-                    client.wait_for_workers(n_workers)
-                    make(algorithm).set_params(n_iter=1).fit(data, client=client)   # warm the workers' numba
-                    sharded = make(algorithm).fit(data, client=client)
-                diff = np.max(np.abs(objectives(sharded) - objectives(single)) / np.abs(objectives(single)))
-                counts_diff = max(float(np.max(np.abs(ours - theirs)) / np.max(np.abs(theirs)))
-                                  for ours, theirs in zip(blocks(sharded), blocks(single)))
-                rows.append({"model": name, "algorithm": algorithm, "workers": n_workers,
-                             "threads_per_worker": threads, "seconds_per_pass": per_pass(sharded),
-                             "max_rel_diff": float(diff), "max_diff_counts_over_largest": counts_diff,
-                             "per_pass": _timing_summary(sharded)})
+                rows.append({"model": name, "algorithm": algorithm,
+                             **_sharded_row(single, lambda: make(algorithm), data, blocks, n_workers)})
                 print(rows[-1], flush=True)
     return {"corpus": "ewt-train", "dmv_sentences": dependencies.n_sentences, "dmv_tokens": dependencies.n_tokens,
             "pcfg_sentences": len(tag_words), "pcfg_tokens": short.n_tokens, "nonterminals": args.nonterminals,
             "iterations": args.iterations, "rows": rows}
+
+
+def run_adaptor_equality(args):
+    from cvbayes.data import load_brent
+    from cvbayes.models.adaptor import AdaptorGrammar
+    from cvbayes.models.adaptor.layout import utterance_types
+    utterances = [list(u) for u in load_brent().symbols[:args.utterances]]
+    make = lambda: AdaptorGrammar(args.grammar, algorithm="vb", n_iter=args.iterations, random_state=0)
+    # this process's CPU seconds at the end of every pass (a pass's also count the last callback's few ms)
+    cpu_at = []
+    single = make().fit(utterances, callback=lambda model, iteration: cpu_at.append(time.process_time()))
+    rows = [{"workers": 0, "seconds_per_pass": per_pass(single), "max_rel_diff": 0.0,
+             "cpu_per_pass": statistics.median(np.diff(cpu_at)[1:].tolist() or np.diff(cpu_at).tolist())}]
+    print(rows[-1], flush=True)
+    for n_workers in args.workers:
+        # the blocks: the expected base rule counts, the expected customers
+        rows.append(_sharded_row(single, make, utterances, lambda model: (model.learner_.counts, model.learner_.served),
+                                 n_workers))
+        print(rows[-1], flush=True)
+    return {"corpus": "brent", "utterances": len(utterances), "types": len(utterance_types(utterances)[1]),
+            "phonemes": sum(map(len, utterances)), "grammar": args.grammar, "iterations": args.iterations,
+            "rules": int(single.grammar_.n_rules), "rows": rows}
 
 
 def run_dmv_cvi(args):
@@ -291,6 +341,80 @@ def run_dmv_cvi(args):
             score("cvi-sharded", model, n_shards, seed)
     return {"corpus": "ewt-train", "sentences": train.n_sentences, "tokens": train.n_tokens,
             "iterations": args.iterations, "rows": rows}
+
+
+def run_la_equality(args):
+    from cvbayes import PCFGLA
+    from cvbayes.data import treebank_file
+    from cvbayes.data.ud_to_penn import convert_conllu
+    from cvbayes.trees.treebank import prepare_treebank
+    prepared = prepare_treebank([sentence.tree for sentence in convert_conllu(treebank_file("ewt", "train"))])
+    make = lambda algorithm: PCFGLA(n_subtypes=args.subtypes, algorithm=algorithm, n_iter=args.iterations,
+                                    random_state=0)
+    rows = []
+    for algorithm in ("em", "vb"):
+        single = make(algorithm).fit(prepared)
+        rows.append({"algorithm": algorithm, "workers": 0, "seconds_per_pass": per_pass(single), "max_rel_diff": 0.0})
+        print(rows[-1], flush=True)
+        for n_workers in args.workers:
+            rows.append({"algorithm": algorithm, **_sharded_row(single, lambda: make(algorithm), prepared,
+                                                                lambda model: model.counts_, n_workers)})
+            print(rows[-1], flush=True)
+    return {"corpus": "ewt-train, converted", "trees": prepared.nodes.n_trees, "nodes": prepared.nodes.n_nodes,
+            "subtypes": args.subtypes, "iterations": args.iterations, "rows": rows}
+
+
+def _ewt_tag_trees(max_length):
+    """EWT's training sentences of 1 to ``max_length`` words after punctuation is removed: their UPOS
+    sequences and their converted trees (UPOS preterminals; punctuation still in, deleted when scored)."""
+    from cvbayes.data import treebank_file
+    from cvbayes.data.ud_to_penn import convert_conllu
+    sentences, trees = [], []
+    for converted in convert_conllu(treebank_file("ewt", "train"), tag="upos"):
+        tags = [node.label for node in converted.tree.subtrees() if node.is_preterminal and node.label != "PUNCT"]
+        if 1 <= len(tags) <= max_length:
+            sentences.append(tags)
+            trees.append(converted.tree)
+    return sentences, trees
+
+
+def _right_branching(tags):
+    from cvbayes.data.trees import Tree
+    tree = Tree(tags[-1], [tags[-1]])
+    for tag in reversed(tags[:-1]):
+        tree = Tree("X", [Tree(tag, [tag]), tree])
+    return tree
+
+
+def run_pcfg_cvi(args):
+    from cvbayes.metrics.parsing import EVALB_DELETE_LABELS, bracket_scores
+    from cvbayes.models.pcfg import PCFG
+    sentences, gold = _ewt_tag_trees(args.max_length)
+    scored = dict(labelled=False, delete_labels=EVALB_DELETE_LABELS | {"PUNCT", "ROOT"})
+
+    def f1(trees):
+        return bracket_scores(trees, gold, **scored).f1
+
+    rows = [{"run": "right-branching", "f1": f1([_right_branching(tags) for tags in sentences])}]
+    print(rows[-1], flush=True)
+
+    def score(model, n_shards, seed):
+        trees = model.parse(sentences)
+        missing = sum(tree is None for tree in trees)
+        rows.append({"run": model.algorithm, "shards": n_shards, "seed": seed, "seconds_per_pass": per_pass(model),
+                     "objective": float(objectives(model)[-1]), "log_likelihood": model.score(sentences, "mean"),
+                     "f1": f1([tree or _right_branching(tags) for tree, tags in zip(trees, sentences)]),
+                     "no_parse": missing})
+        print(rows[-1], flush=True)
+
+    for seed in args.seeds:
+        make = lambda algorithm: PCFG(n_nonterminals=args.nonterminals, algorithm=algorithm, n_iter=args.iterations,
+                                      random_state=seed)
+        score(make("cvi").fit(sentences), 0, seed)
+        for n_shards in (1, 2, 4, 8):
+            score(make("cvi-sharded").fit(sentences, n_shards=n_shards), n_shards, seed)
+    return {"corpus": "ewt-train", "sentences": len(sentences), "tokens": sum(map(len, sentences)),
+            "nonterminals": args.nonterminals, "iterations": args.iterations, "rows": rows}
 
 
 def main():
@@ -326,13 +450,29 @@ def main():
     trees.add_argument("--nonterminals", type=int, default=8)
     trees.add_argument("--iterations", type=int, default=5)
     trees.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    adaptor = sub.add_parser("adaptor-equality")
+    adaptor.add_argument("--grammar", default="unigram")
+    adaptor.add_argument("--utterances", type=int, default=None, help="the first N of Brent's (default all)")
+    adaptor.add_argument("--iterations", type=int, default=5)
+    adaptor.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     dmv_cvi = sub.add_parser("dmv-cvi")
     dmv_cvi.add_argument("--max-length", type=int, default=10)
     dmv_cvi.add_argument("--iterations", type=int, default=40)
     dmv_cvi.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    la_equality = sub.add_parser("la-equality")
+    la_equality.add_argument("--subtypes", type=int, default=4)
+    la_equality.add_argument("--iterations", type=int, default=5)
+    la_equality.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    pcfg_cvi = sub.add_parser("pcfg-cvi")
+    pcfg_cvi.add_argument("--max-length", type=int, default=10)
+    pcfg_cvi.add_argument("--nonterminals", type=int, default=8)
+    pcfg_cvi.add_argument("--iterations", type=int, default=30)
+    pcfg_cvi.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = parser.parse_args()
     result = {"equality": run_equality, "memory": run_memory, "cvi2": run_cvi2, "lda-equality": run_lda_equality,
-              "lda-cvb0": run_lda_cvb0, "tree-equality": run_tree_equality, "dmv-cvi": run_dmv_cvi}[args.what](args)
+              "lda-cvb0": run_lda_cvb0, "tree-equality": run_tree_equality, "dmv-cvi": run_dmv_cvi,
+              "la-equality": run_la_equality, "pcfg-cvi": run_pcfg_cvi,
+              "adaptor-equality": run_adaptor_equality}[args.what](args)
     result.update(what=args.what, date=datetime.datetime.now().isoformat(timespec="seconds"),
                   load_average=os.getloadavg(), cpus=os.cpu_count())
     history = json.loads(RESULTS.read_text()) if RESULTS.exists() else []

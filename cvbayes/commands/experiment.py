@@ -192,7 +192,10 @@ EXPERIMENTS = {
          option("--cvi-iterations", type=positive_int, default=1000, help="CVI passes (default 1000)"),
          option("--beam-iterations", type=positive_int, default=3000, help="beam-sampling iterations (default 3000)"),
          option("--scenarios", nargs="+", choices=("theta_pos", "theta_neg", "grammar"), default=None,
-                help="the datasets to run (default all three)"))),
+                help="the datasets to run (default all three)"),
+         option("--algorithms", nargs="+", choices=("cvi", "cvi-local", "cvi-merge", "beam"), default=None,
+                help="the learners to run (default all four); a subset keeps the others' runs from an earlier "
+                     "results.json of the same settings"))),
     "fig5.9": Experiment(
         "hdp", "HDP-HMM CVI against finite CVI-2 on PTB subsets (Fig. 5.9)",
         "The HDP-HMM learns gamma, sigma and beta tau after --burn-in passes; needs 'cvbayes data fetch ptb'; "
@@ -324,8 +327,11 @@ EXPERIMENTS = {
          FIRST_SEED,
          seeds(3), PASSES.but(help="passes of every learner (gibbs: 5 sweeps a pass; default 30)"),
          option("--units", type=positive_int, default=None, help="the units' truncation (default 100)"),
+         option("--states", type=positive_int, default=3, help="states of every unit's HMM (default 3)"),
          option("--utterances", type=positive_int, default=None,
                 help="synthetic-brent: use only the first N utterances of a split (default all)"),
+         option("--trim", action="store_true",
+                help="synthetic-brent: cut each file's leading and trailing silence to 5 frames (voice activity)"),
          option("--append", action="store_true",
                 help="keep the runs already in OUT/units/results.json (one of the same corpus, algorithm and seed "
                      "is replaced) and add this command's"))),
@@ -353,5 +359,5 @@ def register(commands):
             parser.add_argument(*flags, **settings)
         parser.add_argument("--quiet", action="store_true", help="no progress bars or per-run lines")
         if "--seed" not in parser._option_string_actions and "--seeds" in parser._option_string_actions:
-            parser.add_argument("--seed", type=int, default=0, help="no effect: the runs take seeds 0 .. SEEDS - 1")
+            parser.add_argument(*FIRST_SEED.flags, **FIRST_SEED.settings)
         parser.set_defaults(handler=run_experiment)

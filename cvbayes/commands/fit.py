@@ -111,8 +111,8 @@ def register(commands):
                      help="hdp-hmm, cvi: passes before gamma and sigma are learned (default half of --iterations; "
                           "the states must separate first, thesis §5.5)")
     fit.add_argument("--merge", choices=("none", "auto"), default="none",
-                     help="hdp-hmm, cvi: 'auto' merges two states every 10 passes when the pass's objective is "
-                          "no lower for it (HDPHMM's merge; default none)")
+                     help="hdp-hmm, cvi: 'auto' tries merging and deleting states every 10 passes and keeps the "
+                          "best move when the pass's objective is no lower for it (HDPHMM's merge; default none)")
     fit.add_argument("--occupancy", choices=OCCUPANCY_METHODS, default="heuristic",
                      help="hdp-hmm: how q(C_jk > 0) is computed (thesis §5.4; default heuristic)")
     fit.add_argument("--dictionary", choices=("none", "complete", "incomplete"), default="none",

@@ -17,6 +17,7 @@ from ..data.trees import format_tree
 from ..files import write_text
 from ..models.pcfg import ALGORITHMS, PCFG, SHARDED_ALGORITHMS
 from ..models.pcfg_la import ALGORITHMS as LA_ALGORITHMS
+from ..models.pcfg_la import SHARDED_ALGORITHMS as LA_SHARDED_ALGORITHMS
 from ..models.pcfg_la import PCFGLA
 from .options import (add_checkpoint_arguments, add_cluster_arguments, add_common, announce_resume, cluster_requested,
                       connect, count, positive_int, remove_checkpoint)
@@ -120,10 +121,12 @@ def run_pcfg_grammar(args):
 # -- pcfg-la ------------------------------------------------------------------------------------------
 
 def run_la_fit(args):
+    sharded = cluster_requested(args, LA_SHARDED_ALGORITHMS, "cvbayes pcfg-la fit")
     model = PCFGLA(n_subtypes=args.subtypes, alpha=args.alpha, horizontal=args.horizontal, vertical=args.vertical,
                    min_count=args.min_count, algorithm=args.algorithm, n_iter=args.iterations,
                    random_state=args.seed)
-    model.fit(args.treebank, progress=not (args.quiet or args.json))
+    with connect(args.scheduler, args.workers, "cvbayes pcfg-la fit") as client:
+        model.fit(args.treebank, progress=not (args.quiet or args.json), **({"client": client} if sharded else {}))
     model.save(args.output)
     report = {"model": args.output, "symbols": model.grammar_.n_symbols, "words": model.grammar_.n_words,
               "subtypes": args.subtypes, "algorithm": args.algorithm, "iterations": args.iterations,
@@ -254,6 +257,7 @@ def register(commands):
     fit.add_argument("--vertical", type=positive_int, default=1, help="vertical markovisation (default 1)")
     fit.add_argument("--min-count", type=positive_int, default=2,
                      help="words seen fewer times become signatures such as UNK-INITCAP-ing (default 2)")
+    add_cluster_arguments(fit, "/".join(LA_SHARDED_ALGORITHMS))
     add_common(fit)
     fit.set_defaults(handler=run_la_fit)
 

@@ -42,8 +42,10 @@ from ..data.errors import CorpusFormatError, read_text_file
 from ..data.segmentation import _WORD_END, _brent_phonemes
 from ..files import write_text
 from ..metrics.segmentation import segmentation_report, segmentation_scores
+from .options import add_cluster_arguments, cluster_requested, connect
 
 ALGORITHMS = ("vb", "cvi", "mcmc")
+SHARDED_ALGORITHMS = ("vb",)     # what --workers and --scheduler run (cvbayes.models.adaptor.sharded)
 MAX_LENGTH = 200
 MAX_SUBSTRINGS = 4_000_000
 TAGGED = (" ", _WORD_END)      # wordseg's tagged format: symbols separated by spaces, ';eword' closing words
@@ -277,6 +279,9 @@ def run_segment(args):
         raise ValueError(f"--restarts must be at least 1, got {args.restarts}")
     if args.max_length < 1 or args.max_substrings < 1:
         raise ValueError("--max-length and --max-substrings must be at least 1")
+    sharded = cluster_requested(args, SHARDED_ALGORITHMS, "cvbayes segment")
+    if sharded and args.model is not None:
+        raise ValueError("--scheduler and --workers train on shards; --model segments without training")
     restarts = args.restarts if args.restarts is not None else (5 if args.algorithm == "vb" else 1)
     from ..models.adaptor import AdaptorGrammar
     from ..models.adaptor import parse_anneal
@@ -297,7 +302,8 @@ def run_segment(args):
     else:
         model = _untrained(args, utterances, restarts, anneal)
         started = time.perf_counter()
-        model.fit(utterances, progress=not (args.quiet or args.json))
+        with connect(args.scheduler, args.workers, "cvbayes segment") as client:
+            model.fit(utterances, progress=not (args.quiet or args.json), **({"client": client} if sharded else {}))
         trained = time.perf_counter()
         if args.save_model is not None:
             model.save(args.save_model)
@@ -418,6 +424,7 @@ def register(commands):
     segment.add_argument("--truncation", type=int, default=None,
                          help="vb: candidate words kept per adapted nonterminal (default: the model's)")
     segment.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    add_cluster_arguments(segment, "/".join(SHARDED_ALGORITHMS))
     segment.add_argument("--quiet", action="store_true", help="no progress bar (and no summary when the "
                                                               "segmentation goes to standard output)")
     segment.add_argument("--json", action="store_true",

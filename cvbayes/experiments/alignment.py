@@ -46,6 +46,7 @@ from ..data import load_bible, load_nt_alignments
 from ..data.bible import GOSPELS, ParallelVerses
 from ..files import atomic_write, save_figure, write_json, write_text
 from .memory import reset_peak, status_mib
+from .results import seed_range
 
 ALIGN_ALGORITHMS = ("em", "vb", "cvi1", "cvi2", "cgs", "svi", "scvi")
 ALIGN_MODELS = ("hmm", "ibm1")
@@ -488,18 +489,18 @@ def plot_scaling(path, runs, title):
 
 
 def _jobs(folder, source, target, models, algorithms, chosen, seeds, with_eflomal, tag=""):
-    """Run specs: deterministic algorithms once, CGS and eflomal once per seed."""
+    """Run specs: deterministic algorithms once (seed 0), CGS and eflomal once a seed of ``seeds``."""
     jobs = []
     for model in models:
         for algorithm in algorithms:
-            for seed in (range(seeds) if algorithm == "cgs" else [0]):
+            for seed in (seeds if algorithm == "cgs" else [0]):
                 n_iter = list(chosen[algorithm]["n_iter"])
                 jobs.append({"model": model, "algorithm": algorithm, "n_iter": n_iter,
                              "prior": chosen[algorithm]["prior"], "seed": seed,
                              "source": str(source), "target": str(target),
                              "links": str(folder / f"{tag}{model}_{algorithm}_{seed}")})
     if with_eflomal:
-        for seed in range(seeds):
+        for seed in seeds:
             jobs.append({"model": None, "algorithm": "eflomal", "n_iter": None, "prior": None, "seed": seed,
                          "source": str(source), "target": str(target),
                          "links": str(folder / f"{tag}eflomal_{seed}")})
@@ -636,7 +637,7 @@ def run_align_nt(settings):
                    "books 44-66 (held out)": [k for k, b in enumerate(data.books) if b not in GOSPELS]}
         subsets.update({f"book {b}": [k for k, x in enumerate(data.books) if x == b] for b in sorted(set(data.books))})
         subsets = {name: indices for name, indices in subsets.items() if indices}
-        jobs = _jobs(work / "all", source, target, models, algorithms, chosen, settings.seeds, missing is None)
+        jobs = _jobs(work / "all", source, target, models, algorithms, chosen, seed_range(settings), missing is None)
         runs = _run_all(jobs, data, "align-nt", quiet, subsets)
     folder.mkdir(parents=True, exist_ok=True)
     figure = plot_aer_and_time(folder / "align_nt.png", runs,
@@ -741,7 +742,7 @@ def run_align_bible(settings):
             part = data.head(n)
             source, target = write_corpus(part, work / str(n))
             # the quality table uses the largest size; smaller sizes run the HMM and eflomal once each
-            seeds = settings.seeds if n == counts[-1] else 1
+            seeds = seed_range(settings, settings.seeds if n == counts[-1] else 1)
             jobs = _jobs(work / str(n), source, target, models if n == counts[-1] else ["hmm"], algorithms,
                          chosen, seeds, missing is None, tag=f"{n}_")
             runs += _run_all(jobs, part, f"align-bible {n:,} verses", quiet, extra={"verses": n})

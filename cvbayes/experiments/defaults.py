@@ -32,7 +32,6 @@ from tqdm.auto import tqdm
 from ..data import load_brown, read_conllu
 from ..data.treebanks import treebank_file
 from ..files import write_json, write_text
-from ..models.hmm import DEFAULT_PRIORS
 from ..tagging import compact, fit_tagger
 from .ewt_pos import load_split
 from .pos import development_indices

@@ -36,7 +36,7 @@ from ..models.hdp_hmm import HDPHMM
 from ..models.hmm import HMM
 from .occupancy import DEFAULT_METHODS, approximation_errors
 from .occupancy import label as method_label
-from .results import plain_json
+from .results import plain_json, seed_range
 
 METHODS = DEFAULT_METHODS  # mean field, sampling 100 / 1K / 10K, heuristic
 ALPHABET = "abcdefghijklmnopqrstuvwxyz "
@@ -469,17 +469,20 @@ def _run_occupancy(name, corpus, info, settings, title, differences):
     n_iter = int(_setting(settings, "hdp_iterations", 150))
     every = int(_setting(settings, "evaluate_every", 10))
     seeds = int(_setting(settings, "seeds", 1))
+    run_seeds = seed_range(settings, seeds)
     methods = list(METHODS)
     runs = []
     for n_states in states:
-        for seed in range(seeds):
-            runs.append(occupancy_run(corpus, n_states, seed, n_iter, every, methods, keep_heatmaps=seed == 0))
+        for seed in run_seeds:
+            runs.append(occupancy_run(corpus, n_states, seed, n_iter, every, methods,
+                                      keep_heatmaps=seed == run_seeds[0]))
     heatmaps = {str(r["n_states"]): r.pop("heatmaps") for r in runs if "heatmaps" in r}
     setup = (f"{info['description']}  HDP-HMM, batch CVI (CVI-2 with sigma G[pi] as the transition prior), gamma = "
              f"{ALICE_GAMMA:g} and sigma = {ALICE_SIGMA:g} held fixed (the sticks are updated), emission prior "
              f"{runs[0]['word_prior']:.3g} a symbol (beta = 1/W, eq. 5.39), first pass with G[pi_k] = 1/K; "
              f"{n_iter} iterations, errors evaluated after iteration 1 and every {every}; {seeds} run(s) a K "
-             f"(seeds 0..{seeds - 1}).  The occupancy q(C_jk > 0) that drives CVI itself is the heuristic's.  "
+             f"(seeds {run_seeds[0]}..{run_seeds[-1]}).  The occupancy q(C_jk > 0) that drives CVI itself is the "
+             f"heuristic's.  "
              f"Each evaluation takes the chain posteriors q(z^i) under the current posterior-mean parameters "
              f"(all sequences' counts) and computes q(C_jk > 0) by every method from them.")
     results = {"data": info, "setup": setup, "title": title, "differences": differences, "methods": methods,
@@ -589,7 +592,7 @@ def run_fig_5_9(settings):
     runs = []
     for size in sizes:
         subset = _subset(train, size)
-        for seed in range(seeds):
+        for seed in seed_range(settings, seeds):
             for kind in models:
                 run = batch_run(kind, subset, test, n_states, seed, n_iter, every, burn_in)
                 run["size"] = _size_label(size)
@@ -798,7 +801,7 @@ def run_fig_5_10(settings):
     train = _subset(train, None if size is None else int(size))
     runs = []
     for kappa, batch_size in FIG_5_10_GRID:
-        for seed in range(seeds):
+        for seed in seed_range(settings, seeds):
             for kind in models:
                 run = stochastic_run(kind, train, test, n_states, seed, passes, batch_size, kappa)
                 runs.append(run)

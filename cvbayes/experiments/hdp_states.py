@@ -13,7 +13,7 @@ twice on every dataset: "cvi" from the HDP-HMM's default start (init="perturbed"
 nearly equal states whose emission rows differ by a small spread shared by all
 of a word's tokens, issue 15), "cvi-local" from the thesis's start (footnote
 5: random local posteriors q(z_t | z_{t-1}) ∝ U[0, 1]) and "cvi-merge" from the
-default start with merge moves (merge="auto", issue 33); beam sampling starts
+default start with merge and delete moves (merge="auto", issue 33); beam sampling starts
 from uniform random states in {1..K}.  Effective states: the fewest covering
 99 % of the tokens (footnote 4), counted on the expected tokens after every
 pass ("effective") and on the states decoding gives them ("decoded": the
@@ -22,6 +22,7 @@ training data).
 """
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -94,7 +95,7 @@ def run_cvi_local(corpus, n_states, n_iter, seed):
 
 
 def run_cvi_merge(corpus, n_states, n_iter, seed):
-    """`run_cvi` with merge moves (merge="auto")."""
+    """`run_cvi` with merge and delete moves (merge="auto")."""
     return run_cvi(corpus, n_states, n_iter, seed, merge="auto")
 
 
@@ -123,17 +124,19 @@ def _first_stable(effective, target):
 def run_fig_5_7(args):
     out = Path(args.out) / "fig5_7"
     out.mkdir(parents=True, exist_ok=True)
+    algorithms = getattr(args, "algorithms", None) or list(RUNNERS)
     # compile the kernels first so that no run's seconds include it
     warm = make_dataset("grammar", 0, 2, 5)
-    for runner in RUNNERS.values():
-        runner(warm, 3, 1, 0)
+    for algorithm in algorithms:
+        RUNNERS[algorithm](warm, 3, 1, 0)
     scenarios = getattr(args, "scenarios", None) or list(SCENARIOS)
-    runs = []
+    runs = _kept_runs(out / "results.json", _settings(args), algorithms)
     for scenario in scenarios:
         n_states, truth = SCENARIOS[scenario]
         for dataset in range(args.seed, args.seed + args.seeds):
             corpus = make_dataset(scenario, 1000 + dataset, args.sequences, args.length)
-            for algorithm, runner in RUNNERS.items():
+            for algorithm in algorithms:
+                runner = RUNNERS[algorithm]
                 n_iter = args.beam_iterations if algorithm == "beam" else args.cvi_iterations
                 started = time.perf_counter()
                 effective, decoded, seconds, last_decoded = runner(corpus, n_states, n_iter, dataset)
@@ -151,12 +154,25 @@ def run_fig_5_7(args):
                       f"iterations (decoded {decoded[mark]}), {effective[-1]} at the end (decoded "
                       f"{last_decoded}); at the truth from iteration {run['stable_from']} (decoded "
                       f"{run['decoded_stable_from']})", flush=True)
+    order = {name: index for index, name in enumerate(RUNNERS)}
+    runs.sort(key=lambda run: (scenarios.index(run["scenario"]), run["dataset"], order[run["algorithm"]]))
     summary = _summarise(runs, scenarios)
     write_json(out / "results.json", {"settings": _settings(args), "summary": summary, "thesis": THESIS, "runs": runs},
                separators=(",", ":"))
-    write_text(out / "table.md", _table(summary, args))
+    write_text(out / "table.md", _table(summary, args) + _settle_table(runs, scenarios))
     _plot(out / "fig5_7.png", runs)
-    print(_table(summary, args))
+    print(_table(summary, args) + _settle_table(runs, scenarios))
+
+
+def _kept_runs(path, settings, algorithms):
+    """With ``--algorithms`` a subset: the other algorithms' runs of an earlier results.json whose settings
+    are these (datasets, passes, scenarios), so that one algorithm can be re-run beside the others."""
+    if set(algorithms) == set(RUNNERS) or not path.exists():
+        return []
+    earlier = json.loads(path.read_text())
+    if earlier.get("settings") != settings:
+        return []
+    return [run for run in earlier["runs"] if run["algorithm"] not in algorithms]
 
 
 def _settings(args):
@@ -177,6 +193,8 @@ def _summarise(runs, scenarios):
         truth = SCENARIOS[scenario][1]
         for algorithm in RUNNERS:
             rows = [r for r in runs if r["scenario"] == scenario and r["algorithm"] == algorithm]
+            if not rows:   # an algorithm left out (--algorithms)
+                continue
             summary.append({
                 "scenario": scenario, "algorithm": algorithm, "truth": truth, "runs": len(rows),
                 "mean_final": float(np.mean([r["final"] for r in rows])),
@@ -198,7 +216,8 @@ def _table(summary, args):
              f"{args.sequences} sequences of {args.length}; "
              f"CVI {args.cvi_iterations} passes, beam sampling {args.beam_iterations} iterations; "
              "gamma = sigma = beta = 1 fixed. cvi: the HDP-HMM's default start (init='perturbed'); cvi-local: "
-             "the thesis's start (footnote 5); cvi-merge: the default start with merge moves (merge='auto'). Every cell 'a / b': a counts states on the expected tokens "
+             "the thesis's start (footnote 5); cvi-merge: the default start with merge and delete moves "
+             "(merge='auto'). Every cell 'a / b': a counts states on the expected tokens "
              "(footnote 4, as before issue 15), b on the decoded states (`n_effective_states_`; after every "
              "CVI pass the argmax of its q(z_t); beam sampling's sample is both). 'stable from': the first "
              "iteration after which the count stays at the true number (median over the runs that get there).",
@@ -218,6 +237,28 @@ def _table(summary, args):
                      f"| {row['exact_runs']} / {row['exact_runs_decoded']} of {row['runs']} | {row['mean_final']:.1f} "
                      f"| {fmt(row['median_stable_seconds'], '.1f')} | {row['seconds_per_iteration'] * 1e3:.2f} ms |")
     lines += ["", "Thesis (Fig. 5.7):", ""] + [f"- {name}: {text}" for name, text in THESIS.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _settle_table(runs, scenarios):
+    """Run by run: the pass from which each algorithm's count (on the expected tokens) stays at the truth."""
+    lines = []
+    algorithms = [name for name in RUNNERS if any(run["algorithm"] == name for run in runs)]
+    for scenario in scenarios:
+        rows = {(run["dataset"], run["algorithm"]): run for run in runs if run["scenario"] == scenario}
+        datasets = sorted({dataset for dataset, _ in rows})
+        lines += ["", f"**{scenario}**, run by run: the pass from which the effective states (expected tokens) "
+                      f"stay at {SCENARIOS[scenario][1]} to the end ('never': not at the end); "
+                      f"**bold** when later than {MARK}", "",
+                  "| dataset | " + " | ".join(algorithms) + " |", "|---" * (len(algorithms) + 1) + "|"]
+        for dataset in datasets:
+            cells = []
+            for algorithm in algorithms:
+                run = rows.get((dataset, algorithm))
+                settle = None if run is None or run["stable_from"] is None else run["stable_from"] + 1
+                cells.append("-" if run is None else "never" if settle is None
+                             else f"**{settle}**" if settle > MARK else str(settle))
+            lines.append(f"| {1000 + dataset} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

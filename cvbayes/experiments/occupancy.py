@@ -25,7 +25,7 @@ import numpy as np
 from ..chains.occupancy import (chain_marginals, combine, exact_zero, heuristic_zero, mean_field_zero, occupied,
                                 sampled_zero)
 from ..files import save_figure, write_json, write_text
-from .results import plain_json
+from .results import plain_json, seed_range
 
 DEFAULT_METHODS = ("mean_field", "sampling-100", "sampling-1000", "sampling-10000", "heuristic")
 LABELS = {"exact": "exact", "mean_field": "mean field", "heuristic": "heuristic"}
@@ -277,7 +277,7 @@ def run_fig_5_2(settings):
                                f"the budget is {budget:,.0f} s for this K")}
                 break
             runs = []
-            for run in range(settings.seeds):
+            for run in seed_range(settings):
                 started = time.perf_counter()
                 result = approximation_errors(_simulated_corpus(n_states, length, _rng(run, n_states, length)),
                                               methods, seed=run)
@@ -477,10 +477,10 @@ def _exact_seconds_per_sequence(n_states, measured):
     return measured[probe_states] * (n_states / probe_states) ** 4, probe_states
 
 
-def _required_runs(n_states, method, n_runs, max_length):
-    """Fig. 5.3's required length by ``method``, once a run (the same chains for every method)."""
+def _required_runs(n_states, method, seeds, max_length):
+    """Fig. 5.3's required length by ``method``, once a run of ``seeds`` (the same chains for every method)."""
     runs = []
-    for run in range(n_runs):
+    for run in seeds:
         tokens, sequences, in_method, wall = required_length(n_states, method, _rng(run, n_states, 53), max_length)
         runs.append({"run": run, "tokens": tokens, "sequences": sequences, "method_seconds": in_method,
                      "wall_seconds": wall})
@@ -497,7 +497,8 @@ def run_fig_5_3(settings):
     measured = {}
     rows = []
     for n_states in states:
-        row = {"n_states": n_states, "heuristic": _required_runs(n_states, "heuristic", settings.seeds, max_length),
+        heuristic = _required_runs(n_states, "heuristic", seed_range(settings), max_length)
+        row = {"n_states": n_states, "heuristic": heuristic,
                "exact": None, "exact_skipped": None}
         per_sequence, probe_states = _exact_seconds_per_sequence(n_states, measured)
         sequences = sum(r["sequences"] for r in row["heuristic"])
@@ -511,7 +512,7 @@ def run_fig_5_3(settings):
                                     f"x {sequences:,} sequences (the heuristic's count over {settings.seeds} runs) "
                                     f"= {estimate:,.0f} s, over the {budget:,.0f} s budget")
         else:
-            row["exact"] = _required_runs(n_states, "exact", settings.seeds, max_length)
+            row["exact"] = _required_runs(n_states, "exact", seed_range(settings), max_length)
         row["method"] = "exact" if row["exact"] is not None else "heuristic"
         for method in ("heuristic", "exact"):
             if row[method] is not None:

@@ -34,7 +34,7 @@ from ..models.pcfg import PCFG
 from ..trees import compile_grammar, make_tables, parse_grammar
 from ..trees.inside_outside import batch_log_z, chart_chunks
 from .plots import _save, plt
-from .results import plain_json
+from .results import plain_json, seed_range
 
 # A word is optional prefixes, a stem and optional suffixes; every nonterminal rewrites to any
 # substring (thesis eq. 4.25-4.29: Word -> V | V M | SM V M | SM T V M | SM T OM V M).
@@ -341,7 +341,7 @@ def fig4_1_morphology(args):
     ``quiet``; from Python also ``pcfg_algorithms``, ``languages`` and ``morphology_sample``
     ("uniform": the control of uniformly drawn types, written to fig4_1_morphology/uniform_sample).
     """
-    seeds = list(range(args.seeds or 5))
+    seeds = list(seed_range(args, args.seeds or 5))
     iterations = {algorithm: (args.cgs_iterations if algorithm == "mh" else args.iterations)
                   for algorithm in (getattr(args, "pcfg_algorithms", None) or MORPHOLOGY_ALGORITHMS)}
     languages = getattr(args, "languages", None) or LANGUAGES
@@ -432,7 +432,7 @@ def sample_sentences(grammar, n, rng, max_length=PLANTED_MAX_LENGTH):
 
 def pcfg_planted(args):
     """`cvbayes experiment pcfg-planted`: every algorithm against the true grammar's held-out likelihood."""
-    seeds = list(range(args.seeds or 3))
+    seeds = list(seed_range(args, args.seeds or 3))
     iterations = {a: (args.cgs_iterations if a == "mh" else args.iterations) for a in PLANTED_ALGORITHMS}
     folder = Path(args.out) / "pcfg_planted"
     folder.mkdir(parents=True, exist_ok=True)

@@ -27,6 +27,7 @@ from ..files import write_json, write_text
 from ..models.hmm import ALGORITHMS
 from ..tagging import compact, fit_tagger, random_baseline, tag_dictionary
 from . import plots
+from .results import seed_range
 
 GRID = (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
 # the thesis's protocol (footnote 5): every run starts from random local posteriors (CGS: random states),
@@ -227,7 +228,7 @@ def run_fig_3_10(settings):
         seeds = settings.seeds_all if size is None and settings.seeds_all else settings.seeds
         jobs = [(corpus, dictionary, algorithm, seed, experiment.iterations(algorithm, settings.iterations),
                  checkpoints_for(experiment.iterations(algorithm, settings.iterations)), {"size": size_label(size)})
-                for algorithm in settings.algorithms for seed in range(seeds)]
+                for algorithm in settings.algorithms for seed in seed_range(settings, seeds)]
         done = _runs(experiment, jobs, f"Fig 3.10 {size_label(size)}")
         rows.append({"size": size_label(size), "sentences": corpus.n_sequences, "tokens": corpus.n_tokens,
                      "random": random_baseline(corpus, dictionary), **ambiguity(corpus, dictionary),
@@ -295,7 +296,7 @@ def run_fig_3_12(settings):
     for d in settings.d_values:
         corpus, dictionary = experiment.semi_supervised(settings.size, d)
         jobs = [(corpus, dictionary, algorithm, seed, experiment.iterations(algorithm, settings.iterations),
-                 (), {"d": d}) for algorithm in settings.algorithms for seed in range(settings.seeds)]
+                 (), {"d": d}) for algorithm in settings.algorithms for seed in seed_range(settings)]
         done = _runs(experiment, jobs, f"Fig 3.12 d={d}")
         rows.append({"d": d, **ambiguity(corpus, dictionary), "random": random_baseline(corpus, dictionary),
                      "runs": [r for r, _ in done]})
@@ -330,7 +331,7 @@ def run_fig_3_13(settings):
         seeds = settings.seeds_all if size is None and settings.seeds_all else settings.seeds
         jobs = [(corpus, None, algorithm, seed, experiment.iterations(algorithm, settings.iterations),
                  checkpoints_for(experiment.iterations(algorithm, settings.iterations)), {"size": size_label(size)})
-                for algorithm in settings.algorithms for seed in range(seeds)]
+                for algorithm in settings.algorithms for seed in seed_range(settings, seeds)]
         done = _runs(experiment, jobs, f"Fig 3.13 {size_label(size)}")
         rows.append({"size": size_label(size), "tokens": corpus.n_tokens, "runs": [r for r, _ in done]})
         cvi2 = [(r, s) for r, s in done if r["algorithm"] == "cvi2"] or done

@@ -4,6 +4,13 @@ import math
 import numpy as np
 
 
+def seed_range(settings, count=None):
+    """The seeds of an experiment's runs: ``--seed`` (the first, default 0) up to ``--seed`` + ``--seeds``
+    (or ``count``) - 1, so that more runs can be added beside the ones already made."""
+    first = getattr(settings, "seed", None) or 0
+    return range(first, first + (settings.seeds if count is None else count))
+
+
 def plain_json(value):
     """Plain JSON values: numpy arrays and scalars as lists and numbers, non-finite floats
     (such as log10 of an error of exactly 0) as null, dict keys as strings."""

@@ -24,6 +24,7 @@ from ..data import as_one_sequence, load_large_text_corpus, load_ptb
 from ..files import write_json, write_text
 from ..models.hmm import HMM
 from . import plots
+from .results import seed_range
 
 ALPHA = BETA = 0.1  # Dir(0.1) for transitions and emissions, "to encourage sparsity" (§3.8.4)
 EVALUATIONS = 25    # held-out scores along each run
@@ -122,7 +123,7 @@ def run_fig_3_15(settings):
     passes = settings.passes or 10
     grid = [(0.5, 100), (0.7, 100), (0.9, 100), (0.5, 20), (0.5, 500)]
     jobs = [(algorithm, kappa, m, seed) for kappa, m in grid for algorithm in ("svi", "scvi")
-            for seed in range(settings.seeds)]
+            for seed in seed_range(settings)]
     runs = [run_stochastic(train, test, algorithm, k, seed, passes, batch_size=m, kappa=kappa)
             for algorithm, kappa, m, seed in tqdm(jobs, desc="fig3.15", leave=False)]
     iterations = settings.iterations
@@ -157,7 +158,7 @@ def run_fig_3_17(settings):
     steps = settings.steps or 10_000
     variants = [("scvi", False), ("scvi", True), ("svi", False), ("svi", True)]
     jobs = [(t, algorithm, vanilla, seed) for t in (2, 5, 10) for algorithm, vanilla in variants
-            for seed in range(settings.seeds)]
+            for seed in seed_range(settings)]
     runs = []
     for t, algorithm, vanilla, seed in tqdm(jobs, desc="fig3.17", leave=False):
         m = 1000 // t
@@ -188,7 +189,7 @@ def run_fig_3_16(settings):
     train, test = load_large_text_corpus()
     passes = settings.passes or 10
     jobs = [(k, algorithm, seed) for k in (20, 40, 80) for algorithm in ("svi", "scvi")
-            for seed in range(settings.seeds)]
+            for seed in seed_range(settings)]
     runs = [run_stochastic(train, test, algorithm, k, seed, passes, batch_size=1000, kappa=0.5)
             for k, algorithm, seed in tqdm(jobs, desc="fig3.16", leave=False)]
     lines = [f"Train: PTB train joined with five public-domain books (alice29, asyoulik, lcet10, plrabn12, "

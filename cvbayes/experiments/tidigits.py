@@ -44,7 +44,7 @@ from ..files import save_figure, write_json, write_text  # noqa: E402
 from ..models.hdp import effective_states, gem_mean  # noqa: E402
 from ..models.hdp_hmm import HDPHMM  # noqa: E402
 from ..models.hmm import HMM  # noqa: E402
-from .results import plain_json  # noqa: E402
+from .results import plain_json, seed_range  # noqa: E402
 
 NAME = "dp-hmm-tidigits"
 FOLDER = "dp_hmm_tidigits"
@@ -413,7 +413,7 @@ def run_dp_hmm_tidigits(settings):
     n_iter = settings.iterations
     burn_in = getattr(settings, "burn_in", None)
     burn_in = n_iter // 3 if burn_in is None else burn_in
-    seeds = list(range(settings.seeds))
+    seeds = list(seed_range(settings))
     quiet = getattr(settings, "quiet", False)
     folder = Path(settings.out) / FOLDER
     folder.mkdir(parents=True, exist_ok=True)

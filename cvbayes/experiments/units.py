@@ -71,10 +71,11 @@ PUBLISHED = [
 DIFFERENCE = ("Published figures are on TIMIT (read English by 630 speakers, hours of speech, 61 phones folded to "
               "39). The synthetic Brent corpus is SYNTHETIC speech: Brent's child-directed utterances spoken by "
               "espeak-ng and flite voices, phones from the synthesizers (40 ARPAbet phones and silence), scored "
-              "on the training utterances and, with the same models, on 3 held-out voices. TIDIGITS here is 31 "
-              "utterances (68 s) of two speakers saying digits (13 cepstra with deltas) and has no phone "
-              "alignments: only word-level checks are possible. The planted corpus is data drawn from the model "
-              "itself (not speech).")
+              "on the training utterances and, with the same models, on 3 held-out voices ('-trimmed': each "
+              "file's 200 ms of leading and trailing silence cut to 5 frames by voice activity, --trim). TIDIGITS "
+              "here is 31 utterances (68 s) of two speakers saying digits (13 cepstra with deltas) and has no "
+              "phone alignments: only word-level checks are possible. The planted corpus is data drawn from the "
+              "model itself (not speech).")
 
 
 @dataclass
@@ -127,17 +128,18 @@ def planted_corpus(minutes=PLANTED_MINUTES):
                       phones=planted_intervals(labels, starts))
 
 
-def synthetic_brent_corpus(split="train", limit=None, heldout=None):
-    """The synthetic Brent corpus's ``split`` (the first ``limit`` utterances), with the held-out voices'
-    split as its ``heldout`` corpus when ``heldout`` names it."""
+def synthetic_brent_corpus(split="train", limit=None, heldout=None, trim=False):
+    """The synthetic Brent corpus's ``split`` (the first ``limit`` utterances, with ``trim`` their leading and
+    trailing silence cut to 5 frames), with the held-out voices' split as its ``heldout`` corpus when
+    ``heldout`` names it."""
     from .. import speech  # the speech front end (issue 30, items 1-2)
 
-    data = speech.load_synthetic_brent(split, limit=limit, progress=False)
+    data = speech.load_synthetic_brent(split, limit=limit, progress=False, trim=trim)
     names = list(data.corpus.names)
-    return UnitCorpus(f"synthetic-brent-{split}", list(data.corpus.features), names,
+    return UnitCorpus(f"synthetic-brent-{split}{'-trimmed' if trim else ''}", list(data.corpus.features), names,
                       phones=[[(i.start, i.end, i.label) for i in data.phones[n]] for n in names],
                       first_frames=list(data.corpus.first_frames),
-                      heldout=None if heldout is None else synthetic_brent_corpus(heldout, limit))
+                      heldout=None if heldout is None else synthetic_brent_corpus(heldout, limit, trim=trim))
 
 
 # -- scores ------------------------------------------------------------------------------------------------
@@ -180,9 +182,9 @@ def word_scores(segments, transcripts, rng):
 
 # -- runs ------------------------------------------------------------------------------------------------
 
-def fit_one(corpus, algorithm, seed, n_units, passes):
+def fit_one(corpus, algorithm, seed, n_units, passes, n_states=3):
     n_iter = passes * (GIBBS_SWEEPS_PER_PASS if algorithm == "gibbs" else 1)
-    model = AcousticUnits(n_units=n_units, algorithm=algorithm, n_iter=n_iter, random_state=seed)
+    model = AcousticUnits(n_units=n_units, n_states=n_states, algorithm=algorithm, n_iter=n_iter, random_state=seed)
     before = status_mib("VmRSS") if reset_peak() else None
     started = time.perf_counter()
     model.fit(corpus.features)
@@ -229,7 +231,8 @@ def summary(rows):
 def table(summaries, settings):
     """table.md: every corpus's learners (mean ± std over seeds) beside the published figures."""
     lines = ["# Acoustic unit discovery (issue 30)", "", DIFFERENCE, "",
-             f"Units (truncation) {settings['n_units']}, {settings['passes']} passes (gibbs: "
+             f"Units (truncation) {settings['n_units']}, {settings.get('n_states', 3)} states a unit, "
+             f"{settings['passes']} passes (gibbs: "
              f"{GIBBS_SWEEPS_PER_PASS} sweeps a pass, and its seconds_per_pass and real_time_factor are a "
              f"sweep's), seeds {', '.join(map(str, settings['seeds']))}. peak_rss_mib: the process's peak "
              "resident memory during the fit (data included).", ""]
@@ -287,10 +290,10 @@ def plots(folder, rows, summaries, example):
 def appended(old, settings, rows):
     """The runs of an earlier results.json (``old``, parsed) with this command's added: a new run replaces
     an old one of the same corpus, algorithm and seed; the settings must agree but for seeds and corpora."""
-    for key in ("n_units", "passes"):
-        if old["settings"][key] != settings[key]:
-            raise ValueError(f"--append: the runs in results.json have {key} {old['settings'][key]}, these "
-                             f"{settings[key]}")
+    for key in ("n_units", "passes", "n_states"):
+        if old["settings"].get(key, 3) != settings[key]:  # results.json of before --states: 3 states
+            raise ValueError(f"--append: the runs in results.json have {key} {old['settings'].get(key, 3)}, "
+                             f"these {settings[key]}")
     new = {(r["corpus"], r["algorithm"], r["seed"]) for r in rows}
     rows = [r for r in old["runs"] if (r["corpus"], r["algorithm"], r["seed"]) not in new] + rows
     joined = {**settings, "seeds": sorted({r["seed"] for r in rows}),
@@ -300,7 +303,7 @@ def appended(old, settings, rows):
 
 
 def run(corpora, out, algorithms=tuple(ALGORITHMS), seeds=SEEDS, n_units=DEFAULT_UNITS, passes=DEFAULT_PASSES,
-        quiet=False, first_seed=0, append=False):
+        n_states=3, quiet=False, first_seed=0, append=False):
     """Fit every learner with seeds ``first_seed`` .. ``first_seed + seeds - 1`` on every corpus
     (`UnitCorpus`), score, and write the results (with ``append``, added to those of ``out``'s
     results.json, read when this run's are written)."""
@@ -311,7 +314,7 @@ def run(corpora, out, algorithms=tuple(ALGORITHMS), seeds=SEEDS, n_units=DEFAULT
     for corpus in corpora:
         for algorithm in algorithms:
             for seed in seed_list:
-                row, model = fit_one(corpus, algorithm, seed, n_units, passes)
+                row, model = fit_one(corpus, algorithm, seed, n_units, passes, n_states)
                 rows.append(row)
                 if not quiet:
                     shown = {k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()
@@ -319,7 +322,8 @@ def run(corpora, out, algorithms=tuple(ALGORITHMS), seeds=SEEDS, n_units=DEFAULT
                     print(json.dumps(shown), file=sys.stderr, flush=True)
                 if example is None and corpus.name == "tidigits" and algorithm == "vb":
                     example = (corpus.names[0], corpus.features[0], model.decode(corpus.features[:1])[0])
-    settings = {"seeds": seed_list, "n_units": n_units, "passes": passes, "algorithms": list(algorithms),
+    settings = {"seeds": seed_list, "n_units": n_units, "n_states": n_states, "passes": passes,
+                "algorithms": list(algorithms),
                 "corpora": {c.name: {"utterances": len(c.features), "seconds": c.seconds} for c in corpora}}
     if append and (folder / "results.json").exists():
         settings, rows = appended(json.loads((folder / "results.json").read_text()), settings, rows)
@@ -334,9 +338,10 @@ def run(corpora, out, algorithms=tuple(ALGORITHMS), seeds=SEEDS, n_units=DEFAULT
 def run_from_command_line(args):
     """``cvbayes experiment units`` (options in `cvbayes.commands.experiment`)."""
     out = Path(args.out) / NAME if args.out == "docs/results" else Path(args.out)
+    trim = args.trim
     builders = {"tidigits": tidigits_corpus, "planted": planted_corpus,
-                "synthetic-brent": lambda: synthetic_brent_corpus("train", args.utterances, heldout="test"),
-                "synthetic-brent-test": lambda: synthetic_brent_corpus("test", args.utterances)}
+                "synthetic-brent": lambda: synthetic_brent_corpus("train", args.utterances, heldout="test", trim=trim),
+                "synthetic-brent-test": lambda: synthetic_brent_corpus("test", args.utterances, trim=trim)}
     unknown = [name for name in args.corpus if name not in builders]
     if unknown:
         raise ValueError(f"unknown corpus {unknown[0]!r} for the units experiment; choose from {', '.join(builders)}")
@@ -345,7 +350,7 @@ def run_from_command_line(args):
     if wrong:
         raise ValueError(f"unknown algorithm {wrong[0]!r}; choose from {', '.join(ALGORITHMS)}")
     run([builders[name]() for name in args.corpus], out, algorithms, args.seeds, args.units or DEFAULT_UNITS,
-        args.passes or DEFAULT_PASSES, quiet=args.quiet, first_seed=args.seed, append=args.append)
+        args.passes or DEFAULT_PASSES, args.states, quiet=args.quiet, first_seed=args.seed, append=args.append)
 
 
 EXPERIMENTS = {NAME: run_from_command_line}

@@ -191,6 +191,9 @@ def _label(run):
                                                                 else [])
     if model.get("anneal"):
         notes.append(f"annealed from T = {model['anneal'][0]:g} over {model['anneal'][1]} sweeps")
+    # runs saved before cvi had a choice of predictive ran the first-order one
+    if run["algorithm"] == "cvi" and model.get("predictive", "first-order") != "zero-exact":
+        notes.append(f"{model.get('predictive', 'first-order')} predictive")
     return run["algorithm"] + (f" ({'; '.join(notes)})" if notes else "")
 
 

@@ -428,10 +428,10 @@ class DMV(BayesModel):
         if run.checkpoint is not NO_CHECKPOINT:
             raise ValueError("algorithm 'cvi-sharded' does not take checkpoints yet (its shards' local posteriors "
                              "are not saved); fit it without checkpoint=")
-        from .tree_shards import ShardedCVI
+        from .tree_shards import dmv_cvi
         collapsed = CollapsedTrees(tags, offsets, self.alpha, counts, local, run.rng)
-        return ShardedCVI(collapsed, sentences.sharding.shards(Corpus(tags, offsets), None, self._fingerprint(sentences)),
-                          run.seed)
+        return dmv_cvi(collapsed, sentences.sharding.shards(Corpus(tags, offsets), None, self._fingerprint(sentences)),
+                       run.seed)
 
     def _stochastic(self, sentences, run):
         """SCVI over minibatches of sentences (eq. 3.98-3.104)."""

@@ -335,7 +335,9 @@ def effective_states(state_counts, coverage=0.99):
 class HDPTransitions(Transitions):
     """The HDP-HMM's transition part: every row Dir(sigma G[pi_k]) with total sigma (eq. 5.38) under the
     ``sticks``; svi-p's point estimate ``top_weights`` beta gives sigma beta_k instead.  While
-    ``first_alpha`` is set (the first pass of batch CVI) every pseudo-count is that instead."""
+    ``first_alpha`` is set (the first pass of batch CVI) every pseudo-count is that instead; while ``merged``
+    is a pair (keep, gone) (a merge trial, `MovingSweep`) keep's weight is the sum of the two and gone's zero,
+    as in `merge_gain`."""
 
     def __init__(self, n_states, sticks, sigma, top_weights=None):
         super().__init__(n_states, sigma / n_states)
@@ -343,13 +345,19 @@ class HDPTransitions(Transitions):
         self.sigma = float(sigma)
         self.top_weights = top_weights
         self.first_alpha = None
+        self.merged = None
 
     def prior(self):
         if self.first_alpha is not None:
             return np.full(self.n_states, self.first_alpha), self.n_states * self.first_alpha
         if self.top_weights is not None:
             return self.sigma * self.top_weights, self.sigma
-        return self.sticks.prior_row(), self.sticks.sigma
+        row = self.sticks.prior_row()
+        if self.merged is not None:   # a merge trial: the two states' weights summed (the DP's aggregation)
+            keep, gone = self.merged
+            row[keep] += row[gone]
+            row[gone] = 0.0
+        return row, self.sticks.sigma
 
 
 class HDPOccupancy:
@@ -499,12 +507,19 @@ class HDPOccupancy:
         self.history.append(record)
 
 
-# -- merge moves (Hughes, Kim and Sudderth 2015, merge-only) ----------------------------------------------
-# batch CVI proposes merges after every MERGE_EVERY passes (the first after pass 10), trying at most
-# MERGE_TRIES pairs a time; on Fig. 5.7's theta_pos data of seeds 2000-2009, a first try only after pass
-# 50 or 100 settled later and left as many runs off four states
-MERGE_EVERY = 10
+# -- merge and delete moves (Hughes, Kim and Sudderth 2015) -----------------------------------------------
+# batch CVI proposes moves after every MOVE_EVERY passes (the first after pass 10): the MERGE_TRIES pairs
+# of the highest merge_gain and the DELETE_TRIES states with the fewest expected tokens.  On Fig. 5.7's
+# theta_pos data of seeds 2000-2009, a first try only after pass 50 or 100 settled later and left as many
+# runs off four states; merges alone, the first acceptable one kept, lumped two true states into one in
+# two of its ten datasets (1000 and 1005), which no later merge undoes
+MOVE_EVERY = 10
 MERGE_TRIES = 3
+DELETE_TRIES = 3
+# the best move is kept only if it still leads after CONFIRM_PASSES more passes from it and from the plain
+# pass's state: one pass can favour a merge of two half-separated states (+1.25 nats on dataset 1008's
+# theta_pos at pass 70) whose lumped state no later move splits
+CONFIRM_PASSES = 3
 MERGES = (None, "auto")
 
 
@@ -547,48 +562,102 @@ def merge_candidates(parts, counts, tries=MERGE_TRIES):
     return scored[:tries]
 
 
-class MergingSweep:
-    """Batch CVI with merge moves, the HDP-HMM's ``merge="auto"`` (merge-only moves in the manner of
-    Hughes, Kim and Sudderth 2015): after every ``every`` passes, the pass runs as usual from a saved
-    state, then again from that state with the best pair of `merge_candidates` merged
-    (`SubchainSweep.merge_states`); the merge is kept when its pass's objective, the learner's own (the
-    sum over units of log Z under the surrogate parameters, eq. 5.37-5.39: a leave-one-unit-out
-    predictive log-likelihood), is not below the unmerged pass's, otherwise the next pair is tried, up to
-    ``tries``.  Both passes run under the same sticks, so the objectives compare the two states alone;
-    the pass's seconds include the trials.  Every trial is recorded in the pass's ``hyper_history_``
-    record under "merges"."""
+def delete_candidates(parts, counts, tries=DELETE_TRIES):
+    """The ``tries`` used states (at least one expected token) with the fewest expected tokens, fewest
+    first, as (tokens, state); none when only one state is used."""
+    tokens = parts.family.state_totals(counts[2])
+    used = np.flatnonzero(tokens >= 1.0)
+    if used.size < 2:
+        return []
+    return [(float(tokens[state]), int(state)) for state in used[np.argsort(tokens[used], kind="stable")][:tries]]
 
-    def __init__(self, inner, every=MERGE_EVERY, tries=MERGE_TRIES):
+
+class MovingSweep:
+    """Batch CVI with merge and delete moves, the HDP-HMM's ``merge="auto"`` (Hughes, Kim and Sudderth
+    2015): after every ``every`` passes the pass runs as usual from a saved state, then again from that
+    state after each proposed move: a merge of one of the ``merge_tries`` pairs of `merge_candidates`
+    (`SubchainSweep.merge_states`), or a delete of one of the ``delete_tries`` states of
+    `delete_candidates` (`SubchainSweep.delete_state`: its mass given to the other states, the pass its
+    restricted local step).  Of the moved passes, the one with the highest objective is kept when that is
+    no lower than the plain pass's; the objective is the learner's own (the sum over units of log Z under
+    the leave-one-unit-out surrogate parameters, eq. 5.37-5.39: a collapsed predictive log-likelihood).
+    Keeping the best rather than the first acceptable move matters: merging a state that holds parts of
+    two true states into one of them can raise the objective a little at once and lumps the two for
+    good, where deleting it, or another merge, raises it more.  For the same reason the best move is
+    kept only if, after ``confirm`` more passes from its state and from the plain pass's, its objective
+    still leads (its "lead_later" in the record); the pass then continues from its one-pass state.  Every
+    pass runs under the same sticks, so the objectives compare the local states alone; the pass's seconds
+    include the trials.  Every trial is recorded in the pass's ``hyper_history_`` record under "moves"."""
+
+    def __init__(self, inner, every=MOVE_EVERY, merge_tries=MERGE_TRIES, delete_tries=DELETE_TRIES,
+                 confirm=CONFIRM_PASSES):
         self.inner = inner
         self.every = every
-        self.tries = tries
+        self.confirm = confirm
+        self.merge_tries = merge_tries
+        self.delete_tries = delete_tries
         self.trials = []
+
+    def proposals(self):
+        """(kind, keep, gone, score) of every move to try: merges by `merge_gain`, deletes by tokens."""
+        parts, counts = self.inner.parts, self.inner.current()
+        return ([("merge", keep, gone, gain) for gain, keep, gone in merge_candidates(parts, counts, self.merge_tries)]
+                + [("delete", None, gone, tokens) for tokens, gone in
+                   delete_candidates(parts, counts, self.delete_tries)])
+
+    def apply(self, kind, keep, gone):
+        """Merge ``gone`` into ``keep``, the next pass under the merged prior weight (`HDPTransitions`), or
+        delete ``gone``."""
+        if kind == "merge":
+            self.inner.merge_states(keep, gone)
+            self.inner.parts.transitions.merged = keep, gone
+        else:
+            self.inner.delete_state(gone)
 
     def sweep(self, iteration):
         inner = self.inner
         self.trials = []
-        pairs = [] if (iteration + 1) % self.every else merge_candidates(inner.parts, inner.current(), self.tries)
-        if not pairs:
+        moves = [] if (iteration + 1) % self.every else self.proposals()
+        if not moves:
             return inner.sweep(iteration)
         before = inner.snapshot()
         plain = inner.sweep(iteration)
-        after_plain = inner.snapshot()
-        for gain, keep, gone in pairs:
+        plain_state = inner.snapshot()
+        best, best_objective, kept = plain_state, plain, None
+        for kind, keep, gone, score in moves:
             inner.restore(before)
-            inner.merge_states(keep, gone)
-            merged = inner.sweep(iteration)
-            accepted = bool(merged >= plain)
-            self.trials.append({"keep": keep, "gone": gone, "gain": float(gain), "objective": float(merged),
-                                "objective_without": float(plain), "accepted": accepted})
-            if accepted:
-                return merged
-        inner.restore(after_plain)
-        return plain
+            self.apply(kind, keep, gone)
+            objective = inner.sweep(iteration)
+            inner.parts.transitions.merged = None
+            self.trials.append({"move": kind, "keep": keep, "gone": gone,
+                                ("gain" if kind == "merge" else "tokens"): float(score),
+                                "objective": float(objective), "objective_without": float(plain), "accepted": False})
+            if objective >= best_objective:
+                best, best_objective, kept = inner.snapshot(), objective, self.trials[-1]
+        if kept is not None and self.confirm:
+            kept["lead_later"] = self.lead_later(plain_state, best, iteration)
+            if kept["lead_later"] < 0.0:
+                kept, best, best_objective = None, plain_state, plain
+        if kept is not None:
+            kept["accepted"] = True
+        inner.restore(best)
+        return best_objective
+
+    def lead_later(self, plain_state, moved_state, iteration):
+        """The moved state's objective minus the plain one's after ``confirm`` more passes from each."""
+        inner = self.inner
+        objectives = []
+        for state in (moved_state, plain_state):
+            inner.restore(state)
+            for _ in range(self.confirm):
+                objective = inner.sweep(iteration)
+            objectives.append(objective)
+        return float(objectives[0] - objectives[1])
 
     def after_pass(self, iteration):
         self.inner.after_pass(iteration)
         if self.trials:
-            self.inner.parts.occupancy.history[-1]["merges"] = self.trials
+            self.inner.parts.occupancy.history[-1]["moves"] = self.trials
 
     def current(self):
         return self.inner.current()

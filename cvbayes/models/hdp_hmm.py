@@ -87,12 +87,13 @@ class HDPHMM(HMM):
         and §5.5.3 from the finite HMM's 0.1 "for the first iteration for fair
         comparisons".
     merge : {None, "auto"}
-        Batch CVI only: "auto" proposes merging two states every ten passes, the pairs whose
-        expected counts are likelier as one state's (eq. 5.10 and 3.24 at the expected counts),
-        and keeps a merge when the pass run from the merged state has an objective (the sum of log Z,
-        ``history_``) no lower than the same pass without it (`cvbayes.models.hdp.MergingSweep`;
-        merge-only moves in the manner of Hughes, Kim and Sudderth 2015).  Redundant copies of a
-        state then go in a few passes instead of hundreds.
+        Batch CVI only: "auto" tries moves every ten passes (`cvbayes.models.hdp.MovingSweep`; Hughes,
+        Kim and Sudderth 2015): merging the pairs of states whose expected counts are likelier as one
+        state's (eq. 5.10 and 3.24 at the expected counts) and deleting the states with the fewest
+        expected tokens (their mass to the other states); of the passes run from each moved state, the
+        one with the highest objective (the sum of log Z, ``history_``) is kept when it is no lower than
+        the same pass without a move, then and three passes later.  Redundant copies of a state then go
+        in a few passes instead of hundreds.
     algorithm : {"cvi", "scvi", "svi-p"}
         "cvi" (the default) is batch CVI (CVI-2 on many sequences, CVI-3 on
         subchains of one long sequence); "scvi" the stochastic version
@@ -191,9 +192,9 @@ class HDPHMM(HMM):
         return parts._replace(transitions=transitions, occupancy=occupancy)
 
     def _collapsed(self, training, run):
-        """Batch CVI's sweep (the finite HMM's), with merge moves when ``merge`` is "auto"."""
+        """Batch CVI's sweep (the finite HMM's), with merge and delete moves when ``merge`` is "auto"."""
         sweep = super()._collapsed(training, run)
-        return sweep if self.merge is None else hdp.MergingSweep(sweep)
+        return sweep if self.merge is None else hdp.MovingSweep(sweep)
 
     def transition_prior(self):
         """(sigma G[pi_k] (K,), sigma): the surrogate's prior of eq. 5.38; for svi-p,

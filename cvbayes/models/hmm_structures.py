@@ -251,6 +251,42 @@ class SubchainSweep:
                 index[axis] = gone
                 array[tuple(index)] = 0.0
 
+    def delete_state(self, gone):
+        """Empty state ``gone``: in every unit, its mass goes to the other states k in proportion r(k) to
+        the mass its tokens give them, sum_t q(z_t = gone) q(z_t = k) (the unit's tokens' mass in k when
+        that is zero), as if ``gone`` were merged into k with probability r(k) (`merge_states`, unit by
+        unit): q(z_t = k) += r(k) q(z_t = gone), transitions (j, gone) and (gone, j) to (j, k) and (k, j),
+        (gone, gone) to (k, k).  The global counts stay the sums of the local ones; the next pass, in which
+        ``gone`` has no counts, is the restricted local step of Hughes, Kim and Sudderth 2015's delete."""
+        marginals = self.marginals
+        filled = np.diff(self.offsets) > 0
+        starts = self.offsets[:-1][filled]
+        overlap = np.zeros((filled.shape[0], marginals.shape[1]))
+        mass = np.zeros_like(overlap)
+        overlap[filled] = np.add.reduceat(marginals * marginals[:, gone:gone + 1], starts, axis=0)
+        mass[filled] = np.add.reduceat(marginals, starts, axis=0)
+        overlap[:, gone] = mass[:, gone] = 0.0
+        share = np.where(overlap.sum(axis=1, keepdims=True) > 0, overlap, mass)
+        share /= np.maximum(share.sum(axis=1, keepdims=True), 1e-300)
+        unit_of = np.repeat(np.arange(filled.shape[0]), np.diff(self.offsets))
+        marginals += (marginals[:, gone:gone + 1] * share[unit_of]).astype(marginals.dtype)
+        marginals[:, gone] = 0.0
+        internal = self.internal
+        stays = internal[:, gone, gone].copy()
+        internal[:, gone, gone] = 0.0
+        diagonal = np.arange(marginals.shape[1])
+        internal[:, diagonal, diagonal] += (stays[:, None] * share).astype(internal.dtype)
+        # a boundary pair joins the last token of unit i - 1 (rows) to the first of unit i (columns)
+        before = np.vstack([share[:1], share[:-1]])
+        for pairs, rows in ((internal, share), (self.boundary, before)):
+            pairs += pairs[:, :, gone:gone + 1] * share[:pairs.shape[0], None, :].astype(pairs.dtype)
+            pairs[:, :, gone] = 0.0
+            pairs += pairs[:, gone:gone + 1, :] * rows[:pairs.shape[0], :, None].astype(pairs.dtype)
+            pairs[:, gone, :] = 0.0
+        self.start_counts[...], self.trans_counts[...] = unit_totals(self.offsets, self.is_first, marginals,
+                                                                     self.internal, self.boundary)
+        self.stats[...] = self.units.token_stats(marginals)
+
     def sweep(self, iteration):
         strategy = self.parts.occupancy
         occupancy = None if strategy is None else strategy.pass_products(self.seed, iteration)

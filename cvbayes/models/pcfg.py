@@ -34,7 +34,7 @@ from ..trees.inside_outside import (batch_log_z, chart_buffers, chart_chunks, de
 from .base import BayesModel
 from .pcfg_kernels import cvi_pass, local_expected_counts, mh_pass, start_trees
 from .shards import Sharding
-from .tree_shards import pcfg_batch
+from .tree_shards import pcfg_batch, pcfg_cvi
 
 
 SENTENCE = "sentence"
@@ -45,6 +45,8 @@ ALGORITHMS = {
     "cvi": Algorithm(leave_one_out, MEAN, SENTENCE, "thesis eq. 4.17-4.24"),
     "scvi": Algorithm(stochastic, MEAN, "minibatch of sentences", "thesis §3.7.2 carried to trees"),
     "mh": Algorithm(gibbs, MEAN, SENTENCE, "Johnson, Griffiths and Goldwater 2007; thesis eq. 4.13-4.16"),
+    # CVI on shards, counts one pass stale (AD-LDA style, cvbayes.models.tree_shards)
+    "cvi-sharded": Algorithm(leave_one_out, MEAN, "sentence, on shards", "thesis eq. 4.17-4.24; Newman et al. 2009"),
 }
 
 OBJECTIVES = {
@@ -54,11 +56,13 @@ OBJECTIVES = {
            "predictive log-likelihood",
     "scvi": "per-token log Z of the pass's minibatches under the MEAN weights of the global counts",
     "mh": "log p(x, z | alpha) of the current trees (eq. 4.13)",
+    "cvi-sharded": "sum over sentences of log Z under the surrogate weights of the counts frozen at the start of the "
+                   "pass plus the own shard's changes (cvbayes.models.tree_shards)",
 }
 
 SAVE_FORMAT = "cvbayes-pcfg-1"
 # what fit(client=...) runs (cvbayes.models.tree_shards)
-SHARDED_ALGORITHMS = ("em", "vb")
+SHARDED_ALGORITHMS = ("em", "vb", "cvi-sharded")
 
 
 # ------------------------------------------------------------------ rows
@@ -255,6 +259,18 @@ class TreeMinibatches:
                          int(sub.offsets[-1]))
 
 
+def cvi_state(rows: RuleRows, data: TreeCorpus, counts, local):
+    """The kernels' CVI state (models/pcfg_kernels.py) of the sentences of ``data`` at their cells' local
+    counts ``local`` (float32) and the global ``counts`` (R,), whose row totals it adds up."""
+    grammar = data.grammar
+    n = grammar.kernel.n_symbols
+    outer = np.zeros((n, n * n)) if grammar.kernel.dense else np.zeros((0, 0))
+    kernel_rows = (counts, rows.totals(counts), grammar.rule_parent, rows.alpha, rows.row_prior,
+                   shared_rules(grammar.kernel), np.zeros(grammar.n_rules))
+    return (data.kernel_sentences(), kernel_rows, local, np.zeros(grammar.n_rules), outer,
+            chart_buffers(grammar.kernel, int(max(data.lengths.max(), 1))), np.zeros((0, 0, 0)))
+
+
 class CollapsedTrees:
     """CVI's state (eq. 4.17-4.24): every sentence's expected rule counts at its cells (float32) and
     the global counts they sum to; `sweep` is one `schedules.leave_one_out` pass."""
@@ -270,14 +286,9 @@ class CollapsedTrees:
                                       grammar.n_rules, self.local)
         data.raise_if_bad(log_z)
         self.counts = np.bincount(cell_rules, weights=self.local.astype(np.float64), minlength=grammar.n_rules)
-        self.row_totals = rows.totals(self.counts)
         self.data = data
-        n = grammar.kernel.n_symbols
-        outer = np.zeros((n, n * n)) if grammar.kernel.dense else np.zeros((0, 0))
-        kernel_rows = (self.counts, self.row_totals, grammar.rule_parent, rows.alpha, rows.row_prior,
-                       shared_rules(grammar.kernel), np.zeros(grammar.n_rules))
-        self.state = (kernel_sentences, kernel_rows, self.local, np.zeros(grammar.n_rules), outer,
-                      chart_buffers(grammar.kernel, int(max(data.lengths.max(), 1))), np.zeros((0, 0, 0)))
+        self.state = cvi_state(rows, data, self.counts, self.local)
+        self.row_totals = self.state[1][1]
         self.order = np.arange(data.n_sentences, dtype=np.int64)
         self.memory_bytes = self.local.nbytes + cell_rules.nbytes + cell_offsets.nbytes
         # the global counts and row totals, every sentence's local counts, the kernels' rule scratch
@@ -382,7 +393,7 @@ class PCFG(BayesModel):
         The symmetric Dirichlet concentration of every row.
     max_substring : int, optional
         Longest substring an ``<any>`` rule without its own ``<any:m>`` may rewrite to.
-    algorithm : {"em", "vb", "cvi", "scvi", "mh"}
+    algorithm : {"em", "vb", "cvi", "scvi", "mh", "cvi-sharded"}
         See `ALGORITHMS`; default "cvi".
     n_iter : int
         Passes over the data (scvi: n_sentences / batch_size minibatch steps each).
@@ -411,11 +422,13 @@ class PCFG(BayesModel):
         `score` and `parse` can handle them: Johnson et al. (2007) and thesis §4.5.1 take the
         ``<any>`` terminals from the whole corpus, held-out words included.
     client : dask.distributed.Client, optional
-        em, vb: run every E-step on the client's workers, each on its shard of whole sentences,
-        memory-mapped from a file saved once (`cvbayes.models.tree_shards`); the same run as in one
-        process up to the order of the sums.  Needs ``cvbayes[distributed]``.
+        em, vb and cvi-sharded on the client's workers, each on its shard of whole sentences,
+        memory-mapped from a file saved once (`cvbayes.models.tree_shards`): em and vb are the same run
+        as in one process up to the order of the sums; cvi-sharded is CVI with the other shards' counts
+        one pass stale.  Needs ``cvbayes[distributed]``.
     n_shards : int, optional
-        Shards with a client (default one per worker).
+        Shards with a client (default one per worker), and for cvi-sharded without one (default numba's
+        thread count; the shards then run on threads of this process).
     shard_folder : path, optional
         With a client: save the shards here (on a file system every worker sees) and keep them for the
         next fit of the same sentences and grammar; a folder of another corpus's shards is refused.
@@ -483,7 +496,8 @@ class PCFG(BayesModel):
     def _prepare(self, X, y=None, terminals_from=None, client=None, n_shards=None, shard_folder=None):
         """The sentences laid out for the tree kernels under the grammar compiled for them, with fit's
         shard options."""
-        sharding = Sharding.checked(self.algorithm, client, n_shards, shard_folder, SHARDED_ALGORITHMS)
+        sharding = Sharding.checked(self.algorithm, client, n_shards, shard_folder, SHARDED_ALGORITHMS,
+                                    ("cvi-sharded",))
         sentences = _as_sentences(X)
         grammar = self.compile(sentences, terminals_from)
         if not isinstance(self.init, str):
@@ -518,8 +532,18 @@ class PCFG(BayesModel):
         return structure, structure.expectations(tables, start=True)[0], None
 
     def _collapsed(self, data, run):
-        """CVI (eq. 4.24), each sentence starting from its expected counts under the start table."""
-        return CollapsedTrees(self._rows, data, self._start(data, run), run.checkpoint)
+        """CVI (eq. 4.24), each sentence starting from its expected counts under the start table;
+        cvi-sharded on shards of sentences (threads of this process, or a client's workers;
+        `cvbayes.models.tree_shards`)."""
+        if run.algorithm != "cvi-sharded":
+            return CollapsedTrees(self._rows, data, self._start(data, run), run.checkpoint)
+        if run.checkpoint is not NO_CHECKPOINT:
+            raise ValueError("algorithm 'cvi-sharded' does not take checkpoints yet (its shards' local statistics "
+                             "are not saved); fit it without checkpoint=")
+        collapsed = CollapsedTrees(self._rows, data, self._start(data, run), NO_CHECKPOINT)
+        shards = data.sharding.shards(Corpus(data.batch.tokens, data.batch.offsets), data.grammar,
+                                      self._fingerprint(data))
+        return pcfg_cvi(collapsed, self.alpha, shards)
 
     def _sampler(self, data, run):
         """The MH sampler (eq. 4.13-4.16), each sentence starting from a tree drawn from the start table."""

@@ -15,6 +15,7 @@ float32, to leave them out, eq. 4.24).  ``parse`` runs the coarse-to-fine CKY pa
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -28,8 +29,9 @@ from ..trees.grammar import LEXICAL, UNARY
 from ..trees.latent import (AnnotatedTables, RowLayout, add_posteriors, add_row_totals, latent_inside_outside,
                             parent_totals, posterior_offsets, row_sizes, split_grammar, tree_inside_outside)
 from ..trees.latent_parser import LatentParser
-from ..trees.treebank import PreparedTreebank, TreebankGrammar, prepare_treebank
+from ..trees.treebank import PreparedTreebank, TreebankGrammar, TreeNodes, prepare_treebank
 from .base import BayesModel
+from .shards import Sharding
 
 __all__ = ["ALGORITHMS", "OBJECTIVES", "PCFGLA"]
 
@@ -47,6 +49,16 @@ OBJECTIVES = {
 }
 
 SAVE_FORMAT = "cvbayes-pcfg-la-1"
+# what fit(client=...) runs (cvbayes.models.tree_shards)
+SHARDED_ALGORITHMS = ("em", "vb")
+
+
+class Treebank(NamedTuple):
+    """What `PCFGLA._prepare` makes of fit's input: the prepared treebank and fit's shard options
+    (`cvbayes.models.shards.Sharding`)."""
+
+    prepared: PreparedTreebank
+    sharding: Sharding = Sharding()
 
 
 class LatentTrees:
@@ -56,8 +68,8 @@ class LatentTrees:
     `cvbayes.core.rules` over the rows of `RowLayout`.
     """
 
-    def __init__(self, prepared: PreparedTreebank, layout: RowLayout, alpha: float):
-        self.nodes = prepared.nodes
+    def __init__(self, nodes: TreeNodes, layout: RowLayout, alpha: float):
+        self.nodes = nodes
         self.layout = layout
         self.alpha = alpha
 
@@ -207,7 +219,17 @@ class PCFGLA(BayesModel):
     ``fit(trees)`` takes a sequence of Tree, a path to a file of Penn-bracket trees, or a
     PreparedTreebank: training trees, with or without ROOT on top (function tags and empty elements
     already removed), or the output of `cvbayes.trees.treebank.prepare_treebank` with this model's
-    settings (to prepare a treebank once for many fits).
+    settings (to prepare a treebank once for many fits); and besides `BayesModel.fit`'s arguments
+
+    client : dask.distributed.Client, optional
+        em, vb: every E-step on the client's workers, each on its shard of whole trees (their rule
+        occurrences, saved once and memory-mapped; `cvbayes.models.tree_shards`); the same run as in one
+        process up to the order of the sums.  Needs ``cvbayes[distributed]``.
+    n_shards : int, optional
+        Shards with a client (default one per worker).
+    shard_folder : path, optional
+        With a client: save the shards here (on a file system every worker sees) and keep them for the
+        next fit of the same treebank and settings; a folder of another treebank's shards is refused.
 
     Attributes
     ----------
@@ -220,6 +242,8 @@ class PCFGLA(BayesModel):
         The fitted rule weights: the MAP table (EM) or the posterior mean (VB, CVI) of ``counts_``.
     history_ : list of IterationRecord
         The objective (``objective_name_``) and wall time of every pass.
+    shard_timings_ : on shards, a `cvbayes.models.shards.PassTiming` a pass (compute seconds per shard,
+        bytes sent and returned, broadcast, reduction and scheduler overhead).
     """
 
     MODEL_NAME = "pcfg-la"
@@ -227,6 +251,7 @@ class PCFGLA(BayesModel):
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES
     FITTED = "tables_"
+    FIT_OPTIONS = ("client", "n_shards", "shard_folder")
 
     def __init__(self, n_subtypes=2, alpha=0.1, horizontal=0, vertical=1, min_count=2, *, algorithm="cvi",
                  n_iter=30, n_init=1, random_state=0):
@@ -240,8 +265,10 @@ class PCFGLA(BayesModel):
         self.vertical = int(vertical)
 
     # ------------------------------------------------------------ fit's hooks
-    def _prepare(self, trees, y=None):
-        """The treebank prepared with this model's settings (binarised, rare words as signatures)."""
+    def _prepare(self, trees, y=None, client=None, n_shards=None, shard_folder=None):
+        """The treebank prepared with this model's settings (binarised, rare words as signatures), with
+        fit's shard options."""
+        sharding = Sharding.checked(self.algorithm, client, n_shards, shard_folder, SHARDED_ALGORITHMS)
         if isinstance(trees, (str, os.PathLike)):
             trees = read_trees(trees)
         settings = (self.horizontal, self.vertical, self.min_count)
@@ -255,10 +282,10 @@ class PCFGLA(BayesModel):
             prepared = prepare_treebank(list(trees), horizontal=self.horizontal, vertical=self.vertical,
                                         min_count=self.min_count)
         self.grammar_ = prepared.grammar
-        return prepared
+        return Treebank(prepared, sharding)
 
-    def _fingerprint(self, prepared):
-        nodes, grammar = prepared.nodes, prepared.grammar
+    def _fingerprint(self, data):
+        nodes, grammar = data.prepared.nodes, data.prepared.grammar
         return (nodes.tree_offsets, nodes.kind, nodes.rule, nodes.left, nodes.right, grammar.binary_rules,
                 grammar.unary_rules, grammar.lexical_rules)
 
@@ -266,20 +293,28 @@ class PCFGLA(BayesModel):
         """The treebank grammar split into subtypes with 1 % noise (Petrov et al. 2006)."""
         return split_grammar(prepared.grammar, self.n_subtypes, run.rng)
 
-    def _batch(self, prepared, run):
-        """EM (rule MAP) from the split grammar, VB (rule VB) from its expected counts."""
-        structure = LatentTrees(prepared, RowLayout(prepared.grammar, self.n_subtypes), self.alpha)
+    def _batch(self, data, run):
+        """EM (rule MAP) from the split grammar, VB (rule VB) from its expected counts; the E-steps on the
+        shards of a client with one (`cvbayes.models.tree_shards`)."""
+        prepared = data.prepared
+        structure = LatentTrees(prepared.nodes, RowLayout(prepared.grammar, self.n_subtypes), self.alpha)
         start = self._start(prepared, run)
+        sharded = data.sharding.client is not None
+        if sharded:
+            from .tree_shards import pcfg_la_batch
+            structure = pcfg_la_batch(structure, data.sharding, self._fingerprint(data))
         if run.how.rule == MAP:
             return structure, None, start
-        return structure, structure.expectations(start)[0], None
+        counts = structure.expectations(start, start=True) if sharded else structure.expectations(start)
+        return structure, counts[0], None
 
-    def _collapsed(self, prepared, run):
+    def _collapsed(self, data, run):
         """CVI (eq. 4.24): every tree's counts from the split grammar, then passes of leave-one-tree-out
         updates on the MEAN weights of the others."""
-        return CollapsedTrees(prepared, self.n_subtypes, self.alpha, self._start(prepared, run), run.checkpoint)
+        return CollapsedTrees(data.prepared, self.n_subtypes, self.alpha, self._start(data.prepared, run),
+                              run.checkpoint)
 
-    def _set_fitted(self, counts, rule, prepared=None):
+    def _set_fitted(self, counts, rule, data=None):
         """The counts (a copy: CVI's keep changing) and the fitted table: MAP for EM, the posterior mean
         otherwise."""
         self.counts_ = AnnotatedTables(*(np.array(table) for table in counts))

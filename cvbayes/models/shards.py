@@ -21,8 +21,8 @@ not depend on the model:
   This is the data the scaling model (docs/scaling.md) is fitted to.
 * `Sharding`, fit's ``client=``, ``n_shards=`` and ``shard_folder=`` checked once for every model, and
   `ShardedBatch`, the batch (EM, VB) structure whose E-step is any model's per-shard function summed
-  over the shards (the HMM's, the DMV's, the PCFG's); `ShardStates`, the state of the sharded collapsed
-  learners kept on the shards' workers.
+  over the shards (the HMM's, the DMV's, the PCFG's, the adaptor grammar's VB); `ShardStates`, the
+  state of the sharded collapsed learners kept on the shards' workers.
 
 Dask (``pip install "cvbayes[distributed]"``) is imported only when a client is used.
 """
@@ -360,19 +360,28 @@ class Shards:
     def _gather_pinned(self, futures, owners):
         """The results of tasks pinned to the workers of the shards ``owners``, waited for in steps of
         `LOST_WORKER_CHECK` seconds; `WorkerLostError` once one of those workers has left the cluster (its
-        tasks would wait for it for ever)."""
+        tasks would wait for it for ever, or are cancelled when the data scattered to it is lost)."""
+        from concurrent.futures import CancelledError
+
         from distributed import wait
         homes = {self.homes[s] for s in owners}
-        while True:
+
+        def raise_if_gone():
             gone = homes - set(self.client.scheduler_info()["workers"])
             if gone:
                 self.client.cancel(futures)
                 raise WorkerLostError(f"the worker {', '.join(sorted(gone))} left the cluster")
+
+        while True:
+            raise_if_gone()
             try:
                 wait(futures, timeout=LOST_WORKER_CHECK)
                 return self.client.gather(futures)
             except TimeoutError:
                 continue
+            except CancelledError:
+                raise_if_gone()
+                raise
 
     def map_threads(self, pool, function, items):
         """``function(item)`` for the shards' ``items`` on the threads of ``pool`` (shards without a
@@ -486,14 +495,17 @@ class ShardedBatch:
     """A model's structure for `schedules.batch` (EM, VB) with its E-step summed over the shards of a
     client: ``tables`` and ``penalty`` are the in-process structure ``local``'s; ``expectations(tables)``
     sends ``send(tables)`` to every worker once and adds up ``work(token, shard, payload, sent, first)``
-    of every shard (``first``: the shard's first unit in the whole corpus) pairwise on the workers.  A
-    shard keeps no state between passes, so a pass whose worker dies is rerun elsewhere, the same."""
+    of every shard (``first``: the shard's first unit in the whole corpus) pairwise on the workers, then
+    hands the summed statistics to ``after`` (a learner whose E-step ends by updating its own state, as
+    the adaptor grammar's VB updates q).  A shard keeps no state between passes, so a pass whose worker
+    dies is rerun elsewhere, the same."""
 
-    def __init__(self, local, shards, work, send=None):
+    def __init__(self, local, shards, work, send=None, after=None):
         self.local = local
         self.shards = shards
         self.work = work
         self.send = send
+        self.after = after
 
     def tables(self, statistics, rule):
         return self.local.tables(statistics, rule)
@@ -508,6 +520,8 @@ class ShardedBatch:
         sent = tables if self.send is None else self.send(tables)
         total = shards.map_reduce(self.work, sent, [(int(first),) for first in shards.bounds[:-1]])
         shards.end_pass(start=start)
+        if self.after is not None:
+            self.after(total[0])
         return total
 
     def attributes(self):
@@ -519,8 +533,8 @@ class ShardedBatch:
 
 # ------------------------------------------------------------------ state that lives on the shards
 
-def _place(token, shard, payload, state, s):
-    keep(token, s, state)
+def _place(token, shard, payload, state, s, place):
+    keep(token, s, state if place is None else place(token, shard, payload, state))
 
 
 def _state_call(token, shard, payload, s, what, method, *args):
@@ -543,10 +557,12 @@ class ShardStates:
     LDA's cvb0-sharded), which sweep their shard against counts frozen at the start of the pass.
 
     A state has ``sweep(frozen) -> (change in the counts, objective, first bad unit or -1)``; ``what``
-    names the learner in the error a lost worker raises.
+    names the learner in the error a lost worker raises.  ``place(token, shard, payload, state)``, if
+    given, makes the state a worker keeps from the one sent (e.g. its sentences from the memory-mapped
+    shard, `opened`, rather than sent with it); without a client the states are complete as given.
     """
 
-    def __init__(self, shards, states, what):
+    def __init__(self, shards, states, what, place=None):
         self.shards = shards
         self.what = what
         if shards.client is None:
@@ -555,7 +571,7 @@ class ShardStates:
             self.threads = ThreadPoolExecutor(max_workers=shards.n_shards)
             return
         self.states = None
-        self._pinned(_place, [(state, s) for s, state in enumerate(states)])
+        self._pinned(_place, [(state, s, place) for s, state in enumerate(states)])
         shards.end_pass(start=True)
 
     def _pinned(self, function, arguments, broadcast=None):

@@ -566,7 +566,7 @@ def _synthetic_folder(path) -> Path:
 
 def load_synthetic_brent(split: str = "train", path: str | os.PathLike[str] | None = None,
                          normalise: str | None = "speaker", limit: int | None = None,
-                         progress: bool = True) -> SyntheticBrent:
+                         progress: bool = True, trim: bool = False) -> SyntheticBrent:
     """Features and gold alignments of the synthetic Brent corpus (synthetic speech).
 
     Parameters
@@ -575,6 +575,8 @@ def load_synthetic_brent(split: str = "train", path: str | os.PathLike[str] | No
     path : the corpus folder; ``<cache>/synthetic-brent`` by default.
     normalise : as `load_corpus`; ``"speaker"`` pools each voice's utterances.
     limit : the first `limit` utterances of the split only (for quick runs).
+    trim : drop each file's leading and trailing silence but 5 frames (`load_corpus`); the corpus's
+        ``first_frames`` say where each utterance's frames begin.
     """
     if split not in ("train", "test", "all"):
         raise ValueError(f"split must be 'train', 'test' or 'all', got {split!r}")
@@ -585,7 +587,7 @@ def load_synthetic_brent(split: str = "train", path: str | os.PathLike[str] | No
     rows = rows[:limit]
     voices = {row["file"]: f"{row['synthesizer']}:{row['voice']}" for row in rows}
     corpus = load_corpus([folder / "wav" / f"{row['file']}.wav" for row in rows], normalise=normalise,
-                         speakers=voices, progress=progress)
+                         speakers=voices, trim=trim, progress=progress)
     phones, words = read_alignments(folder / f"{NAME}.phn"), read_alignments(folder / f"{NAME}.wrd")
     return SyntheticBrent(corpus, {n: phones[n] for n in corpus.names}, {n: words.get(n, []) for n in corpus.names},
                           rows)

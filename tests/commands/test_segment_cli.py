@@ -304,6 +304,18 @@ def test_wordseg_baselines_lengths_reference_and_append(tmp_path, monkeypatch):
     assert (folder / "token_f1_against_reference_unigram.png").exists()
 
 
+def test_wordseg_labels_a_cvi_run_by_its_predictive():
+    from cvbayes.experiments.wordseg import _label
+
+    def run(**model):
+        return {"algorithm": "cvi", "model": {"a": 0.0, **model}}
+
+    assert _label(run(predictive="zero-exact")) == "cvi"
+    assert _label(run(predictive="second-order")) == "cvi (second-order predictive)"
+    assert _label(run()) == "cvi (first-order predictive)"      # saved before the predictive was a choice
+    assert _label({"algorithm": "vb", "model": {"a": 0.0}}) == "vb"
+
+
 def test_wordseg_options_are_checked():
     from cvbayes.experiments.wordseg import evaluation_points
 

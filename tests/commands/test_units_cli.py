@@ -133,3 +133,36 @@ def test_experiment_seed_is_honoured(tmp_path, monkeypatch):
     assert [r["seed"] for r in appended["runs"]] == [3, 4, 5]
     assert appended["runs"][0] == results["runs"][0]
     assert "seeds 3, 4, 5" in (tmp_path / "table.md").read_text()
+
+
+def test_experiment_trim_reaches_the_synthetic_corpus(tmp_path, monkeypatch):
+    """``--trim`` loads both splits of synthetic Brent trimmed, and names the corpus so (its runs and table
+    stay apart from the untrimmed ones in an appended results.json); ``--states`` reaches the model."""
+    from types import SimpleNamespace
+
+    from cvbayes import speech
+    from cvbayes.experiments import units as experiment
+
+    features, labels, starts = sample_acoustic_units(4, n_units=3, n_states=3, n_dims=3, mean_frames=40, seed=2)
+    names = [f"u{i}" for i in range(4)]
+    intervals = experiment.planted_intervals(labels, starts)
+    calls = []
+
+    def load(split, limit=None, progress=True, trim=False):
+        calls.append((split, trim))
+        corpus = SimpleNamespace(features=features, names=names, first_frames=[0] * 4)
+        return SimpleNamespace(corpus=corpus, phones={n: [SimpleNamespace(start=a, end=b, label=c) for a, b, c in p]
+                                                      for n, p in zip(names, intervals)})
+
+    monkeypatch.setattr(speech, "load_synthetic_brent", load)
+    main(["experiment", "units", "--corpus", "synthetic-brent", "--trim", "--algorithms", "vb", "--seeds", "1",
+          "--units", "6", "--states", "4", "--passes", "2", "--out", str(tmp_path), "--quiet"])
+    assert calls == [("train", True), ("test", True)]
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert [r["corpus"] for r in results["runs"]] == ["synthetic-brent-train-trimmed"]
+    assert "heldout_boundary_f1" in results["runs"][0] and results["settings"]["n_states"] == 4
+    assert "4 states a unit" in (tmp_path / "table.md").read_text()
+    # runs of another number of states are not appended to these
+    with pytest.raises(SystemExit, match="n_states 4"):
+        main(["experiment", "units", "--corpus", "synthetic-brent", "--trim", "--algorithms", "vb", "--seeds", "1",
+              "--units", "6", "--passes", "2", "--out", str(tmp_path), "--quiet", "--append"])

@@ -43,3 +43,26 @@ def test_fig_5_7_end_to_end(tmp_path):
     assert all(run["final_decoded"] >= 1 and run["decoded_at_mark"] == run["decoded"][-1] for run in results["runs"])
     assert "Thesis" in (folder / "table.md").read_text()
     assert (folder / "fig5_7.png").stat().st_size > 0
+
+
+def test_fig_5_7_reruns_one_algorithm_beside_the_others_runs(tmp_path):
+    """--algorithms re-runs the learners named and keeps the others' runs of the same settings; the table
+    gives every run's settle pass."""
+    common = ["experiment", "fig5.7", "--seeds", "2", "--sequences", "5", "--length", "12", "--cvi-iterations", "6",
+              "--beam-iterations", "4", "--scenarios", "theta_neg", "--out", str(tmp_path)]
+    main(common)
+    path = tmp_path / "fig5_7" / "results.json"
+    before = json.loads(path.read_text())["runs"]
+    main(common + ["--algorithms", "cvi-merge"])
+    after = json.loads(path.read_text())["runs"]
+    assert len(after) == len(before) == 8
+    assert [run for run in after if run["algorithm"] != "cvi-merge"] == [
+        run for run in before if run["algorithm"] != "cvi-merge"]
+    assert [run["effective"] for run in after if run["algorithm"] == "cvi-merge"] == [
+        run["effective"] for run in before if run["algorithm"] == "cvi-merge"]
+    table = (tmp_path / "fig5_7" / "table.md").read_text()
+    assert "| dataset | cvi | cvi-local | cvi-merge | beam |" in table and "| 1001 |" in table
+    # other settings: nothing kept
+    passes = common.index("--cvi-iterations") + 1
+    main([*common[:passes], "7", *common[passes + 1:], "--algorithms", "cvi"])
+    assert {run["algorithm"] for run in json.loads(path.read_text())["runs"]} == {"cvi"}

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from cvbayes.chains.occupancy import chain_marginals, no_transition
-from cvbayes.cli import main
+from cvbayes.cli import build_parser, main
 from cvbayes.experiments.occupancy import (_sample_seed, approximation_errors, log10_error, parse_method,
                                            required_length, simulate_chain)
 
@@ -159,3 +159,17 @@ def test_fig5_3_cli_writes_its_outputs(tmp_path):
     assert row["method"] == "heuristic" and row["exact"] is None and "exact not run" in row["exact_skipped"]
     assert row["required_mean"] is None and row["heuristic"][0]["tokens"] is None
     assert "not reached" in (folder / "table.md").read_text()
+
+
+def test_the_first_seed_moves_every_run(tmp_path):
+    """--seed is the first of the --seeds runs: the default repeats seeds 0.., another start adds new runs."""
+    main(["experiment", "fig5.3", "--k-values", "2", "--seeds", "2", "--seed", "5", "--out", str(tmp_path)])
+    (row,) = json.loads((tmp_path / "fig5_3" / "results.json").read_text())["rows"]
+    assert [r["run"] for r in row["exact"]] == [5, 6]
+
+
+def test_every_experiment_with_seeds_takes_a_first_seed():
+    experiments = build_parser()._subparsers._group_actions[0].choices["experiment"]
+    for name, parser in experiments._subparsers._group_actions[0].choices.items():
+        if "--seeds" in parser._option_string_actions:
+            assert "no effect" not in parser._option_string_actions["--seed"].help, name

@@ -144,7 +144,7 @@ SPECS = {
     "lda": Spec(lambda **p: cvbayes.LDA(3, alpha=0.3, eta=0.1, **p), _documents, _lda_predictions,
                 {"online-vb": {"batch_size": 4}, "scvb0": {"batch_size": 4}}, no_checkpoint=("cvb0-sharded",)),
     "pcfg": Spec(lambda **p: cvbayes.PCFG(n_nonterminals=2, alpha=0.5, **p), _sentences, _pcfg_predictions,
-                 {"scvi": {"batch_size": 3}}),
+                 {"scvi": {"batch_size": 3}}, no_checkpoint=("cvi-sharded",)),
     "dmv": Spec(lambda **p: cvbayes.DMV(alpha=0.5, **p), _tags, _dmv_predictions, {"scvi": {"batch_size": 3}},
                 no_checkpoint=("cvi-sharded",)),
     "pcfg-la": Spec(lambda **p: cvbayes.PCFGLA(n_subtypes=2, alpha=0.5, min_count=1, **p), _treebank,

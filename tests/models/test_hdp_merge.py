@@ -1,15 +1,17 @@
-"""The HDP-HMM's merge moves (merge="auto", models/hdp.py `MergingSweep`): the merge of statistics, the
-score that ranks pairs, the acceptance rule, and a planted duplicated state."""
+"""The HDP-HMM's merge and delete moves (merge="auto", models/hdp.py `MovingSweep`): the merge and the
+delete of statistics, the score that ranks pairs, the objective the moves are judged by (against a
+brute-force CVI-2 pass), the acceptance rule, and a planted duplicated state."""
 import numpy as np
 import pytest
 
 from cvbayes.checkpoints import NO_CHECKPOINT
-from cvbayes.data import Corpus
+from cvbayes.data import Corpus, as_corpus
 from cvbayes.models import hdp
 from cvbayes.models.hdp_hmm import HDPHMM
 from cvbayes.models.hmm_kernels import unit_totals
 from cvbayes.schedules import Run
 from cvbayes.synthetic import sample_categorical_hmm
+from tests.brute import chain_posterior
 
 # three sticky states, each emitting two of six words of its own
 TRANS = np.array([[0.9, 0.05, 0.05], [0.05, 0.9, 0.05], [0.05, 0.05, 0.9]])
@@ -112,10 +114,152 @@ def test_merge_gain_is_the_change_of_the_collapsed_log_probability_of_hard_count
     assert hdp.merge_gain(parts, counts(path), 1, 3) == pytest.approx(expected, rel=1e-10, abs=1e-10)
 
 
-def test_the_merge_recovers_a_duplicated_state_and_no_accepted_merge_lowers_the_objective():
+def test_deleting_a_state_keeps_the_counts_the_sums_of_the_local_statistics():
+    corpus = _planted(n_sequences=8, length=20)
+    for subchain_length in (None, 7):   # whole sequences (CVI-2), and subchains with boundary pairs (CVI-3)
+        model = HDPHMM(4, learn_concentrations=False, init="local", subchain_length=subchain_length)
+        sweep = _sweep(model, corpus, 2)
+        start, trans, stats = (array.copy() for array in sweep.current())
+        marginals = sweep.marginals.copy()
+        sweep.delete_state(2)
+        deleted_start, deleted_trans, deleted_stats = sweep.current()
+        assert not sweep.marginals[:, 2].any() and not deleted_stats[:, 2].any()
+        assert not deleted_trans[2].any() and not deleted_trans[:, 2].any() and deleted_start[2] == 0.0
+        assert not sweep.internal[:, 2].any() and not sweep.internal[:, :, 2].any()
+        assert not sweep.boundary[:, 2].any() and not sweep.boundary[:, :, 2].any()
+        # every token keeps its mass; each unit gives state 2's to the others in proportion to the overlap
+        # sum_t q(z_t = 2) q(z_t = k)
+        np.testing.assert_allclose(sweep.marginals.sum(axis=1), 1.0, rtol=1e-5)
+        for begin, end in zip(sweep.offsets[:-1], sweep.offsets[1:]):
+            own = marginals[begin:end]
+            share = (own * own[:, 2:3]).sum(axis=0)[[0, 1, 3]]
+            np.testing.assert_allclose(sweep.marginals[begin:end, [0, 1, 3]],
+                                       own[:, [0, 1, 3]] + own[:, 2:3] * share / share.sum(), rtol=1e-4, atol=1e-6)
+        assert deleted_trans.sum() == pytest.approx(trans.sum(), rel=1e-5)
+        assert deleted_start.sum() == pytest.approx(start.sum(), rel=1e-5)
+        np.testing.assert_allclose(deleted_stats.sum(axis=1), stats.sum(axis=1), rtol=1e-5)
+        again_start, again_trans = unit_totals(sweep.offsets, sweep.is_first, sweep.marginals, sweep.internal,
+                                               sweep.boundary)
+        np.testing.assert_allclose(again_start, deleted_start, rtol=1e-12)
+        np.testing.assert_allclose(again_trans, deleted_trans, rtol=1e-12)
+        assert np.isfinite(sweep.sweep(2))
+
+
+def test_deleting_a_state_of_hard_paths_relabels_it_in_each_sequence():
+    """On hard state paths a delete is a merge into the sequence's other state: a sequence on states 0 and
+    2 gets the path with 2 relabelled 0, one on 1 and 2 the path with 2 relabelled 1."""
+    sweep = _sweep(HDPHMM(3, learn_concentrations=False, init="local"), as_corpus([[0, 1, 1, 2], [2, 0, 1, 1]]), 1)
+    paths = [np.array([0, 2, 2, 0]), np.array([2, 2, 1, 1])]
+    relabelled = [np.array([0, 0, 0, 0]), np.array([1, 1, 1, 1])]
+
+    def hard(paths):
+        marginals = np.eye(3, dtype=np.float32)[np.concatenate(paths)]
+        internal = np.zeros((2, 3, 3), dtype=np.float32)
+        for unit, path in enumerate(paths):
+            np.add.at(internal[unit], (path[:-1], path[1:]), 1.0)
+        return marginals, internal
+
+    sweep.marginals[...], sweep.internal[...] = hard(paths)
+    sweep.delete_state(2)
+    want_marginals, want_internal = hard(relabelled)
+    np.testing.assert_array_equal(sweep.marginals, want_marginals)
+    np.testing.assert_array_equal(sweep.internal, want_internal)
+    np.testing.assert_array_equal(sweep.trans_counts, want_internal.sum(axis=0))
+
+
+SEQUENCES = [[0, 1, 1, 2], [2, 2, 0, 1], [1, 0, 0, 2]]
+BETA = 0.5
+
+
+def _enumerated_pass(sweep):
+    """One CVI-2 pass over the sequences in order, every q(z^i) and log Z_i by enumerating the paths under
+    the leave-one-sequence-out surrogate of eq. 5.38-5.39 (prior sigma G[pi] of the sticks, Dir(BETA)
+    emissions): the sum of log Z, the pass's objective, and the marginals it leaves (the sweep's statistics
+    are left as they were)."""
+    prior, total = sweep.parts.transitions.prior()
+    n_states = prior.shape[0]
+    marginals, internal = sweep.marginals.astype(float), sweep.internal.astype(float)
+    # the global counts as the sums of the local statistics; the sweep's own must agree
+    start = marginals[sweep.offsets[:-1]].sum(axis=0)
+    trans = internal.sum(axis=0)
+    emit = np.zeros((n_states, sweep.stats.shape[0] - 1))
+    np.add.at(emit.T, np.concatenate(SEQUENCES), marginals)
+    np.testing.assert_allclose(sweep.start_counts, start, atol=1e-5)
+    np.testing.assert_allclose(sweep.trans_counts, trans, atol=1e-5)
+    np.testing.assert_allclose(sweep.stats[:-1].T, emit, atol=1e-5)
+    objective = 0.0
+    for i, words in enumerate(SEQUENCES):
+        own = slice(sweep.offsets[i], sweep.offsets[i + 1])
+        start -= marginals[own][0]
+        trans -= internal[i]
+        np.subtract.at(emit.T, words, marginals[own])
+        theta_start = (start + prior) / (start.sum() + total)
+        theta = (trans + prior) / (trans.sum(axis=1, keepdims=True) + total)
+        phi = (emit + BETA) / (emit.sum(axis=1, keepdims=True) + BETA * emit.shape[1])
+        log_z, marginals[own], internal[i] = chain_posterior(theta_start, theta, phi[:, words].T)
+        objective += log_z
+        start += marginals[own][0]
+        trans += internal[i]
+        np.add.at(emit.T, words, marginals[own])
+    assert internal.shape == (len(SEQUENCES), n_states, n_states)
+    return objective, marginals
+
+
+@pytest.mark.parametrize("move", ["merge", "delete"])
+def test_the_pass_after_a_move_is_the_enumerated_cvi_pass_from_the_moved_statistics(move):
+    """The objective a move is judged by, the sum of log Z over a pass (eq. 5.37-5.39), computed by the
+    kernels from the merged (under the merged prior weight) or deleted statistics, equals enumerating
+    every path of every sequence."""
+    model = HDPHMM(3, sigma=2.0, beta=BETA, learn_concentrations=False, init="local")
+    sweep = _sweep(model, as_corpus(SEQUENCES), 2)
+    if move == "merge":
+        sweep.merge_states(0, 2)
+        sweep.parts.transitions.merged = 0, 2
+    else:
+        sweep.delete_state(1)
+    expected, marginals = _enumerated_pass(sweep)
+    assert sweep.sweep(2) == pytest.approx(expected, rel=1e-6)
+    np.testing.assert_allclose(sweep.marginals, marginals, atol=1e-5)
+
+
+def test_a_moving_pass_keeps_the_best_move_and_never_lowers_the_enumerated_objective():
+    """Every pass tries the moves (every = 1, no confirming passes); each trial's objective is the
+    enumerated pass from its moved statistics, the pass keeps the highest one when it is no lower than
+    the plain pass's (else the plain pass), and the next pass starts from the statistics that pass left."""
+    model = HDPHMM(3, sigma=2.0, beta=BETA, learn_concentrations=False, init="local")
+    inner = _sweep(model, as_corpus(SEQUENCES), 1)
+    moving = hdp.MovingSweep(inner, every=1, merge_tries=3, delete_tries=3, confirm=0)
+    kept, tried = set(), set()
+    for iteration in range(1, 6):
+        before = inner.snapshot()
+        plain = _enumerated_pass(inner)
+        expected = []
+        for kind, keep, gone, _ in moving.proposals():
+            inner.restore(before)
+            moving.apply(kind, keep, gone)
+            expected.append(_enumerated_pass(inner))
+            inner.parts.transitions.merged = None
+        inner.restore(before)
+        objective = moving.sweep(iteration)
+        trials = moving.trials
+        assert [t["objective"] for t in trials] == pytest.approx([value for value, _ in expected], rel=1e-6)
+        assert all(t["objective_without"] == pytest.approx(plain[0], rel=1e-6) for t in trials)
+        best = max([plain] + expected, key=lambda result: result[0])
+        assert objective == pytest.approx(best[0], rel=1e-6) and objective >= plain[0] - 1e-9 * abs(plain[0])
+        np.testing.assert_allclose(inner.marginals, best[1], atol=1e-5)
+        accepted = [t for t in trials if t["accepted"]]
+        assert len(accepted) == (best is not plain)
+        kept.update(t["move"] for t in accepted)
+        tried.update(t["move"] for t in trials)
+        moving.after_pass(iteration)
+    assert tried == {"merge", "delete"} and kept, "no move was kept: the test checks nothing of the acceptance"
+
+
+def test_the_moves_recover_a_duplicated_state_and_no_kept_move_lowers_the_objective():
     """From the true three-state HMM with one state copied, plain CVI keeps both copies (they stay
-    alike), while merge="auto" merges them into the true three states; every kept merge's pass has an
-    objective at least the unmerged pass's, and every refused one's pass is the unmerged one."""
+    alike), while merge="auto" merges or deletes one into the true three states; every kept move's pass
+    has an objective at least the plain pass's, the highest of the pass's trials, and still leads after
+    the confirming passes; a pass that keeps none is the plain pass."""
     corpus = _planted()
     fitted = {}
     for merge in (None, "auto"):
@@ -128,16 +272,18 @@ def test_the_merge_recovers_a_duplicated_state_and_no_accepted_merge_lowers_the_
     agreement = np.zeros((3, 4))
     np.add.at(agreement, (corpus.gold, decoded), 1)
     assert agreement.max(axis=1).sum() / corpus.n_tokens > 0.95
-    tried = [(model.history_[pass_].objective, record["merges"])
-             for pass_, record in enumerate(model.hyper_history_) if "merges" in record]
+    tried = [(model.history_[pass_].objective, record["moves"])
+             for pass_, record in enumerate(model.hyper_history_) if "moves" in record]
     assert any(trial["accepted"] for _, trials in tried for trial in trials)
     for objective, trials in tried:
-        *refused, last = trials
-        assert all(trial["objective"] < trial["objective_without"] and not trial["accepted"] for trial in refused)
-        if last["accepted"]:
-            assert objective == last["objective"] >= last["objective_without"]
-        else:
-            assert objective == last["objective_without"] > last["objective"]
+        kept = [trial for trial in trials if trial["accepted"]]
+        assert len(kept) <= 1
+        plain = trials[0]["objective_without"]
+        best = max(trials, key=lambda trial: trial["objective"])
+        if kept:
+            assert kept == [best] and objective == best["objective"] >= plain and best["lead_later"] >= 0.0
+        else:   # none led the plain pass, or the best no longer did after the confirming passes
+            assert objective == plain and (best["objective"] < plain or best["lead_later"] < 0.0)
 
 
 def test_merge_is_an_option_of_batch_cvi():
@@ -158,7 +304,7 @@ def test_a_fit_with_merges_resumes_from_its_checkpoint_as_the_uninterrupted_fit(
         return HDPHMM(4, learn_concentrations=False, init=_duplicated_start(), merge="auto", n_iter=25)
 
     whole = model().fit(corpus)
-    assert any(trial["accepted"] for record in whole.hyper_history_ for trial in record.get("merges", []))
+    assert any(trial["accepted"] for record in whole.hyper_history_ for trial in record.get("moves", []))
 
     def stop(fitted, iteration):
         if iteration == 14:   # the callback runs before the save: 14 passes saved, between the merge steps
@@ -172,3 +318,44 @@ def test_a_fit_with_merges_resumes_from_its_checkpoint_as_the_uninterrupted_fit(
     assert [r.objective for r in resumed.history_] == [r.objective for r in whole.history_]
     assert resumed.hyper_history_ == whole.hyper_history_
     np.testing.assert_array_equal(resumed.counts_.trans, whole.counts_.trans)
+
+
+def test_a_move_that_no_longer_leads_after_the_confirming_passes_is_not_kept(monkeypatch):
+    """The best one-pass move is kept only if it leads the plain pass's state after ``confirm`` more
+    passes from each; here the later comparison is made to say it does not, and the pass is the plain one."""
+    model = HDPHMM(3, sigma=2.0, beta=BETA, learn_concentrations=False, init="local")
+    inner = _sweep(model, as_corpus(SEQUENCES), 1)
+    leads = []
+    for lead in (-1.0, 0.0):
+        moving = hdp.MovingSweep(inner, every=1, confirm=2)
+        before = inner.snapshot()
+        plain = _enumerated_pass(inner)
+        monkeypatch.setattr(moving, "lead_later", lambda *args: lead)
+        objective = moving.sweep(1)
+        best = max(moving.trials, key=lambda trial: trial["objective"])
+        assert best["objective"] >= plain[0], "no move led the plain pass: the test checks nothing"
+        if lead < 0:
+            assert objective == pytest.approx(plain[0], rel=1e-6) and not any(t["accepted"] for t in moving.trials)
+            np.testing.assert_allclose(inner.marginals, plain[1], atol=1e-5)
+        else:
+            assert objective == best["objective"] and best["accepted"]
+        leads.append(best.get("lead_later"))
+        inner.restore(before)
+    assert leads == [-1.0, 0.0]
+
+
+def test_the_confirming_passes_compare_the_moved_and_the_plain_states_later():
+    """`MovingSweep.lead_later` is the moved state's objective minus the plain one's at the last of the
+    confirming passes, each enumerated."""
+    model = HDPHMM(3, sigma=2.0, beta=BETA, learn_concentrations=False, init="local")
+    inner = _sweep(model, as_corpus(SEQUENCES), 1)
+    moving = hdp.MovingSweep(inner, every=1, confirm=2)
+    plain_state = inner.snapshot()
+    moving.apply("delete", None, 0)
+    moved_state = inner.snapshot()
+    later = []
+    for state in (moved_state, plain_state):
+        inner.restore(state)
+        inner.sweep(1)
+        later.append(_enumerated_pass(inner)[0])   # the second pass's objective, enumerated
+    assert moving.lead_later(plain_state, moved_state, 1) == pytest.approx(later[0] - later[1], rel=1e-6, abs=1e-6)

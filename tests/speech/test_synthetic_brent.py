@@ -116,3 +116,11 @@ def test_a_tiny_build_resumes_and_loads(tmp_path, monkeypatch):
         assert {p.label for p in phones} <= ARPABET | {"SIL"}
         assert phones[-1].end == pytest.approx(float(data.manifest[int(name) - 1]["seconds"]), abs=1e-3)
         assert len(feats) == 1 + (round(phones[-1].end * 16000) - 400) // 160
+    # trim: the 200 ms of padding each side go but 5 frames, and no speech with them
+    trimmed = synthetic.load_synthetic_brent("all", path=folder, progress=False, trim=True)
+    for name, full, feats, first in zip(data.corpus.names, data.corpus.features, trimmed.corpus.features,
+                                        trimmed.corpus.first_frames):
+        phones = data.phones[name]
+        assert phones[0].label == "SIL" and 0 < first * 0.01 < phones[0].end
+        assert phones[-1].label == "SIL" and (first + len(feats)) * 0.01 > phones[-1].start
+        assert len(feats) < len(full)

@@ -17,12 +17,14 @@ from ...schedules import Algorithm, batch, gibbs, leave_one_out
 from ...trees.grammar import AnySubstring, SentenceBatch, Terminal
 from ...trees.inside_outside import batch_log_z, chart_chunks, make_tables
 from ..base import BayesModel
+from ..shards import Sharding
 from .cvi import CollapsedVariational
 from .decode import Decoder, PortableWeights
 from .grammar import as_spec, parse_adaptor_grammar, spec_text
 from .kernels import PREDICTIVES
 from .layout import RuleLayout, Training, compile_adaptor, utterance_types
 from .sampler import MetropolisHastings
+from .sharded import vb_batch
 from .vb import VariationalBayes
 
 SAVE_FORMAT = "cvbayes-adaptor-grammar-1"
@@ -38,15 +40,19 @@ OBJECTIVES = {
     "mcmc": "log p(trees, seating) of the current sample",
 }
 LEARNERS = {"vb": VariationalBayes, "cvi": CollapsedVariational, "mcmc": MetropolisHastings}
+# what fit(client=...) runs (cvbayes.models.adaptor.sharded)
+SHARDED_ALGORITHMS = ("vb",)
 
 
 class Utterances(NamedTuple):
-    """The training utterances and the grammar compiled over them (once a fit, for every restart)."""
+    """The training utterances and the grammar compiled over them (once a fit, for every restart), with
+    fit's shard options."""
 
     utterances: list
     compiled: object
     layout: RuleLayout
     batch: SentenceBatch
+    sharding: Sharding = Sharding()
 
 
 def as_utterances(X) -> list:
@@ -140,7 +146,17 @@ class AdaptorGrammar(BayesModel):
 
     ``fit(X, progress=, callback=, checkpoint=, checkpoint_every=)`` is `cvbayes.BayesModel.fit`: a fit
     with ``checkpoint`` resumes bit for bit (`cvbayes.checkpoints`; the learner's state, its generator and
-    the learned a and b are saved).
+    the learned a and b are saved).  Besides those, ``fit`` takes
+
+    client : dask.distributed.Client, optional
+        vb: run every E-step on the client's workers, each on its shard of whole utterance types,
+        memory-mapped from a file saved once (`cvbayes.models.adaptor.sharded`); q is updated here.  The
+        same run as in one process up to the order of the sums.  Needs ``cvbayes[distributed]``.
+    n_shards : int, optional
+        Shards with a client (default one per worker).
+    shard_folder : path, optional
+        With a client: save the shards here (on a file system every worker sees) and keep them for the
+        next fit of the same utterances and grammar; a folder of another corpus's shards is refused.
 
     Attributes (after fit)
     ----------------------
@@ -159,6 +175,9 @@ class AdaptorGrammar(BayesModel):
     learner_ : VariationalBayes, CollapsedVariational or MetropolisHastings
         The learner's final state (q, the expected counts, or the sampler's restaurants), for inspection;
         not saved.
+    shard_timings_ : list of PassTiming
+        vb with a client: a `cvbayes.models.shards.PassTiming` a pass (compute seconds per shard, bytes sent
+        and returned, broadcast, reduction and scheduler overhead).
     segmentation_ : list of list of tuple of str
         mcmc only: the words of the current sample's trees of the training utterances.
     acceptance_rate_ : float
@@ -170,6 +189,7 @@ class AdaptorGrammar(BayesModel):
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES
     FITTED = "lexicon_"
+    FIT_OPTIONS = ("client", "n_shards", "shard_folder")
     INITS = ("sample", "empty")
     UNITS = ("utterance", "type")
 
@@ -214,15 +234,16 @@ class AdaptorGrammar(BayesModel):
             raise ValueError("every PY concentration b must exceed -a")
 
     # ------------------------------------------------------------- fit's hooks (cvbayes.schedules.driver)
-    def _prepare(self, X, y=None):
-        """The utterances checked and the grammar compiled over them."""
+    def _prepare(self, X, y=None, client=None, n_shards=None, shard_folder=None):
+        """The utterances checked and the grammar compiled over them, with fit's shard options."""
+        sharding = Sharding.checked(self.algorithm, client, n_shards, shard_folder, SHARDED_ALGORITHMS)
         utterances = as_utterances(X)
         unknown_symbol = self.underivable_symbol(utterances)
         if unknown_symbol is not None:
             raise ValueError(f"utterance {unknown_symbol[0]} has the symbol {unknown_symbol[1]!r}, which is not a "
                              f"terminal of the grammar (its terminals: {self.terminals_text()})")
         compiled, layout = compile_adaptor(self.spec, self.alpha, utterances)
-        return Utterances(utterances, compiled, layout, compiled.prepare(utterances))
+        return Utterances(utterances, compiled, layout, compiled.prepare(utterances), sharding)
 
     def _fingerprint(self, data):
         """The utterances and the grammar's text (with every adapted nonterminal's a and b)."""
@@ -245,8 +266,12 @@ class AdaptorGrammar(BayesModel):
         return self.learner_
 
     def _batch(self, data, run):
-        """VB (`VariationalBayes`): its q is the start, the batch schedule's statistics only its E-steps'."""
-        return self._learner(data, run), None, None
+        """VB (`VariationalBayes`): its q is the start, the batch schedule's statistics only its E-steps';
+        the E-step on the shards of a client with one (`cvbayes.models.adaptor.sharded`)."""
+        learner = self._learner(data, run)
+        if data.sharding.client is None:
+            return learner, None, None
+        return vb_batch(learner, data.sharding, self._fingerprint(data)), None, None
 
     def _collapsed(self, data, run):
         return self._learner(data, run)
@@ -309,7 +334,8 @@ class AdaptorGrammar(BayesModel):
         after ``fit`` with ``estimate_hyperparameters``), as plain JSON for reports."""
         return {"a": self.a, "b": self.b, "alpha": self.alpha, "truncation": self.truncation,
                 "estimate_hyperparameters": self.estimate_hyperparameters,
-                "anneal": None if self.anneal is None else list(self.anneal),
+                "anneal": None if self.anneal is None else list(self.anneal), "init": self.init, "unit": self.unit,
+                "predictive": self.predictive,
                 "discount": self.discount.tolist(), "concentration": self.concentration.tolist()}
 
     def terminals_text(self) -> str:

@@ -22,6 +22,38 @@ from .layout import utterance_types
 from .sampler import Sampler
 
 
+class TypeExpectations:
+    """VB's E-step over utterance types: identical utterances have identical expectations, so one chart a
+    type, its statistics times its number of copies; the types are grouped by that number, one batch of
+    the chart kernels a group.  Over all the types in one process, over a shard's on a Dask worker
+    (`cvbayes.models.adaptor.sharded`).
+
+    ``types`` is the `SentenceBatch` of the distinct utterances, ``copies`` (n_types,) their counts.
+    """
+
+    def __init__(self, compiled, adapted_symbol, types, copies):
+        self.kernel, self.n_rules, self.adapted_symbol = compiled.kernel, compiled.n_rules, adapted_symbol
+        groups = {}
+        for i, count in enumerate(copies):
+            groups.setdefault(float(count), []).append(i)
+        self.groups = [(count, batch_, chart_chunks(compiled.kernel, batch_.offsets))
+                       for count, batch_ in ((count, types.take(members)) for count, members in groups.items())]
+
+    def __call__(self, tables):
+        """((rule counts, customers), sum of log Z) under the kernel ``tables`` (eq. 4.12's weights)."""
+        counts, customers, evidence = np.zeros(self.n_rules), np.zeros(self.n_rules), 0.0
+        for copies, batch_, chunks in self.groups:
+            found, served, log_z = batch_expectations(
+                self.kernel, tables, batch_.tokens, batch_.offsets, batch_.span_ids, batch_.span_offsets, chunks,
+                self.n_rules, self.adapted_symbol)
+            if not np.all(np.isfinite(log_z)):
+                raise ZeroProbabilityError("an utterance has no parse under the grammar")
+            counts += copies * found
+            customers += copies * served
+            evidence += copies * float(log_z.sum())
+        return (counts, customers), evidence
+
+
 class VariationalBayes:
     """VB's q(theta) and q(v), and the batch schedule's structure (``tables``, ``expectations``,
     ``penalty``).
@@ -41,14 +73,9 @@ class VariationalBayes:
         self.log_rest = np.zeros(n_adapted)
         self.sticks = [(np.zeros(0, np.int64), np.zeros(0), np.zeros(0)) for _ in range(n_adapted)]
         self.cells = [np.flatnonzero(layout.cache_of == x) for x in range(n_adapted)]
-        # identical utterances have identical expectations: one E-step per utterance type, its statistics
-        # times its copies, the types grouped by their number of copies
-        first, copies = utterance_types(training.utterances)
-        groups = {}
-        for i, count in zip(first, copies):
-            groups.setdefault(count, []).append(i)
-        self.groups = [(count, batch_, chart_chunks(compiled.kernel, batch_.offsets))
-                       for count, batch_ in ((count, training.batch.take(members)) for count, members in groups.items())]
+        first, self.copies = utterance_types(training.utterances)
+        self.types = training.batch.take(first)
+        self.e_step = TypeExpectations(compiled, layout.adapted_symbol, self.types, self.copies)
         if training.init == "sample":    # q(theta) and q(v) from the sampler's initial trees
             start = Sampler(compiled, layout, training.batch, training.alpha, training.discount,
                             training.concentration, rng)
@@ -75,20 +102,9 @@ class VariationalBayes:
     def expectations(self, tables):
         """The E-step: ((rule counts, customers), sum of log Z), over the utterance types; q then takes them
         in (`absorb`)."""
-        training = self.training
-        n_rules = training.compiled.n_rules
-        counts, customers, evidence = np.zeros(n_rules), np.zeros(n_rules), 0.0
-        for copies, batch_, chunks in self.groups:
-            found, served, log_z = batch_expectations(
-                training.compiled.kernel, tables, batch_.tokens, batch_.offsets, batch_.span_ids, batch_.span_offsets,
-                chunks, n_rules, training.layout.adapted_symbol)
-            if not np.all(np.isfinite(log_z)):
-                raise ZeroProbabilityError("an utterance has no parse under the grammar")
-            counts += copies * found
-            customers += copies * served
-            evidence += copies * float(log_z.sum())
-        self.absorb((counts, customers))
-        return (counts, customers), evidence
+        statistics, evidence = self.e_step(tables)
+        self.absorb(statistics)
+        return statistics, evidence
 
     def penalty(self, rule, statistics, tables):
         """-KL(q(theta) || p(theta)) - KL(q(v) || p(v)) of the q the E-step uses (the ELBO's penalty)."""
