@@ -98,14 +98,16 @@ COUNT = 2       # its expected count (eq. 4.9), from the outside of its parent
 
 
 @njit(cache=True, inline="always", fastmath=FAST)
-def _terminal(action, viterbi, a, w, rule, reference, cell, counts, best):
+def _terminal(action, viterbi, w, reference, entry, best):
+    """One terminal rule of weight w > 0, on scalars (an inlined helper that took the chart's arrays paid
+    numba's reference counts at every rule): (best, entry) after it.  REFERENCE: best = max(best, log w);
+    ADD: entry = cell0[A] (+) w, in the semiring; COUNT: entry = outside0[A] w exp(-reference), the
+    rule's expected count."""
     if action == REFERENCE:
-        return max(best, math.log(w))
+        return max(best, math.log(w)), entry
     if action == ADD:
-        cell[a] = plus(viterbi, cell[a], lift(viterbi, w, reference))
-    elif rule >= 0:
-        counts[rule] += cell[a] * math.exp(math.log(w) - reference)
-    return best
+        return best, plus(viterbi, entry, lift(viterbi, w, reference))
+    return best, entry * math.exp(math.log(w) - reference)
 
 
 @njit(cache=True, inline="always", fastmath=FAST)
@@ -122,15 +124,24 @@ def _terminals(action, viterbi, kernel, rule_weights, tokens, span_ids, i, k, re
                 rule = kernel.lexical_rule[e]
                 w = rule_weight(rule_weights, rule)
                 if w > 0.0:
-                    best = _terminal(action, viterbi, kernel.lexical_parent[e], w, rule, reference, cell, counts, best)
+                    a = kernel.lexical_parent[e]
+                    best, value = _terminal(action, viterbi, w, reference, cell[a], best)
+                    if action == ADD:
+                        cell[a] = value
+                    elif action == COUNT and rule >= 0:
+                        counts[rule] += value
     n_families = kernel.span_parent.shape[0]
     if n_families > 0:
         substring = span_ids[i * (n_tokens + 1) + k]
         for p in range(n_families):
             w = span_weight(kernel, rule_weights, p, substring)
             if w > 0.0:
-                best = _terminal(action, viterbi, kernel.span_parent[p], w, kernel.span_base[p] + substring, reference,
-                                 cell, counts, best)
+                a = kernel.span_parent[p]
+                best, value = _terminal(action, viterbi, w, reference, cell[a], best)
+                if action == ADD:
+                    cell[a] = value
+                elif action == COUNT:
+                    counts[kernel.span_base[p] + substring] += value
     return best
 
 

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .grammar import LEXICAL, SPAN, CompiledGrammar
+from .grammar import CompiledGrammar
 
 # Relative tolerance of the check that (I - U)^{-1} is non-negative.
 CLOSURE_TOLERANCE = 1e-9
@@ -67,27 +67,12 @@ def span_weight(kernel, rule_weights, family, substring):
 @njit(cache=True, inline="always")
 def n_lexical(kernel, tokens, i, k):
     """How many lexical entries can rewrite span (i, k): those of its word when k = i + 1, else none.
-    The span's terminal rules are these, then every <any> family (`terminal_rule`)."""
+    The span's terminal rules are these, then every <any> family."""
     if k == i + 1:
         word = tokens[i]
         if 0 <= word < kernel.lexical_offsets.shape[0] - 1:
             return kernel.lexical_offsets[word + 1] - kernel.lexical_offsets[word]
     return 0
-
-
-@njit(cache=True, inline="always")
-def terminal_rule(kernel, rule_weights, tokens, span_ids, i, k, m, lexical):
-    """The m-th terminal rule of span (i, k), m < `lexical` (from `n_lexical`) + the number of <any>
-    families: (kind LEXICAL or SPAN, lexical entry or family, substring id or -1, parent symbol,
-    weight (0: it cannot rewrite the span), global rule id (-1: none))."""
-    if m < lexical:
-        e = kernel.lexical_offsets[tokens[i]] + m
-        rule = kernel.lexical_rule[e]
-        return LEXICAL, e, -1, kernel.lexical_parent[e], rule_weight(rule_weights, rule), rule
-    p = m - lexical
-    substring = span_ids[i * (tokens.shape[0] + 1) + k]
-    w = span_weight(kernel, rule_weights, p, substring)
-    return SPAN, p, substring, kernel.span_parent[p], w, kernel.span_base[p] + substring if w > 0.0 else -1
 
 
 @njit(cache=True)

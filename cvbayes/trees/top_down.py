@@ -24,9 +24,9 @@ from numba import njit
 
 from ..core.special import FAST
 from .charts import LARGEST_GAP, chart_buffers, sentence_inside, sentence_max_inside, term_in_logs
-from .grammar import BINARY, LEXICAL, UNARY
+from .grammar import BINARY, LEXICAL, SPAN, UNARY
 from .semiring import offer, zero
-from .tables import max_tables, n_lexical, terminal_rule, unary_index
+from .tables import max_tables, n_lexical, rule_weight, span_weight, unary_index
 
 
 @njit(cache=True, inline="always")
@@ -52,6 +52,13 @@ def push(stack, depth, a, b, c):
 @njit(cache=True)
 def _draw(total):
     return np.random.random() * total
+
+
+@njit(cache=True, inline="always")
+def _option_value(viterbi, w, scale):
+    """A terminal rule's weight w > 0 as an option of a top-down choice: log w (max), or w over the
+    cell's scale (sum)."""
+    return math.log(w) if viterbi else math.exp(math.log(w) - scale)
 
 
 @njit(cache=True, inline="always")
@@ -144,21 +151,29 @@ def _top_down(viterbi, kernel, tables, tokens, span_ids, inside, inside0, log_sc
         right_symbol = -1
         chosen_log = 0.0
         done = False
+        # two explicit loops: one over the m-th terminal rule (lexical or span) compiled 3x slower
         lexical = n_lexical(kernel, tokens, i, k)
-        for m in range(lexical + kernel.span_parent.shape[0]):
-            option_kind, option, substring, parent, w, _ = terminal_rule(kernel, rule_weights, tokens, span_ids, i,
-                                                                         k, m, lexical)
-            if parent != symbol or w <= 0.0:
+        first = kernel.lexical_offsets[tokens[i]] if lexical > 0 else 0
+        for e in range(first, first + lexical):
+            w = rule_weight(rule_weights, kernel.lexical_rule[e])
+            if kernel.lexical_parent[e] != symbol or w <= 0.0:
                 continue
-            value = math.log(w) if viterbi else math.exp(math.log(w) - scale)
-            take, done, target = offer(viterbi, value, target)
+            take, done, target = offer(viterbi, _option_value(viterbi, w, scale), target)
             if take:
-                kind = option_kind
-                index = option
-                split = substring
-                chosen_log = math.log(w)
+                kind, index, split, chosen_log = LEXICAL, e, -1, math.log(w)
             if done:
                 break
+        if not done and kernel.span_parent.shape[0] > 0:
+            substring = span_ids[i * (n_tokens + 1) + k]
+            for p in range(kernel.span_parent.shape[0]):
+                w = span_weight(kernel, rule_weights, p, substring)
+                if kernel.span_parent[p] != symbol or w <= 0.0:
+                    continue
+                take, done, target = offer(viterbi, _option_value(viterbi, w, scale), target)
+                if take:
+                    kind, index, split, chosen_log = SPAN, p, substring, math.log(w)
+                if done:
+                    break
         for j in range(i + 1, k):
             if done:
                 break

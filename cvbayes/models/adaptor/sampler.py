@@ -30,10 +30,10 @@ from ...checkpoints import NO_CHECKPOINT
 from ...core.restaurants import log_seating_probability
 from ...core.units import ZeroProbabilityError
 from ...trees.cells import sentence_cells
-from ...trees.grammar import BINARY, LEXICAL, SPAN, UNARY
+from ...trees.grammar import BINARY, LEXICAL, SPAN, UNARY, KernelGrammar
 from ...trees.inside_outside import build_tables, chart_buffers, sentence_sample
 from .hyperparameters import resample_py_parameters
-from .kernels import all_predictive_weights, empty_restaurants, fill_predictive_table
+from .kernels import Restaurants, all_predictive_weights, empty_restaurants, fill_predictive_table
 
 # columns of a parse's node array
 RULE, SYMBOL, ADAPTED, YIELD, CACHED, BEGIN, END, OWNER, LAST, TABLE = range(10)
@@ -66,6 +66,10 @@ class Sampler:
         n_adapted = layout.adapted_symbol.shape[0]
         n_rules, n_nonterminals = compiled.n_rules, compiled.n_nonterminals
         self.state = empty_restaurants(compiled, layout, alpha, layout.adapted_symbol, discount, concentration)
+        # numba's dispatcher types a NamedTuple argument in Python (2-3 us for the state's 21 fields or the
+        # kernel grammar's, at each of the four calls of an MH step) and a plain tuple in C: the calls below
+        # pass both as plain tuples of the same arrays, which the kernels name again
+        self.fields, self.kernel_fields = tuple(self.state), tuple(kernel)
         # log_target's count changes, zero between calls
         self.scratch = (np.zeros(n_rules), np.zeros(n_nonterminals), np.zeros(n_rules), np.zeros(n_rules),
                         np.zeros(n_adapted), np.zeros(n_adapted))
@@ -94,7 +98,7 @@ class Sampler:
         to the power 1 / temperature)."""
         tokens, spans = self.batch.sentence(i)
         rows = self.rows[:self._row_limit(tokens.shape[0])]
-        n_nodes = propose(self.compiled.kernel, self.state, self.cell_rules, self.cell_offsets[i],
+        n_nodes = propose(self.kernel_fields, self.fields, self.cell_rules, self.cell_offsets[i],
                           self.cell_offsets[i + 1], 1.0 / temperature, tokens, spans, self.buffers,
                           int(self.rng.integers(2 ** 62)), rows, self.layout.adapted_of,
                           self.compiled.n_nonterminals, self.family_of, self.nodes)
@@ -113,7 +117,7 @@ class Sampler:
         if pool[N_FREE][0] < nodes.shape[0]:
             self.pool = pool = _grown_pool(pool, nodes.shape[0])
         uniforms = self.rng.random(int(np.count_nonzero(nodes[:, CACHED])))
-        opened = add_tree(self.state, nodes, tree, uniforms, pool)
+        opened = add_tree(self.fields, nodes, tree, uniforms, pool)
         self.trees[tree] = nodes
         self.references[tree] = 1 + opened
         self.current[i] = tree
@@ -127,7 +131,7 @@ class Sampler:
             tree, owner = pending.pop()
             nodes = self.trees[tree]
             closed = np.empty(nodes.shape[0], dtype=np.int64)
-            n_closed = remove_owned(self.state, nodes, owner, pool, closed)
+            n_closed = remove_owned(self.fields, nodes, owner, pool, closed)
             pending.extend((int(pool[TABLE_TREE][t]), int(pool[TABLE_NODE][t])) for t in closed[:n_closed])
             self.references[tree] -= 1
             if self.references[tree] == 0:
@@ -177,7 +181,7 @@ class Sampler:
         old = self.trees[old_tree]
         self._remove(i)
         new, table = self._propose(i, temperature)
-        old_proposal, old_target, new_proposal, new_target = log_scores(self.state, old, new, table, self.scratch)
+        old_proposal, old_target, new_proposal, new_target = log_scores(self.fields, old, new, table, self.scratch)
         self.proposed += 1
         if old_target == -math.inf:
             self.repairs += 1
@@ -361,12 +365,13 @@ def tree_nodes(kernel, rows, n_rows, spans, width, adapted_of, n_nonterminals, f
 
 
 @njit(cache=True)
-def propose(kernel, state, cell_rules, first, last, power, tokens, spans, buffers, seed, rows, adapted_of,
+def propose(kernel_fields, fields, cell_rules, first, last, power, tokens, spans, buffers, seed, rows, adapted_of,
             n_nonterminals, family_of, nodes):
     """Draw utterance's tree from the PCFG approximation of the state (Johnson et al. 2007): the
     weights `fill_predictive_table` of its cells (each to the power ``power``, the annealed proposal),
     `sentence_sample`, then `tree_nodes`.  Returns the number of nodes (0: no parse; -1: the rows
-    overflowed)."""
+    overflowed).  The kernel grammar and the `Restaurants` come as plain tuples (`Sampler.fields`)."""
+    kernel, state = KernelGrammar(*kernel_fields), Restaurants(*fields)
     table = fill_predictive_table(state, cell_rules, first, last, power)
     _, n_rows = sentence_sample(kernel, build_tables(kernel, table), tokens, spans, buffers, seed, rows)
     if n_rows > 0:
@@ -438,21 +443,24 @@ def log_target(state, nodes, scratch):
 
 
 @njit(cache=True)
-def log_scores(state, old, new, table, scratch):
+def log_scores(fields, old, new, table, scratch):
     """(log q, log p) of the old and of the new tree (`log_proposal`, `log_target`); the target of a
-    tree the proposal cannot give (log q = -inf) is taken as -inf (`Sampler.step`)."""
+    tree the proposal cannot give (log q = -inf) is taken as -inf (`Sampler.step`).  ``fields``: the
+    `Restaurants` as a plain tuple."""
+    state = Restaurants(*fields)
     old_proposal = log_proposal(old, table)
     old_target = log_target(state, old, scratch) if old_proposal > -np.inf else -np.inf
     return old_proposal, old_target, log_proposal(new, table), log_target(state, new, scratch)
 
 
 @njit(cache=True)
-def add_tree(state, nodes, tree, uniforms, pool):
+def add_tree(fields, nodes, tree, uniforms, pool):
     """Seat a parse (Johnson et al. 2007): in preorder, a cached adapted node joins a table of its yield
     with probability proportional to (customers - a) (the Pitman-Yor seating; uniforms[c] for the c-th
     cached node, walking the tables in the order they opened), a base-served one opens a table of its
     own (recording the opener: tree id, node), and the base rules outside cached nodes are counted.
-    Returns the number of tables opened."""
+    Returns the number of tables opened.  ``fields``: the `Restaurants` as a plain tuple."""
+    state = Restaurants(*fields)
     counts, row_totals, rule_parent = state.counts, state.row_totals, state.rule_parent
     customers, tables, total_customers, total_tables = (state.customers, state.tables, state.total_customers,
                                                         state.total_tables)
@@ -512,10 +520,12 @@ def add_tree(state, nodes, tree, uniforms, pool):
 
 
 @njit(cache=True)
-def remove_owned(state, nodes, owner, pool, closed):
+def remove_owned(fields, nodes, owner, pool, closed):
     """Take out what `owner` put in the state (node `owner`'s table, or the utterance at -1): its base
     rules and its adapted nodes' customers; a table left without customers is closed and listed in
-    `closed` (its content is the caller's next to remove).  Returns the number of closed tables."""
+    `closed` (its content is the caller's next to remove).  Returns the number of closed tables.
+    ``fields``: the `Restaurants` as a plain tuple."""
+    state = Restaurants(*fields)
     counts, row_totals, rule_parent = state.counts, state.row_totals, state.rule_parent
     customers, tables, total_customers, total_tables = (state.customers, state.tables, state.total_customers,
                                                         state.total_tables)
