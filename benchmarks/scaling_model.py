@@ -45,6 +45,9 @@ LEARNERS = {   # name: (family, algorithm, statistics gathered on the driver rat
     "hmm-cvi2-sharded": ("hmm", "cvi2-sharded", True),
     "lda-vb": ("lda", "vb", False),
     "lda-cvb0-sharded": ("lda", "cvb0-sharded", True),
+    "dmv-vb": ("dmv", "vb", False),
+    "dmv-cvi-sharded": ("dmv", "cvi-sharded", True),
+    "pcfgla-vb": ("pcfgla", "vb", False),
 }
 MODES = {   # name: (workers, processes); None: in this process without Dask
     "in process": None,
@@ -57,14 +60,33 @@ MODES = {   # name: (workers, processes); None: in this process without Dask
 # ------------------------------------------------------------------ measuring
 
 def load_data(family, size):
-    """The corpus of ``size`` units: the first Brown sentences (HMM) or news documents (LDA)."""
+    """The corpus of ``size`` units: the first Brown sentences (HMM), news documents (LDA), EWT training
+    sentences of 1-10 words after punctuation is removed (their UPOS tags, the DMV) or EWT training trees
+    converted to phrase structure (PCFG-LA); with the offsets the shards are cut on (words; PCFG-LA: the
+    trees' nodes), each unit's words and each unit's work, the size measure the compute is modelled on:
+    words for the HMM and LDA (a pass is linear in them), n^3 for a DMV sentence of n words (its chart,
+    Eisner's O(n^3)), nodes for a PCFG-LA tree (its tree is given: an inside-outside step a node)."""
     if family == "hmm":
         from cvbayes.tagging import load_corpus
         corpus = load_corpus("brown", n_sentences=size)
-    else:
+    elif family == "lda":
         corpus = news()
         corpus = corpus[np.arange(min(size, corpus.n_sequences))]
-    return corpus, np.asarray(corpus.offsets)
+    elif family == "dmv":
+        corpus = ewt_tags()
+        corpus = corpus[np.arange(min(size, corpus.n_sequences))]
+        lengths = np.diff(corpus.offsets).astype(float)
+        return corpus, np.asarray(corpus.offsets), lengths, lengths ** 3
+    else:
+        from cvbayes.trees.grammar import LEXICAL
+        from cvbayes.trees.treebank import prepare_treebank
+        prepared = prepare_treebank(ewt_trees()[:size])
+        nodes = prepared.nodes
+        tree_of = np.repeat(np.arange(nodes.n_trees), np.diff(nodes.tree_offsets))
+        words = np.bincount(tree_of[nodes.kind == LEXICAL], minlength=nodes.n_trees).astype(float)
+        return prepared, np.asarray(nodes.tree_offsets), words, np.diff(nodes.tree_offsets).astype(float)
+    lengths = np.diff(corpus.offsets).astype(float)
+    return corpus, np.asarray(corpus.offsets), lengths, lengths
 
 
 @functools.cache
@@ -73,10 +95,32 @@ def news():
     return load_documents("news", min_count=5, max_df=0.5, stop_words="english")
 
 
+@functools.cache
+def ewt_tags():
+    from cvbayes.data.dependencies import read_dependencies, upos_tagset
+    from cvbayes.data.treebanks import treebank_file
+    return read_dependencies(treebank_file("ewt", "train"), tag="upos", tagset=upos_tagset(True),
+                             remove_punctuation=True, max_length=10).as_corpus()
+
+
+@functools.cache
+def ewt_trees():
+    from cvbayes.data import treebank_file
+    from cvbayes.data.ud_to_penn import convert_conllu
+    return [sentence.tree for sentence in convert_conllu(treebank_file("ewt", "train"))]
+
+
 def model_for(family, algorithm, n_iter, size_k):
+    """The learner; ``size_k`` its states (HMM), topics (LDA) or subtypes (PCFG-LA); unused by the DMV."""
     if family == "hmm":
         from cvbayes import HMM
         return HMM(size_k, algorithm=algorithm, n_iter=n_iter, random_state=0)
+    if family == "dmv":
+        from cvbayes import DMV
+        return DMV(algorithm=algorithm, n_iter=n_iter, random_state=0)
+    if family == "pcfgla":
+        from cvbayes import PCFGLA
+        return PCFGLA(n_subtypes=size_k, algorithm=algorithm, n_iter=n_iter, random_state=0)
     from cvbayes import LDA
     return LDA(size_k, algorithm=algorithm, n_iter=n_iter, random_state=0)
 
@@ -98,7 +142,14 @@ def _worker_memory_and_cpu():
     return found["VmHWM"], found["VmRSS"], times.user + times.system
 
 
-def fit_once(learner, data, offsets, mode, client, n_iter, k):
+def table_cells(model, family, data, k):
+    """Cells of the tables the driver updates a pass: K x V (HMM, LDA), the fitted counts' (trees)."""
+    if family in ("hmm", "lda"):
+        return k * len(data.vocabulary)
+    return int(sum(np.size(table) for table in model.counts_))
+
+
+def fit_once(learner, data, offsets, unit_words, unit_work, mode, client, n_iter, k):
     """One fit: its per-pass records (passes after the first) and the workers' memory and CPU."""
     from cvbayes.models.shards import shard_bounds
     family, algorithm, gathered = LEARNERS[learner]
@@ -116,10 +167,12 @@ def fit_once(learner, data, offsets, mode, client, n_iter, k):
     cpu_started, started = time.process_time(), time.perf_counter()
     model.fit(data, **options)
     fit_wall, fit_cpu = time.perf_counter() - started, time.process_time() - cpu_started
-    bounds = offsets[shard_bounds(offsets, n_shards)]
-    record = {"learner": learner, "mode": mode, "tokens": int(offsets[-1]), "units": int(offsets.shape[0] - 1),
-              "words": len(data.vocabulary),
-              "shard_tokens": np.diff(bounds).tolist(), "n_shards": int(bounds.shape[0] - 1),
+    units = shard_bounds(offsets, n_shards)
+    words_before, work_before = (np.concatenate([[0.0], np.cumsum(x)]) for x in (unit_words, unit_work))
+    record = {"learner": learner, "mode": mode, "tokens": int(words_before[-1]), "units": int(offsets.shape[0] - 1),
+              "work": float(work_before[-1]), "cells": table_cells(model, family, data, k),
+              "shard_tokens": np.diff(words_before[units]).tolist(), "shard_work": np.diff(work_before[units]).tolist(),
+              "n_shards": int(units.shape[0] - 1),
               "gathered": gathered, "fit_wall": fit_wall, "load_average": os.getloadavg(),
               "pass_seconds": [r.seconds for r in model.history_][1:]}
     timings = getattr(model, "shard_timings_", None)
@@ -145,8 +198,8 @@ def run_measure(args):
         for size in args.sizes[family]:
             if (family, size) not in data:
                 data[(family, size)] = load_data(family, size)
-    print("corpora:", {f"{f} {s}": int(o[-1]) for (f, s), (_, o) in data.items()}, flush=True)
-    k = {"hmm": args.states, "lda": args.topics}
+    print("corpora:", {f"{f} {s}": int(w.sum()) for (f, s), (_, _, w, _) in data.items()}, flush=True)
+    k = {"hmm": args.states, "lda": args.topics, "dmv": 0, "pcfgla": args.subtypes}
     for mode in args.modes:
         setting = MODES[mode]
         local = client = None
@@ -221,7 +274,9 @@ def _row(r):
     median = lambda name: float(statistics.median(p[name] for p in passes))
     return {
         "learner": r["learner"], "mode": r["mode"], "size": r["size"], "tokens": r["tokens"], "shards": s,
-        "gathered": r["gathered"], "shard_tokens": r["shard_tokens"], "cells": r["k"] * words(r),
+        "gathered": r["gathered"], "shard_tokens": r["shard_tokens"],
+        "shard_work": r.get("shard_work", r["shard_tokens"]), "work": r.get("work", r["tokens"]),
+        "cells": r["cells"] if "cells" in r else r["k"] * words(r),
         "pass": float(statistics.median(r["pass_seconds"])), "wall": median("wall"),
         "compute": [float(statistics.median(c)) for c in zip(*[p["compute"] for p in passes])],
         "compute_cpu": [float(statistics.median(c)) for c in zip(*[p["compute_cpu"] for p in passes])],
@@ -251,7 +306,7 @@ def _nnls(columns, target):
 
 def fit_model(rows):
     """Least squares (non-negative) of each term on its own measured part:
-    CPU seconds per shard = c_L x shard tokens (per learner, through the origin), the share of a core
+    CPU seconds per shard = c_L x shard work (per learner, through the origin; work: `load_data`), the share of a core
     the tasks had (median of the runs) kept to turn CPU seconds into wall seconds;
     broadcast = b0 + bytes sent / beta;  overhead = o x tasks + bytes returned / rho;
     reduction path = m x steps x bytes of one result;  pass - rounds' wall (the driver) = d_L x K x V."""
@@ -260,9 +315,9 @@ def fit_model(rows):
         mine = [r for r in rows if r["learner"] == learner]
         if not mine:
             continue
-        tokens = np.concatenate([r["shard_tokens"] for r in mine])
+        work = np.concatenate([r["shard_work"] for r in mine])
         seconds = np.concatenate([r["compute_cpu"] for r in mine])
-        coef["compute"][learner] = float(tokens @ seconds / (tokens @ tokens))
+        coef["compute"][learner] = float(work @ seconds / (work @ work))
         coef["driver"][learner] = float(_nnls([[r["cells"] for r in mine]], [r["pass"] - r["wall"] for r in mine])[0])
     b0, per_byte = _nnls([np.ones(len(rows)), [r["sent"] for r in rows]], [r["broadcast"] for r in rows])
     per_task, per_returned = _nnls([[r["tasks"] for r in rows], [r["returned"] for r in rows]],
@@ -277,7 +332,7 @@ def fit_model(rows):
 def predict(coef, row, share=None):
     """The model's pass time for a measured row's setting, by term: the compute at the share of a core
     ``share`` (by default the fitted runs' median)."""
-    return {"compute": coef["compute"][row["learner"]] * max(row["shard_tokens"]) / (share or coef["share"]),
+    return {"compute": coef["compute"][row["learner"]] * max(row["shard_work"]) / (share or coef["share"]),
             "broadcast": coef["broadcast_fixed"] + coef["broadcast_per_byte"] * row["sent"],
             "overhead": coef["per_task"] * row["tasks"] + coef["returned_per_byte"] * row["returned"],
             "reduce": coef["merge_per_byte"] * row["steps"] * row["result_bytes"],
@@ -304,15 +359,15 @@ def check(rows, fit_on, held_out, name):
 
 
 def in_process(records):
-    """The runs without Dask (one numba thread): CPU seconds a token per learner (a pass's seconds per
-    token times the share of a core the process had over its fit, CPU seconds / wall seconds: a cross-check
-    of the workers' CPU seconds a token), and the median of that share (the driver's, on this machine)."""
+    """The runs without Dask (one numba thread): CPU seconds a unit of work per learner (a token for the
+    HMM and LDA; `load_data`) (a pass's seconds per unit times the share of a core the process had over its fit, CPU seconds / wall seconds: a cross-check
+    of the workers' CPU seconds a unit), and the median of that share (the driver's, on this machine)."""
     found, shares = {}, []
     for r in records:
         if r["mode"] == "in process":
             share = r["driver_cpu_seconds"] / r["fit_wall"]
             shares.append(share)
-            found.setdefault(r["learner"], []).append(statistics.median(r["pass_seconds"]) / r["tokens"] * share)
+            found.setdefault(r["learner"], []).append(statistics.median(r["pass_seconds"]) / r.get("work", r["tokens"]) * share)
     return {learner: float(statistics.median(values)) for learner, values in found.items()}, float(np.median(shares))
 
 
@@ -329,16 +384,31 @@ def memory_fit(rows):
     return fits
 
 
-def project(coef, driver_share, memory, k):
-    """Pass time on P cores (one worker each) for N tokens, by term, on the assumed cluster (CLUSTER).
+def scales(records):
+    """Per learner, (cells of the driver's tables, work a token) on the cluster: K x the assumed vocabulary
+    for the HMM and LDA (work: tokens); the trees' as measured on the largest corpus (their tag sets and
+    grammars do not grow with the corpus as a vocabulary does; PCFG-LA's grammar grows slowly, taken as fixed)."""
+    found = {}
+    for r in sorted(records, key=lambda r: r["tokens"]):
+        family = LEARNERS[r["learner"]][0]
+        if family in ("hmm", "lda"):
+            found[r["learner"]] = (r["k"] * CLUSTER["words"], 1.0)
+        else:
+            found[r["learner"]] = (r["cells"], r["work"] / r["tokens"])
+    return found
+
+
+def project(coef, driver_share, memory, scale):
+    """Pass time on P cores (one worker each) for N tokens, by term, on the assumed cluster (CLUSTER);
+    ``scale``: `scales`.
     The CPU-bound costs measured here at a share of a core (serialising a byte, a broadcast's fixed cost,
     the driver's tables) are taken at a whole core: times the driver's share measured in process."""
     net = 1.0 / CLUSTER["bandwidth"]
     table = {}
-    for learner, (family, _, gathered) in LEARNERS.items():
+    for learner, (_, _, gathered) in LEARNERS.items():
         if learner not in coef["compute"]:
             continue
-        cells = k[family] * CLUSTER["words"]
+        cells, work_per_token = scale[learner]
         table_bytes = 8.0 * cells
         hop = table_bytes * (net + coef["broadcast_per_byte"] * driver_share)   # one copy of a table, sent
         add = table_bytes * coef["merge_per_byte"] * driver_share               # one addition of two
@@ -352,7 +422,7 @@ def project(coef, driver_share, memory, k):
                 tasks, results, reduce = 2 * p - 1, hop, math.ceil(math.log2(p)) * (hop + add)
             for n in TOKENS:
                 shard = n / p
-                terms = {"compute": coef["compute"][learner] * shard * CLUSTER["imbalance"], "broadcast": broadcast,
+                terms = {"compute": coef["compute"][learner] * shard * work_per_token * CLUSTER["imbalance"], "broadcast": broadcast,
                          "scheduler": tasks * CLUSTER["task_overhead"], "results": results, "reduce": reduce,
                          "driver": coef["driver"][learner] * cells * driver_share}
                 worker_mib = memory[learner]["base_mib"] + memory[learner]["mib_per_million_tokens"] * shard / 1e6 \
@@ -380,17 +450,16 @@ def run_model(args):
     ]
     per_token, driver_share = in_process(records)
     memory = memory_fit(rows)
-    k = {LEARNERS[r["learner"]][0]: r["k"] for r in records}
-    projection = project(coef, driver_share, memory, k)
+    projection = project(coef, driver_share, memory, scales(records))
     OUTPUT.mkdir(parents=True, exist_ok=True)
-    (OUTPUT / "model.json").write_text(json.dumps({
+    (OUTPUT / f"{args.output}.json").write_text(json.dumps({
         "measured": [run["date"] for run in chosen],
         "load_average": [r["load_average"][0] for r in records], "cluster": CLUSTER, "coefficients": coef,
         "in_process_cpu_seconds_per_token": per_token,
         "driver_share": driver_share, "memory": memory, "checks": checks, "rows": rows,
         "projection": [{"learner": key[0], "cores": key[1], "tokens": key[2], **value}
                        for key, value in projection.items()]}, indent=1))
-    plot(projection, OUTPUT / "projection.png")
+    plot(projection, OUTPUT / ("projection.png" if args.output == "model" else f"{args.output}_projection.png"))
     print_tables(rows, coef, per_token, driver_share, memory, checks, projection)
 
 
@@ -475,6 +544,9 @@ def main():
     measure.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
     measure.add_argument("--hmm-sentences", type=int, nargs="+", default=[3000, 10000, 30000])
     measure.add_argument("--lda-documents", type=int, nargs="+", default=[380, 1200, 3800])
+    measure.add_argument("--dmv-sentences", type=int, nargs="+", default=[540, 1700, 5386])
+    measure.add_argument("--la-trees", type=int, nargs="+", default=[400, 1260, 4000])
+    measure.add_argument("--subtypes", type=int, default=4, help="PCFG-LA's H")
     measure.add_argument("--states", type=int, default=45)
     measure.add_argument("--topics", type=int, default=50)
     measure.add_argument("--iterations", type=int, default=4)
@@ -482,9 +554,12 @@ def main():
     model = sub.add_parser("model")
     model.add_argument("--runs", type=int, nargs="+", default=[-1],
                        help="which measure runs of results/scaling.json (indices; repeats give medians)")
+    model.add_argument("--output", default="model",
+                       help="docs/results/scaling/OUTPUT.json (and OUTPUT_projection.png unless model)")
     args = parser.parse_args()
     if args.what == "measure":
-        args.sizes = {"hmm": args.hmm_sentences, "lda": args.lda_documents}
+        args.sizes = {"hmm": args.hmm_sentences, "lda": args.lda_documents, "dmv": args.dmv_sentences,
+                      "pcfgla": args.la_trees}
         run_measure(args)
     else:
         run_model(args)
