@@ -4,8 +4,10 @@ Two subcommands:
 
 ``measure``
     Fits HMM-vb and HMM-cvi2-sharded on Brown's text (the first N sentences, unsupervised), and LDA-vb
-    and LDA-cvb0-sharded on the news articles (the first N documents), at three corpus sizes spanning
-    10x, in four ways: in this process on one core (no Dask: the reference compute per token, its CPU
+    and LDA-cvb0-sharded on the news articles (the first N documents), the DMV's vb and cvi-sharded on
+    EWT's UPOS sentences of at most 10 words and PCFG-LA's vb on EWT's converted trees (`load_data`: their
+    compute is modelled on chart work, n^3 a sentence or a node, not on tokens), at three corpus sizes
+    spanning 10x, in four ways: in this process on one core (no Dask: the reference compute per token, its CPU
     seconds measured too), on a LocalCluster of 1 and of 2 worker processes (one thread each), and of 2
     workers as threads of one process.  Every fit's ``shard_timings_`` (compute per shard measured in
     the worker, bytes sent and returned, broadcast, reduction, overhead) is kept per pass, with the
@@ -20,6 +22,9 @@ Two subcommands:
 
     nice -n 10 python benchmarks/scaling_model.py measure
     python benchmarks/scaling_model.py model
+    NUMBA_NUM_THREADS=1 nice -n 10 python benchmarks/scaling_model.py measure \
+        --learners dmv-vb dmv-cvi-sharded pcfgla-vb --la-trees 1250 4000 12543 --iterations 6 --repeats 3
+    python benchmarks/scaling_model.py model --runs -1 --output trees
 
 The machine it was measured on has 2 cores shared with other engineers' jobs: the load average is
 recorded with every record, and the model's per-token compute for the projection is taken from CPU
@@ -489,7 +494,7 @@ def plot(projection, path):
 
 
 def print_tables(rows, coef, per_token, driver_share, memory, checks, projection):
-    print("\n## measured (medians over passes 2-4)\n")
+    print("\n## measured (medians over the passes after the first)\n")
     print("| learner | mode | tokens | s/pass | rounds' wall | compute per shard (CPU) | share of a core | broadcast | "
           "overhead | reduction path | driver | MB sent / returned | worker peak MiB |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
