@@ -186,7 +186,8 @@ def pcfg_fitted(model):
     return arrays
 
 
-@pytest.mark.parametrize("algorithm", list(PCFG_ALGORITHMS))
+# cvi-sharded refuses checkpoints (its shards' local statistics are not saved), as the DMV's does
+@pytest.mark.parametrize("algorithm", [name for name in PCFG_ALGORITHMS if name != "cvi-sharded"])
 def test_every_pcfg_algorithm_resumes_bit_for_bit(tmp_path, algorithm):
     rng = np.random.default_rng(1)
     sentences = [["abc"[i] for i in rng.integers(0, 3, size=rng.integers(1, 6))] for _ in range(20)]

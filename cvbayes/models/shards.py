@@ -367,7 +367,7 @@ class Shards:
         homes = {self.homes[s] for s in owners}
 
         def raise_if_gone():
-            gone = homes - set(self.client.scheduler_info()["workers"])
+            gone = homes - set(_worker_addresses(self.client))
             if gone:
                 self.client.cancel(futures)
                 raise WorkerLostError(f"the worker {', '.join(sorted(gone))} left the cluster")
@@ -438,15 +438,22 @@ class WorkerLostError(RuntimeError):
     """A worker that held shards' state between passes left the cluster."""
 
 
+def _worker_addresses(client):
+    """The addresses of the workers the scheduler has now, asked of it: ``client.scheduler_info()`` may
+    return the client's periodic cache, which carries no workers, so a check on it could see every worker
+    gone."""
+    return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
+
+
 def _workers(client):
     """The addresses of the client's workers, sorted, once at least one has joined."""
-    if not client.scheduler_info()["workers"]:
+    if not _worker_addresses(client):
         try:
             client.wait_for_workers(1, timeout=WORKER_TIMEOUT)
         except TimeoutError:
             raise RuntimeError(f"no Dask worker joined the scheduler {client.scheduler.address} within "
                                f"{WORKER_TIMEOUT} s; start workers (dask worker ADDRESS)") from None
-    return sorted(client.scheduler_info()["workers"])
+    return sorted(_worker_addresses(client))
 
 
 def _clean_up(client, token, folder):
