@@ -12,8 +12,12 @@ symbols, has n + 1 gaps (gap 0 before x_0, gap g after x_{g-1}) and two kinds of
 
 Each gap draws from its owner's insertion row until it stops or has inserted ``max_insertions`` = K
 symbols, when it stops without a draw: at most K insertions a gap keep the lattice finite, of
-(n + 1)(m + 1)(K + 1) nodes.  Lee et al.'s split (u -> b b') is the case K = 1 with the inserted symbol
-conditioned on u.  The generative order is gap 0, x_0's emission, gap 1, x_1's emission, ..., gap n.
+(n + 1)(m + 1)(K + 1) nodes.  A deleted symbol opens no gap: as in Lee et al.'s three exclusive
+operations (substitute u -> b, split u -> b b', delete u -> eps; the split is our K = 1 with the inserted
+symbol conditioned on u), a unit either vanishes or is rewritten.  Letting a deleted symbol insert would
+give every substitution u -> b a second path, delete u then insert b, and EM and CVI do wander into that
+mode (a symbol learned as "always deleted, then re-inserted").  The generative order is gap 0, x_0's
+emission, gap 1 (only if x_0 was kept), x_1's emission, ..., gap n.
 
 One pair's edit weights are a matrix ``w`` (2n + 1, m + 1): row i < n holds x_i's emission row
 restricted to y (``w[i, 0]`` deletion, ``w[i, 1 + j]`` substitution of y_j), row n + g gap g's insertion
@@ -84,9 +88,10 @@ def scatter_counts(x, y, n_underlying, post, sign, counts, totals):
 @njit(cache=True)
 def _forward(w, n, m, max_insertions, alpha, exits, scales):
     """Scaled forward messages (the sum over edit paths of Ristad and Yianilos 1998, eq. 6-7, in our
-    lattice): alpha[g, j, k] is the mass of the paths that reach gap g having emitted y_0..y_{j-1} with
-    k insertions in this gap, exits[g, j] the mass that leaves gap g there; each layer is divided by its
-    sum scales[g].  Returns log p(y | x), -inf when no path reaches the end."""
+    lattice): alpha[g, j, k] is the mass of the paths in gap g having emitted y_0..y_{j-1} with k
+    insertions in it, exits[g, j] the mass that leaves gap g there (with the paths that deleted x_{g-1}
+    and so skipped the gap); each layer is divided by its sum scales[g].  Returns log p(y | x), -inf
+    when no path reaches the end."""
     K = max_insertions
     log_z = 0.0
     for g in range(n + 1):
@@ -95,24 +100,24 @@ def _forward(w, n, m, max_insertions, alpha, exits, scales):
             for k in range(K + 1):
                 alpha[g, j, k] = 0.0
             if g == 0:
+                exits[0, j] = 0.0
                 alpha[0, j, 0] = 1.0 if j == 0 else 0.0
             else:
                 i = g - 1  # x_i is emitted between gap g - 1 and gap g
-                v = exits[g - 1, j] * w[i, 0]
+                exits[g, j] = exits[i, j] * w[i, 0]
                 if j > 0:
-                    v += exits[g - 1, j - 1] * w[i, j]
-                alpha[g, j, 0] = v
+                    alpha[g, j, 0] = exits[i, j - 1] * w[i, j]
         for k in range(K):
             for j in range(m):
                 alpha[g, j + 1, k + 1] += alpha[g, j, k] * w[gap, 1 + j]
         total = 0.0
         for j in range(m + 1):
-            v = alpha[g, j, K]
+            v = exits[g, j] + alpha[g, j, K]
+            total += exits[g, j] + alpha[g, j, K]
             for k in range(K):
                 v += alpha[g, j, k] * w[gap, 0]
-            exits[g, j] = v
-            for k in range(K + 1):
                 total += alpha[g, j, k]
+            exits[g, j] = v
         if total <= 0.0:
             return -np.inf
         scales[g] = total
@@ -152,8 +157,8 @@ def edit_posteriors(w, n, m, max_insertions, alpha, beta, exits, scales, post):
     for r in range(2 * n + 1):
         for c in range(m + 1):
             post[r, c] = 0.0
-    # beta[g, j, k]: the scaled mass of completing the path from node (g, j, k); `after` is the scaled
-    # mass of completing it from leaving gap g at surface position j
+    # beta[g, j, k]: the scaled mass of completing the path from node (g, j, k); beta[g, j, K], where the
+    # gap stops without a draw, is also the mass of completing it from leaving gap g at j (`after`)
     for g in range(n, -1, -1):
         gap = n + g
         for j in range(m, -1, -1):
@@ -161,18 +166,16 @@ def edit_posteriors(w, n, m, max_insertions, alpha, beta, exits, scales, post):
                 after = 1.0 if j == m else 0.0
             else:
                 inverse_next = 1.0 / scales[g + 1]
-                after = w[g, 0] * beta[g + 1, j, 0]
-                delete = exits[g, j] * w[g, 0] * beta[g + 1, j, 0] * inverse_next
-                post[g, 0] += delete * inverse_z
+                delete = w[g, 0] * beta[g + 1, j, K]  # x_g deleted: straight out of gap g + 1
+                post[g, 0] += exits[g, j] * delete * inverse_next * inverse_z
+                after = delete
                 if j < m:
-                    substitute = exits[g, j] * w[g, 1 + j] * beta[g + 1, j + 1, 0] * inverse_next
-                    post[g, 1 + j] += substitute * inverse_z
-                    after += w[g, 1 + j] * beta[g + 1, j + 1, 0]
+                    substitute = w[g, 1 + j] * beta[g + 1, j + 1, 0]
+                    post[g, 1 + j] += exits[g, j] * substitute * inverse_next * inverse_z
+                    after += substitute
                 after *= inverse_next
-            for k in range(K, -1, -1):
-                if k == K:
-                    beta[g, j, k] = after
-                    continue
+            beta[g, j, K] = after
+            for k in range(K - 1, -1, -1):
                 v = w[gap, 0] * after
                 post[gap, 0] += alpha[g, j, k] * v * inverse_z
                 if j < m:
@@ -201,8 +204,7 @@ def edit_viterbi(w, n, m, max_insertions, alignment):
     K = max_insertions
     score = np.full((n + 1, m + 1, K + 1), -np.inf)
     exit_score = np.full((n + 1, m + 1), -np.inf)
-    exit_k = np.zeros((n + 1, m + 1), dtype=np.int64)
-    substituted = np.zeros((n + 1, m + 1), dtype=np.bool_)
+    exit_k = np.zeros((n + 1, m + 1), dtype=np.int64)  # insertions of the best way out; -1: x deleted
     with_log = np.full((2 * n + 1, m + 1), -np.inf)
     for r in range(2 * n + 1):
         for c in range(m + 1):
@@ -210,17 +212,11 @@ def edit_viterbi(w, n, m, max_insertions, alignment):
                 with_log[r, c] = math.log(w[r, c])
     for g in range(n + 1):
         gap = n + g
-        for j in range(m + 1):
-            if g == 0:
-                score[0, j, 0] = 0.0 if j == 0 else -np.inf
-            else:
-                best = exit_score[g - 1, j] + with_log[g - 1, 0]
-                if j > 0:
-                    v = exit_score[g - 1, j - 1] + with_log[g - 1, j]
-                    if v > best:
-                        best = v
-                        substituted[g, j] = True
-                score[g, j, 0] = best
+        if g == 0:
+            score[0, 0, 0] = 0.0
+        else:
+            for j in range(1, m + 1):
+                score[g, j, 0] = exit_score[g - 1, j - 1] + with_log[g - 1, j]
         for k in range(K):
             for j in range(m):
                 score[g, j + 1, k + 1] = score[g, j, k] + with_log[gap, 1 + j]
@@ -230,6 +226,10 @@ def edit_viterbi(w, n, m, max_insertions, alignment):
                 v = score[g, j, k] + with_log[gap, 0]
                 if v >= best:
                     best, best_k = v, k
+            if g > 0:
+                v = exit_score[g - 1, j] + with_log[g - 1, 0]
+                if v >= best:
+                    best, best_k = v, -1
             exit_score[g, j] = best
             exit_k[g, j] = best_k
     if exit_score[n, m] == -np.inf:
@@ -238,20 +238,47 @@ def edit_viterbi(w, n, m, max_insertions, alignment):
     count = 0
     j = m
     for g in range(n, -1, -1):
+        if exit_k[g, j] < 0:
+            alignment[count, 0], alignment[count, 1] = g - 1, DELETE
+            count += 1
+            continue
         for _ in range(exit_k[g, j]):
             j -= 1
             alignment[count, 0], alignment[count, 1] = INSERT, j
             count += 1
         if g == 0:
             break
-        if substituted[g, j]:
-            j -= 1
-            alignment[count, 0], alignment[count, 1] = g - 1, j
-        else:
-            alignment[count, 0], alignment[count, 1] = g - 1, DELETE
+        j -= 1
+        alignment[count, 0], alignment[count, 1] = g - 1, j
         count += 1
     for a in range(count // 2):
         b = count - 1 - a
         for side in range(2):
             alignment[a, side], alignment[b, side] = alignment[b, side], alignment[a, side]
     return exit_score[n, m], count
+
+
+def sample_surface(rng, table, x, max_insertions):
+    """Draw y from the channel's generative story (module notes) for the underlying ids ``x`` under a
+    (2U + 1, B + 1) table of normalised rows; returns (y, its edit sequence in `edit_viterbi`'s rows)."""
+    n_underlying = (table.shape[0] - 1) // 2
+    y, rows = [], []
+
+    def gap(owner):
+        for _ in range(max_insertions):
+            outcome = rng.choice(table.shape[1], p=table[owner])
+            if outcome == 0:
+                return
+            rows.append((INSERT, len(y)))
+            y.append(outcome - 1)
+
+    gap(2 * n_underlying)
+    for i, u in enumerate(x):
+        outcome = rng.choice(table.shape[1], p=table[u])
+        if outcome == 0:
+            rows.append((i, DELETE))
+            continue
+        rows.append((i, len(y)))
+        y.append(outcome - 1)
+        gap(n_underlying + u)
+    return np.array(y, dtype=np.int64), np.array(rows, dtype=np.int64).reshape(-1, 2)

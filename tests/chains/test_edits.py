@@ -5,26 +5,28 @@ import numpy as np
 import pytest
 
 from cvbayes.chains.edits import (DELETE, INSERT, edit_posteriors, edit_viterbi, feasible, fill_weights,
-                                  lattice_buffers, log_likelihood, scatter_counts)
+                                  lattice_buffers, log_likelihood, sample_surface, scatter_counts)
 
 
 def edit_sequences(n, m, max_insertions):
     """Every edit sequence rewriting n underlying symbols into m surface ones, in the generative order
-    (gap 0, x_0's emission, gap 1, ..., gap n), each as (edits used (r, c) of the weight layout, the
+    (gap 0, x_0's emission, gap 1 if x_0 was kept, ..., gap n), each as (edits used (r, c) of the weight layout, the
     alignment rows (i, j))."""
     out = []
 
     def gap(g, j, k, used, rows):
         if k < max_insertions and j < m:
             gap(g, j + 1, k + 1, used + [(n + g, 1 + j)], rows + [(INSERT, j)])
-        stopped = used + ([(n + g, 0)] if k < max_insertions else [])
+        leave(g, j, used + ([(n + g, 0)] if k < max_insertions else []), rows)
+
+    def leave(g, j, used, rows):
         if g == n:
             if j == m:
-                out.append((stopped, rows))
+                out.append((used, rows))
             return
-        gap(g + 1, j, 0, stopped + [(g, 0)], rows + [(g, DELETE)])
+        leave(g + 1, j, used + [(g, 0)], rows + [(g, DELETE)])  # a deleted symbol opens no gap
         if j < m:
-            gap(g + 1, j + 1, 0, stopped + [(g, 1 + j)], rows + [(g, j)])
+            gap(g + 1, j + 1, 0, used + [(g, 1 + j)], rows + [(g, j)])
 
     gap(0, 0, 0, [], [])
     return out
@@ -76,8 +78,7 @@ def test_counting_semiring_identity():
 
 
 def test_channel_is_a_distribution_over_surface_strings():
-    """Normalised rows: p(y | x) sums to one over every surface string the channel can write, and the
-    expected number of stops equals the number of gaps that draw one."""
+    """Normalised rows: p(y | x) sums to one over every surface string the channel can write."""
     rng = np.random.default_rng(7)
     n_underlying, n_surface, max_insertions = 3, 2, 1
     table = rng.dirichlet(np.ones(n_surface + 1), size=2 * n_underlying + 1)
@@ -110,3 +111,23 @@ def test_impossible_pair_and_scatter():
     np.testing.assert_allclose(totals, counts.sum(axis=1))
     scatter_counts(x, y, 2, post, -1.0, counts, totals)
     np.testing.assert_allclose(counts, 0.0, atol=1e-15)
+
+
+def test_sampler_follows_the_lattice():
+    """`sample_surface`'s draws: their frequencies match p(y | x), and each edit sequence is one the
+    lattice enumerates."""
+    rng = np.random.default_rng(11)
+    table = rng.dirichlet(np.ones(3), size=5)
+    x = np.array([0, 1], dtype=np.int64)
+    draws = {}
+    for _ in range(4000):
+        y, rows = sample_surface(rng, table, x, 1)
+        assert any(np.array_equal(np.array(seq, dtype=np.int64).reshape(-1, 2), rows)
+                   for _, seq in edit_sequences(2, y.shape[0], 1))
+        draws[tuple(y)] = draws.get(tuple(y), 0) + 1
+    for y, count in draws.items():
+        y = np.array(y, dtype=np.int64)
+        w = np.empty((5, y.shape[0] + 1))
+        fill_weights(x, y, 2, table, w)
+        p = np.exp(run(w, 2, y.shape[0], 1)[0])
+        assert abs(count / 4000 - p) < 4 * np.sqrt(p * (1 - p) / 4000) + 1e-3
