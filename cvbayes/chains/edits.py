@@ -12,7 +12,7 @@ symbols, has n + 1 gaps (gap 0 before x_0, gap g after x_{g-1}) and two kinds of
 
 Each gap draws from its owner's insertion row until it stops or has inserted ``max_insertions`` = K
 symbols, when it stops without a draw: at most K insertions a gap keep the lattice finite, of
-(n + 1)(m + 1)(K + 1) nodes.  A deleted symbol opens no gap: as in Lee et al.'s three exclusive
+(n + 1)(m + 1)(K + 1) nodes, and a pair has an edit sequence only if m <= n + (n + 1) K.  A deleted symbol opens no gap: as in Lee et al.'s three exclusive
 operations (substitute u -> b, split u -> b b', delete u -> eps; the split is our K = 1 with the inserted
 symbol conditioned on u), a unit either vanishes or is rewritten.  Letting a deleted symbol insert would
 give every substitution u -> b a second path, delete u then insert b, and EM and CVI do wander into that
@@ -43,12 +43,6 @@ def lattice_buffers(longest_x, longest_y, max_insertions):
     width = longest_y + 1
     return (np.empty((layers, width, max_insertions + 1)), np.empty((layers, width, max_insertions + 1)),
             np.empty((layers, width)), np.empty(layers))
-
-
-@njit(cache=True)
-def feasible(n, m, max_insertions):
-    """Whether some edit sequence rewrites n underlying symbols into m surface ones: m <= n + (n + 1) K."""
-    return m <= n + (n + 1) * max_insertions
 
 
 @njit(cache=True)

@@ -341,7 +341,10 @@ EXPERIMENTS = {
         "alignments latent; total variation between learned and true rows beside the table of the true "
         "alignments; writes under --out/channel.",
         (option("--algorithms", type=comma_list, default=None, help="em,vb,cvi (default: all three)"),
-         FIRST_SEED, seeds(3), PASSES.but(help="passes of every learner (default 20)"))),
+         FIRST_SEED, seeds(3), PASSES.but(help="passes of every learner (default 20)"),
+         option("--noise", type=float, default=1.0,
+                help="scales the true channel's deletion, substitution and insertion rates (default 1: "
+                     "2-8%%, 5-20%% and 1-5%%; at most 3.57)"))),
     "units": Experiment(
         "units", "acoustic unit discovery: vb, cvi, gibbs, svi and scvi on TIDIGITS, planted and synthetic speech",
         "cvbayes.AcousticUnits (issue 30) on TIDIGITS (real speech; word-level checks: segments against the "

@@ -56,6 +56,7 @@ EPENTHETIC = "6tdnrh"
 DELETION = (0.02, 0.08)
 SUBSTITUTION = (0.05, 0.20)
 INSERTION = (0.01, 0.05)
+MAX_NOISE = 1.0 / (DELETION[1] + SUBSTITUTION[1])  # beyond it a phoneme could lose its identity mass
 
 
 def phoneme_ids():
@@ -63,19 +64,19 @@ def phoneme_ids():
     return {phoneme: i for i, phoneme in enumerate("".join(CLASSES.values()))}
 
 
-def draw_channel(rng, ids):
+def draw_channel(rng, ids, noise=1.0):
     """A true (2U + 1, B + 1) channel table (`EditChannel.counts_`'s layout, U = B = the phonemes): each
     phoneme deleted with a probability from `DELETION`, replaced with one from `SUBSTITUTION` spread over up
     to three others of its class, kept otherwise; each gap inserts with a probability from `INSERTION`,
-    the inserted phoneme 80% from `EPENTHETIC` and 20% from the rest."""
+    the inserted phoneme 80% from `EPENTHETIC` and 20% from the rest.  ``noise`` scales the three ranges."""
     n = len(ids)
     table = np.zeros((2 * n + 1, n + 1))
     for members in CLASSES.values():
         for phoneme in members:
             u = ids[phoneme]
             others = [ids[p] for p in members if p != phoneme]
-            deleted = rng.uniform(*DELETION)
-            replaced = rng.uniform(*SUBSTITUTION)
+            deleted = noise * rng.uniform(*DELETION)
+            replaced = noise * rng.uniform(*SUBSTITUTION)
             targets = rng.choice(others, size=min(3, len(others)), replace=False)
             table[u, 0] = deleted
             table[u, 1 + targets] = replaced * rng.dirichlet(np.ones(targets.shape[0]))
@@ -84,7 +85,7 @@ def draw_channel(rng, ids):
     inserted = np.full(n, 0.2 / (n - epenthetic.shape[0]))
     inserted[epenthetic] = 0.8 * rng.dirichlet(np.ones(epenthetic.shape[0]))
     for row in range(n, 2 * n + 1):
-        rate = rng.uniform(*INSERTION)
+        rate = noise * rng.uniform(*INSERTION)
         table[row, 0] = 1.0 - rate
         table[row, 1:] = rate * inserted
     return table
@@ -141,11 +142,11 @@ def scores(table, true, frequency, n):
             "insertion_tv": float(np.average(tv[n:], weights=np.maximum(frequency[n:], 1e-12)))}
 
 
-def run_seed(words, seed, learners, passes, quiet):
+def run_seed(words, seed, learners, passes, quiet, noise=1.0):
     ids = phoneme_ids()
     n = len(ids)
     rng = np.random.default_rng(seed)
-    true = draw_channel(rng, ids)
+    true = draw_channel(rng, ids, noise)
     pairs, true_counts = noisy_words(rng, true, words, ids)
     frequency = true_counts.sum(axis=1)
     rows = [{"seed": seed, "learner": "alignments seen (posterior mean)", "passes": 0, "seconds": 0.0,
@@ -181,8 +182,8 @@ def _identity(n):
 
 def table_text(rows, settings):
     keys = ("emission_tv", "emission_tv_frequent", "emission_tv_max_frequent", "insertion_tv")
-    lines = [f"# Edit channel recovered from Brent's words ({settings['pairs']} pairs, seeds "
-             f"{', '.join(map(str, settings['seeds']))})", "",
+    lines = [f"# Edit channel recovered from Brent's words ({settings['pairs']} pairs, noise x{settings['noise']:g}, "
+             f"seeds {', '.join(map(str, settings['seeds']))})", "",
              "Total variation between learned and true rows (mean ± sd over seeds): emission rows weighted by "
              f"tokens, unweighted over phonemes of >= {FREQUENT} tokens and their worst, insertion rows weighted "
              "by gaps. Lee et al. (2015) publish no channel-recovery figure to set beside these.", "",
@@ -218,17 +219,19 @@ def plot(path, curves_by_seed, rows):
     plt.close(fig)
 
 
-def run(out, seeds, learners=LEARNERS, passes=PASSES, quiet=False):
+def run(out, seeds, learners=LEARNERS, passes=PASSES, quiet=False, noise=1.0):
     """Every learner on each seed's channel; writes results.json, table.md and recovery.png under ``out``."""
+    if not 0.0 < noise <= MAX_NOISE:
+        raise ValueError(f"noise must lie in (0, {MAX_NOISE}], got {noise}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     words = [word for utterance in load_brent().segments for word in utterance]
     rows, curves = [], {}
     started = time.perf_counter()
     for seed in seeds:
-        seed_rows, curves[seed] = run_seed(words, seed, learners, passes, quiet)
+        seed_rows, curves[seed] = run_seed(words, seed, learners, passes, quiet, noise)
         rows += seed_rows
-    settings = {"seeds": list(seeds), "learners": list(learners), "passes": passes, "prior": PRIOR,
+    settings = {"seeds": list(seeds), "learners": list(learners), "passes": passes, "prior": PRIOR, "noise": noise,
                 "max_insertions": MAX_INSERTIONS, "pairs": len(words), "deletion": DELETION,
                 "substitution": SUBSTITUTION, "insertion": INSERTION, "classes": CLASSES,
                 "epenthetic": EPENTHETIC, "seconds": time.perf_counter() - started}
@@ -248,7 +251,7 @@ def run_from_command_line(args):
     wrong = [name for name in learners if name not in LEARNERS]
     if wrong:
         raise ValueError(f"unknown algorithm {wrong[0]!r}; choose from {', '.join(LEARNERS)}")
-    run(out, seed_range(args), learners, args.passes or PASSES, quiet=args.quiet)
+    run(out, seed_range(args), learners, args.passes or PASSES, quiet=args.quiet, noise=args.noise)
 
 
 EXPERIMENTS = {NAME: run_from_command_line}

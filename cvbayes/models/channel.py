@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..chains.edits import DELETE, INSERT, edit_viterbi, feasible, fill_weights
+from ..chains.edits import DELETE, INSERT, edit_viterbi, fill_weights
 from ..core import rules
 from ..core.rules import MAP, MEAN, VB
 from ..core.units import max_length

@@ -123,3 +123,14 @@ def test_bad_input_is_named():
         EditChannel(max_insertions=-1)
     with pytest.raises(ValueError, match="unknown algorithm"):
         EditChannel("gibbs")
+
+
+@pytest.mark.parametrize("algorithm", ["vb", "cvi"])
+def test_checkpoint_restores_a_finished_fit(channel_data, tmp_path, algorithm):
+    _, pairs = channel_data
+    path = tmp_path / "run.ckpt"
+    fitted = EditChannel(algorithm, n_iter=3, n_underlying=N_SYMBOLS, n_surface=N_SYMBOLS).fit(pairs[:100],
+                                                                                           checkpoint=path)
+    again = EditChannel(algorithm, n_iter=3, n_underlying=N_SYMBOLS, n_surface=N_SYMBOLS).fit(pairs[:100],
+                                                                                          checkpoint=path)
+    np.testing.assert_array_equal(again.counts_, fitted.counts_)
