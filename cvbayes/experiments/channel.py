@@ -47,7 +47,7 @@ CLASSES = {
     "fricatives and affricates": "fvTDszSZhcG",
     "nasals": "mnN~M",
     "liquids and glides": "lrywWL",
-    "vowels": "IE&Aa O U6ieuo3R".replace(" ", ""),
+    "vowels": "IE&AaOU6ieuo3R",
     "diphthongs and r-coloured vowels": "9Q7#%*()",
 }
 EPENTHETIC = "6tdnrh"

@@ -11,7 +11,7 @@ Algorithms (the thesis's shortcut, DESIGN.md: one lattice, three tables):
 
 * ``em``: batch, MAP tables (with alpha, beta <= 1 the MLE: Ristad and Yianilos's EM);
 * ``vb``: batch, mean-field VB on exp(E[log theta]) (thesis eq. 3.20-3.22); its ELBO never decreases;
-* ``cvi``: leave-one-out over pairs on the posterior means of the other pairs' counts (eq. 3.47-3.50).
+* ``cvi``: leave-one-out over pairs on the posterior means of the other pairs' counts (eq. 3.44-3.50).
 
 Every algorithm starts from the expected counts of one E-step (not counted as a pass) under a start
 channel that deletes a symbol, and inserts in a gap, with probability ``start_noise`` each, its
@@ -43,7 +43,7 @@ __all__ = ["ALGORITHMS", "DELETE", "EditChannel", "INSERT", "OBJECTIVES"]
 ALGORITHMS = {
     "em": Algorithm(batch, MAP, "pair", "Ristad and Yianilos 1998"),
     "vb": Algorithm(batch, VB, "pair", "thesis eq. 3.20-3.22"),
-    "cvi": Algorithm(leave_one_out, MEAN, "pair", "thesis eq. 3.47-3.50"),
+    "cvi": Algorithm(leave_one_out, MEAN, "pair", "thesis eq. 3.44-3.50"),
 }
 
 OBJECTIVES = {

@@ -76,7 +76,7 @@ def collapsed_state(data, max_insertions, pseudo, counts, totals, local):
 
 @njit(cache=True)
 def cvi_pair_update(state, p):
-    """CVI for one pair, the unit whose edit counts are collapsed (thesis eq. 3.47-3.50 with the edit
+    """CVI for one pair, the unit whose edit counts are collapsed (thesis eq. 3.44-3.50 with the edit
     lattice for the chain): the pair's stored expected counts come out of the globals, its edit weights
     are the posterior means of everyone else's counts,
 
