@@ -119,10 +119,15 @@ def main():
             s = report["scores"]
             print(f"{name}: token F1 {100 * s['token']['f1']:.1f}, boundary {100 * s['boundary']['f1']:.1f}; "
                   f"{peak:.0f} MiB, {cpu:.0f} CPU s", file=sys.stderr)
+            write(args, results)     # after each learner: a slow one does not lose the others' rows
+
+
+def write(args, results):
+    """segment_defaults.json and .md under ``--out``."""
     results["command"] = (f"NUMBA_NUM_THREADS=1 python benchmarks/bench_segment_defaults.py --sentences "
                           f"{args.sentences} --max-words {args.max_words}")
     args.out.mkdir(parents=True, exist_ok=True)
-    write_json(out_json, results, indent=1)
+    write_json(args.out / "segment_defaults.json", results, indent=1)
     write_text(args.out / "segment_defaults.md", table(results))
 
 
