@@ -24,6 +24,7 @@ import numpy as np
 
 from ..files import write_json, write_text
 from ..models.pcfg_la import PCFGLA
+from ..trees.latent import parent_totals
 from ..trees.treebank import prepare_treebank
 from .pcfg_la import CONVERTED_NOTE, _Evaluator, _peak_rss_mb, load_converted, strip_root
 
@@ -73,7 +74,9 @@ def run(out="docs/results/fig4_2/split", algorithms=("em", "vb", "cvi"), subtype
                           "pruning": threshold_h, "alpha": alpha, "seed": seed, "kept_share": model.kept_share_,
                           "train_seconds": model.train_seconds,
                           "seconds_per_pass": float(np.median([r.seconds for r in model.history_])),
-                          "objective": model.history_[-1].objective, "peak_rss_mb_training": _peak_rss_mb(),
+                          "objective": model.history_[-1].objective,
+                          "objectives": [r.objective for r in model.history_],
+                          "subtypes_used": subtypes_used(model), "peak_rss_mb_training": _peak_rss_mb(),
                           "peak_rss_mb_before": before, **evaluation(model), "peak_rss_mb": _peak_rss_mb()}
                 records.append(record)
                 write()
@@ -84,6 +87,18 @@ def run(out="docs/results/fig4_2/split", algorithms=("em", "vb", "cvi"), subtype
                     chained = model  # the next H splits the pruned fit
             coarse = chained
     return write()
+
+
+def subtypes_used(model) -> float:
+    """The subtypes a symbol uses: the perplexity exp(entropy) of its subtypes' share of its expected
+    count, averaged over the symbols weighted by their counts (H when every subtype is used alike, 1
+    when one takes all)."""
+    totals = parent_totals(model.grammar_, model.counts_)
+    mass = totals.sum(axis=1)
+    used = mass > 0
+    shares = totals[used] / mass[used, None]
+    entropy = -np.sum(shares * np.log(np.where(shares > 0, shares, 1.0)), axis=1)
+    return float(np.exp(entropy) @ mass[used] / mass[used].sum())
 
 
 def table(out) -> str:
