@@ -105,15 +105,16 @@ def table(out) -> str:
     """The rows of every result file under ``out``, one line a fitted grammar."""
     parts = [json.loads(path.read_text()) for path in sorted(Path(out).glob("*.json"))]
     lines = ["| H | from H | algorithm | alpha | seed | training pruning | kept (node, subtype) | test LP | LR | F1 "
-             "| EX | no parse | train s | s/pass | peak MB training | peak MB with parsing | parse s |",
-             "|" + "---|" * 17]
+             "| EX | no parse | subtypes used | train s | s/pass | peak MB training | peak MB with parsing | parse s |",
+             "|" + "---|" * 18]
     for part in parts:
         for row in part["rows"]:
             lines.append(
                 f"| {row['subtypes']} | {row['from'] or 'treebank'} | {row['algorithm']} | {row['alpha']:g} | "
                 f"{row['seed']} | {'none' if row['pruning'] is None else format(row['pruning'], 'g')} | "
                 f"{100 * row['kept_share']:.1f} % | {row['precision']:.2f} | {row['recall']:.2f} | {row['f1']:.2f} | "
-                f"{row['exact']:.2f} | {row['no_parse']} | {row['train_seconds']:.0f} | "
+                f"{row['exact']:.2f} | {row['no_parse']} | {format(row['subtypes_used'], '.2f') if 'subtypes_used' in row else ''} | "
+                f"{row['train_seconds']:.0f} | "
                 f"{row['seconds_per_pass']:.2f} | {row['peak_rss_mb_training']:.0f} | {row['peak_rss_mb']:.0f} | "
                 f"{row['parse_seconds']:.0f} |")
     settings = parts[0]["settings"] if parts else {}
@@ -123,7 +124,8 @@ def table(out) -> str:
             f"E-steps skipping subtypes whose coarse posterior is below the training pruning threshold. "
             f"{settings.get('iterations', '')} passes a grammar; the first {settings.get('test_sentences', '')} of "
             f"the {settings.get('test_split', '')} test sentences parsed coarse-to-fine at "
-            f"{settings.get('threshold', '')}. Peak MB: the process's peak resident memory so far, after "
+            f"{settings.get('threshold', '')}. Subtypes used: a symbol's exp(entropy) of its subtypes' shares of its "
+            f"expected count, averaged over the symbols by count (H when all are used alike). Peak MB: the process's peak resident memory so far, after "
             f"training and after parsing that grammar (learners run one after another; in one process a row's "
             f"value is its own peak or an earlier row's).\n\n" + "\n".join(lines) + "\n")
 

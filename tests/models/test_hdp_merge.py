@@ -360,8 +360,8 @@ def test_a_move_that_no_longer_leads_after_the_confirming_passes_is_not_kept(mon
 
 
 def test_the_confirming_passes_compare_the_moved_and_the_plain_states_later():
-    """`MovingSweep.lead_later` is the moved state's objective minus the plain one's at the last of the
-    confirming passes, each enumerated."""
+    """`MovingSweep.lead_later` is the moved state's collapsed bound minus the plain one's after the last of
+    the confirming passes, each enumerated."""
     model = HDPHMM(3, sigma=2.0, beta=BETA, learn_concentrations=False, init="local")
     inner = _sweep(model, as_corpus(SEQUENCES), 1)
     moving = hdp.MovingSweep(inner, every=1, confirm=2)
@@ -372,5 +372,5 @@ def test_the_confirming_passes_compare_the_moved_and_the_plain_states_later():
     for state in (moved_state, plain_state):
         inner.restore(state)
         inner.sweep(1)
-        later.append(_enumerated_pass(inner)[0])   # the second pass's objective, enumerated
+        later.append(_enumerated_pass(inner)[2])   # the bound after the second pass, enumerated
     assert moving.lead_later(plain_state, moved_state, 1) == pytest.approx(later[0] - later[1], rel=1e-6, abs=1e-6)
