@@ -75,6 +75,7 @@ __all__ = [
     "add_posteriors",
     "add_row_totals",
     "binary_inside",
+    "checked_store",
     "latent_inside_outside",
     "normalise_rows",
     "outside_node",
@@ -490,6 +491,18 @@ def outside_node(kind, r, i, left, right, parents, lefts, rights, binary_weights
                 outside[left, b] += out_a * to_left
 
 
+def checked_store(store, offsets):
+    """``store`` and its node offsets (``offsets()``, computed only for a store) as the kernels take them:
+    an empty store and one offset when ``store`` is None (no per-tree counts kept); ValueError unless a
+    store is float32 with a slot for every posterior."""
+    if store is None:
+        return np.zeros(0, dtype=np.float32), np.zeros(1, dtype=np.int64)
+    store_offsets = offsets()
+    if store.dtype != np.float32 or store.shape != (store_offsets[-1],):
+        raise ValueError(f"store must be float32 of length {store_offsets[-1]}, got {store.dtype} {store.shape}")
+    return store, store_offsets
+
+
 @parallel_over_chunks()
 def _corpus_pass(tree_offsets, node_kind, node_rule, node_left, node_right, chunk_bounds, longest, binary_weights,
                  unary_weights, lexical_weights, binary_counts, unary_counts, lexical_counts, store, store_offsets,
@@ -542,15 +555,7 @@ def latent_inside_outside(
     )
     bounds = equal_token_chunks(nodes.tree_offsets, n_sub ** 3)  # a binary node's H^3 products
     n_chunks = len(bounds) - 1
-    if store is None:
-        store = np.zeros(0, dtype=np.float32)
-        store_offsets = np.zeros(1, dtype=np.int64)
-    else:
-        store_offsets = posterior_offsets(nodes, n_sub)
-        if store.dtype != np.float32 or store.shape != (store_offsets[-1],):
-            raise ValueError(
-                f"store must be float32 of length {store_offsets[-1]}, got {store.dtype} {store.shape}"
-            )
+    store, store_offsets = checked_store(store, lambda: posterior_offsets(nodes, n_sub))
     binary_counts = np.zeros((n_chunks,) + binary_weights.shape)
     unary_counts = np.zeros((n_chunks,) + unary_weights.shape)
     lexical_counts = np.zeros((n_chunks,) + lexical_weights.shape)

@@ -29,7 +29,7 @@ from ..core.rules import mean_cell
 from ..core.special import FAST
 from ..core.units import equal_token_chunks, max_length, parallel_over_chunks
 from .grammar import LEXICAL, UNARY
-from .latent import (AnnotatedTables, LatentPass, normalise_rows, outside_node, rescale_inside,
+from .latent import (AnnotatedTables, LatentPass, checked_store, normalise_rows, outside_node, rescale_inside,
                      start_outside, tree_inside_outside)
 from .treebank import TreebankGrammar, TreeNodes
 
@@ -230,13 +230,7 @@ def kept_inside_outside(nodes: TreeNodes, weights: AnnotatedTables, kept: KeptSu
               if nodes.n_trees else np.zeros(0, dtype=np.int64), out=steps[1:])
     bounds = equal_token_chunks(steps)
     n_chunks = len(bounds) - 1
-    if store is None:
-        store = np.zeros(0, dtype=np.float32)
-        store_offsets = np.zeros(1, dtype=np.int64)
-    else:
-        store_offsets = kept_store_offsets(nodes, kept)
-        if store.dtype != np.float32 or store.shape != (store_offsets[-1],):
-            raise ValueError(f"store must be float32 of length {store_offsets[-1]}, got {store.dtype} {store.shape}")
+    store, store_offsets = checked_store(store, lambda: kept_store_offsets(nodes, kept))
     counts = [np.zeros((n_chunks,) + table.shape) for table in (binary_weights, unary_weights, lexical_weights)]
     log_z = np.empty(nodes.n_trees)
     _kept_corpus_pass(nodes.tree_offsets, nodes.kind, nodes.rule, nodes.left, nodes.right, kept.offsets,
