@@ -18,12 +18,14 @@ from .models.pcfg_la import PCFGLA
 from .models.adaptor import AdaptorGrammar
 from .models.units import AcousticUnits
 from .models.alignment import Aligner
+from .models.channel import EditChannel
 from .core.units import ZeroProbabilityError
 from .schedules import IterationRecord
 
 __version__ = "0.1.0"
 
 __all__ = ["BayesModel", "HMM", "HDPHMM", "LDA", "PCFG", "DMV", "PCFGLA", "Aligner", "AdaptorGrammar", "AcousticUnits",
+           "EditChannel",
            "IterationRecord", "ZeroProbabilityError", "Corpus", "Vocabulary", "Categorical", "Gaussian", "FullGaussian", "Poisson",
            "read_text",
            "read_tagged", "read_conllu"]

@@ -340,6 +340,17 @@ EXPERIMENTS = {
                      "stays 0, so give --discount > 0 to learn it"),
          option("--anneal", default=None, metavar="T0,SWEEPS",
                 help="mcmc: anneal from temperature T0 to 1 over the first SWEEPS sweeps"))),
+    "channel": Experiment(
+        "channel", "recover a known edit channel from Brent's words: em, vb and cvi (issue 31's symbolic stage)",
+        "cvbayes.EditChannel on (clean word, noisy word) pairs: every Brent word token passed through an edit "
+        "channel drawn from the seed (substitutions within phoneme classes, deletions, insertions), the "
+        "alignments latent; total variation between learned and true rows beside the table of the true "
+        "alignments; writes under --out/channel.",
+        (option("--algorithms", type=comma_list, default=None, help="em,vb,cvi (default: all three)"),
+         FIRST_SEED, seeds(3), PASSES.but(help="passes of every learner (default 20)"),
+         option("--noise", type=float, default=1.0,
+                help="scales the true channel's deletion, substitution and insertion rates (default 1: "
+                     "2-8%%, 5-20%% and 1-5%%; at most 3.57)"))),
     "units": Experiment(
         "units", "acoustic unit discovery: vb, cvi, gibbs, svi and scvi on TIDIGITS, planted and synthetic speech",
         "cvbayes.AcousticUnits (issue 30) on TIDIGITS (real speech; word-level checks: segments against the "

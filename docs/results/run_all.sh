@@ -80,3 +80,8 @@ done
 # `htb`; one after the other on the shared 2-core machine (load 7-20): 32 min and 28 min
 NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment defaults --seed 0 --seeds 2
 NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment defaults --check --seed 0 --seeds 2
+
+# The edit channel recovered from Brent's words (issue 31's symbolic stage, the channel only); about
+# 50 s each on the shared 2-core machine
+NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment channel --seeds 3
+NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment channel --seeds 3 --noise 3 --out docs/results/channel/noise3

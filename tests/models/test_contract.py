@@ -129,6 +129,20 @@ def _adaptor_predictions(model, X):
     return model.segment(X), model.score(X)
 
 
+def _edit_pairs():
+    from cvbayes.chains.edits import sample_surface
+    rng = np.random.default_rng(10)
+    table = rng.dirichlet(np.ones(4), size=7)
+    table[:3, 1:] += 2.0 * np.eye(3)
+    table /= table.sum(axis=1, keepdims=True)
+    words = [rng.integers(0, 3, size=rng.integers(1, 5)) for _ in range(12)]
+    return [(x, sample_surface(rng, table, x, 1)[0]) for x in words]
+
+
+def _channel_predictions(model, X):
+    return model.pair_log_likelihoods(X), model.align(X), model.emission_
+
+
 SPECS = {
     "hmm": Spec(lambda **p: cvbayes.HMM(3, **p), _sequences, _hmm_predictions,
                 {"svi": {"batch_size": 5}, "scvi": {"batch_size": 5}, "cvi3": {"subchain_length": 3}},
@@ -154,6 +168,8 @@ SPECS = {
     "adaptor-grammar": Spec(lambda **p: cvbayes.AdaptorGrammar("unigram", **p), _utterances, _adaptor_predictions, {}),
     "units": Spec(lambda **p: cvbayes.AcousticUnits(n_units=4, n_states=2, n_components=1, batch_size=3, **p), _frames,
                   _units_predictions, {}),
+    "edit-channel": Spec(lambda **p: cvbayes.EditChannel(n_underlying=3, n_surface=3, **p), _edit_pairs,
+                         _channel_predictions, {}),
 }
 
 CASES = [(name, algorithm) for name, spec in SPECS.items() for algorithm in spec.make().ALGORITHMS]
