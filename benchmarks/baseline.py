@@ -3,7 +3,7 @@
     python benchmarks/baseline.py record before.json            # on the old tree
     python benchmarks/baseline.py record after.json             # on the new tree
     python benchmarks/baseline.py compare before.json after.json
-    python benchmarks/baseline.py speed OLD_TREE NEW_TREE      # seconds per case, trees alternated
+    python benchmarks/baseline.py speed OLD_TREE NEW_TREE      # CPU seconds per case, trees alternated
 
 A case is one model and one algorithm, fitted from a fixed seed for a few passes on data small enough
 for the whole record to take a few minutes; it keeps the objective after every pass (``history_``)
@@ -15,7 +15,9 @@ with one of the prefixes.
 `speed` times the same cases on two checkouts in one run: each round runs `time` (every case once to
 compile and warm, then ``--repeats`` timed runs, the median kept) in a fresh process on the old tree
 and then on the new one (``PYTHONPATH``, one numba thread), for ``--rounds`` rounds, and prints each
-case's median seconds over the rounds and the ratio new / old, flagging ratios above ``--limit``.
+case's median seconds over the rounds and the ratio new / old, flagging ratios above ``--limit``.  The
+seconds are the process's CPU seconds (``time.process_time``), not wall time: on a shared machine another
+process's work lengthens the wall time of a run but not its CPU time, so the ratios stay meaningful.
 
 Call forms: the cases use the fit signatures of the tree they run on; where a model moved its options
 from ``fit`` to its constructor, `_fit` tries the new form first.
@@ -298,7 +300,8 @@ def compare(old_path, new_path, tolerance):
 
 
 def time_cases(path, only, repeats):
-    """Median wall seconds of each case over ``repeats`` runs after one warm-up run (compiling)."""
+    """Median CPU seconds of this process (one numba thread) for each case over ``repeats`` runs after one
+    warm-up run (compiling)."""
     seconds = {"cvbayes": cvbayes.__file__}
     for name, run in _selected(only).items():
         with warnings.catch_warnings():
@@ -309,9 +312,9 @@ def time_cases(path, only, repeats):
                 continue
             times = []
             for _ in range(repeats):
-                start = time.perf_counter()
+                start = time.process_time()
                 run()
-                times.append(time.perf_counter() - start)
+                times.append(time.process_time() - start)
         seconds[name] = statistics.median(times)
     Path(path).write_text(json.dumps(seconds))
 
@@ -331,7 +334,7 @@ def speed(old_tree, new_tree, only, rounds, repeats, limit, output, scale=1):
                 print(f"round {round_number + 1} {label}: {runs[label][-1]['cvbayes']}, load "
                       f"{os.getloadavg()[0]:.1f}", flush=True)
     table, slower = {}, 0
-    print(f"{'case':28s} {'old s':>8s} {'new s':>8s} {'new/old':>8s}")
+    print(f"{'case':28s} {'old cpu s':>9s} {'new cpu s':>9s} {'new/old':>8s}")
     for name in runs["new"][0]:
         if name == "cvbayes" or not all(name in r for r in runs["old"] + runs["new"]):
             continue
@@ -340,7 +343,7 @@ def speed(old_tree, new_tree, only, rounds, repeats, limit, output, scale=1):
         table[name] = {"old": old, "new": new, "ratio": new / old}
         flag = f"  <-- above {limit}" if new / old > limit else ""
         slower += bool(flag)
-        print(f"{name:28s} {old:8.3f} {new:8.3f} {new / old:8.2f}{flag}")
+        print(f"{name:28s} {old:9.3f} {new:9.3f} {new / old:8.2f}{flag}")
     if output:
         Path(output).write_text(json.dumps({"old": str(old_tree), "new": str(new_tree), "rounds": rounds,
                                             "repeats": repeats, "scale": scale, "cases": table}, indent=1))
@@ -353,7 +356,7 @@ def main(argv=None):
     recorder = commands.add_parser("record", help="run every case and write their trajectories")
     recorder.add_argument("output")
     recorder.add_argument("--only", default="", help="comma-separated name prefixes (hmm,pcfg,...)")
-    timer = commands.add_parser("time", help="median seconds of every case on this tree")
+    timer = commands.add_parser("time", help="median CPU seconds of every case on this tree")
     timer.add_argument("output")
     timer.add_argument("--only", default="")
     timer.add_argument("--repeats", type=int, default=3)

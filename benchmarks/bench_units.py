@@ -4,7 +4,7 @@ Data: utterances drawn from a known chain-of-units model (`cvbayes.synthetic.sam
 50 units of 3 states, 39 dimensions, utterances of about 3 s), ``--minutes`` of audio at 100 frames a
 second (60 minutes: 360k frames, the issue's "one hour of audio"), and the 31 TIDIGITS utterances of
 Sphinx's test data (13 cepstra, 6,761 frames) when they are installed.  The model: U = 100 units, S = 3
-states, M = 2 Gaussians a state (600 components).
+states (``--states``), M = 2 Gaussians a state (600 components at 3 states).
 
 * **A pass**: each learner runs ``--passes`` + 1 passes; the first is dropped (numba compiles in it) and
   the median of the rest of ``history_[i].seconds`` is reported, with the process's CPU seconds over the
@@ -22,6 +22,7 @@ states, M = 2 Gaussians a state (600 components).
 
     python benchmarks/bench_units.py                      # 60 minutes; vb, scvi, svi, cvi; peer on 3 minutes
     python benchmarks/bench_units.py --minutes 10 --passes 1 --algorithms vb
+    python benchmarks/bench_units.py --states 4 --algorithms vb,cvi --peer-minutes 0   # the experiment's 4 states
     python benchmarks/bench_units.py --memory 10,20,40 --algorithms vb,cvi,scvi
 """
 import argparse
@@ -68,14 +69,14 @@ def tidigits():
     return out
 
 
-def time_learner(features, algorithm, passes, seed=0):
+def time_learner(features, algorithm, passes, n_states=N_STATES, seed=0):
     """(median wall seconds a pass, CPU seconds a pass, the model) over ``passes`` passes after the first."""
     cpu = []
 
     def callback(model, iteration):
         cpu.append(time.process_time())
 
-    model = AcousticUnits(n_units=N_UNITS, n_states=N_STATES, n_components=N_COMPONENTS, algorithm=algorithm,
+    model = AcousticUnits(n_units=N_UNITS, n_states=n_states, n_components=N_COMPONENTS, algorithm=algorithm,
                           n_iter=passes + 1, random_state=seed, batch_size=32)
     model.fit(features, callback=callback)
     wall = [record.seconds for record in model.history_[1:]]
@@ -87,17 +88,18 @@ def time_peer(features, model, passes):
     the fitted ``model`` as its dense HMM."""
     from hmmlearn.hmm import GMMHMM
 
-    n_composite = N_UNITS * N_STATES
+    n_states = model.n_states
+    n_composite = N_UNITS * n_states
     stay = model.stay_.ravel()
     transmat = np.zeros((n_composite, n_composite))
     for c in range(n_composite):
         transmat[c, c] = stay[c]
-        if c % N_STATES < N_STATES - 1:
+        if c % n_states < n_states - 1:
             transmat[c, c + 1] = 1.0 - stay[c]
         else:
-            transmat[c, ::N_STATES] += (1.0 - stay[c]) * model.weights_
+            transmat[c, ::n_states] += (1.0 - stay[c]) * model.weights_
     startprob = np.zeros(n_composite)
-    startprob[::N_STATES] = model.weights_
+    startprob[::n_states] = model.weights_
     peer = GMMHMM(n_components=n_composite, n_mix=N_COMPONENTS, covariance_type="diag", n_iter=1, tol=-np.inf,
                   init_params="", params="stmcw", implementation="scaling")
     peer.startprob_, peer.transmat_ = startprob, transmat
@@ -126,9 +128,9 @@ def speed(args):
     for name, features in corpora:
         n_frames = sum(f.shape[0] for f in features)
         for algorithm in args.algorithms.split(","):
-            wall, cpu, model = time_learner(features, algorithm, args.passes)
+            wall, cpu, model = time_learner(features, algorithm, args.passes, args.states)
             rows.append({"data": name, "frames": n_frames, "dimensions": features[0].shape[1],
-                         "algorithm": algorithm, "seconds_per_pass": wall, "cpu_seconds_per_pass": cpu,
+                         "algorithm": algorithm, "states": args.states, "seconds_per_pass": wall, "cpu_seconds_per_pass": cpu,
                          "seconds_per_hour_of_audio": wall * 360_000 / n_frames,
                          "units_used": int(model.n_units_used_)})
             print(json.dumps(rows[-1]), flush=True)
@@ -191,6 +193,7 @@ def main():
     parser.add_argument("--minutes", type=float, default=60.0, help="synthetic audio to time (default 60)")
     parser.add_argument("--passes", type=int, default=2, help="timed passes a learner (default 2)")
     parser.add_argument("--algorithms", default="vb,scvi,svi,cvi", help="learners (default vb,scvi,svi,cvi)")
+    parser.add_argument("--states", type=int, default=N_STATES, help=f"states a unit of the model (default {N_STATES})")
     parser.add_argument("--peer-minutes", type=float, default=3.0,
                         help="audio hmmlearn runs on, scaled per frame (default 3; 0 skips it)")
     parser.add_argument("--memory", default=None, help="minutes of audio to measure peak memory on, e.g. 10,20,40")

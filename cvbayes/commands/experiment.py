@@ -74,6 +74,15 @@ OCCUPANCY = (option("--budget", type=float, default=600.0,
                     help="seconds a K may take (default 600; 0: no limit): fig5.2 stops before the first I x T "
                          "whose estimated time would pass it, fig5.3 skips the exact search (keeping the "
                          "heuristic) where its estimate would; both say so"), seeds(5))
+
+
+def occupancy(k_values, max_length):
+    """fig5.2's and fig5.3's options: the shared ones and their own defaults of --k-values and --max-length."""
+    return OCCUPANCY + (K_VALUES.but(help=f"truncation levels K (default {k_values})"),
+                        option("--max-length", type=positive_int, default=None,
+                               help=f"largest total length I x T (default {max_length})"))
+
+
 HDP_ITERATIONS = option("--hdp-iterations", type=positive_int, default=None, help="CVI passes (default 150)")
 EVALUATE_EVERY = option("--evaluate-every", type=positive_int, default=None,
                         help="evaluate after iteration 1 and every N (default 10)")
@@ -96,6 +105,12 @@ BOOKS = option("--books", type=int, nargs="+", default=None, help="books to trai
 # Trees (thesis ch. 4)
 PCFG = (ITERATIONS.but(help="passes of em, vb and cvi (default 50)"),
         CGS_ITERATIONS.but(help="Metropolis-Hastings sweeps of mh (default 500)"))
+# the PCFG-LA's fits and parser (fig4.2 and fig4.2-split)
+LA_ITERATIONS = option("--la-iterations", type=positive_int, default=50, help="passes of every fit (default 50)")
+LA_PARSING = (option("--la-threshold", type=float, default=1e-4,
+                     help="parsing's coarse-to-fine threshold (default 1e-4)"),
+              option("--la-decoder", choices=("max-rule", "viterbi"), default="max-rule",
+                     help="max-rule-product (default) or Viterbi decoding"))
 
 EXPERIMENTS = {
     "grid-semi": Experiment(
@@ -164,15 +179,11 @@ EXPERIMENTS = {
         "occupancy", "q(C_jk > 0) on simulated chains: the approximations' errors (Fig. 5.2, §5.4.4)",
         "The approximations of q(C_jk > 0) against the exact method along I x T; no data needed; writes under "
         "--out/fig5_2.",
-        OCCUPANCY + (K_VALUES.but(help="truncation levels K (default 10 50)"),
-                     option("--max-length", type=positive_int, default=None,
-                            help="largest total length I x T (default 10^6)"))),
+        occupancy("10 50", "10^6")),
     "fig5.3": Experiment(
         "occupancy", "the length needed for all q(C_jk > 0) > 0.999 (Fig. 5.3, §5.4.4)",
         "No data needed; writes under --out/fig5_3.",
-        OCCUPANCY + (K_VALUES.but(help="truncation levels K (default 10 20 40 80 160 320)"),
-                     option("--max-length", type=positive_int, default=None,
-                            help="largest total length I x T (default 10^7)"))),
+        occupancy("10 20 40 80 160 320", "10^7")),
     "fig5.4": Experiment(
         "hdp", "q(C_jk > 0) approximations along HDP-HMM CVI on Alice's letters (Fig. 5.4, 5.5)",
         "Needs 'cvbayes data fetch texts'; --sequences x --length letters; writes under --out/fig5_4.",
@@ -272,16 +283,14 @@ EXPERIMENTS = {
                 help="subtypes H to run (default 1 2 4 8)"),
          option("--la-alphas", type=float, nargs="+", default=None,
                 help="the alpha grid of VB and CVI (default 1 0.1 0.01 0.001)"),
-         option("--la-iterations", type=positive_int, default=50, help="passes of every algorithm (default 50)"),
+         LA_ITERATIONS,
          option("--la-dev-sentences", type=positive_int, default=None,
                 help="choose alpha and the run on every k-th dev sentence, this many (default: the whole dev split)"),
          option("--la-select", choices=("dev", "objective"), default="dev",
                 help="keep the run of the best dev F1 (default, the thesis) or of the best training objective"),
          option("--la-combine", nargs="+", default=None, metavar="FOLDER",
                 help="write one table under --out from the results.json of runs on different H (run side by side)"),
-         option("--la-threshold", type=float, default=1e-4, help="coarse-to-fine pruning threshold (default 1e-4)"),
-         option("--la-decoder", choices=("max-rule", "viterbi"), default="max-rule",
-                help="max-rule-product (default) or Viterbi decoding"))),
+         *LA_PARSING)),
     "fig4.2-split": Experiment(
         "pcfg_la_split", "PCFG-LA at H = 16: each H split from the H before it, trained with pruning",
         "Petrov et al. (2006)'s hierarchical splitting with coarse-to-fine pruning during training, for H where "
@@ -299,10 +308,7 @@ EXPERIMENTS = {
                      "(default none; CVI's H = 16 unpruned needs 3.2 GB for its per-tree counts alone)"),
          option("--la-test-sentences", type=positive_int, default=None,
                 help="parse only the first N test sentences (default all 2,077)"),
-         option("--la-iterations", type=positive_int, default=50, help="passes of every fit (default 50)"),
-         option("--la-threshold", type=float, default=1e-4, help="parsing's coarse-to-fine threshold (default 1e-4)"),
-         option("--la-decoder", choices=("max-rule", "viterbi"), default="max-rule",
-                help="max-rule-product (default) or Viterbi decoding"))),
+         LA_ITERATIONS, *LA_PARSING)),
     "wordseg": Experiment(
         "wordseg", "word segmentation with adaptor grammars on Brent and a second language",
         "unigram, colloc and colloc-syllable by vb, cvi and mcmc on the Brent corpus and HKCanCor Jyutping "

@@ -114,6 +114,14 @@ def emit(args, report, lines):
 
 # -- the HMM tagger's commands (fit, tag, evaluate, compare) --------------------------------------------
 
+def saved_model_command(commands, name, **settings):
+    """The parser of a command that reads a model saved by 'cvbayes fit' and a corpus (tag, evaluate)."""
+    parser = commands.add_parser(name, **settings)
+    parser.add_argument("model", help="model file written by 'cvbayes fit'")
+    add_corpus(parser)
+    return parser
+
+
 def add_corpus(parser, tagset=True):
     """The corpus argument, --format and (unless ``tagset`` is False) --tagset."""
     from ..tagging import FORMATS

@@ -6,7 +6,7 @@ from ..files import write_bytes
 from ..models.hmm import HMM
 from ..tagging import (BROWN_NAMES, PREDICTED_TAG, guess_format, load_corpus, map_to_gold, tag_conllu_document,
                        write_tagged)
-from .options import add_common, add_corpus
+from .options import add_common, saved_model_command
 from .states import state_names
 
 
@@ -48,13 +48,11 @@ def run_tag(args):
 
 
 def register(commands):
-    tag = commands.add_parser("tag", help="tag a corpus with a saved model",
+    tag = saved_model_command(commands, "tag", help="tag a corpus with a saved model",
                               description="Decode a corpus with a saved model (maximum posterior marginals, or "
-                                          "Viterbi with --decode viterbi) "
-                                          "and write word/TAG lines or CoNLL-U. States are tag names when "
-                                          "the model was trained with a tag dictionary, else numbers.")
-    tag.add_argument("model", help="model file written by 'cvbayes fit'")
-    add_corpus(tag)
+                                          "Viterbi with --decode viterbi) and write word/TAG lines or CoNLL-U. "
+                                          "States are tag names when the model was trained with a tag "
+                                          "dictionary, else numbers.")
     tag.add_argument("--output-format", choices=("tagged", "conllu"), default="tagged",
                      help="word/TAG lines (default) or CoNLL-U: a CoNLL-U input is written back with only "
                           "--column changed (comments, multiword ranges, empty nodes and every other column "

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..files import write_json, write_text
 from ..models.pcfg_la import PCFGLA
+from ..trees.latent import parent_totals
 from ..trees.treebank import prepare_treebank
 from .pcfg_la import CONVERTED_NOTE, _Evaluator, _peak_rss_mb, load_converted, strip_root
 
@@ -73,7 +74,9 @@ def run(out="docs/results/fig4_2/split", algorithms=("em", "vb", "cvi"), subtype
                           "pruning": threshold_h, "alpha": alpha, "seed": seed, "kept_share": model.kept_share_,
                           "train_seconds": model.train_seconds,
                           "seconds_per_pass": float(np.median([r.seconds for r in model.history_])),
-                          "objective": model.history_[-1].objective, "peak_rss_mb_training": _peak_rss_mb(),
+                          "objective": model.history_[-1].objective,
+                          "objectives": [r.objective for r in model.history_],
+                          "subtypes_used": subtypes_used(model), "peak_rss_mb_training": _peak_rss_mb(),
                           "peak_rss_mb_before": before, **evaluation(model), "peak_rss_mb": _peak_rss_mb()}
                 records.append(record)
                 write()
@@ -86,19 +89,32 @@ def run(out="docs/results/fig4_2/split", algorithms=("em", "vb", "cvi"), subtype
     return write()
 
 
+def subtypes_used(model) -> float:
+    """The subtypes a symbol uses: the perplexity exp(entropy) of its subtypes' share of its expected
+    count, averaged over the symbols weighted by their counts (H when every subtype is used alike, 1
+    when one takes all)."""
+    totals = parent_totals(model.grammar_, model.counts_)
+    mass = totals.sum(axis=1)
+    used = mass > 0
+    shares = totals[used] / mass[used, None]
+    entropy = -np.sum(shares * np.log(np.where(shares > 0, shares, 1.0)), axis=1)
+    return float(np.exp(entropy) @ mass[used] / mass[used].sum())
+
+
 def table(out) -> str:
     """The rows of every result file under ``out``, one line a fitted grammar."""
     parts = [json.loads(path.read_text()) for path in sorted(Path(out).glob("*.json"))]
     lines = ["| H | from H | algorithm | alpha | seed | training pruning | kept (node, subtype) | test LP | LR | F1 "
-             "| EX | no parse | train s | s/pass | peak MB training | peak MB with parsing | parse s |",
-             "|" + "---|" * 17]
+             "| EX | no parse | subtypes used | train s | s/pass | peak MB training | peak MB with parsing | parse s |",
+             "|" + "---|" * 18]
     for part in parts:
         for row in part["rows"]:
             lines.append(
                 f"| {row['subtypes']} | {row['from'] or 'treebank'} | {row['algorithm']} | {row['alpha']:g} | "
                 f"{row['seed']} | {'none' if row['pruning'] is None else format(row['pruning'], 'g')} | "
                 f"{100 * row['kept_share']:.1f} % | {row['precision']:.2f} | {row['recall']:.2f} | {row['f1']:.2f} | "
-                f"{row['exact']:.2f} | {row['no_parse']} | {row['train_seconds']:.0f} | "
+                f"{row['exact']:.2f} | {row['no_parse']} | {format(row['subtypes_used'], '.2f') if 'subtypes_used' in row else ''} | "
+                f"{row['train_seconds']:.0f} | "
                 f"{row['seconds_per_pass']:.2f} | {row['peak_rss_mb_training']:.0f} | {row['peak_rss_mb']:.0f} | "
                 f"{row['parse_seconds']:.0f} |")
     settings = parts[0]["settings"] if parts else {}
@@ -108,7 +124,8 @@ def table(out) -> str:
             f"E-steps skipping subtypes whose coarse posterior is below the training pruning threshold. "
             f"{settings.get('iterations', '')} passes a grammar; the first {settings.get('test_sentences', '')} of "
             f"the {settings.get('test_split', '')} test sentences parsed coarse-to-fine at "
-            f"{settings.get('threshold', '')}. Peak MB: the process's peak resident memory so far, after "
+            f"{settings.get('threshold', '')}. Subtypes used: a symbol's exp(entropy) of its subtypes' shares of its "
+            f"expected count, averaged over the symbols by count (H when all are used alike). Peak MB: the process's peak resident memory so far, after "
             f"training and after parsing that grammar (learners run one after another; in one process a row's "
             f"value is its own peak or an earlier row's).\n\n" + "\n".join(lines) + "\n")
 

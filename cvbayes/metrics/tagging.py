@@ -5,10 +5,12 @@ The unsupervised scores are those used for part-of-speech induction in P. Wang,
 §3.8.2: many-to-one accuracy (plain and cross-validated), greedy one-to-one
 accuracy, variation of information and V-measure (eq. 3.105).
 
-Every function takes two equal-length 1-D arrays of integer labels, predicted
-first and gold second. The predicted labels ("states") and gold labels
-("tags") need not share a vocabulary, and unused label values (gaps) change
-nothing. Entropies are in bits.
+Every function takes two equal-length 1-D arrays of integer labels, ``pred``
+and ``gold`` (array_like, shape (N,)), predicted first and gold second, and
+raises ValueError if they are empty, not 1-D integers or differ in length, or
+(all but `accuracy`) if a label is negative. The predicted labels ("states")
+and gold labels ("tags") need not share a vocabulary, and unused label values
+(gaps) change nothing. Entropies are in bits.
 """
 
 from __future__ import annotations
@@ -62,21 +64,7 @@ def _table(pred: np.ndarray, gold: np.ndarray, n_pred: int, n_gold: int) -> np.n
 
 
 def accuracy(pred: Any, gold: Any) -> float:
-    """Fraction of tokens whose predicted label equals the gold label.
-
-    Parameters
-    ----------
-    pred, gold : array_like of int, shape (N,)
-
-    Returns
-    -------
-    float
-
-    Raises
-    ------
-    ValueError
-        If the arrays are empty, not 1-D integers, or differ in length.
-    """
+    """Fraction of tokens whose predicted label equals the gold label (labels may be negative)."""
     pred, gold = _check(pred, gold)
     return float(np.count_nonzero(pred == gold)) / pred.size
 
@@ -84,19 +72,10 @@ def accuracy(pred: Any, gold: Any) -> float:
 def contingency(pred: Any, gold: Any) -> np.ndarray:
     """Count how often each predicted label co-occurs with each gold label.
 
-    Parameters
-    ----------
-    pred, gold : array_like of non-negative int, shape (N,)
-
     Returns
     -------
     numpy.ndarray of int64, shape (pred.max() + 1, gold.max() + 1)
         Entry ``[p, g]`` is the number of tokens predicted ``p`` with gold ``g``.
-
-    Raises
-    ------
-    ValueError
-        As `accuracy`, or if a label is negative.
     """
     pred, gold = _check_nonnegative(pred, gold)
     return _table(pred, gold, int(pred.max()) + 1, int(gold.max()) + 1)
@@ -139,7 +118,6 @@ def many_to_one(pred: Any, gold: Any, cv: bool = False, seed: Any = None) -> flo
 
     Parameters
     ----------
-    pred, gold : array_like of non-negative int, shape (N,)
     cv : bool, default False
         Cross-validate the mapping as described above; needs N >= 2.
     seed : None, int or numpy.random.Generator, default None
@@ -149,14 +127,10 @@ def many_to_one(pred: Any, gold: Any, cv: bool = False, seed: Any = None) -> flo
         `numpy.random.default_rng`, whose random permutation of the positions
         is split the same way. Ignored when ``cv=False``.
 
-    Returns
-    -------
-    float
-
     Raises
     ------
     ValueError
-        As `contingency`, or if ``cv=True`` and N < 2.
+        As every function here (module notes), or if ``cv=True`` and N < 2.
 
     Examples
     --------
@@ -218,19 +192,6 @@ def one_to_one(pred: Any, gold: Any) -> float:
     Among equal counts the cell with the lowest state index, then the lowest
     tag index, is taken first, so the result is deterministic. Being greedy,
     the map can score below the best one-to-one assignment.
-
-    Parameters
-    ----------
-    pred, gold : array_like of non-negative int, shape (N,)
-
-    Returns
-    -------
-    float
-
-    Raises
-    ------
-    ValueError
-        As `contingency`.
 
     References
     ----------
@@ -294,19 +255,10 @@ def variation_of_information(pred: Any, gold: Any) -> float:
     equal up to renaming, is symmetric in its arguments, and lower is better
     (Wang 2016, §3.8.2).
 
-    Parameters
-    ----------
-    pred, gold : array_like of non-negative int, shape (N,)
-
     Returns
     -------
     float
         Non-negative, at most ``log2 N``.
-
-    Raises
-    ------
-    ValueError
-        As `contingency`.
 
     References
     ----------
@@ -358,7 +310,6 @@ def v_measure(pred: Any, gold: Any, beta: float = 1.0) -> VMeasure:
 
     Parameters
     ----------
-    pred, gold : array_like of non-negative int, shape (N,)
     beta : float, default 1.0
         Positive and finite.
 
@@ -371,7 +322,7 @@ def v_measure(pred: Any, gold: Any, beta: float = 1.0) -> VMeasure:
     Raises
     ------
     ValueError
-        As `contingency`, or if `beta` is not positive and finite.
+        As every function here (module notes), or if `beta` is not positive and finite.
 
     References
     ----------
@@ -396,10 +347,6 @@ def v_measure(pred: Any, gold: Any, beta: float = 1.0) -> VMeasure:
 def tagging_report(pred: Any, gold: Any) -> dict[str, float]:
     """All the unsupervised tagging scores of Wang (2016, §3.8.2) at once.
 
-    Parameters
-    ----------
-    pred, gold : array_like of non-negative int, shape (N,)
-
     Returns
     -------
     dict of str to float
@@ -408,12 +355,6 @@ def tagging_report(pred: Any, gold: Any) -> dict[str, float]:
         deterministic split; NaN when N < 2), ``one_to_one``,
         ``variation_of_information`` (bits), ``v_measure`` (beta = 1),
         ``homogeneity`` and ``completeness``.
-
-    Raises
-    ------
-    ValueError
-        As `contingency`.
-
     """
     counts = contingency(pred, gold)
     n = int(counts.sum())

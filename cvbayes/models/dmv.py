@@ -181,9 +181,10 @@ def update_sentence(state, i):
     return log_z
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def cvi_pass(state, order):
-    """One CVI pass over the sentences in ``order``: (objective, first bad sentence or -1)."""
+    """One CVI pass over the sentences in ``order``: (objective, first bad sentence or -1).  Without the
+    GIL, so that the shards of one process (`tree_shards`) run it on threads at once."""
     return leave_one_out(update_sentence, state, order)
 
 

@@ -91,9 +91,11 @@ class HDPHMM(HMM):
         Kim and Sudderth 2015): merging the pairs of states whose expected counts are likelier as one
         state's (eq. 5.10 and 3.24 at the expected counts) and deleting the states with the fewest
         expected tokens (their mass to the other states); of the passes run from each moved state, the
-        one with the highest objective (the sum of log Z, ``history_``) is kept when it is no lower than
-        the same pass without a move, then and three passes later.  Redundant copies of a state then go
-        in a few passes instead of hundreds.
+        one with the highest collapsed bound (`cvbayes.models.hdp.collapsed_bound`: log p(x, z) at the
+        expected counts plus the entropy of q) is kept when it is no lower than the same pass without a
+        move, then and three passes later.  Redundant copies of a state then go in a few passes instead
+        of hundreds; ``history_`` stays the learner's objective (the sum of log Z), which a kept move
+        may lower.
     algorithm : {"cvi", "scvi", "svi-p"}
         "cvi" (the default) is batch CVI (CVI-2 on many sequences, CVI-3 on
         subchains of one long sequence); "scvi" the stochastic version

@@ -229,9 +229,10 @@ def update_subchain(state, i):
     return log_z + log_scale
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def subchain_pass(state, order):
-    """One CVI-2 / CVI-3 pass over the units in ``order``: (objective, first bad unit or -1)."""
+    """One CVI-2 / CVI-3 pass over the units in ``order``: (objective, first bad unit or -1).  Without the
+    GIL, so that the shards of one process (`hmm_shards`) run it on threads at once."""
     return leave_one_out(update_subchain, state, order)
 
 

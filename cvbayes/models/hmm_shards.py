@@ -36,7 +36,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from numba import njit
 
 from .hmm_kernels import subchain_pass, subchain_state, subchain_workspace, unit_totals
 from .hmm_structures import ChainData, Minibatches, Units, gather_ranges
@@ -202,12 +201,6 @@ class ShardedMinibatches(Minibatches):
 
 # ------------------------------------------------------------------------ the sharded CVI-2
 
-@njit(cache=True, nogil=True)
-def _shard_pass(state, order):
-    """`subchain_pass` without the GIL, so that shards of one process run on threads at once."""
-    return subchain_pass(state, order)
-
-
 class _ShardState:
     """One shard's CVI-2 state: its emissions, sequence offsets, local statistics (views of the whole
     corpus's in this process) and work rows; a pass copies the frozen counts into its state."""
@@ -231,7 +224,7 @@ class _ShardState:
         counts = tuple(np.array(block) for block in frozen)
         state = subchain_state(self.emissions, self.trans_prior, self.trans_prior_total, self.offsets, self.is_first,
                                *counts, self.marginals, self.internal, self.boundary, self.work)
-        objective, bad = _shard_pass(state, self.order)
+        objective, bad = subchain_pass(state, self.order)
         return tuple(after - before for after, before in zip(counts, frozen)), objective, bad
 
 

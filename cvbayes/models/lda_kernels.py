@@ -195,9 +195,10 @@ def cvb0_entry(state, e):
     return count * math.log(norm)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def cvb0_pass(state, order):
-    """One CVB0 pass over the entries in ``order`` (the cached entry point of `leave_one_out`)."""
+    """One CVB0 pass over the entries in ``order`` (the cached entry point of `leave_one_out`).  Without
+    the GIL, so that the shards of one process (`lda_shards`) run it on threads at once."""
     return leave_one_out(cvb0_entry, state, order)
 
 

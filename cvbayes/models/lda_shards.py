@@ -27,7 +27,6 @@ import os
 import time
 
 import numpy as np
-from numba import njit
 
 from ..data import Corpus
 from ..files import atomic_write
@@ -199,12 +198,6 @@ class ShardedStochasticLDA:
 
 # ------------------------------------------------------------------------ the sharded CVB0
 
-@njit(cache=True, nogil=True)
-def _shard_pass(state, order):
-    """`cvb0_pass` without the GIL, so that shards of one process run on threads at once."""
-    return kernels.cvb0_pass(state, order)
-
-
 class _CVB0Shard:
     """One shard's CVB0 state: its entries, documents' lengths and topic counts, and the entries' q(z)
     (views of the whole corpus's in this process); a pass copies the frozen topic-word counts."""
@@ -219,7 +212,7 @@ class _CVB0Shard:
         (their change, the summed log normalisers, the first bad entry or -1)."""
         word_topic, topic = (np.array(block) for block in frozen)
         state = (*self.arrays, word_topic, topic, self.alpha, self.eta, self.eta_total, np.empty(topic.shape[0]))
-        objective, bad = _shard_pass(state, self.order)
+        objective, bad = kernels.cvb0_pass(state, self.order)
         return (word_topic - frozen[0], topic - frozen[1]), objective, bad
 
     def doc_topic(self):

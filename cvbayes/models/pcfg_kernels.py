@@ -122,9 +122,10 @@ def update_tree(state, i):
     return log_z
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def cvi_pass(state, order):
-    """One CVI pass over the sentences in `order` (schedules.leave_one_out): (objective, first bad)."""
+    """One CVI pass over the sentences in `order` (schedules.leave_one_out): (objective, first bad).
+    Without the GIL, so that the shards of one process (`tree_shards`) run it on threads at once."""
     return leave_one_out(update_tree, state, order)
 
 

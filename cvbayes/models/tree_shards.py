@@ -36,7 +36,6 @@ error.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from ..data import Corpus
 from ..trees.dmv import LocalPosteriors
@@ -157,12 +156,6 @@ class ShardedCVI:
 
 # the DMV's
 
-@njit(cache=True, nogil=True)
-def _dmv_cvi_pass(state, order):
-    """`cvi_pass` without the GIL, so that shards of one process run on threads at once."""
-    return cvi_pass(state, order)
-
-
 class _DMVShard:
     """One shard's CVI state: its sentences, their local posteriors (views of the whole corpus's in this
     process) and its generator of sentence orders; a pass updates a copy of the frozen counts."""
@@ -174,7 +167,7 @@ class _DMVShard:
         """One CVI pass over the shard's sentences against a copy of the ``frozen`` DMVCounts: (their
         change, the summed log Z, the first bad sentence or -1)."""
         trees = CollapsedTrees(self.tags, self.offsets, self.alpha, frozen, self.local)
-        objective, bad = _dmv_cvi_pass(trees.state, self.rng.permutation(self.offsets.shape[0] - 1))
+        objective, bad = cvi_pass(trees.state, self.rng.permutation(self.offsets.shape[0] - 1))
         return tuple(after - before for after, before in zip(trees.counts, frozen)), objective, bad
 
 
@@ -197,12 +190,6 @@ def dmv_cvi(collapsed, shards, seed):
 
 
 # the PCFG's
-
-@njit(cache=True, nogil=True)
-def _pcfg_cvi_pass(state, order):
-    """The PCFG's `cvi_pass` without the GIL (shards of one process on threads at once)."""
-    return pcfg_cvi_pass(state, order)
-
 
 class _PCFGShard:
     """One shard's PCFG CVI state: its sentences' local cell counts (float32; views of the whole corpus's
@@ -229,7 +216,7 @@ class _PCFGShard:
         counts, row_totals = self.state[1][:2]
         counts[:] = frozen[0]
         row_totals[:] = self.rows.totals(counts)
-        objective, bad = _pcfg_cvi_pass(self.state, self.order)
+        objective, bad = pcfg_cvi_pass(self.state, self.order)
         return (counts - frozen[0],), objective, bad
 
 

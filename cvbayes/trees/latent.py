@@ -75,8 +75,10 @@ __all__ = [
     "add_posteriors",
     "add_row_totals",
     "binary_inside",
+    "checked_store",
     "latent_inside_outside",
     "normalise_rows",
+    "outside_node",
     "parent_totals",
     "posterior_offsets",
     "rescale_inside",
@@ -421,57 +423,84 @@ def tree_inside_outside(node_kind, node_rule, node_left, node_right, first, last
     log_z += log_root
 
     # Top-down: reverse post-order visits every parent before its children.
+    every = range(n_sub)
     for n in range(last - 1, first - 1, -1):
         i = n - first
-        r = node_rule[n]
-        kind = node_kind[n]
-        at = store_offsets[n] if use_store else 0
-        inverse = 1.0 / scale[i]
-        if kind == LEXICAL:
-            for a in range(n_sub):
-                posterior = outside[i, a] * inside[i, a]
-                if use_store:
-                    store[at + a] = posterior
-                    posterior = store[at + a]
-                lexical_counts[r, a] += posterior
-        elif kind == UNARY:
-            child = node_left[n] - first
-            for b in range(n_sub):
-                outside[child, b] = 0.0
-            for a in range(n_sub):
-                out_a = outside[i, a] * inverse
-                for b in range(n_sub):
-                    weighted = out_a * unary_weights[r, a, b]
-                    outside[child, b] += weighted
-                    posterior = weighted * inside[child, b]
-                    if use_store:
-                        store[at + a * n_sub + b] = posterior
-                        posterior = store[at + a * n_sub + b]
-                    unary_counts[r, a, b] += posterior
-        else:
-            left = node_left[n] - first
-            right = node_right[n] - first
-            for b in range(n_sub):
-                outside[left, b] = 0.0
-                outside[right, b] = 0.0
-            for a in range(n_sub):
-                out_a = outside[i, a] * inverse
-                for b in range(n_sub):
-                    out_ab = out_a * inside[left, b]
-                    to_left = 0.0
-                    for c in range(n_sub):
-                        weight = binary_weights[r, a, b, c]
-                        right_c = inside[right, c]
-                        to_left += weight * right_c
-                        outside[right, c] += out_ab * weight
-                        posterior = out_ab * weight * right_c
-                        if use_store:
-                            cell = at + (a * n_sub + b) * n_sub + c
-                            store[cell] = posterior
-                            posterior = store[cell]
-                        binary_counts[r, a, b, c] += posterior
-                    outside[left, b] += out_a * to_left
+        outside_node(node_kind[n], node_rule[n], i, node_left[n] - first, node_right[n] - first, every, every, every,
+                     binary_weights, unary_weights, inside, outside, 1.0 / scale[i], binary_counts, unary_counts,
+                     lexical_counts, store, store_offsets[n] if use_store else 0)
     return log_z
+
+
+@njit(cache=True, inline="always")
+def outside_node(kind, r, i, left, right, parents, lefts, rights, binary_weights, unary_weights, inside, outside,
+                 inverse, binary_counts, unary_counts, lexical_counts, store, at):
+    """One node's step of the top-down pass (eq. 4.8-4.9 over annotations, Matsuzaki et al. 2005 §3): the
+    outside vectors of its children (work rows ``left`` and ``right``) and its rule posteriors added to the
+    counts, over the subtypes ``parents`` of the node (work row ``i``, rule ``r``, ``inverse`` = 1 / s_n)
+    and ``lefts``, ``rights`` of its children.  They are ``range(H)`` in `tree_inside_outside` and the
+    kept lists in pruned training (`cvbayes.trees.latent_pruned`), for each of which numba compiles its own
+    loops, so the dense ones keep their direct indexing.  A non-empty ``store`` takes the posteriors from
+    ``at`` in the order of the lists, and the counts their float32-rounded values (see
+    `tree_inside_outside`)."""
+    n_sub = outside.shape[1]
+    use_store = store.shape[0] > 0
+    if kind == LEXICAL:
+        for x, a in enumerate(parents):
+            posterior = outside[i, a] * inside[i, a]
+            if use_store:
+                store[at + x] = posterior
+                posterior = store[at + x]
+            lexical_counts[r, a] += posterior
+    elif kind == UNARY:
+        n_left = len(lefts)
+        for b in range(n_sub):
+            outside[left, b] = 0.0
+        for x, a in enumerate(parents):
+            out_a = outside[i, a] * inverse
+            for y, b in enumerate(lefts):
+                weighted = out_a * unary_weights[r, a, b]
+                outside[left, b] += weighted
+                posterior = weighted * inside[left, b]
+                if use_store:
+                    cell = at + x * n_left + y
+                    store[cell] = posterior
+                    posterior = store[cell]
+                unary_counts[r, a, b] += posterior
+    else:
+        n_left, n_right = len(lefts), len(rights)
+        for b in range(n_sub):
+            outside[left, b] = 0.0
+            outside[right, b] = 0.0
+        for x, a in enumerate(parents):
+            out_a = outside[i, a] * inverse
+            for y, b in enumerate(lefts):
+                out_ab = out_a * inside[left, b]
+                to_left = 0.0
+                for z, c in enumerate(rights):
+                    weight = binary_weights[r, a, b, c]
+                    right_c = inside[right, c]
+                    to_left += weight * right_c
+                    outside[right, c] += out_ab * weight
+                    posterior = out_ab * weight * right_c
+                    if use_store:
+                        cell = at + (x * n_left + y) * n_right + z
+                        store[cell] = posterior
+                        posterior = store[cell]
+                    binary_counts[r, a, b, c] += posterior
+                outside[left, b] += out_a * to_left
+
+
+def checked_store(store, offsets):
+    """``store`` and its node offsets (``offsets()``, computed only for a store) as the kernels take them:
+    an empty store and one offset when ``store`` is None (no per-tree counts kept); ValueError unless a
+    store is float32 with a slot for every posterior."""
+    if store is None:
+        return np.zeros(0, dtype=np.float32), np.zeros(1, dtype=np.int64)
+    store_offsets = offsets()
+    if store.dtype != np.float32 or store.shape != (store_offsets[-1],):
+        raise ValueError(f"store must be float32 of length {store_offsets[-1]}, got {store.dtype} {store.shape}")
+    return store, store_offsets
 
 
 @parallel_over_chunks()
@@ -526,15 +555,7 @@ def latent_inside_outside(
     )
     bounds = equal_token_chunks(nodes.tree_offsets, n_sub ** 3)  # a binary node's H^3 products
     n_chunks = len(bounds) - 1
-    if store is None:
-        store = np.zeros(0, dtype=np.float32)
-        store_offsets = np.zeros(1, dtype=np.int64)
-    else:
-        store_offsets = posterior_offsets(nodes, n_sub)
-        if store.dtype != np.float32 or store.shape != (store_offsets[-1],):
-            raise ValueError(
-                f"store must be float32 of length {store_offsets[-1]}, got {store.dtype} {store.shape}"
-            )
+    store, store_offsets = checked_store(store, lambda: posterior_offsets(nodes, n_sub))
     binary_counts = np.zeros((n_chunks,) + binary_weights.shape)
     unary_counts = np.zeros((n_chunks,) + unary_weights.shape)
     lexical_counts = np.zeros((n_chunks,) + lexical_weights.shape)

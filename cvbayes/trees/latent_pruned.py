@@ -29,8 +29,8 @@ from ..core.rules import mean_cell
 from ..core.special import FAST
 from ..core.units import equal_token_chunks, max_length, parallel_over_chunks
 from .grammar import LEXICAL, UNARY
-from .latent import (AnnotatedTables, LatentPass, normalise_rows, rescale_inside, start_outside,
-                     tree_inside_outside)
+from .latent import (AnnotatedTables, LatentPass, checked_store, normalise_rows, outside_node, rescale_inside,
+                     start_outside, tree_inside_outside)
 from .treebank import TreebankGrammar, TreeNodes
 
 __all__ = ["KeptSubtypes", "add_kept_posteriors", "keep_subtypes", "kept_inside_outside", "kept_mean_weights",
@@ -188,67 +188,12 @@ def kept_tree_inside_outside(node_kind, node_rule, node_left, node_right, first,
 
     for n in range(last - 1, first - 1, -1):
         i = n - first
-        r = node_rule[n]
-        kind = node_kind[n]
-        at = store_offsets[n] if use_store else 0
-        inverse = 1.0 / scale[i]
-        start = kept_offsets[n]
-        if kind == LEXICAL:
-            for x in range(start, kept_offsets[n + 1]):
-                a = kept[x]
-                posterior = outside[i, a] * inside[i, a]
-                if use_store:
-                    store[at + x - start] = posterior
-                    posterior = store[at + x - start]
-                lexical_counts[r, a] += posterior
-        elif kind == UNARY:
-            child_node = node_left[n]
-            child = child_node - first
-            first_b, last_b = kept_offsets[child_node], kept_offsets[child_node + 1]
-            for b in range(n_sub):
-                outside[child, b] = 0.0
-            for x in range(start, kept_offsets[n + 1]):
-                a = kept[x]
-                out_a = outside[i, a] * inverse
-                for y in range(first_b, last_b):
-                    b = kept[y]
-                    weighted = out_a * unary_weights[r, a, b]
-                    outside[child, b] += weighted
-                    posterior = weighted * inside[child, b]
-                    if use_store:
-                        cell = at + (x - start) * (last_b - first_b) + y - first_b
-                        store[cell] = posterior
-                        posterior = store[cell]
-                    unary_counts[r, a, b] += posterior
-        else:
-            left_node, right_node = node_left[n], node_right[n]
-            left, right = left_node - first, right_node - first
-            first_b, last_b = kept_offsets[left_node], kept_offsets[left_node + 1]
-            first_c, last_c = kept_offsets[right_node], kept_offsets[right_node + 1]
-            for b in range(n_sub):
-                outside[left, b] = 0.0
-                outside[right, b] = 0.0
-            for x in range(start, kept_offsets[n + 1]):
-                a = kept[x]
-                out_a = outside[i, a] * inverse
-                for y in range(first_b, last_b):
-                    b = kept[y]
-                    out_ab = out_a * inside[left, b]
-                    to_left = 0.0
-                    for z in range(first_c, last_c):
-                        c = kept[z]
-                        weight = binary_weights[r, a, b, c]
-                        right_c = inside[right, c]
-                        to_left += weight * right_c
-                        outside[right, c] += out_ab * weight
-                        posterior = out_ab * weight * right_c
-                        if use_store:
-                            cell = at + ((x - start) * (last_b - first_b) + y - first_b) * (last_c - first_c) \
-                                + z - first_c
-                            store[cell] = posterior
-                            posterior = store[cell]
-                        binary_counts[r, a, b, c] += posterior
-                    outside[left, b] += out_a * to_left
+        left, right = max(node_left[n], 0), max(node_right[n], 0)  # -1: no such child
+        outside_node(node_kind[n], node_rule[n], i, left - first, right - first,
+                     kept[kept_offsets[n]:kept_offsets[n + 1]], kept[kept_offsets[left]:kept_offsets[left + 1]],
+                     kept[kept_offsets[right]:kept_offsets[right + 1]], binary_weights, unary_weights, inside,
+                     outside, 1.0 / scale[i], binary_counts, unary_counts, lexical_counts, store,
+                     store_offsets[n] if use_store else 0)
     return log_z
 
 
@@ -285,13 +230,7 @@ def kept_inside_outside(nodes: TreeNodes, weights: AnnotatedTables, kept: KeptSu
               if nodes.n_trees else np.zeros(0, dtype=np.int64), out=steps[1:])
     bounds = equal_token_chunks(steps)
     n_chunks = len(bounds) - 1
-    if store is None:
-        store = np.zeros(0, dtype=np.float32)
-        store_offsets = np.zeros(1, dtype=np.int64)
-    else:
-        store_offsets = kept_store_offsets(nodes, kept)
-        if store.dtype != np.float32 or store.shape != (store_offsets[-1],):
-            raise ValueError(f"store must be float32 of length {store_offsets[-1]}, got {store.dtype} {store.shape}")
+    store, store_offsets = checked_store(store, lambda: kept_store_offsets(nodes, kept))
     counts = [np.zeros((n_chunks,) + table.shape) for table in (binary_weights, unary_weights, lexical_weights)]
     log_z = np.empty(nodes.n_trees)
     _kept_corpus_pass(nodes.tree_offsets, nodes.kind, nodes.rule, nodes.left, nodes.right, kept.offsets,

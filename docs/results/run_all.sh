@@ -75,6 +75,14 @@ NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment units --corpus tidigits --seed
 for n in 250 1000; do
   NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment units --corpus synthetic-brent-test --utterances $n --algorithms svi --seeds 1 --passes 2 --out docs/results/units/memory_$n
 done
+# The settings chosen on the tuning utterances (docs/results/units/README.md): edge silences trimmed, 4 states a
+# unit, 20 passes; one process a seed and group of learners, each into its own folder, then joined.
+for s in 0 1 2; do
+  NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment units --corpus synthetic-brent --utterances 500 --trim --states 4 --algorithms cvi,vb --seed $s --seeds 1 --passes 20 --out /tmp/units-runs/cv$s &
+  NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment units --corpus synthetic-brent --utterances 500 --trim --states 4 --algorithms scvi,svi,gibbs --seed $s --seeds 1 --passes 20 --out /tmp/units-runs/st$s &
+done
+wait
+(cd docs/results/units && python merge_runs.py trimmed_states4 /tmp/units-runs/*)
 
 # The HMM's default alpha and beta per learner (issue 33), after `cvbayes data fetch ewt`, `brown` and
 # `htb`; one after the other on the shared 2-core machine (load 7-20): 32 min and 28 min

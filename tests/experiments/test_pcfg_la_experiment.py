@@ -72,6 +72,8 @@ def test_the_split_experiment_chains_each_h_from_the_one_before(tmp_path, monkey
     for row in results["rows"]:
         assert 0 < row["kept_share"] <= 1 and row["seconds_per_pass"] > 0 and row["peak_rss_mb"] > 0
         assert row["kept_share"] == 1 or row["pruning"] == 0.01
+        assert 1 <= row["subtypes_used"] <= row["subtypes"] + 1e-9 and len(row["objectives"]) == 2
+        assert row["objectives"][-1] == row["objective"]
     saved = json.loads((tmp_path / "split" / "em-cvi_h2-4.json").read_text())
     assert saved["rows"] == json.loads(json.dumps(results["rows"]))
     table = (tmp_path / "split" / "table.md").read_text()

@@ -1,6 +1,7 @@
 """The HDP-HMM's merge and delete moves (merge="auto", models/hdp.py `MovingSweep`): the merge and the
-delete of statistics, the score that ranks pairs, the objective the moves are judged by (against a
-brute-force CVI-2 pass), the acceptance rule, and a planted duplicated state."""
+delete of statistics, the score that ranks pairs, the pass after a move (against a brute-force CVI-2
+pass), the collapsed bound the moves are judged by (against the Polya urn), the acceptance rule, and a
+planted duplicated state."""
 import numpy as np
 import pytest
 
@@ -112,6 +113,14 @@ def test_merge_gain_is_the_change_of_the_collapsed_log_probability_of_hard_count
     merged_prior[3] = 0.0
     expected = urn(merged, merged_prior) - urn(path, prior)
     assert hdp.merge_gain(parts, counts(path), 1, 3) == pytest.approx(expected, rel=1e-10, abs=1e-10)
+    # the bound moves are judged by: log p(x, z) itself on a hard path (q's entropy is zero) ...
+    hard = np.eye(n_states)[path]
+    assert hdp.collapsed_bound(parts, counts(path), hard) == pytest.approx(urn(path, prior), rel=1e-10)
+    # ... plus every token's entropy on soft ones
+    soft = 0.7 * hard + 0.3 * np.eye(n_states)[(path + 1) % n_states]
+    entropy = -12 * (0.7 * np.log(0.7) + 0.3 * np.log(0.3))
+    assert hdp.collapsed_bound(parts, counts(path), soft) == pytest.approx(
+        hdp.log_joint(parts, counts(path)) + entropy, rel=1e-10)
 
 
 def test_deleting_a_state_keeps_the_counts_the_sums_of_the_local_statistics():
@@ -174,8 +183,8 @@ BETA = 0.5
 def _enumerated_pass(sweep):
     """One CVI-2 pass over the sequences in order, every q(z^i) and log Z_i by enumerating the paths under
     the leave-one-sequence-out surrogate of eq. 5.38-5.39 (prior sigma G[pi] of the sticks, Dir(BETA)
-    emissions): the sum of log Z, the pass's objective, and the marginals it leaves (the sweep's statistics
-    are left as they were)."""
+    emissions): the sum of log Z, the pass's objective, the marginals it leaves and its `collapsed_bound`
+    (the sweep's statistics are left as they were)."""
     prior, total = sweep.parts.transitions.prior()
     n_states = prior.shape[0]
     marginals, internal = sweep.marginals.astype(float), sweep.internal.astype(float)
@@ -202,7 +211,8 @@ def _enumerated_pass(sweep):
         trans += internal[i]
         np.add.at(emit.T, words, marginals[own])
     assert internal.shape == (len(SEQUENCES), n_states, n_states)
-    return objective, marginals
+    stats = np.vstack([emit.T, emit.sum(axis=1)])
+    return objective, marginals, hdp.collapsed_bound(sweep.parts, (start, trans, stats), marginals)
 
 
 @pytest.mark.parametrize("move", ["merge", "delete"])
@@ -217,15 +227,16 @@ def test_the_pass_after_a_move_is_the_enumerated_cvi_pass_from_the_moved_statist
         sweep.parts.transitions.merged = 0, 2
     else:
         sweep.delete_state(1)
-    expected, marginals = _enumerated_pass(sweep)
+    expected, marginals, _ = _enumerated_pass(sweep)
     assert sweep.sweep(2) == pytest.approx(expected, rel=1e-6)
     np.testing.assert_allclose(sweep.marginals, marginals, atol=1e-5)
 
 
-def test_a_moving_pass_keeps_the_best_move_and_never_lowers_the_enumerated_objective():
-    """Every pass tries the moves (every = 1, no confirming passes); each trial's objective is the
-    enumerated pass from its moved statistics, the pass keeps the highest one when it is no lower than
-    the plain pass's (else the plain pass), and the next pass starts from the statistics that pass left."""
+def test_a_moving_pass_keeps_the_move_of_the_highest_collapsed_bound():
+    """Every pass tries the moves (every = 1, no confirming passes); each trial's objective and collapsed
+    bound are those of the enumerated pass from its moved statistics, the pass keeps the trial of the
+    highest bound when that is no lower than the plain pass's (else the plain pass) and reports that
+    pass's own objective, and the next pass starts from the statistics that pass left."""
     model = HDPHMM(3, sigma=2.0, beta=BETA, learn_concentrations=False, init="local")
     inner = _sweep(model, as_corpus(SEQUENCES), 1)
     moving = hdp.MovingSweep(inner, every=1, merge_tries=3, delete_tries=3, confirm=0)
@@ -242,10 +253,12 @@ def test_a_moving_pass_keeps_the_best_move_and_never_lowers_the_enumerated_objec
         inner.restore(before)
         objective = moving.sweep(iteration)
         trials = moving.trials
-        assert [t["objective"] for t in trials] == pytest.approx([value for value, _ in expected], rel=1e-6)
+        assert [t["objective"] for t in trials] == pytest.approx([value for value, _, _ in expected], rel=1e-6)
+        assert [t["bound"] for t in trials] == pytest.approx([bound for _, _, bound in expected], rel=1e-6)
         assert all(t["objective_without"] == pytest.approx(plain[0], rel=1e-6) for t in trials)
-        best = max([plain] + expected, key=lambda result: result[0])
-        assert objective == pytest.approx(best[0], rel=1e-6) and objective >= plain[0] - 1e-9 * abs(plain[0])
+        assert all(t["bound_without"] == pytest.approx(plain[2], rel=1e-6) for t in trials)
+        best = max([plain] + expected, key=lambda result: result[2])
+        assert objective == pytest.approx(best[0], rel=1e-6) and best[2] >= plain[2]
         np.testing.assert_allclose(inner.marginals, best[1], atol=1e-5)
         accepted = [t for t in trials if t["accepted"]]
         assert len(accepted) == (best is not plain)
@@ -255,11 +268,12 @@ def test_a_moving_pass_keeps_the_best_move_and_never_lowers_the_enumerated_objec
     assert tried == {"merge", "delete"} and kept, "no move was kept: the test checks nothing of the acceptance"
 
 
-def test_the_moves_recover_a_duplicated_state_and_no_kept_move_lowers_the_objective():
+def test_the_moves_recover_a_duplicated_state_and_every_kept_move_raises_the_bound():
     """From the true three-state HMM with one state copied, plain CVI keeps both copies (they stay
-    alike), while merge="auto" merges or deletes one into the true three states; every kept move's pass
-    has an objective at least the plain pass's, the highest of the pass's trials, and still leads after
-    the confirming passes; a pass that keeps none is the plain pass."""
+    alike), while merge="auto" merges or deletes one into the true three states; every kept move has a
+    collapsed bound at least the plain pass's, the highest of the pass's trials, and still leads after
+    the confirming passes, and its pass reports its own objective; a pass that keeps none is the plain
+    pass."""
     corpus = _planted()
     fitted = {}
     for merge in (None, "auto"):
@@ -278,12 +292,13 @@ def test_the_moves_recover_a_duplicated_state_and_no_kept_move_lowers_the_object
     for objective, trials in tried:
         kept = [trial for trial in trials if trial["accepted"]]
         assert len(kept) <= 1
-        plain = trials[0]["objective_without"]
-        best = max(trials, key=lambda trial: trial["objective"])
+        plain, plain_bound = trials[0]["objective_without"], trials[0]["bound_without"]
+        best = max(trials, key=lambda trial: trial["bound"])
         if kept:
-            assert kept == [best] and objective == best["objective"] >= plain and best["lead_later"] >= 0.0
+            assert kept == [best] and objective == best["objective"] and best["bound"] >= plain_bound
+            assert best["lead_later"] >= 0.0
         else:   # none led the plain pass, or the best no longer did after the confirming passes
-            assert objective == plain and (best["objective"] < plain or best["lead_later"] < 0.0)
+            assert objective == plain and (best["bound"] < plain_bound or best["lead_later"] < 0.0)
 
 
 def test_merge_is_an_option_of_batch_cvi():
@@ -345,8 +360,8 @@ def test_a_move_that_no_longer_leads_after_the_confirming_passes_is_not_kept(mon
 
 
 def test_the_confirming_passes_compare_the_moved_and_the_plain_states_later():
-    """`MovingSweep.lead_later` is the moved state's objective minus the plain one's at the last of the
-    confirming passes, each enumerated."""
+    """`MovingSweep.lead_later` is the moved state's collapsed bound minus the plain one's after the last of
+    the confirming passes, each enumerated."""
     model = HDPHMM(3, sigma=2.0, beta=BETA, learn_concentrations=False, init="local")
     inner = _sweep(model, as_corpus(SEQUENCES), 1)
     moving = hdp.MovingSweep(inner, every=1, confirm=2)
@@ -357,5 +372,5 @@ def test_the_confirming_passes_compare_the_moved_and_the_plain_states_later():
     for state in (moved_state, plain_state):
         inner.restore(state)
         inner.sweep(1)
-        later.append(_enumerated_pass(inner)[0])   # the second pass's objective, enumerated
+        later.append(_enumerated_pass(inner)[2])   # the bound after the second pass, enumerated
     assert moving.lead_later(plain_state, moved_state, 1) == pytest.approx(later[0] - later[1], rel=1e-6, abs=1e-6)

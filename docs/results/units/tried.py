@@ -3,6 +3,7 @@
     python tried.py decode-penalty MODEL.npz      # a unit insertion penalty at decoding only (nats a unit)
     python tried.py merge-short MODEL.npz         # decoded units of at most L frames merged into their neighbours
     python tried.py train-penalty '{"algorithm": "vb", "n_iter": 10}' 10   # the penalty in training too
+    python tried.py passes '{"algorithm": "cvi", "n_iter": 40, "n_states": 4}'  # scores after 5, 10, 20, 30, 40 passes (trimmed)
 
 MODEL.npz is a model fitted on the untrimmed tuning utterances (`AcousticUnits.save`); every line printed is
 one setting's scores.  The penalty is subtracted from every unit's log entry probability (a word insertion
@@ -62,6 +63,18 @@ def merged(segments, n_frames, longest):
 
 
 def main(what, argument, penalty=None):
+    if what == "passes":
+        features, gold, first_frames = dev(6000, 300, trim=True)
+        settings = json.loads(argument)
+
+        def report(model, iteration):
+            if iteration + 1 in (5, 10, 15, 20, 30, 40, 60, 80):
+                found = units_report(model.predict(features), gold, first_frames)
+                print(json.dumps({**settings, "trim": True, "passes": iteration + 1,
+                                  **{k: round(found[k], 4) for k in SCORES}}), flush=True)
+
+        AcousticUnits(**settings).fit(features, progress=False, callback=report)
+        return
     features, gold, _ = dev(6000, 300)
     if what == "train-penalty":
         Penalised.penalty = float(penalty)
