@@ -279,9 +279,9 @@ def run_segment(args):
         raise ValueError(f"--restarts must be at least 1, got {args.restarts}")
     if args.max_length < 1 or args.max_substrings < 1:
         raise ValueError("--max-length and --max-substrings must be at least 1")
-    sharded = cluster_requested(args, SHARDED_ALGORITHMS, "cvbayes segment")
-    if sharded and args.model is not None:
+    if args.model is not None and (args.scheduler is not None or args.workers is not None):
         raise ValueError("--scheduler and --workers train on shards; --model segments without training")
+    sharded = cluster_requested(args, SHARDED_ALGORITHMS, "cvbayes segment")
     restarts = args.restarts if args.restarts is not None else (5 if args.algorithm == "vb" else 1)
     from ..models.adaptor import AdaptorGrammar
     from ..models.adaptor import parse_anneal
@@ -374,10 +374,11 @@ def register(commands):
     segment.add_argument("--vowels", default=None,
                          help="colloc-syllable: the symbols that can be a syllable's nucleus, separated by spaces "
                               "(e.g. 'a e i o u' with --chars); every other symbol of the input is a consonant")
-    segment.add_argument("--algorithm", choices=ALGORITHMS, default="vb",
-                         help="vb (Cohen et al. 2010; default: the best of 5 starts by its ELBO matches the published "
-                              "MCMC unigram score on Brent), cvi (collapsed VI: more accurate than vb on every grammar, "
-                              "slower a pass; docs/models/adaptor-grammar.md) or mcmc (Johnson et al. 2007; needs "
+    segment.add_argument("--algorithm", choices=ALGORITHMS, default="cvi",
+                         help="cvi (collapsed VI, the default: as accurate as vb on Brent's unigram grammar, 20 points "
+                              "ahead on colloc, and the only learner of the two that segments English letters: vb "
+                              "leaves them whole; docs/results/wordseg/segment_defaults.md), vb (Cohen et al. 2010; "
+                              "the best of 5 starts by its ELBO; faster a pass) or mcmc (Johnson et al. 2007; needs "
                               "hundreds of sweeps)")
     segment.add_argument("--restarts", type=int, default=None,
                          help="fits from as many seeds, keeping the best final objective (default 5 for vb, 1 for "

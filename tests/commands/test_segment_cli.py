@@ -328,7 +328,10 @@ def test_wordseg_options_are_checked():
 
 
 def test_segment_restarts_and_learned_hyperparameters(files, capsys):
-    main(["segment", files["input"], "--iterations", "2", "-o", files["out"], "--json"])
+    main(["segment", files["input"], "--iterations", "1", "-o", files["out"], "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["algorithm"] == "cvi" and report["restarts"] == 1     # the default learner, one start
+    main(["segment", files["input"], "--algorithm", "vb", "--iterations", "2", "-o", files["out"], "--json"])
     report = json.loads(capsys.readouterr().out)
     assert report["algorithm"] == "vb" and report["restarts"] == 5 and len(report["restart_objectives"]) == 5
     assert report["objective"] in report["restart_objectives"]     # the kept restart (AdaptorGrammar.n_init)
