@@ -93,3 +93,12 @@ NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment defaults --check --seed 0 --se
 # 50 s each on the shared 2-core machine
 NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment channel --seeds 3
 NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment channel --seeds 3 --noise 3 --out docs/results/channel/noise3
+
+# Adaptor grammars with a = 0.5 and a, b learned by empirical Bayes, cvi, all of Brent (issue 29; the other
+# wordseg rows' commands are in docs/results/wordseg/table.md); about 160 (unigram) and 250 (colloc) CPU s a run
+for s in 0 1 2; do
+  NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --grammars unigram --algorithms cvi --iterations 10 --seed $s --seeds 1 --corpora brent --discount 0.5 --estimate-hyperparameters --append
+  NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --grammars colloc --algorithms cvi --iterations 6 --seed $s --seeds 1 --corpora brent --discount 0.5 --estimate-hyperparameters --append
+done
+# cvbayes segment at its defaults on the letters of 500 UD EWT sentences (after `cvbayes data fetch ewt`)
+NUMBA_NUM_THREADS=1 python benchmarks/bench_segment_defaults.py --sentences 500
