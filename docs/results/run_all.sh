@@ -102,3 +102,6 @@ for s in 0 1 2; do
 done
 # cvbayes segment at its defaults on the letters of 500 UD EWT sentences (after `cvbayes data fetch ewt`)
 NUMBA_NUM_THREADS=1 python benchmarks/bench_segment_defaults.py --sentences 500
+# colloc-syllable (with word-edge syllables) by cvi, one seed, at the defaults and with a, b learned; about 420 CPU s, 1.7 GB each
+NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --grammars colloc-syllable --algorithms cvi --iterations 6 --seed 0 --seeds 1 --corpora brent --append
+NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --grammars colloc-syllable --algorithms cvi --iterations 6 --seed 0 --seeds 1 --corpora brent --discount 0.5 --estimate-hyperparameters --append
