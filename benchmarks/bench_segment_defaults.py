@@ -67,12 +67,13 @@ def table(results):
     """The Markdown table of the learners' runs and the trivial segmentations."""
     data = results["data"]
     lines = ["# `cvbayes segment` at its defaults, off Brent: English letters", "",
-             f"Command: `{results['command']}` (benchmarks/bench_segment_defaults.py).", "",
+             f"Command: `{results['command']}` (benchmarks/bench_segment_defaults.py; a row naming options: "
+             "the same with `--algorithms A --options='OPTIONS'`).", "",
              f"Corpus: {data['description']}; {data['utterances']} utterances, {data['words']} gold words, "
              f"{data['symbols']} letters (nothing in cvbayes was developed or tuned on it). Each learner: "
              "`cvbayes segment --chars INPUT --gold GOLD --algorithm A --json` and the options its row names, "
-             "no other (unigram grammar, 20 passes; vb the best of 5 starts; the a and b each run started from "
-             "are in segment_defaults.json). Scores (%) of the segmentation the "
+             "no other (unigram grammar, a = 0 and b = 1 unless the row says otherwise, 20 passes; vb the best of "
+             "5 starts). Scores (%) of the segmentation the "
              "command writes, trained and scored on the same utterances. Peak MiB and CPU s: /usr/bin/time -v "
              "of the whole command (reading, training, segmenting, scoring); training s: the command's own "
              "training time (wall, on a 2-core machine shared with other engineers' runs).", "",
@@ -133,8 +134,7 @@ def main():
 def write(args, results):
     """segment_defaults.json and .md under ``--out``."""
     results["command"] = (f"NUMBA_NUM_THREADS=1 python benchmarks/bench_segment_defaults.py --sentences "
-                          f"{args.sentences} --max-words {args.max_words}"
-                          + (f" --options='{args.options}'" if args.options else ""))
+                          f"{args.sentences} --max-words {args.max_words}")
     args.out.mkdir(parents=True, exist_ok=True)
     write_json(args.out / "segment_defaults.json", results, indent=1)
     write_text(args.out / "segment_defaults.md", table(results))
