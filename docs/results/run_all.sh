@@ -117,5 +117,7 @@ NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --grammars colloc-syllable --algo
 # colloc-syllable's seed 1 both ways; about 650 (EWT), 400 (HKCanCor) and 500-540 (colloc-syllable) CPU s each
 NUMBA_NUM_THREADS=1 python benchmarks/bench_segment_defaults.py --sentences 500 --algorithms cvi --options="--discount 0.5 --estimate-hyperparameters"
 NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --corpora hkcancor --utterances 2000 --grammars unigram --algorithms cvi --iterations 10 --seeds 1 --discount 0.5 --estimate-hyperparameters --append
+NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --corpora hkcancor --utterances 2000 --grammars unigram --algorithms cvi --iterations 10 --seed 1 --seeds 1 --discount 0.5 --estimate-hyperparameters --append
+NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --corpora hkcancor --utterances 2000 --grammars unigram --algorithms cvi --iterations 10 --seed 1 --seeds 1 --append
 NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --grammars colloc-syllable --algorithms cvi --iterations 6 --seed 1 --seeds 1 --corpora brent --append
 NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --grammars colloc-syllable --algorithms cvi --iterations 6 --seed 1 --seeds 1 --corpora brent --discount 0.5 --estimate-hyperparameters --append
