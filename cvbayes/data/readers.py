@@ -93,13 +93,23 @@ def _build(
     )
 
 
-def _line_per_sentence(offsets: list[int], line_numbers: list[int]) -> Callable[[int], int]:
-    """Locate tokens for formats with one sentence per line."""
+def _sentence_lines(path: PathLike, encoding: str) -> list[tuple[int, list[str]]]:
+    """(line number, whitespace-separated tokens) of every non-blank line: one sentence a line."""
+    return [(number, tokens) for number, line in enumerate(_read_lines(path, encoding), start=1)
+            if (tokens := line.split())]
+
+
+def _sentence_offsets(lines: list[tuple[int, list[str]]]) -> tuple[list[int], Callable[[int], int]]:
+    """The offsets of `_sentence_lines`' sentences in their tokens laid end to end, and the line of a
+    token by its position there."""
+    offsets = [0]
+    for _, tokens in lines:
+        offsets.append(offsets[-1] + len(tokens))
 
     def line_of(position: int) -> int:
-        return line_numbers[bisect.bisect_right(offsets, position) - 1]
+        return lines[bisect.bisect_right(offsets, position) - 1][0]
 
-    return line_of
+    return offsets, line_of
 
 
 def read_text(
@@ -136,19 +146,9 @@ def read_text(
     FileNotFoundError
         If `path` does not exist.
     """
-    words: list[str] = []
-    offsets = [0]
-    line_numbers: list[int] = []
-    for number, line in enumerate(_read_lines(path, encoding), start=1):
-        if lowercase:
-            line = line.lower()
-        tokens = line.split()
-        if not tokens:
-            continue
-        words.extend(tokens)
-        offsets.append(len(words))
-        line_numbers.append(number)
-    line_of = _line_per_sentence(offsets, line_numbers)
+    lines = _sentence_lines(path, encoding)
+    words = [token.lower() if lowercase else token for _, tokens in lines for token in tokens]
+    offsets, line_of = _sentence_offsets(lines)
     return _build(path, words, offsets, line_of, vocabulary, min_count)
 
 
@@ -189,14 +189,10 @@ def read_tagged(
     """
     if not sep:
         raise ValueError("sep must be a non-empty string")
+    lines = _sentence_lines(path, encoding)
     words: list[str] = []
     tags: list[str] = []
-    offsets = [0]
-    line_numbers: list[int] = []
-    for number, line in enumerate(_read_lines(path, encoding), start=1):
-        tokens = line.split()
-        if not tokens:
-            continue
+    for number, tokens in lines:
         for token in tokens:
             word, found, tag = token.rpartition(sep)
             if not found:
@@ -207,9 +203,7 @@ def read_tagged(
                 raise CorpusFormatError(f"token {token!r} has an empty tag", path, number)
             words.append(word.lower() if lowercase else word)
             tags.append(tag)
-        offsets.append(len(words))
-        line_numbers.append(number)
-    line_of = _line_per_sentence(offsets, line_numbers)
+    offsets, line_of = _sentence_offsets(lines)
     return _build(path, words, offsets, line_of, vocabulary, min_count, tags, tagset)
 
 
