@@ -10,7 +10,7 @@ import bisect
 import io
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import conllu
 import numpy as np
@@ -244,6 +244,18 @@ def _conllu_sentences(lines: Sequence[str], path: PathLike) -> list[list[int]]:
     return sentences
 
 
+def _conllu_tokens(path: PathLike, encoding: str) -> Iterator[list[tuple[dict, int]]]:
+    """The (token, line number) pairs of every block of a CoNLL-U file, validated by `_conllu_sentences`
+    before the first is given (a block of comments only has none)."""
+    lines = _read_lines(path, encoding)
+    sentence_lines = _conllu_sentences(lines, path)
+    parsed = conllu.parse_incr(
+        io.StringIO("\n".join(lines)), fields=_CONLLU_COLUMNS, field_parsers=_RAW_COLUMNS
+    )
+    for sentence, numbers in zip(parsed, sentence_lines, strict=True):
+        yield list(zip(sentence, numbers, strict=True))
+
+
 def read_conllu(
     path: PathLike,
     tag: str | None = "upos",
@@ -282,17 +294,12 @@ def read_conllu(
     """
     if tag not in ("upos", "xpos", None):
         raise ValueError(f"tag must be 'upos', 'xpos' or None, got {tag!r}")
-    lines = _read_lines(path, encoding)
-    sentence_lines = _conllu_sentences(lines, path)
-    parsed = conllu.parse_incr(
-        io.StringIO("\n".join(lines)), fields=_CONLLU_COLUMNS, field_parsers=_RAW_COLUMNS
-    )
     words: list[str] = []
     tags: list[str] = []
     offsets = [0]
     token_lines: list[int] = []
-    for sentence, numbers in zip(parsed, sentence_lines, strict=True):
-        for token, number in zip(sentence, numbers, strict=True):
+    for sentence in _conllu_tokens(path, encoding):
+        for token, number in sentence:
             if not isinstance(token["id"], int):
                 continue
             form = token["form"]
@@ -305,7 +312,7 @@ def read_conllu(
                     raise CorpusFormatError(f"word {form!r} has no {tag.upper()} tag", path, number)
                 tags.append(value)
         # Comment-only blocks are not sentences.
-        if numbers:
+        if sentence:
             offsets.append(len(words))
     return _build(
         path,
