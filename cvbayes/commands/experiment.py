@@ -295,8 +295,8 @@ EXPERIMENTS = {
         "pcfg_la_split", "PCFG-LA at H = 16: each H split from the H before it, trained with pruning",
         "Petrov et al. (2006)'s hierarchical splitting with coarse-to-fine pruning during training, for H where "
         "CVI's per-tree counts would not fit (H = 16: 3.2 GB unpruned); alpha and seed of the first H from "
-        "docs/results/fig4_2/results.json; test P/R/F1/EX, time a pass, peak memory; writes under "
-        "--out/fig4_2/split.",
+        "docs/results/fig4_2/results.json (fig4.2's); test P/R/F1/EX, time a pass, peak memory; writes under "
+        "--out itself (default docs/results/fig4_2/split).",
         (option("--algorithms", type=comma_list, default=["em", "vb", "cvi"],
                 help="comma-separated, of em, vb, cvi (default all; run one a process for each one's peak memory)"),
          option("--la-subtypes", type=positive_int, nargs="+", default=[8, 16],

@@ -37,6 +37,9 @@ def run(out="docs/results/fig4_2/split", algorithms=("em", "vb", "cvi"), subtype
     """Train and parse the chain ``subtypes`` for each learner; write its json and table.md under ``out``."""
     started = time.perf_counter()
     say = (lambda *args: None) if quiet else (lambda *args: print(*args, flush=True))
+    if not Path(base).is_file():
+        raise FileNotFoundError(f"{base}: no fig4.2 results to take each learner's alpha and seed from (run "
+                                f"'cvbayes experiment fig4.2' first, from the folder holding docs/results)")
     rows_of_base = json.loads(Path(base).read_text())["rows"]
     train = load_converted("train")
     test_gold = [strip_root(tree) for tree in load_converted("test")][:test_sentences]

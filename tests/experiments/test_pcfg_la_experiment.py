@@ -78,3 +78,10 @@ def test_the_split_experiment_chains_each_h_from_the_one_before(tmp_path, monkey
     assert saved["rows"] == json.loads(json.dumps(results["rows"]))
     table = (tmp_path / "split" / "table.md").read_text()
     assert table.count("\n| 4 | 2 |") == 3 and "| 2 | treebank | cvi | 0.1 | 2 | none |" in table
+
+
+def test_the_split_experiment_names_a_missing_base_before_any_work(tmp_path):
+    from cvbayes.experiments import pcfg_la_split
+    with pytest.raises(FileNotFoundError, match="nowhere.json: no fig4.2 results"):
+        pcfg_la_split.run(out=tmp_path / "split", base=tmp_path / "nowhere.json", quiet=True)
+    assert not (tmp_path / "split").exists()
