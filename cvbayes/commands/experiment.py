@@ -366,6 +366,8 @@ EXPERIMENTS = {
          seeds(3), PASSES.but(help="passes of every learner (gibbs: 5 sweeps a pass; default 30)"),
          option("--units", type=positive_int, default=None, help="the units' truncation (default 100)"),
          option("--states", type=positive_int, default=3, help="states of every unit's HMM (default 3)"),
+         option("--components", type=positive_int, default=2, help="Gaussians of every state's mixture (default 2)"),
+         option("--gamma", type=float, default=1.0, help="concentration of the units' Dirichlet process (default 1)"),
          option("--utterances", type=positive_int, default=None,
                 help="synthetic-brent: use only the first N utterances of a split (default all)"),
          option("--trim", action="store_true",

@@ -95,6 +95,14 @@ def _log_geometric_table(counts, pseudo, row_counts, row_prior):
     return _psi_table(counts, pseudo) - _psi_table(row_counts, row_prior)
 
 
+def check_prior(name, value):
+    """A prior's pseudo-count (Dirichlet) or shape (Gamma) as a float, or ValueError naming ``name``: every
+    rule above needs it positive."""
+    if not value > 0:
+        raise ValueError(f"{name} must be positive, got {value}")
+    return float(value)
+
+
 def map_pseudo(prior):
     """MAP's pseudo-counts (a - 1)+ (eq. 3.18 with a Dirichlet prior)."""
     return np.maximum(np.asarray(prior, dtype=float) - 1.0, 0.0)

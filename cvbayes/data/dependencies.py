@@ -31,17 +31,15 @@ for a tag set that does not depend on which tags one file happens to hold.
 
 from __future__ import annotations
 
-import io
 import os
 from dataclasses import dataclass
 
-import conllu
 import numpy as np
 
 from .corpus import Corpus
 from .errors import CorpusFormatError
 from .function_heads import CONVENTIONS, function_heads
-from .readers import _CONLLU_COLUMNS, _RAW_COLUMNS, _conllu_sentences, _encode, _read_lines
+from .readers import _conllu_tokens, _encode
 from .vocabulary import Vocabulary
 
 __all__ = ["UPOS_TAGS", "DependencyCorpus", "read_dependencies", "upos_tagset"]
@@ -261,11 +259,6 @@ def read_dependencies(
         raise ValueError(f"heads must be one of {', '.join(CONVENTIONS)}, got {heads!r}")
     if max_length is not None and max_length < 1:
         raise ValueError(f"max_length must be at least 1, got {max_length}")
-    lines = _read_lines(path, encoding)
-    sentence_lines = _conllu_sentences(lines, path)
-    parsed = conllu.parse_incr(
-        io.StringIO("\n".join(lines)), fields=_CONLLU_COLUMNS, field_parsers=_RAW_COLUMNS
-    )
     tags: list[str] = []
     token_lines: list[int] = []
     gold_heads: list[np.ndarray] = []
@@ -274,12 +267,12 @@ def read_dependencies(
     sentence_ids: list[int] = []
     sentence_words: list[int] = []
     index = -1
-    for sentence, numbers in zip(parsed, sentence_lines, strict=True):
+    for sentence in _conllu_tokens(path, encoding):
         # (HEAD, UPOS, the tag column, line) of each syntactic word
         words = []
         # (DEPREL, FEATS, lemma or form) of each word, for the function-head conversion
         columns = []
-        for token, number in zip(sentence, numbers, strict=True):
+        for token, number in sentence:
             if not isinstance(token["id"], int):
                 continue
             if token["id"] != len(words) + 1:

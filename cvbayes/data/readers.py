@@ -10,7 +10,7 @@ import bisect
 import io
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import conllu
 import numpy as np
@@ -93,13 +93,23 @@ def _build(
     )
 
 
-def _line_per_sentence(offsets: list[int], line_numbers: list[int]) -> Callable[[int], int]:
-    """Locate tokens for formats with one sentence per line."""
+def _sentence_lines(path: PathLike, encoding: str) -> list[tuple[int, list[str]]]:
+    """(line number, whitespace-separated tokens) of every non-blank line: one sentence a line."""
+    return [(number, tokens) for number, line in enumerate(_read_lines(path, encoding), start=1)
+            if (tokens := line.split())]
+
+
+def _sentence_offsets(lines: list[tuple[int, list[str]]]) -> tuple[list[int], Callable[[int], int]]:
+    """The offsets of `_sentence_lines`' sentences in their tokens laid end to end, and the line of a
+    token by its position there."""
+    offsets = [0]
+    for _, tokens in lines:
+        offsets.append(offsets[-1] + len(tokens))
 
     def line_of(position: int) -> int:
-        return line_numbers[bisect.bisect_right(offsets, position) - 1]
+        return lines[bisect.bisect_right(offsets, position) - 1][0]
 
-    return line_of
+    return offsets, line_of
 
 
 def read_text(
@@ -136,19 +146,9 @@ def read_text(
     FileNotFoundError
         If `path` does not exist.
     """
-    words: list[str] = []
-    offsets = [0]
-    line_numbers: list[int] = []
-    for number, line in enumerate(_read_lines(path, encoding), start=1):
-        if lowercase:
-            line = line.lower()
-        tokens = line.split()
-        if not tokens:
-            continue
-        words.extend(tokens)
-        offsets.append(len(words))
-        line_numbers.append(number)
-    line_of = _line_per_sentence(offsets, line_numbers)
+    lines = _sentence_lines(path, encoding)
+    words = [token.lower() if lowercase else token for _, tokens in lines for token in tokens]
+    offsets, line_of = _sentence_offsets(lines)
     return _build(path, words, offsets, line_of, vocabulary, min_count)
 
 
@@ -189,14 +189,10 @@ def read_tagged(
     """
     if not sep:
         raise ValueError("sep must be a non-empty string")
+    lines = _sentence_lines(path, encoding)
     words: list[str] = []
     tags: list[str] = []
-    offsets = [0]
-    line_numbers: list[int] = []
-    for number, line in enumerate(_read_lines(path, encoding), start=1):
-        tokens = line.split()
-        if not tokens:
-            continue
+    for number, tokens in lines:
         for token in tokens:
             word, found, tag = token.rpartition(sep)
             if not found:
@@ -207,9 +203,7 @@ def read_tagged(
                 raise CorpusFormatError(f"token {token!r} has an empty tag", path, number)
             words.append(word.lower() if lowercase else word)
             tags.append(tag)
-        offsets.append(len(words))
-        line_numbers.append(number)
-    line_of = _line_per_sentence(offsets, line_numbers)
+    offsets, line_of = _sentence_offsets(lines)
     return _build(path, words, offsets, line_of, vocabulary, min_count, tags, tagset)
 
 
@@ -250,6 +244,18 @@ def _conllu_sentences(lines: Sequence[str], path: PathLike) -> list[list[int]]:
     return sentences
 
 
+def _conllu_tokens(path: PathLike, encoding: str) -> Iterator[list[tuple[dict, int]]]:
+    """The (token, line number) pairs of every block of a CoNLL-U file, validated by `_conllu_sentences`
+    before the first is given (a block of comments only has none)."""
+    lines = _read_lines(path, encoding)
+    sentence_lines = _conllu_sentences(lines, path)
+    parsed = conllu.parse_incr(
+        io.StringIO("\n".join(lines)), fields=_CONLLU_COLUMNS, field_parsers=_RAW_COLUMNS
+    )
+    for sentence, numbers in zip(parsed, sentence_lines, strict=True):
+        yield list(zip(sentence, numbers, strict=True))
+
+
 def read_conllu(
     path: PathLike,
     tag: str | None = "upos",
@@ -288,17 +294,12 @@ def read_conllu(
     """
     if tag not in ("upos", "xpos", None):
         raise ValueError(f"tag must be 'upos', 'xpos' or None, got {tag!r}")
-    lines = _read_lines(path, encoding)
-    sentence_lines = _conllu_sentences(lines, path)
-    parsed = conllu.parse_incr(
-        io.StringIO("\n".join(lines)), fields=_CONLLU_COLUMNS, field_parsers=_RAW_COLUMNS
-    )
     words: list[str] = []
     tags: list[str] = []
     offsets = [0]
     token_lines: list[int] = []
-    for sentence, numbers in zip(parsed, sentence_lines, strict=True):
-        for token, number in zip(sentence, numbers, strict=True):
+    for sentence in _conllu_tokens(path, encoding):
+        for token, number in sentence:
             if not isinstance(token["id"], int):
                 continue
             form = token["form"]
@@ -311,7 +312,7 @@ def read_conllu(
                     raise CorpusFormatError(f"word {form!r} has no {tag.upper()} tag", path, number)
                 tags.append(value)
         # Comment-only blocks are not sentences.
-        if numbers:
+        if sentence:
             offsets.append(len(words))
     return _build(
         path,

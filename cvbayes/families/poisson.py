@@ -12,7 +12,7 @@ reader keeps integer arrays for word ids).
 import numpy as np
 from scipy.special import digamma, gammaln, xlogy
 
-from ..core.rules import MAP, VB
+from ..core.rules import MAP, VB, check_prior
 from ..data import Corpus
 from ..synthetic import sample_states
 from .kmeans import weighted_kmeans
@@ -41,9 +41,7 @@ class Poisson(TokenRows):
     param_names = ("lambdas",)
 
     def __init__(self, shape=1.0, rate=None):
-        if not shape > 0:
-            raise ValueError(f"the Gamma prior needs shape > 0, got {shape}")
-        self.shape = float(shape)
+        self.shape = check_prior("shape", shape)
         self.rate = None if rate is None else np.atleast_1d(np.asarray(rate, dtype=float))
         if self.rate is not None and not np.all(self.rate > 0):
             raise ValueError("the Gamma prior needs rate > 0")

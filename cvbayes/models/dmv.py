@@ -38,7 +38,7 @@ from numba import njit
 
 from ..checkpoints import NO_CHECKPOINT
 from ..core import rules
-from ..core.rules import MAP, MEAN, VB
+from ..core.rules import MAP, MEAN, VB, check_prior
 from ..core.statistics import DecayingCounts
 from ..core.units import max_length
 from ..data.corpus import Corpus
@@ -326,8 +326,7 @@ class DMV(BayesModel):
     def __init__(self, alpha=1.0, harmonic_variant=HARMONIC_VARIANT, harmonic_constant=0.0, *, algorithm="cvi",
                  n_iter=100, n_init=1, random_state=0, init="harmonic", batch_size=256, kappa=0.5, tau0=1.0):
         self._keep_params(locals())
-        if not alpha > 0:
-            raise ValueError(f"alpha must be positive, got {alpha}")
+        check_prior("alpha", alpha)
         if harmonic_variant not in ("completion", "tree"):
             raise ValueError(f"harmonic_variant must be 'completion' or 'tree', got {harmonic_variant!r}")
         if not harmonic_constant >= 0:

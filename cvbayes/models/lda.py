@@ -52,7 +52,7 @@ import numpy as np
 import scipy.sparse
 
 from ..core import rules
-from ..core.rules import MEAN, VB
+from ..core.rules import MEAN, VB, check_prior
 from ..core.statistics import DecayingCounts
 from ..checkpoints import NO_CHECKPOINT
 from ..core.units import equal_token_chunks
@@ -564,8 +564,7 @@ class LDA(BayesModel):
         self._check_learner("n_topics", "n_init", "batch_size", "n_jobs")
         if n_iter is not None:
             check_positive_int("n_iter", n_iter)
-        if not eta > 0:
-            raise ValueError(f"eta must be positive, got {eta}")
+        check_prior("eta", eta)
         if np.any(np.asarray(alpha, dtype=float) <= 0):
             raise ValueError("alpha must be positive")
         if learn_alpha and ALGORITHMS[algorithm].schedule is stochastic:

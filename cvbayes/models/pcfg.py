@@ -19,7 +19,7 @@ import numpy as np
 
 from ..checkpoints import NO_CHECKPOINT
 from ..core import rules
-from ..core.rules import MAP, MEAN, VB
+from ..core.rules import MAP, MEAN, VB, check_prior
 from ..core.statistics import DecayingCounts
 from ..core.units import ZeroProbabilityError
 from ..data import Vocabulary
@@ -464,8 +464,7 @@ class PCFG(BayesModel):
             raise ValueError("give exactly one of n_nonterminals and grammar")
         if n_nonterminals is not None:
             self.n_nonterminals = check_positive_int("n_nonterminals", n_nonterminals)
-        if not alpha > 0:
-            raise ValueError(f"alpha must be positive, got {alpha}")
+        check_prior("alpha", alpha)
         if max_substring is not None:
             self.max_substring = check_positive_int("max_substring", max_substring)
         self._check_learner("n_iter", "n_init", "batch_size")

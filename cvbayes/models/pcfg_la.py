@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from ..core.rules import MAP, MEAN, VB, mean_cell, slot_kl, slot_log_prior
+from ..core.rules import MAP, MEAN, VB, check_prior, mean_cell, slot_kl, slot_log_prior
 from ..core.units import ZeroProbabilityError, max_length
 from ..data.trees import read_trees
 from ..schedules import Algorithm, batch, leave_one_out
@@ -307,11 +307,9 @@ class PCFGLA(BayesModel):
                  n_iter=30, n_init=1, random_state=0, pruning=None):
         self._keep_params(locals())
         self.n_subtypes = check_positive_int("n_subtypes", n_subtypes)
-        if not alpha > 0:
-            raise ValueError(f"alpha must be positive, got {alpha}")
+        self.alpha = check_prior("alpha", alpha)
         self.min_count = check_positive_int("min_count", min_count)
         self._check_learner("n_iter", "n_init")
-        self.alpha = float(alpha)
         self.vertical = int(vertical)
         if pruning is not None and not 0 <= pruning < 1:
             raise ValueError(f"pruning must be a threshold in [0, 1) or None, got {pruning}")

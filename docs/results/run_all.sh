@@ -92,6 +92,22 @@ done
 wait
 (cd docs/results/units && python merge_runs.py trimmed_states4 /tmp/units-runs/*)
 
+# The fourth round (issue 30): 2 Gaussians a state, gamma 1 and 30 passes chosen on the tuning utterances
+# (docs/results/units/README.md, tried.py), one process a learner and seed, two at a time, then joined;
+# TIDIGITS at the same settings. About 1.5-7.5 min a process on the shared machine (load 5-11).
+for a in cvi vb scvi gibbs svi; do
+  for s in 0 1 2; do
+    NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment units --corpus synthetic-brent --utterances 500 --trim --states 4 --components 2 --gamma 1 --algorithms $a --seed $s --seeds 1 --passes 30 --out /tmp/units-runs4/$a$s &
+    [ $s = 1 ] && wait
+  done
+  wait
+done
+(cd docs/results/units && python merge_runs.py trimmed_states4_passes30 /tmp/units-runs4/*)
+NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment units --corpus tidigits --states 4 --components 2 --gamma 1 --algorithms vb,cvi,svi --seed 0 --seeds 3 --passes 30 --out /tmp/units-tid4/a &
+NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment units --corpus tidigits --states 4 --components 2 --gamma 1 --algorithms gibbs,scvi --seed 0 --seeds 3 --passes 30 --out /tmp/units-tid4/b
+wait
+(cd docs/results/units && python merge_runs.py tidigits_states4 /tmp/units-tid4/a /tmp/units-tid4/b)
+
 # The HMM's default alpha and beta per learner (issue 33), after `cvbayes data fetch ewt`, `brown` and
 # `htb`; one after the other on the shared 2-core machine (load 7-20): 32 min and 28 min
 NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment defaults --seed 0 --seeds 2

@@ -95,6 +95,6 @@ def test_counts_are_checked_and_integer_ids_are_one_dimension():
     for bad in (np.array([[1.0], [-1.0]]), np.array([[1.0], [0.5]])):
         with pytest.raises(ValueError, match="row 1"):
             Poisson().prepare(Corpus.from_sequences([bad]), 2)
-    with pytest.raises(ValueError, match="shape > 0"):
+    with pytest.raises(ValueError, match="shape must be positive"):
         Poisson(shape=0.0)
 

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...core.rules import MEAN, VB
+from ...core.rules import MEAN, VB, check_prior
 from ...metrics.segmentation import segmentation_scores
 from ...schedules import Algorithm, batch, gibbs, leave_one_out
 from ...trees.grammar import AnySubstring, SentenceBatch, Terminal
@@ -206,8 +206,7 @@ class AdaptorGrammar(BayesModel):
             raise ValueError(f"a (the PY discount) must be in [0, 1), got {self.a}")
         if not self.b > -self.a:
             raise ValueError(f"b (the PY concentration) must exceed -a, got {self.b}")
-        if not self.alpha > 0:
-            raise ValueError(f"alpha must be positive, got {self.alpha}")
+        check_prior("alpha", self.alpha)
         if int(self.truncation) < 1:
             raise ValueError(f"truncation must be a positive integer, got {self.truncation}")
         if self.word not in self.spec.grammar.nonterminals:

@@ -40,7 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...chains.alignment import argmax_segments
-from ...core.rules import MAP, MEAN, VB
+from ...core.rules import MAP, MEAN, VB, check_prior
 from ...data.vocabulary import Vocabulary
 from ...schedules import Algorithm, batch, gibbs, leave_one_out, stochastic
 from ..base import BayesModel
@@ -189,8 +189,7 @@ class Aligner(BayesModel):
         self._check_learner("n_init")
         if prior is None:
             prior = default_prior(algorithm)
-        if not prior > 0:
-            raise ValueError(f"prior must be positive, got {prior}")
+        check_prior("prior", prior)
         if not 0.0 <= null_prob < 1.0:
             raise ValueError(f"null_prob must lie in [0, 1), got {null_prob}")
         if max_jump < 1:

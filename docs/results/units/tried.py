@@ -4,6 +4,8 @@
     python tried.py merge-short MODEL.npz         # decoded units of at most L frames merged into their neighbours
     python tried.py train-penalty '{"algorithm": "vb", "n_iter": 10}' 10   # the penalty in training too
     python tried.py passes '{"algorithm": "cvi", "n_iter": 40, "n_states": 4}'  # scores after 5, 10, 20, 30, 40 passes (trimmed)
+    python tried.py passes '{"algorithm": "cvi", "n_iter": 30, "n_states": 4, "n_components": 1, "gamma": 0.5, "random_state": 1}'
+                                                  # the fourth round's grid: Gaussians a state, gamma, priors, seeds
 
 MODEL.npz is a model fitted on the untrimmed tuning utterances (`AcousticUnits.save`); every line printed is
 one setting's scores.  The penalty is subtracted from every unit's log entry probability (a word insertion
@@ -70,7 +72,9 @@ def main(what, argument, penalty=None):
         def report(model, iteration):
             if iteration + 1 in (5, 10, 15, 20, 30, 40, 60, 80):
                 found = units_report(model.predict(features), gold, first_frames)
-                print(json.dumps({**settings, "trim": True, "passes": iteration + 1,
+                seed = settings.get("random_state", 0)
+                print(json.dumps({"tried": f"passes (trimmed tuning utterances, seed {seed}, tried.py passes)",
+                                  **settings, "trim": True, "passes": iteration + 1,
                                   **{k: round(found[k], 4) for k in SCORES}}), flush=True)
 
         AcousticUnits(**settings).fit(features, progress=False, callback=report)
