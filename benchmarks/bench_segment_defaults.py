@@ -7,10 +7,13 @@ each word's letters lowercased (punctuation, digits and symbols dropped: EWT's `
 ``do`` and ``nt``), the spaces removed for the input and kept for the gold. Each learner runs as the
 command a user types, ``cvbayes segment --chars INPUT --gold GOLD --algorithm A --json``, under
 ``/usr/bin/time -v`` (its peak resident memory and CPU seconds), beside the trivial segmentations (one word
-per utterance, one word per letter). Writes ``segment_defaults.json`` and ``segment_defaults.md`` under
+per utterance, one word per letter). ``--options`` adds options to every learner's command (a candidate
+default measured beside the current one: its row names them). Writes ``segment_defaults.json`` and ``segment_defaults.md`` under
 ``--out`` (default docs/results/wordseg); a run of some learners keeps the others' earlier rows.
 
     NUMBA_NUM_THREADS=1 python benchmarks/bench_segment_defaults.py --algorithms vb,cvi
+    NUMBA_NUM_THREADS=1 python benchmarks/bench_segment_defaults.py --algorithms cvi \
+        --options="--discount 0.5 --estimate-hyperparameters"
 """
 import argparse
 import json
@@ -64,11 +67,13 @@ def table(results):
     """The Markdown table of the learners' runs and the trivial segmentations."""
     data = results["data"]
     lines = ["# `cvbayes segment` at its defaults, off Brent: English letters", "",
-             f"Command: `{results['command']}` (benchmarks/bench_segment_defaults.py).", "",
+             f"Command: `{results['command']}` (benchmarks/bench_segment_defaults.py; a row naming options: "
+             "the same with `--algorithms A --options='OPTIONS'`).", "",
              f"Corpus: {data['description']}; {data['utterances']} utterances, {data['words']} gold words, "
              f"{data['symbols']} letters (nothing in cvbayes was developed or tuned on it). Each learner: "
-             "`cvbayes segment --chars INPUT --gold GOLD --algorithm A --json` and no other option (unigram "
-             "grammar, a = 0, b = 1, 20 passes; vb the best of 5 starts). Scores (%) of the segmentation the "
+             "`cvbayes segment --chars INPUT --gold GOLD --algorithm A --json` and the options its row names, "
+             "no other (unigram grammar, a = 0 and b = 1 unless the row says otherwise, 20 passes; vb the best of "
+             "5 starts). Scores (%) of the segmentation the "
              "command writes, trained and scored on the same utterances. Peak MiB and CPU s: /usr/bin/time -v "
              "of the whole command (reading, training, segmenting, scoring); training s: the command's own "
              "training time (wall, on a 2-core machine shared with other engineers' runs).", "",
@@ -91,6 +96,8 @@ def main():
     parser.add_argument("--sentences", type=int, default=2000, help="utterances (default 2000)")
     parser.add_argument("--max-words", type=int, default=10, help="the longest sentence kept, in words (default 10)")
     parser.add_argument("--conllu", type=Path, default=EWT, help=f"the treebank (default {EWT})")
+    parser.add_argument("--options", default="",
+                        help="more options for every learner's command, e.g. '--discount 0.5' (default none)")
     parser.add_argument("--out", type=Path, default=Path("docs/results/wordseg"))
     args = parser.parse_args()
     sentences = ewt_sentences(args.conllu, args.sentences, args.max_words)
@@ -110,9 +117,11 @@ def main():
                                           f"UD English EWT train ({args.conllu.name}), lowercased letters",
                            "utterances": len(utterances), "words": sum(map(len, gold)),
                            "symbols": sum(map(len, utterances))}
-        for name in args.algorithms.split(","):
+        for algorithm in args.algorithms.split(","):
+            name = " ".join([algorithm, *args.options.split()])
             command = [sys.executable, "-m", "cvbayes.cli", "segment", "--chars", str(text), "--gold",
-                       str(gold_path), "--algorithm", name, "--json", "-o", str(Path(work) / f"{name}.seg")]
+                       str(gold_path), "--algorithm", algorithm, *args.options.split(), "--json",
+                       "-o", str(Path(work) / f"{algorithm}.seg")]
             stdout, peak, cpu, wall = measured(command)
             report = json.loads(stdout.strip().split("\n")[-1])
             results["runs"][name] = {"report": report, "peak_mib": peak, "cpu_seconds": cpu, "wall_seconds": wall}

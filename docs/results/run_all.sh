@@ -129,3 +129,11 @@ NUMBA_NUM_THREADS=1 python benchmarks/bench_segment_defaults.py --sentences 500
 # colloc-syllable (with word-edge syllables) by cvi, one seed, at the defaults and with a, b learned; about 420 CPU s, 1.7 GB each
 NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --grammars colloc-syllable --algorithms cvi --iterations 6 --seed 0 --seeds 1 --corpora brent --append
 NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --grammars colloc-syllable --algorithms cvi --iterations 6 --seed 0 --seeds 1 --corpora brent --discount 0.5 --estimate-hyperparameters --append
+# Is a = 0.5 with a, b learned a better default for cvi? (issue 29) Off Brent and on HKCanCor with the flags, and
+# colloc-syllable's seed 1 both ways; about 650 (EWT), 400 (HKCanCor) and 500-540 (colloc-syllable) CPU s each
+NUMBA_NUM_THREADS=1 python benchmarks/bench_segment_defaults.py --sentences 500 --algorithms cvi --options="--discount 0.5 --estimate-hyperparameters"
+NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --corpora hkcancor --utterances 2000 --grammars unigram --algorithms cvi --iterations 10 --seeds 1 --discount 0.5 --estimate-hyperparameters --append
+NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --corpora hkcancor --utterances 2000 --grammars unigram --algorithms cvi --iterations 10 --seed 1 --seeds 1 --discount 0.5 --estimate-hyperparameters --append
+NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --corpora hkcancor --utterances 2000 --grammars unigram --algorithms cvi --iterations 10 --seed 1 --seeds 1 --append
+NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --grammars colloc-syllable --algorithms cvi --iterations 6 --seed 1 --seeds 1 --corpora brent --append
+NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --grammars colloc-syllable --algorithms cvi --iterations 6 --seed 1 --seeds 1 --corpora brent --discount 0.5 --estimate-hyperparameters --append
