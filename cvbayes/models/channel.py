@@ -32,7 +32,7 @@ import numpy as np
 
 from ..chains.edits import DELETE, INSERT, edit_viterbi, fill_weights
 from ..core import rules
-from ..core.rules import MAP, MEAN, VB
+from ..core.rules import MAP, MEAN, VB, check_prior
 from ..core.units import max_length
 from ..schedules import Algorithm, batch, leave_one_out
 from . import channel_kernels as kernels
@@ -117,8 +117,8 @@ class EditChannel(BayesModel):
                  start_noise: float = 0.1, n_init: int = 1, random_state: int = 0) -> None:
         self._keep_params(locals())
         self._check_learner("n_iter", "n_init")
-        if not (alpha > 0 and beta > 0):
-            raise ValueError(f"alpha and beta must be positive, got {alpha} and {beta}")
+        check_prior("alpha", alpha)
+        check_prior("beta", beta)
         if isinstance(max_insertions, bool) or not isinstance(max_insertions, (int, np.integer)) or max_insertions < 0:
             raise ValueError(f"max_insertions must be a non-negative integer, got {max_insertions!r}")
         for name in ("n_underlying", "n_surface"):

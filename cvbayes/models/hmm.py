@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 import numpy as np
 
 from ..checkpoints import NO_CHECKPOINT
-from ..core.rules import MAP, MEAN, VB
+from ..core.rules import MAP, MEAN, VB, check_prior
 from ..chains.batch import MPD, VITERBI, batch_decode, batch_log_evidence
 from ..data import Vocabulary, as_corpus
 from ..files import checksum
@@ -268,9 +268,7 @@ class HMM(BayesModel):
         self._keep_params(locals())
         alpha, beta = default_priors(algorithm, alpha, beta, tag_dictionary is not None)
         self._check_chain_params(n_states, beta, emission)
-        if not alpha > 0:
-            raise ValueError("alpha and beta must be positive")
-        self.alpha = float(alpha)
+        self.alpha = check_prior("alpha", alpha)
         if not (isinstance(init, dict) or init in ("params", "local", "random")):
             raise ValueError("init must be 'params', 'local' (or its alias 'random') or a dict of parameters")
         self.tag_dictionary = None
@@ -287,10 +285,8 @@ class HMM(BayesModel):
         self._check_learner("n_iter", "n_init", "batch_size")
         if isinstance(n_states, bool) or int(n_states) != n_states or n_states < 1:
             raise ValueError(f"n_states must be a positive integer, got {n_states}")
-        if not beta > 0:
-            raise ValueError("alpha and beta must be positive")
         self.n_states = int(n_states)
-        self.beta = float(beta)
+        self.beta = check_prior("beta", beta)
         self.family = make_family(emission, beta)
         if isinstance(self.buffer, bool) or int(self.buffer) != self.buffer or self.buffer < 0:
             raise ValueError(f"buffer must be a non-negative integer, got {self.buffer}")

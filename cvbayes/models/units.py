@@ -85,7 +85,7 @@ from numpy.typing import ArrayLike
 
 from ..chains.composite import batch_unit_log_evidence, batch_unit_viterbi
 from ..core import rules
-from ..core.rules import MEAN, VB
+from ..core.rules import MEAN, VB, check_prior
 from ..core.sampling import log_dirichlet_draws
 from ..core.statistics import DecayingCounts
 from ..core.units import ZeroProbabilityError
@@ -209,8 +209,7 @@ class AcousticUnits(BayesModel):
         if n_iter is not None:
             check_positive_int("n_iter", n_iter)
         for name in ("gamma", "transition_prior", "weight_prior", "prior_kappa"):
-            if not float(getattr(self, name)) > 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
+            check_prior(name, getattr(self, name))
         if not float(prior_shape) > 0.5:
             raise ValueError(f"prior_shape must exceed 0.5, got {prior_shape!r}")
         if not 0.0 <= float(kappa) <= 1.0:
