@@ -18,6 +18,7 @@ default measured beside the current one: its row names them). Writes ``segment_d
 import argparse
 import json
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -117,10 +118,11 @@ def main():
                                           f"UD English EWT train ({args.conllu.name}), lowercased letters",
                            "utterances": len(utterances), "words": sum(map(len, gold)),
                            "symbols": sum(map(len, utterances))}
+        options = shlex.split(args.options)
         for algorithm in args.algorithms.split(","):
-            name = " ".join([algorithm, *args.options.split()])
+            name = " ".join([algorithm, *options])
             command = [sys.executable, "-m", "cvbayes.cli", "segment", "--chars", str(text), "--gold",
-                       str(gold_path), "--algorithm", algorithm, *args.options.split(), "--json",
+                       str(gold_path), "--algorithm", algorithm, *options, "--json",
                        "-o", str(Path(work) / f"{algorithm}.seg")]
             stdout, peak, cpu, wall = measured(command)
             report = json.loads(stdout.strip().split("\n")[-1])
