@@ -573,17 +573,17 @@ def checked_store(store, offsets):
 def corpus_pass(tree_offsets, node_kind, node_rule, node_left, node_right, kept_offsets, kept, chunk_bounds, longest,
                 binary_weights, unary_weights, lexical_weights, binary_counts, unary_counts, lexical_counts, store,
                 store_offsets, log_z):
-    """`tree_inside_outside` on every tree, or `kept_tree_inside_outside` when ``kept_offsets`` is not
-    empty (pruned training), one chunk of trees per thread and count table."""
+    """`tree_inside_outside` (eq. 4.8-4.9 over annotations) on every tree, or `kept_tree_inside_outside`
+    when ``kept_offsets`` is not empty (pruned training), one chunk of trees per thread and count table."""
     n_sub = lexical_weights.shape[1]
-    every = kept_offsets.shape[0] == 0
+    dense = kept_offsets.shape[0] == 0
     for k in prange(len(chunk_bounds) - 1):
         inside = np.empty((longest, n_sub))
         outside = np.empty((longest, n_sub))
         scale = np.empty(longest)
         for t in range(chunk_bounds[k], chunk_bounds[k + 1]):
             first, last = tree_offsets[t], tree_offsets[t + 1]
-            if every:
+            if dense:
                 log_z[t] = tree_inside_outside(node_kind, node_rule, node_left, node_right, first, last,
                                                binary_weights, unary_weights, lexical_weights, inside, outside, scale,
                                                binary_counts[k], unary_counts[k], lexical_counts[k], store,
