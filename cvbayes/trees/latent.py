@@ -77,7 +77,6 @@ __all__ = [
     "binary_inside",
     "checked_store",
     "corpus_pass",
-    "inside_node",
     "kept_tree_inside_outside",
     "latent_inside_outside",
     "normalise_rows",
@@ -86,7 +85,6 @@ __all__ = [
     "posterior_offsets",
     "rescale_inside",
     "row_sizes",
-    "scaled_inside_outside",
     "split_grammar",
     "start_outside",
     "tree_inside_outside",
@@ -310,8 +308,8 @@ def posterior_offsets(nodes: TreeNodes, n_subtypes: int) -> np.ndarray:
 @njit(cache=True, fastmath=FAST)
 def binary_inside(weights, r, inside, left, right, factor, out, at):
     """out[at, a] += factor · sum_{b,c} w(A_a -> B_b C_c) inside[left, b] inside[right, c] for binary
-    rule r: one binary step of the inside pass (eq. 4.8 over annotations) in the parser's chart
-    (`cvbayes.trees.latent_parse`; the observed trees' is `inside_node`'s, over subtype lists).  Rows of 2-D arrays are passed by
+    rule r: one binary step of the inside pass (eq. 4.8 over annotations), shared by the observed trees
+    here and the parser's chart (`cvbayes.trees.latent_parse`).  Rows of 2-D arrays are passed by
     index, not as views, whose reference counting would cost more than the step at small H."""
     n_sub = out.shape[1]
     for a in range(n_sub):
@@ -357,7 +355,7 @@ def start_outside(inside, outside, root):
     return np.log(root_inside)
 
 
-@njit(cache=True, fastmath=FAST)
+@njit(cache=True)
 def tree_inside_outside(node_kind, node_rule, node_left, node_right, first, last, binary_weights, unary_weights,
                         lexical_weights, inside, outside, scale, binary_counts, unary_counts, lexical_counts, store,
                         store_offsets):
@@ -397,9 +395,43 @@ def tree_inside_outside(node_kind, node_rule, node_left, node_right, first, last
         log Z, the log of the tree's total weight over annotations; -inf if
         it is zero, in which case no counts are added.
     """
-    return scaled_inside_outside(every_subtype, lexical_weights.shape[1], node_kind, node_rule, node_left, node_right,
-                                 first, last, binary_weights, unary_weights, lexical_weights, inside, outside, scale,
-                                 binary_counts, unary_counts, lexical_counts, store, store_offsets)
+    n_sub = lexical_weights.shape[1]
+    use_store = store.shape[0] > 0
+    log_z = 0.0
+    for n in range(first, last):
+        i = n - first
+        r = node_rule[n]
+        kind = node_kind[n]
+        if kind == LEXICAL:
+            for a in range(n_sub):
+                inside[i, a] = lexical_weights[r, a]
+        elif kind == UNARY:
+            child = node_left[n] - first
+            for a in range(n_sub):
+                total = 0.0
+                for b in range(n_sub):
+                    total += unary_weights[r, a, b] * inside[child, b]
+                inside[i, a] = total
+        else:
+            inside[i, :] = 0.0
+            binary_inside(binary_weights, r, inside, node_left[n] - first, node_right[n] - first, 1.0, inside, i)
+        log_scale = rescale_inside(inside, i, scale)
+        if log_scale == -np.inf:
+            return -np.inf
+        log_z += log_scale
+    log_root = start_outside(inside, outside, last - 1 - first)
+    if log_root == -np.inf:
+        return -np.inf
+    log_z += log_root
+
+    # Top-down: reverse post-order visits every parent before its children.
+    every = range(n_sub)
+    for n in range(last - 1, first - 1, -1):
+        i = n - first
+        outside_node(node_kind[n], node_rule[n], i, node_left[n] - first, node_right[n] - first, every, every, every,
+                     binary_weights, unary_weights, inside, outside, 1.0 / scale[i], binary_counts, unary_counts,
+                     lexical_counts, store, store_offsets[n] if use_store else 0)
+    return log_z
 
 
 @njit(cache=True, fastmath=FAST)
@@ -410,43 +442,47 @@ def kept_tree_inside_outside(node_kind, node_rule, node_left, node_right, first,
     §3) over the kept subtypes of every node: pruned subtypes have inside and outside 0.  The store,
     if not empty, takes each node's posteriors over its kept combinations (`cvbayes.trees.latent_pruned.kept_store_offsets`) and the
     counts the float32-rounded values.  Returns log Z over the kept annotations (-inf: no counts)."""
-    return scaled_inside_outside(_kept_subtypes, (kept_offsets, kept), node_kind, node_rule, node_left, node_right,
-                                 first, last, binary_weights, unary_weights, lexical_weights, inside, outside, scale,
-                                 binary_counts, unary_counts, lexical_counts, store, store_offsets)
-
-
-@njit(cache=True, inline="always")
-def _kept_subtypes(subtypes_of, n, left, right):
-    """The kept subtypes of node n and of its children ``left``, ``right`` (`KeptSubtypes` arrays)."""
-    offsets, kept = subtypes_of
-    return (kept[offsets[n]:offsets[n + 1]], kept[offsets[left]:offsets[left + 1]],
-            kept[offsets[right]:offsets[right + 1]])
-
-
-@njit(cache=True, inline="always")
-def every_subtype(n_sub, n, left, right):
-    """The subtypes `tree_inside_outside` visits at node n and its children ``left``, ``right``: all H."""
-    every = range(n_sub)
-    return every, every, every
-
-
-# inlined, as `cvbayes.schedules.leave_one_out` is, so that ``node_subtypes`` is known where it is called
-# and each caller compiles its own loops (ranges for the dense pass, kept lists for the pruned one)
-@njit(cache=True, inline="always")
-def scaled_inside_outside(node_subtypes, subtypes_of, node_kind, node_rule, node_left, node_right, first, last,
-                          binary_weights, unary_weights, lexical_weights, inside, outside, scale, binary_counts,
-                          unary_counts, lexical_counts, store, store_offsets):
-    """`tree_inside_outside` (eq. 4.8-4.9 over annotations) over the subtypes ``node_subtypes(subtypes_of, n,
-    left, right)`` gives for each node n and its children: the bottom-up pass (`inside_node`) with every
-    node's vector rescaled, the root's outside vector, then the top-down pass (`outside_node`)."""
+    n_sub = lexical_weights.shape[1]
     use_store = store.shape[0] > 0
     log_z = 0.0
     for n in range(first, last):
-        left, right = max(node_left[n], 0), max(node_right[n], 0)  # -1: no such child
-        parents, lefts, rights = node_subtypes(subtypes_of, n, left, right)
-        inside_node(node_kind[n], node_rule[n], n - first, left - first, right - first, parents, lefts, rights,
-                    binary_weights, unary_weights, lexical_weights, inside)
-        log_scale = rescale_inside(inside, n - first, scale)
+        i = n - first
+        r = node_rule[n]
+        kind = node_kind[n]
+        for a in range(n_sub):
+            inside[i, a] = 0.0
+        if kind == LEXICAL:
+            for x in range(kept_offsets[n], kept_offsets[n + 1]):
+                a = kept[x]
+                inside[i, a] = lexical_weights[r, a]
+        elif kind == UNARY:
+            child_node = node_left[n]
+            child = child_node - first
+            for x in range(kept_offsets[n], kept_offsets[n + 1]):
+                a = kept[x]
+                total = 0.0
+                for y in range(kept_offsets[child_node], kept_offsets[child_node + 1]):
+                    b = kept[y]
+                    total += unary_weights[r, a, b] * inside[child, b]
+                inside[i, a] = total
+        else:
+            left_node, right_node = node_left[n], node_right[n]
+            left, right = left_node - first, right_node - first
+            for x in range(kept_offsets[n], kept_offsets[n + 1]):
+                a = kept[x]
+                total = 0.0
+                for y in range(kept_offsets[left_node], kept_offsets[left_node + 1]):
+                    b = kept[y]
+                    left_b = inside[left, b]
+                    if left_b == 0.0:
+                        continue
+                    row = 0.0
+                    for z in range(kept_offsets[right_node], kept_offsets[right_node + 1]):
+                        c = kept[z]
+                        row += binary_weights[r, a, b, c] * inside[right, c]
+                    total += left_b * row
+                inside[i, a] = total
+        log_scale = rescale_inside(inside, i, scale)
         if log_scale == -np.inf:
             return -np.inf
         log_z += log_scale
@@ -455,47 +491,15 @@ def scaled_inside_outside(node_subtypes, subtypes_of, node_kind, node_rule, node
         return -np.inf
     log_z += log_root
 
-    # Top-down: reverse post-order visits every parent before its children.
     for n in range(last - 1, first - 1, -1):
         i = n - first
-        left, right = max(node_left[n], 0), max(node_right[n], 0)
-        parents, lefts, rights = node_subtypes(subtypes_of, n, left, right)
-        outside_node(node_kind[n], node_rule[n], i, left - first, right - first, parents, lefts, rights,
-                     binary_weights, unary_weights, inside, outside, 1.0 / scale[i], binary_counts, unary_counts,
-                     lexical_counts, store, store_offsets[n] if use_store else 0)
+        left, right = max(node_left[n], 0), max(node_right[n], 0)  # -1: no such child
+        outside_node(node_kind[n], node_rule[n], i, left - first, right - first,
+                     kept[kept_offsets[n]:kept_offsets[n + 1]], kept[kept_offsets[left]:kept_offsets[left + 1]],
+                     kept[kept_offsets[right]:kept_offsets[right + 1]], binary_weights, unary_weights, inside,
+                     outside, 1.0 / scale[i], binary_counts, unary_counts, lexical_counts, store,
+                     store_offsets[n] if use_store else 0)
     return log_z
-
-
-@njit(cache=True, inline="always")
-def inside_node(kind, r, i, left, right, parents, lefts, rights, binary_weights, unary_weights, lexical_weights,
-                inside):
-    """One node's step of the bottom-up pass (eq. 4.8 over annotations, Matsuzaki et al. 2005 §3): the inside
-    vector of the node (work row ``i``, rule ``r``) over its subtypes ``parents``, from those of its children
-    (work rows ``left`` and ``right``) over ``lefts`` and ``rights``; its other subtypes get 0.  The lists
-    are those of `outside_node`."""
-    for a in range(inside.shape[1]):
-        inside[i, a] = 0.0
-    if kind == LEXICAL:
-        for a in parents:
-            inside[i, a] = lexical_weights[r, a]
-    elif kind == UNARY:
-        for a in parents:
-            total = 0.0
-            for b in lefts:
-                total += unary_weights[r, a, b] * inside[left, b]
-            inside[i, a] = total
-    else:
-        for a in parents:
-            total = 0.0
-            for b in lefts:
-                left_b = inside[left, b]
-                if left_b == 0.0:
-                    continue
-                row = 0.0
-                for c in rights:
-                    row += binary_weights[r, a, b, c] * inside[right, c]
-                total += left_b * row
-            inside[i, a] = total
 
 
 @njit(cache=True, inline="always")

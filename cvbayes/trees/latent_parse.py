@@ -315,7 +315,7 @@ def _unary_into(weights, r, inside, child, out, at, no_back):
 def _best_binary(log_weights, r, j, best_top, left, right, best_bottom, parent, back):
     """The max's binary step: best_bottom[parent, a] = max(itself, log w(A_a -> B_b C_c) + left's b +
     right's c) with the first maximising (split j, rule r, b, c) in back[parent, a].  (The sum's is
-    `cvbayes.trees.latent.binary_inside`.)"""
+    `cvbayes.trees.latent.binary_inside`, shared with the observed trees' E-step.)"""
     n_sub = best_bottom.shape[1]
     for a in range(n_sub):
         for b in range(n_sub):
