@@ -50,17 +50,23 @@ from .edits import fill_weights, lattice_buffers, prefix_likelihoods
 
 
 @njit(cache=True)
-def word_span_likelihoods(x, y, n_underlying, table, max_insertions, longest, out):
+def word_span_work(longest_x, longest, max_insertions):
+    """Work arrays of `word_span_likelihoods` for words up to ``longest_x`` symbols and spans up to ``longest``:
+    (w, prefix, alpha, exits, scales)."""
+    alpha, _, exits, scales = lattice_buffers(longest_x, longest, max_insertions)
+    return np.empty((2 * longest_x + 1, longest + 1)), np.empty(longest + 1), alpha, exits, scales
+
+
+@njit(cache=True)
+def word_span_likelihoods(x, y, n_underlying, table, max_insertions, longest, work, out):
     """out[a, b] = p(y_a..y_{b-1} | x) (eq. S1) for 0 <= a <= b <= m, b - a <= ``longest`` (others 0).
 
-    ``table`` is the channel's (2U + 1, B + 1) table in the layout of `edits.edit_cells`; ``out`` (>= m + 1,
-    >= m + 1).
+    ``table`` is the channel's (2U + 1, B + 1) table in the layout of `edits.edit_cells`; ``work`` from
+    `word_span_work`; ``out`` (>= m + 1, >= m + 1).
     """
     n, m = x.shape[0], y.shape[0]
     span = min(longest, n + (n + 1) * max_insertions)   # the longest surface x can have (`edits` notes)
-    alpha, _, exits, scales = lattice_buffers(n, min(span, m), max_insertions)
-    w = np.empty((2 * n + 1, min(span, m) + 1))
-    prefix = np.empty(min(span, m) + 1)
+    w, prefix, alpha, exits, scales = work
     for a in range(m + 1):
         out[a, :] = 0.0
         width = min(span, m - a)

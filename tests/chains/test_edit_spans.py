@@ -5,7 +5,8 @@ import itertools
 import numpy as np
 import pytest
 
-from cvbayes.chains.edit_spans import base_buffers, base_span_counts, base_span_marginals, word_span_likelihoods
+from cvbayes.chains.edit_spans import (base_buffers, base_span_counts, base_span_marginals, word_span_likelihoods,
+                                      word_span_work)
 from cvbayes.chains.edits import edit_posteriors, fill_weights, lattice_buffers, scatter_counts
 from tests.chains.test_edits import edit_sequences
 
@@ -47,7 +48,7 @@ def test_word_spans_match_enumeration(n, m, max_insertions, longest):
     table = random_table(rng, 2, 3, deletion=0.2)
     x, y = rng.integers(0, 2, n), rng.integers(0, 3, m)
     out = np.full((m + 1, m + 1), -1.0)
-    word_span_likelihoods(x, y, 2, table, max_insertions, longest, out)
+    word_span_likelihoods(x, y, 2, table, max_insertions, longest, word_span_work(n, longest, max_insertions), out)
     for a in range(m + 1):
         for b in range(m + 1):
             want = enumerated_likelihood(x, y[a:b], 2, table, max_insertions) if a <= b <= a + longest else 0.0
