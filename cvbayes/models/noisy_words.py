@@ -38,9 +38,9 @@ it keeps most symbols); the ELBO can dip there.  A cached word's edit counts at 
 posterior weight exceeds ``prune`` (the lost mass is below it a span).
 
 Start (``init``): "grammar" (default), the grammaton and its counts from the lexicon of the channel-free
-unigram `AdaptorGrammar` (its default learner, ``init_iter`` passes) fitted to the surface strings, and the
-channel's first table `cvbayes.models.channel.start_table` (deletions and insertions at ``start_noise``);
-"empty", no cached word.
+unigram `AdaptorGrammar` (its default learner, ``init_iter`` passes) fitted to the surface strings; "empty",
+no cached word.  The first E-step's channel is `first_channel` (deletions, substitutions and insertions at
+``start_noise`` each).
 """
 from __future__ import annotations
 
@@ -59,9 +59,9 @@ from .adaptor.model import AdaptorGrammar, as_utterances
 from .adaptor.spans import best_words, word_chart
 from .adaptor.vb import py_stick_kl, py_sticks
 from .base import BayesModel
-from .channel import channel_tables, start_table
+from .channel import channel_tables
 
-__all__ = ["NoisyWords"]
+__all__ = ["NoisyWords", "first_channel"]
 
 ALGORITHMS = {"vb": Algorithm(batch, VB, "utterance type", "Cohen, Blei and Smith 2010 with the edit channel")}
 OBJECTIVES = {"vb": "evidence lower bound: sum log Z of the span chart (eq. N1) minus KL(q(v)), KL(q(theta)) "
@@ -209,7 +209,7 @@ class JointVB:
         self.grammaton = list(grammaton)            # underlying words (int64 arrays) in stick order
         self.edit_counts = np.zeros((2 * n_symbols + 1, n_symbols + 1))
         self.rule_counts = np.zeros((1, 2))        # Word+ -> Word Word+, Word+ -> Word
-        self.first_table = start_table(_Alphabets(n_symbols, n_symbols), model.start_noise)
+        self.first_table = first_channel(n_symbols, model.start_noise)
         self.refresh = True
         counts = np.asarray(counts, dtype=float)
         self.set_sticks(counts, 0.0)
@@ -303,9 +303,19 @@ class JointVB:
         self.set_sticks(kept, max(total - kept.sum(), 0.0))
 
 
-class _Alphabets(NamedTuple):
-    n_underlying: int
-    n_surface: int
+def first_channel(n_symbols, noise):
+    """The first E-step's channel over one alphabet of ``n_symbols``: every symbol deleted with probability
+    ``noise``, replaced by another with ``noise`` (spread evenly), kept otherwise; every gap inserts with
+    ``noise``.  Not `cvbayes.models.channel.start_table`, whose substitutions are uniform over the surface
+    symbols: with x unknown, a channel that forgets x's symbols would score every cached word of a length
+    alike."""
+    table = np.empty((2 * n_symbols + 1, n_symbols + 1))
+    table[:n_symbols] = noise / max(n_symbols - 1, 1)
+    table[:n_symbols, 0] = noise
+    table[np.arange(n_symbols), 1 + np.arange(n_symbols)] = 1.0 - 2.0 * noise if n_symbols > 1 else 1.0 - noise
+    table[n_symbols:] = noise / n_symbols
+    table[n_symbols:, 0] = 1.0 - noise
+    return table
 
 
 class NoisyWords(BayesModel):
@@ -330,7 +340,8 @@ class NoisyWords(BayesModel):
     init : {"grammar", "empty"}
         The start (module notes); ``init_iter`` passes of the channel-free grammar for "grammar".
     start_noise : float
-        The first E-step's channel: deletion and insertion probability (`cvbayes.models.channel.start_table`).
+        The first E-step's channel (`first_channel`): deletion, substitution and insertion probability, in
+        (0, 0.5).
     prune : float
         Posterior weight below which a cached word's edit counts at a span are skipped.
     algorithm : {"vb"}
@@ -361,9 +372,9 @@ class NoisyWords(BayesModel):
             raise ValueError(f"need 0 <= a < 1 and b > -a, got a={a}, b={b}")
         for name in ("alpha", "channel_alpha", "channel_beta"):
             setattr(self, name, check_prior(name, getattr(self, name)))
-        for name, value in (("base_stop", base_stop), ("start_noise", start_noise)):
-            if not 0.0 < value < 1.0:
-                raise ValueError(f"{name} must lie in (0, 1), got {value}")
+        for name, value, most in (("base_stop", base_stop, 1.0), ("start_noise", start_noise, 0.5)):
+            if not 0.0 < value < most:
+                raise ValueError(f"{name} must lie in (0, {most:g}), got {value}")
         for name, value, least in (("max_insertions", max_insertions, 0), ("truncation", truncation, 1),
                                    ("longest", longest, 1), ("init_iter", init_iter, 1)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
