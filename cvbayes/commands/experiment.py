@@ -358,7 +358,7 @@ EXPERIMENTS = {
         "against cvbayes.AdaptorGrammar on the same noisy strings (cvi and vb): Brent's word tokens passed through "
         "a channel drawn from the seed (synthetic noise, as in 'experiment channel'); token and boundary F1 "
         "against the gold words on the surface string, total variation of the learned channel rows; writes under "
-        "--out/noisy-words.",
+        "--out/noisy_words.",
         (FIRST_SEED, seeds(1), PASSES.but(help="passes of every learner (default 10)"),
          option("--utterances", type=positive_int, default=1500,
                 help="the first N Brent utterances (default 1500)"),

@@ -196,7 +196,7 @@ def run(out, seeds, n_utterances=UTTERANCES, passes=PASSES, noise=1.0, quiet=Fal
 
 def run_from_command_line(args):
     """``cvbayes experiment noisy-words`` (options in `cvbayes.commands.experiment`)."""
-    out = Path(args.out) / NAME if args.out == "docs/results" else Path(args.out)
+    out = Path(args.out) / "noisy_words" if args.out == "docs/results" else Path(args.out)
     run(out, seed_range(args), args.utterances, args.passes or PASSES, args.noise, quiet=args.quiet)
 
 
