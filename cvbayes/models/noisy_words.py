@@ -431,6 +431,29 @@ class NoisyWords(BayesModel):
         self.lexicon_ = {tuple(self.symbols_[s] for s in word): float(c) for word, c in zip(learner.grammaton, counts)}
         self._weights = learner.tables()
 
+    # -- files ---------------------------------------------------------------------------------------------
+    def _saved(self):
+        w = self._weights
+        meta = {"params": self.get_params(), "symbols": self.symbols_, "go_on": w.go_on, "end": w.end}
+        arrays = {"word_ids": w.word_ids, "word_offsets": w.word_offsets, "log_pi": w.log_pi,
+                  "log_base": np.array(w.log_base), "table": w.table, "edit_counts": self.edit_counts_,
+                  "customers": np.array(list(self.lexicon_.values()), dtype=float)}
+        return meta, arrays
+
+    @classmethod
+    def _from_saved(cls, meta, arrays, path):
+        model = cls(**meta["params"])
+        model.symbols_ = list(meta["symbols"])
+        model.edit_counts_ = arrays["edit_counts"]
+        model._weights = Weights(arrays["word_ids"], arrays["word_offsets"], arrays["log_pi"],
+                                 float(arrays["log_base"]), arrays["table"], np.full(len(model.symbols_),
+                                                                                   1.0 / len(model.symbols_)),
+                                 model.base_stop, float(meta["go_on"]), float(meta["end"]))
+        ids, offsets = arrays["word_ids"], arrays["word_offsets"]
+        model.lexicon_ = {tuple(model.symbols_[s] for s in ids[offsets[k]:offsets[k + 1]]): float(c)
+                          for k, c in enumerate(arrays["customers"])}
+        return model
+
     @property
     def emission_(self):
         self._check_fitted()
