@@ -26,13 +26,13 @@ import numpy as np  # noqa: E402
 
 from ..core.rules import MEAN  # noqa: E402
 from ..data.segmentation import load_brent  # noqa: E402
-from ..files import save_figure, write_json, write_text  # noqa: E402
+from ..files import save_figure  # noqa: E402
 from ..metrics.segmentation import segmentation_scores  # noqa: E402
 from ..models.adaptor import AdaptorGrammar  # noqa: E402
 from ..models.channel import channel_tables  # noqa: E402
 from ..models.noisy_words import NoisyWords, first_channel  # noqa: E402
 from .channel import MAX_INSERTIONS, PRIOR, draw_channel, noisy_words, phoneme_ids, scores  # noqa: E402
-from .results import plain_json, seed_range  # noqa: E402
+from .results import publish, seed_range  # noqa: E402
 
 NAME = "noisy-words"
 UTTERANCES = 1500
@@ -185,12 +185,8 @@ def run(out, seeds, n_utterances=UTTERANCES, passes=PASSES, noise=1.0, quiet=Fal
                 "noise": noise, "prior": PRIOR, "max_insertions": MAX_INSERTIONS, "start_passes": START_PASSES,
                 "rates": {k: float(np.mean([r[k] for r in rates])) for k in rates[0]}, "synthetic_noise": True,
                 "seconds": time.perf_counter() - started}
-    write_json(out / "results.json", plain_json({"settings": settings, "runs": rows, "elbo": curves}), indent=1)
-    text = table_text(rows, settings)
-    write_text(out / "table.md", text)
-    plot(out / "noisy_words.png", rows, curves)
-    if not quiet:
-        print(text)
+    publish(out, {"settings": settings, "runs": rows, "elbo": curves}, table_text(rows, settings), "noisy_words.png",
+            lambda path: plot(path, rows, curves), quiet)
     return rows
 
 
