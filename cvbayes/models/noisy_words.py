@@ -163,7 +163,7 @@ def e_step(ids, offsets, copies, word_ids, word_offsets, pi, base, table, phones
                 for b in range(a + 1, min(m, a + longest) + 1):
                     r = outside[a, b] * pi[k] * likelihoods[k, a, b]
                     customers[k] += r
-                    if r <= prune or r == 0.0:
+                    if r <= prune:          # prune >= 0, so a span x cannot produce is skipped too
                         continue
                     span = y[a:b]
                     fill_weights(x, span, n_underlying, table, pair_w)
