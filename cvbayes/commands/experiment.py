@@ -363,7 +363,8 @@ EXPERIMENTS = {
          option("--utterances", type=positive_int, default=1500,
                 help="the first N Brent utterances (default 1500)"),
          option("--noise", type=float, default=1.0,
-                help="scales the true channel's deletion, substitution and insertion rates (default 1)"))),
+                help="scales the true channel's deletion, substitution and insertion rates (default 1; at most "
+                     "3.57)"))),
     "units": Experiment(
         "units", "acoustic unit discovery: vb, cvi, gibbs, svi and scvi on TIDIGITS, planted and synthetic speech",
         "cvbayes.AcousticUnits (issue 30) on TIDIGITS (real speech; word-level checks: segments against the "

@@ -31,7 +31,7 @@ from ..metrics.segmentation import segmentation_scores  # noqa: E402
 from ..models.adaptor import AdaptorGrammar  # noqa: E402
 from ..models.channel import channel_tables  # noqa: E402
 from ..models.noisy_words import NoisyWords, first_channel  # noqa: E402
-from .channel import MAX_INSERTIONS, PRIOR, draw_channel, noisy_words, phoneme_ids, scores  # noqa: E402
+from .channel import MAX_INSERTIONS, MAX_NOISE, PRIOR, draw_channel, noisy_words, phoneme_ids, scores  # noqa: E402
 from .results import publish, seed_range  # noqa: E402
 
 NAME = "noisy-words"
@@ -171,6 +171,8 @@ def plot(path, rows, curves):
 
 def run(out, seeds, n_utterances=UTTERANCES, passes=PASSES, noise=1.0, quiet=False):
     """Every system on each seed's noisy corpus; writes results.json, table.md and noisy_words.png under ``out``."""
+    if not 0.0 < noise <= MAX_NOISE:
+        raise ValueError(f"noise must lie in (0, {MAX_NOISE}], got {noise}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     brent = load_brent()
