@@ -38,9 +38,12 @@ D = sum_u phi(u) E(eps | u), S1[j] = A1[j] + D S0[j] + (1 - s) D S1[j], so
 every end).  The expected edit counts of the base-generated words, each span's weighted by tau[a, b]
 (a chart's d log Z / d score(a, b) times the base's share), are the forward-backward of the same graph: the
 backward of S1 is (tau s + (1 - s) L[j]) / (1 - (1 - s) D) with L[j] = sum_u phi(u) E(y_j | u) Gu'[u, j + 1, 0]
-the launches' backward, that of S0 is D S1'[j] + L[j], and an edge is used forward(source) * weight *
-backward(target) times (S3), the deletion edges at j counted from E[j] with S1's backward (the loop's own
-traversals included, as forward-backward on a graph with cycles gives them).  Tests:
+the launches' backward, that of S0 is D S1'[j] + L[j], and the expected uses of an edge are
+
+    forward(source) * weight * backward(target),                                      (S3)
+
+the deletion edges at j counted from E[j] with S1's backward (the loop's own traversals included, as
+forward-backward on a graph with cycles gives them).  Tests:
 ``tests/chains/test_edit_spans.py`` against enumerating x and every edit sequence.
 """
 import numpy as np
