@@ -39,8 +39,9 @@ posterior weight exceeds ``prune`` (the lost mass is below it a span).
 
 Start (``init``): "grammar" (default), the grammaton and its counts from the lexicon of the channel-free
 unigram `AdaptorGrammar` (its default learner, ``init_iter`` passes) fitted to the surface strings; "empty",
-no cached word.  The first E-step's channel is `first_channel` (deletions, substitutions and insertions at
-``start_noise`` each).
+no cached word (on the first 1,500 Brent utterances through `cvbayes experiment noisy-words`'s seed-0 channel,
+10 passes: token F1 0.46 from "empty", 0.57 from "grammar").  The first E-step's channel is `first_channel`
+(deletions, substitutions and insertions at ``start_noise`` each).
 """
 from __future__ import annotations
 
