@@ -1,5 +1,6 @@
 """The Pitman-Yor discount a and concentration b of every adapted nonterminal, learned under Johnson and
-Goldwater's (2009) prior, a ~ Beta(1, 1), b ~ Gamma(10, 0.1): their posterior mode given the learner's
+Goldwater's (2009) prior, a ~ Beta(1, 1), b ~ Gamma(shape 0.01, scale 100) (py-cfg's ``-g 100 -h 0.01``,
+`cvbayes.core.restaurants.CONCENTRATION_PRIOR`): their posterior mode given the learner's
 expected statistics (vb and cvi: `maximise`) or slice-sampled given the seating (mcmc:
 `resample_py_parameters`).
 
