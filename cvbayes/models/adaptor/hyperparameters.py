@@ -15,11 +15,16 @@ from ...core.restaurants import log_hyperprior, seating_log_likelihood, seating_
 
 
 def maximise(log_likelihood, a, b, learn_discount):
-    """The mode of log_likelihood(a, b) + `log_hyperprior`(a, b) over a in [0, 0.99] (a = 0 unless
-    ``learn_discount``) and log b in [-8, 12], by L-BFGS-B from (a, b); returns (a, b)."""
+    """The mode of the posterior of (a, log b), log_likelihood(a, b) + `log_hyperprior`(a, b) + log b (the
+    Jacobian of b = e^u), over a in [0, 0.99] (a = 0 unless ``learn_discount``) and log b in [-8, 12], by
+    L-BFGS-B from (a, b); returns (a, b).
+
+    In log b because the prior's density in b, b^(shape - 1) e^(-b / scale) with shape 0.01, diverges at
+    b = 0, where the PY likelihood with a > 0 stays finite: a mode in b would be b -> 0 (on a tiny corpus
+    it was, at the bound); in log b the prior is e^(shape u - e^u / scale), whose mode is finite."""
     def loss(point):
         a, b = point[0], math.exp(point[1])
-        return -(log_likelihood(a, b) + log_hyperprior(a, b))
+        return -(log_likelihood(a, b) + log_hyperprior(a, b) + point[1])
 
     start = np.array([min(a, 0.98), math.log(max(b, 1e-3))])
     discounts = (0.0, 0.99) if learn_discount else (0.0, 0.0)
