@@ -35,7 +35,11 @@ def maximise(log_likelihood, a, b, learn_discount):
 def resample_py_parameters(sizes, a, b, rng, sample_discount=True, n_rounds=5):
     """(a, b) after ``n_rounds`` alternations of slice-sampling b | a and a | b under the posterior
     p(a, b | seating) (`log_seating_probability` plus `log_hyperprior`; Johnson and Goldwater 2009).
-    With ``sample_discount`` False, a stays as it is (0: a Dirichlet process)."""
+    With ``sample_discount`` False, a stays as it is (0: a Dirichlet process).
+
+    b is drawn as log b (its density times the Jacobian b), with slices of width 1 in log b: under the
+    vague prior b ranges over orders of magnitude (py-cfg starts it at 1e4), which steps of width 1 in b
+    crossed in about a hundred sweeps."""
     statistics = seating_statistics(sizes)
 
     def log_posterior(a, b):
@@ -43,7 +47,7 @@ def resample_py_parameters(sizes, a, b, rng, sample_discount=True, n_rounds=5):
         return prior if prior == -math.inf else prior + seating_log_likelihood(a, b, *statistics)
 
     for _ in range(n_rounds):
-        b = slice_sample(lambda v: log_posterior(a, v), b, 1.0, rng)
+        b = math.exp(slice_sample(lambda u: log_posterior(a, math.exp(u)) + u, math.log(b), 1.0, rng))
         if sample_discount:
             a = slice_sample(lambda v: log_posterior(v, b), a, 0.1, rng)
     return a, b
