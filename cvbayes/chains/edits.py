@@ -84,8 +84,8 @@ def _forward(w, n, m, max_insertions, alpha, exits, scales):
     """Scaled forward messages (the sum over edit paths of Ristad and Yianilos 1998, eq. 6-7, in our
     lattice): alpha[g, j, k] is the mass of the paths in gap g having emitted y_0..y_{j-1} with k
     insertions in it, exits[g, j] the mass that leaves gap g there (with the paths that deleted x_{g-1}
-    and so skipped the gap); each layer is divided by its sum scales[g].  Returns log p(y | x), -inf
-    when no path reaches the end."""
+    and so skipped the gap); each layer is divided by its sum scales[g].  Returns the log of the product
+    of the scales (-inf when a layer has no mass): exits[n, j] times its exponential is p(y_0..y_{j-1} | x)."""
     K = max_insertions
     log_z = 0.0
     for g in range(n + 1):
@@ -121,9 +121,15 @@ def _forward(w, n, m, max_insertions, alpha, exits, scales):
             for k in range(K + 1):
                 alpha[g, j, k] *= inverse
         log_z += math.log(total)
-    if exits[n, m] <= 0.0:
+    return log_z
+
+
+@njit(cache=True)
+def _complete(log_scale, exits, n, m):
+    """log p(y | x) from `_forward`'s log scale and its last layer (-inf when no path reaches the end)."""
+    if log_scale == -np.inf or exits[n, m] <= 0.0:
         return -np.inf
-    return log_z + math.log(exits[n, m])
+    return log_scale + math.log(exits[n, m])
 
 
 @njit(cache=True)
@@ -144,7 +150,7 @@ def edit_posteriors(w, n, m, max_insertions, alpha, beta, exits, scales, post):
         log p(y | x) under ``w``, -inf when no edit sequence rewrites x into y (``post`` then undefined).
     """
     K = max_insertions
-    log_z = _forward(w, n, m, max_insertions, alpha, exits, scales)
+    log_z = _complete(_forward(w, n, m, max_insertions, alpha, exits, scales), exits, n, m)
     if log_z == -np.inf:
         return log_z
     inverse_z = 1.0 / exits[n, m]
@@ -183,7 +189,18 @@ def edit_posteriors(w, n, m, max_insertions, alpha, beta, exits, scales, post):
 @njit(cache=True)
 def log_likelihood(w, n, m, max_insertions, alpha, exits, scales):
     """log p(y | x) under ``w`` (the forward pass of `edit_posteriors` alone)."""
-    return _forward(w, n, m, max_insertions, alpha, exits, scales)
+    return _complete(_forward(w, n, m, max_insertions, alpha, exits, scales), exits, n, m)
+
+
+@njit(cache=True)
+def prefix_likelihoods(w, n, m, max_insertions, alpha, exits, scales, out):
+    """out[j] = p(y_0 .. y_{j-1} | x) for j = 0..m from one forward pass: the weights of a prefix of y are the
+    first columns of y's, and the forward's last layer at column j, exits[n, j], is the mass of the complete
+    edit sequences that have emitted y_0..y_{j-1} (`_forward`)."""
+    log_scale = _forward(w, n, m, max_insertions, alpha, exits, scales)
+    scale = 0.0 if log_scale == -np.inf else math.exp(log_scale)
+    for j in range(m + 1):
+        out[j] = exits[n, j] * scale
 
 
 @njit(cache=True)

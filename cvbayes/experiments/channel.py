@@ -30,9 +30,9 @@ import numpy as np  # noqa: E402
 from ..chains.edits import DELETE, INSERT, sample_surface  # noqa: E402
 from ..core.rules import MAP, MEAN  # noqa: E402
 from ..data.segmentation import load_brent  # noqa: E402
-from ..files import save_figure, write_json, write_text  # noqa: E402
+from ..files import save_figure  # noqa: E402
 from ..models.channel import EditChannel, channel_tables  # noqa: E402
-from .results import plain_json, seed_range  # noqa: E402
+from .results import publish, seed_range  # noqa: E402
 
 NAME = "channel"
 LEARNERS = ("em", "vb", "cvi")
@@ -133,12 +133,12 @@ def total_variation(learned, true):
 
 def scores(table, true, frequency, n):
     """TV of the emission rows (weighted by each phoneme's tokens; unweighted over the phonemes of at least
-    `FREQUENT` tokens) and of the insertion rows (weighted by the gaps drawn from)."""
+    `FREQUENT` tokens, NaN when there are none) and of the insertion rows (weighted by the gaps drawn from)."""
     tv = total_variation(table, true)
     frequent = frequency[:n] >= FREQUENT
     return {"emission_tv": float(np.average(tv[:n], weights=frequency[:n])),
-            "emission_tv_frequent": float(tv[:n][frequent].mean()),
-            "emission_tv_max_frequent": float(tv[:n][frequent].max()),
+            "emission_tv_frequent": float(tv[:n][frequent].mean()) if frequent.any() else float("nan"),
+            "emission_tv_max_frequent": float(tv[:n][frequent].max()) if frequent.any() else float("nan"),
             "insertion_tv": float(np.average(tv[n:], weights=np.maximum(frequency[n:], 1e-12)))}
 
 
@@ -235,12 +235,8 @@ def run(out, seeds, learners=LEARNERS, passes=PASSES, quiet=False, noise=1.0):
                 "max_insertions": MAX_INSERTIONS, "pairs": len(words), "deletion": DELETION,
                 "substitution": SUBSTITUTION, "insertion": INSERTION, "classes": CLASSES,
                 "epenthetic": EPENTHETIC, "seconds": time.perf_counter() - started}
-    write_json(out / "results.json", plain_json({"settings": settings, "runs": rows, "curves": curves}), indent=1)
-    text = table_text(rows, settings)
-    write_text(out / "table.md", text)
-    plot(out / "recovery.png", curves, rows)
-    if not quiet:
-        print(text)
+    publish(out, {"settings": settings, "runs": rows, "curves": curves}, table_text(rows, settings), "recovery.png",
+            lambda path: plot(path, curves, rows), quiet)
     return rows
 
 

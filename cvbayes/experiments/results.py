@@ -1,7 +1,10 @@
 """What every experiment's results.json shares."""
 import math
+from pathlib import Path
 
 import numpy as np
+
+from ..files import write_json, write_text
 
 
 def seed_range(settings, count=None):
@@ -25,3 +28,14 @@ def plain_json(value):
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+def publish(out, results, text, figure, draw, quiet):
+    """Write ``results`` (plain JSON) to out/results.json, ``text`` to out/table.md and the plot ``draw(path)``
+    makes to out/``figure``; print the table unless ``quiet``."""
+    out = Path(out)
+    write_json(out / "results.json", plain_json(results), indent=1)
+    write_text(out / "table.md", text)
+    draw(out / figure)
+    if not quiet:
+        print(text)

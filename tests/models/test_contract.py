@@ -129,6 +129,10 @@ def _adaptor_predictions(model, X):
     return model.segment(X), model.score(X)
 
 
+def _noisy_words_predictions(model, X):
+    return model.segment(X), model.emission_, model.insertion_
+
+
 def _edit_pairs():
     from cvbayes.chains.edits import sample_surface
     rng = np.random.default_rng(10)
@@ -170,6 +174,8 @@ SPECS = {
                   _units_predictions, {}),
     "edit-channel": Spec(lambda **p: cvbayes.EditChannel(n_underlying=3, n_surface=3, **p), _edit_pairs,
                          _channel_predictions, {}),
+    "noisy-words": Spec(lambda **p: cvbayes.NoisyWords(init_iter=2, truncation=10, **p), _utterances,
+                        _noisy_words_predictions, {}),
 }
 
 CASES = [(name, algorithm) for name, spec in SPECS.items() for algorithm in spec.make().ALGORITHMS]

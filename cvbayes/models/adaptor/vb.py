@@ -22,6 +22,30 @@ from .layout import utterance_types
 from .sampler import Sampler
 
 
+def py_sticks(counts, base_uses, a, b):
+    """q(v) of a truncated Pitman-Yor stick (Cohen, Blei and Smith 2010) from the expected customers ``counts``
+    (K,) of its atoms in stick order and ``base_uses`` served by the base: q(v_k) = Beta(1 - a + u_k, b + k a +
+    sum_{j > k} u_j + u_base).  Returns (first, second) of the K Betas, E[log pi_k] (K,) and E[log prod_k
+    (1 - v_k)], the base's log weight."""
+    k = np.arange(1, counts.shape[0] + 1)
+    after = np.cumsum(counts[::-1])[::-1] - counts        # sum_{j > k} u_j
+    first = 1.0 - a + counts
+    second = b + k * a + after + base_uses
+    log_not = digamma(second) - digamma(first + second)
+    log_stop = digamma(first) - digamma(first + second)
+    return first, second, log_stop + np.concatenate([[0.0], np.cumsum(log_not)[:-1]]), float(log_not.sum())
+
+
+def py_stick_kl(first, second, a, b):
+    """sum_k KL(Beta(first_k, second_k) || Beta(1 - a, b + k a)): the sticks' part of VB's penalty."""
+    if first.shape[0] == 0:
+        return 0.0
+    k = np.arange(1, first.shape[0] + 1)
+    p, q = 1.0 - a, b + k * a
+    return float((betaln(p, q) - betaln(first, second) + (first - p) * digamma(first) + (second - q) * digamma(second)
+                  + (p + q - first - second) * digamma(first + second)).sum())
+
+
 class TypeExpectations:
     """VB's E-step over utterance types: identical utterances have identical expectations, so one chart a
     type, its statistics times its number of copies; the types are grouped by that number, one batch of
@@ -135,17 +159,10 @@ class VariationalBayes:
         order = np.argsort(-counts, kind="stable")
         members, counts = members[order], counts[order]
         base_uses = max(customers[cells].sum() - counts.sum(), 0.0)
-        a, b = training.discount[x], training.concentration[x]
-        k = np.arange(1, members.shape[0] + 1)
-        after = np.cumsum(counts[::-1])[::-1] - counts        # sum_{j > k} u_j
-        first = 1.0 - a + counts
-        second = b + k * a + after + base_uses
-        self.log_rest[x] = 0.0
-        log_not = digamma(second) - digamma(first + second)
-        log_stop = digamma(first) - digamma(first + second)
+        first, second, log_pi, self.log_rest[x] = py_sticks(counts, base_uses, training.discount[x],
+                                                            training.concentration[x])
         self.log_stick[cells] = -np.inf
-        self.log_stick[members] = log_stop + np.concatenate([[0.0], np.cumsum(log_not)[:-1]])
-        self.log_rest[x] = float(log_not.sum())
+        self.log_stick[members] = log_pi
         return members, first, second
 
     def weights(self) -> np.ndarray:
@@ -187,17 +204,8 @@ class VariationalBayes:
 
     def beta_kl(self) -> float:
         """sum_X sum_k KL(Beta(first_k, second_k) || Beta(1 - a, b + k a)) of the current sticks."""
-        total = 0.0
-        for x, (_, first, second) in enumerate(self.sticks):
-            if first.shape[0] == 0:
-                continue
-            a, b = self.training.discount[x], self.training.concentration[x]
-            k = np.arange(1, first.shape[0] + 1)
-            p, q = 1.0 - a, b + k * a
-            total += float((betaln(p, q) - betaln(first, second) + (first - p) * digamma(first)
-                            + (second - q) * digamma(second)
-                            + (p + q - first - second) * digamma(first + second)).sum())
-        return total
+        return sum(py_stick_kl(first, second, self.training.discount[x], self.training.concentration[x])
+                   for x, (_, first, second) in enumerate(self.sticks))
 
     def estimate_hyperparameters(self):
         """a and b at the mode of sum_k E_q[log Beta(v_k; 1 - a, b + k a)] of X's sticks plus the prior

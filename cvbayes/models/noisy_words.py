@@ -1,0 +1,487 @@
+"""`NoisyWords`: word segmentation of noisy symbol strings by the unigram adaptor grammar whose every word
+token is realised through an edit channel (seed 004's joint model, Lee, O'Donnell and Glass 2015, §3, on
+symbols: the stage of issue 31 where the truth is known).
+
+Model
+-----
+The unigram adaptor grammar (``Sentence -> Word+``, ``@Word -> Phon+``) draws underlying words x from a
+Pitman-Yor cache whose base is P0(x) = s (1 - s)^(n - 1) prod_i phi(x_i), phi uniform over the U symbols and
+the stop probability s fixed (``base_stop``; Goldwater's unigram base).  Every word token is rewritten into
+a surface span by its own edit sequence of the channel of `cvbayes.chains.edits` (substitutions, deletions,
+at most ``max_insertions`` insertions a gap; a Dirichlet row per symbol as in `EditChannel`), and the
+utterance is the concatenation of the spans.  Underlying and surface symbols are one alphabet.  A word whose
+every symbol is deleted leaves no span; the chart has no empty words, so that mass p(eps | x) is dropped
+(the model the chart reads is deficient by it), and no word spans more than ``longest`` surface symbols.
+
+VB
+--
+Mean field q(v) q(theta) q(rho) q(z): Cohen, Blei and Smith's (2010) truncated PY sticks over a *grammaton*
+of ``truncation`` underlying words (`cvbayes.models.adaptor.vb.py_sticks`), Dirichlet rows q(theta) of the
+channel (`cvbayes.models.channel.channel_tables`), a Dirichlet q(rho) over the two ``Word+`` rules, and
+q(z) over the segmentations, each token's cache or base choice, the underlying word of a base-generated
+token and every edit sequence, exact given the others: the chart of `cvbayes.models.adaptor.spans` (eq. W1)
+on the span scores
+
+    S(a, b) = sum_k pi~_k p~(y_a..b-1 | x_k) + pi~_0 sum_x P0(x) p~(y_a..b-1 | x)                 (N1)
+
+where pi~_k = exp E[log pi_k], pi~_0 = exp E[log prod_k (1 - v_k)] and p~ is the channel on exp E[log
+theta] (`cvbayes.chains.edit_spans` eq. S1 and S2).  With the chart's outside O(a, b) = d log Z / d S(a, b)
+(eq. W2) the E-step's statistics are: atom k's expected customers sum_ab O pi~_k p~(y_ab | x_k); the base's,
+sum_ab O pi~_0 M(a, b) (M the second sum of N1); the expected edit counts, of the cached words by the pair
+forward-backward of (x_k, y_ab) weighted by O pi~_k p~(y_ab | x_k) (`edits.edit_posteriors`), of the base's
+words by eq. S3 with tau = O pi~_0; and the expected ``Word+`` rules (words - 1 and 1 an utterance).  q's
+updates from them are exact coordinate steps, so the ELBO, sum log Z - KL(q(v)) - KL(q(theta)) - KL(q(rho)),
+never decreases while the grammaton is fixed (tested).  After every E-step the grammaton is refreshed as the
+adaptor grammar's VB does: the ``truncation`` words with most expected customers, a base-generated token
+counting for its surface span read as its underlying word (the identity reading, the channel's mode while
+it keeps most symbols); the ELBO can dip there.  A cached word's edit counts at a span are computed where its
+posterior weight exceeds ``prune`` (the lost mass is below it a span).
+
+Start (``init``): "grammar" (default), the grammaton and its counts from the lexicon of the channel-free
+unigram `AdaptorGrammar` (its default learner, ``init_iter`` passes) fitted to the surface strings; "empty",
+no cached word (on the first 1,500 Brent utterances through `cvbayes experiment noisy-words`'s seed-0 channel,
+10 passes: token F1 0.46 from "empty", 0.57 from "grammar").  The first E-step's channel is `first_channel`
+(deletions, substitutions and insertions at ``start_noise`` each).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from ..chains.edit_spans import base_buffers, base_span_counts, base_span_marginals, word_span_likelihoods, word_span_work
+from ..chains.edits import edit_posteriors, fill_weights, lattice_buffers, scatter_counts
+from ..core import rules
+from ..core.rules import VB, check_prior
+from ..schedules import Algorithm, batch
+from .adaptor.layout import utterance_types
+from .adaptor.model import AdaptorGrammar, as_utterances
+from .adaptor.spans import best_words, word_chart
+from .adaptor.vb import py_stick_kl, py_sticks
+from .base import BayesModel
+from .channel import channel_tables
+
+__all__ = ["NoisyWords", "first_channel"]
+
+ALGORITHMS = {"vb": Algorithm(batch, VB, "utterance type", "Cohen, Blei and Smith 2010 with the edit channel")}
+OBJECTIVES = {"vb": "evidence lower bound: sum log Z of the span chart (eq. N1) minus KL(q(v)), KL(q(theta)) "
+                    "and KL(q(rho))"}
+
+
+class Corpus(NamedTuple):
+    """Distinct utterances as symbol ids (flat, with offsets), their copies, and the alphabet."""
+
+    utterances: list
+    symbols: list
+    ids: np.ndarray
+    offsets: np.ndarray
+    copies: np.ndarray
+    first: np.ndarray
+
+
+class Weights(NamedTuple):
+    """What one chart reads (eq. N1): the grammaton's words (flat ids, offsets), log pi~ (K,), log pi~_0, the
+    channel table on exp E[log theta], the base's phones and stop, and the ``Word+`` weights."""
+
+    word_ids: np.ndarray
+    word_offsets: np.ndarray
+    log_pi: np.ndarray
+    log_base: float
+    table: np.ndarray
+    phones: np.ndarray
+    stop: float
+    go_on: float
+    end: float
+
+
+@njit(cache=True)
+def _scores(y, word_ids, word_offsets, pi, base, table, phones, stop, max_insertions, longest, work, buffers,
+            likelihoods, marginal, scores):
+    """Eq. N1 for one utterance: likelihoods[k] = p~(y_ab | x_k), marginal = M, scores = S."""
+    m = y.shape[0]
+    n_underlying = phones.shape[0]
+    base_span_marginals(y, stop, phones, table, max_insertions, longest, buffers, marginal)
+    for a in range(m + 1):
+        for b in range(m + 1):
+            scores[a, b] = base * marginal[a, b]
+    for k in range(pi.shape[0]):
+        x = word_ids[word_offsets[k]:word_offsets[k + 1]]
+        word_span_likelihoods(x, y, n_underlying, table, max_insertions, longest, work, likelihoods[k])
+        for a in range(m + 1):
+            for b in range(a + 1, m + 1):
+                scores[a, b] += pi[k] * likelihoods[k, a, b]
+
+
+@njit(cache=True)
+def _workspace(n_words, longest_word, longest_utterance, n_underlying, max_insertions, longest):
+    width = longest_utterance + 1
+    return (word_span_work(longest_word, longest, max_insertions), base_buffers(n_underlying, longest, max_insertions),
+            np.zeros((n_words, width, width)), np.zeros((width, width)), np.zeros((width, width)),
+            np.zeros((width, width)))
+
+
+@njit(cache=True)
+def e_step(ids, offsets, copies, word_ids, word_offsets, pi, base, table, phones, stop, go_on, end, max_insertions,
+           longest, prune, counts, customers, base_served, base_offsets):
+    """The E-step of VB (module notes) over the utterance types: adds the expected edit counts to ``counts``
+    (2U + 1, B + 1) and each atom's expected customers to ``customers`` (K,), and writes each type's
+    base-served words O pi~_0 M (times its copies) to ``base_served`` at ``base_offsets`` ((m + 1)^2 a type).
+    Returns (sum of copies * log Z, expected words, first type without a segmentation or -1)."""
+    n_types, n_words = offsets.shape[0] - 1, pi.shape[0]
+    n_underlying = phones.shape[0]
+    longest_word, longest_utterance = 1, 1
+    for k in range(n_words):
+        longest_word = max(longest_word, word_offsets[k + 1] - word_offsets[k])
+    for i in range(n_types):
+        longest_utterance = max(longest_utterance, offsets[i + 1] - offsets[i])
+    work, buffers, likelihoods, marginal, scores, outside = _workspace(
+        n_words, longest_word, longest_utterance, n_underlying, max_insertions, longest)
+    pair_w = np.empty((2 * longest_word + 1, longest + 1))
+    post = np.empty_like(pair_w)
+    alpha, beta, exits, scales = lattice_buffers(longest_word, longest, max_insertions)
+    totals = np.zeros(counts.shape[0])
+    evidence, words = 0.0, 0.0
+    for i in range(n_types):
+        y = ids[offsets[i]:offsets[i + 1]]
+        m = y.shape[0]
+        _scores(y, word_ids, word_offsets, pi, base, table, phones, stop, max_insertions, longest, work, buffers,
+                likelihoods, marginal, scores)
+        log_z = word_chart(scores, m, go_on, end, outside)
+        if log_z == -np.inf:
+            return evidence, words, i
+        weight = copies[i]
+        evidence += weight * log_z
+        served = base_served[base_offsets[i]:base_offsets[i + 1]].reshape((m + 1, m + 1))
+        for a in range(m + 1):
+            for b in range(m + 1):
+                outside[a, b] *= weight
+                served[a, b] = outside[a, b] * base * marginal[a, b]
+                words += outside[a, b] * scores[a, b]
+        for k in range(n_words):
+            x = word_ids[word_offsets[k]:word_offsets[k + 1]]
+            for a in range(m):
+                for b in range(a + 1, min(m, a + longest) + 1):
+                    r = outside[a, b] * pi[k] * likelihoods[k, a, b]
+                    customers[k] += r
+                    if r <= prune:          # prune >= 0, so a span x cannot produce is skipped too
+                        continue
+                    span = y[a:b]
+                    fill_weights(x, span, n_underlying, table, pair_w)
+                    edit_posteriors(pair_w, x.shape[0], b - a, max_insertions, alpha, beta, exits, scales, post)
+                    scatter_counts(x, span, n_underlying, post, r, counts, totals)
+        for a in range(m + 1):
+            for b in range(m + 1):
+                outside[a, b] *= base
+        base_span_counts(y, stop, phones, table, max_insertions, longest, buffers, outside, counts)
+    return evidence, words, -1
+
+
+@njit(cache=True)
+def segment_types(ids, offsets, word_ids, word_offsets, pi, base, table, phones, stop, go_on, end, max_insertions,
+                  longest, ends, end_offsets):
+    """The best segmentation (eq. W1 in max-product on eq. N1) of every utterance: its word ends at
+    ``end_offsets[i]`` of ``ends``; returns the number of words of each (0: none)."""
+    n_types = offsets.shape[0] - 1
+    longest_word, longest_utterance = 1, 1
+    for k in range(pi.shape[0]):
+        longest_word = max(longest_word, word_offsets[k + 1] - word_offsets[k])
+    for i in range(n_types):
+        longest_utterance = max(longest_utterance, offsets[i + 1] - offsets[i])
+    work, buffers, likelihoods, marginal, scores, _ = _workspace(
+        pi.shape[0], longest_word, longest_utterance, phones.shape[0], max_insertions, longest)
+    found = np.zeros(n_types, dtype=np.int64)
+    for i in range(n_types):
+        y = ids[offsets[i]:offsets[i + 1]]
+        _scores(y, word_ids, word_offsets, pi, base, table, phones, stop, max_insertions, longest, work, buffers,
+                likelihoods, marginal, scores)
+        found[i] = best_words(scores, y.shape[0], go_on, end, ends[end_offsets[i]:end_offsets[i + 1]])
+    return found
+
+
+class JointVB:
+    """VB's q (module notes) and the batch schedule's structure (``tables``, ``expectations``, ``penalty``);
+    ``refresh`` False keeps the grammaton fixed (the ELBO then never decreases)."""
+
+    def __init__(self, model, corpus, grammaton, counts):
+        self.model, self.corpus = model, corpus
+        n_symbols = len(corpus.symbols)
+        self.phones = np.full(n_symbols, 1.0 / n_symbols)
+        self.grammaton = list(grammaton)            # underlying words (int64 arrays) in stick order
+        self.edit_counts = np.zeros((2 * n_symbols + 1, n_symbols + 1))
+        self.rule_counts = np.zeros((1, 2))        # Word+ -> Word Word+, Word+ -> Word
+        self.first_table = first_channel(n_symbols, model.start_noise)
+        self.refresh = True
+        counts = np.asarray(counts, dtype=float)
+        self.set_sticks(counts, 0.0)
+        lengths = np.diff(corpus.offsets)
+        self.base_offsets = np.concatenate([[0], np.cumsum((lengths + 1) ** 2)]).astype(np.int64)
+
+    def set_sticks(self, counts, base_uses):
+        model = self.model
+        self.first, self.second, self.log_pi, self.log_base = py_sticks(counts, base_uses, model.a, model.b)
+
+    def state(self):
+        return {"edit_counts": self.edit_counts, "rule_counts": self.rule_counts, "first": self.first,
+                "second": self.second, "log_pi": self.log_pi, "log_base": np.array(self.log_base),
+                "grammaton": [np.asarray(w) for w in self.grammaton], "started": np.array(self.first_table is None)}
+
+    def restore(self, saved):
+        for name in ("edit_counts", "rule_counts", "first", "second", "log_pi"):
+            setattr(self, name, np.array(saved[name]))
+        self.log_base = float(saved["log_base"])
+        self.grammaton = [np.asarray(w, dtype=np.int64) for w in saved["grammaton"]]
+        if bool(saved["started"]):
+            self.first_table = None
+
+    # the batch schedule's structure
+    def tables(self, statistics=None, rule=VB):
+        """The chart's weights (`Weights`) under the current q."""
+        model = self.model
+        if self.first_table is not None:
+            table = self.first_table
+        else:
+            table = channel_tables(self.edit_counts, VB, model.channel_alpha, model.channel_beta)
+        go_on, end = rules.dirichlet_table(VB, self.rule_counts, model.alpha)[0]
+        words = self.grammaton
+        word_ids = np.concatenate([np.zeros(0, np.int64)] + [np.asarray(w, np.int64) for w in words])
+        word_offsets = np.concatenate([[0], np.cumsum([len(w) for w in words])]).astype(np.int64)
+        return Weights(word_ids, word_offsets, np.asarray(self.log_pi, float), float(self.log_base), table,
+                       self.phones, model.base_stop, float(go_on), float(end))
+
+    def penalty(self, rule, statistics, tables):
+        """-KL(q(v)) - KL(q(theta)) - KL(q(rho)) of the q the E-step uses (the first E-step's channel is the
+        start table, not a q: its KL is 0)."""
+        model, split = self.model, len(self.corpus.symbols)
+        kl = py_stick_kl(self.first, self.second, model.a, model.b) + rules.dirichlet_kl(self.rule_counts, model.alpha)
+        if self.first_table is None:
+            kl += (rules.dirichlet_kl(self.edit_counts[:split], model.channel_alpha)
+                   + rules.dirichlet_kl(self.edit_counts[split:], model.channel_beta))
+        return -kl
+
+    def expectations(self, weights):
+        """The E-step (`e_step`), then q's update from it (`absorb`): (statistics, sum of log Z)."""
+        model, corpus = self.model, self.corpus
+        counts = np.zeros_like(weights.table)
+        customers = np.zeros(weights.log_pi.shape[0])
+        base_served = np.zeros(self.base_offsets[-1])
+        evidence, words, bad = e_step(
+            corpus.ids, corpus.offsets, corpus.copies, weights.word_ids, weights.word_offsets, np.exp(weights.log_pi),
+            float(np.exp(weights.log_base)), weights.table, weights.phones, weights.stop, weights.go_on, weights.end,
+            model.max_insertions, model.longest, model.prune, counts, customers, base_served, self.base_offsets)
+        if bad >= 0:
+            utterance = corpus.first[bad]
+            raise ValueError(f"utterance {utterance}: no segmentation into words of at most longest={model.longest} "
+                             "surface symbols has positive probability")
+        statistics = (counts, customers, base_served, words)
+        self.absorb(statistics)
+        return statistics, evidence
+
+    def absorb(self, statistics):
+        """q(theta), q(rho) and q(v) from an E-step's statistics (over a refreshed grammaton when ``refresh``)."""
+        counts, customers, base_served, words = statistics
+        self.edit_counts = counts
+        self.first_table = None
+        utterances = float(self.corpus.copies.sum())
+        self.rule_counts = np.array([[max(words - utterances, 0.0), utterances]])
+        total = words
+        if not self.refresh:
+            self.set_sticks(customers, max(total - customers.sum(), 0.0))
+            return
+        candidates = {tuple(w.tolist()): c for w, c in zip(self.grammaton, customers)}
+        corpus = self.corpus
+        for i in range(len(corpus.first)):
+            m = corpus.offsets[i + 1] - corpus.offsets[i]
+            served = base_served[self.base_offsets[i]:self.base_offsets[i + 1]].reshape(m + 1, m + 1)
+            y = corpus.ids[corpus.offsets[i]:corpus.offsets[i + 1]]
+            for a, b in zip(*np.nonzero(served > 1e-9)):
+                key = tuple(y[a:b].tolist())
+                candidates[key] = candidates.get(key, 0.0) + served[a, b]
+        ranked = sorted(candidates.items(), key=lambda item: -item[1])[:self.model.truncation]
+        ranked = [(w, c) for w, c in ranked if c > 1e-9]
+        self.grammaton = [np.array(w, dtype=np.int64) for w, _ in ranked]
+        kept = np.array([c for _, c in ranked])
+        self.set_sticks(kept, max(total - kept.sum(), 0.0))
+
+
+def first_channel(n_symbols, noise):
+    """The first E-step's channel over one alphabet of ``n_symbols``: every symbol deleted with probability
+    ``noise``, replaced by another with ``noise`` (spread evenly), kept otherwise; every gap inserts with
+    ``noise``.  Not `cvbayes.models.channel.start_table`, whose substitutions are uniform over the surface
+    symbols: with x unknown, a channel that forgets x's symbols would score every cached word of a length
+    alike."""
+    table = np.empty((2 * n_symbols + 1, n_symbols + 1))
+    table[:n_symbols] = noise / max(n_symbols - 1, 1)
+    table[:n_symbols, 0] = noise
+    table[np.arange(n_symbols), 1 + np.arange(n_symbols)] = 1.0 - 2.0 * noise if n_symbols > 1 else 1.0 - noise
+    table[n_symbols:] = noise / n_symbols
+    table[n_symbols:, 0] = 1.0 - noise
+    return table
+
+
+class NoisyWords(BayesModel):
+    """Unigram word segmentation of noisy symbol strings through a learned edit channel (module notes).
+
+    Parameters
+    ----------
+    a, b : float
+        The word cache's Pitman-Yor discount and concentration.
+    alpha : float
+        Dirichlet pseudo-count of the two ``Word+`` rules.
+    channel_alpha, channel_beta : float
+        The channel's Dirichlet pseudo-counts of its emission and insertion rows (`EditChannel`'s alpha, beta).
+    max_insertions : int
+        The channel's K: at most this many inserted symbols a gap.
+    base_stop : float
+        s of the base P0(x) = s (1 - s)^(n - 1) prod phi(x_i), in (0, 1).
+    truncation : int
+        Underlying words in the grammaton.
+    longest : int
+        The most surface symbols one word token may span.
+    init : {"grammar", "empty"}
+        The start (module notes); ``init_iter`` passes of the channel-free grammar for "grammar".
+    start_noise : float
+        The first E-step's channel (`first_channel`): deletion, substitution and insertion probability, in
+        (0, 0.5).
+    prune : float
+        Posterior weight below which a cached word's edit counts at a span are skipped.
+    algorithm : {"vb"}
+    n_iter, random_state, n_init : the package's common parameters (``random_state`` seeds the start's grammar).
+
+    ``fit(X)`` takes utterances as sequences of symbols (a str utterance is its characters).
+
+    Attributes
+    ----------
+    edit_counts_ : (2U + 1, U + 1) expected edit counts in `EditChannel.counts_`'s layout; ``emission_`` and
+        ``insertion_`` the channel's posterior-mean tables; ``symbols_`` the alphabet (ids in that order).
+    lexicon_ : dict of tuple of str to float, the grammaton's underlying words and their expected customers.
+    history_ : (iteration, ELBO, seconds) per pass.
+    """
+
+    MODEL_NAME = "noisy-words"
+    SAVE_FORMAT = "cvbayes-noisy-words-1"
+    ALGORITHMS = ALGORITHMS
+    OBJECTIVES = OBJECTIVES
+    FITTED = "lexicon_"
+
+    def __init__(self, a=0.0, b=1.0, alpha=1.0, channel_alpha=0.1, channel_beta=0.1, max_insertions=1,
+                 base_stop=0.5, truncation=2000, longest=16, init="grammar", init_iter=10, start_noise=0.1,
+                 prune=1e-8, algorithm="vb", n_iter=10, random_state=0, n_init=1):
+        self._keep_params(locals())
+        self._check_learner("n_iter", "n_init")
+        if not 0.0 <= a < 1.0 or not b > -a:
+            raise ValueError(f"need 0 <= a < 1 and b > -a, got a={a}, b={b}")
+        for name in ("alpha", "channel_alpha", "channel_beta"):
+            setattr(self, name, check_prior(name, getattr(self, name)))
+        for name, value, most in (("base_stop", base_stop, 1.0), ("start_noise", start_noise, 0.5)):
+            if not 0.0 < value < most:
+                raise ValueError(f"{name} must lie in (0, {most:g}), got {value}")
+        for name, value, least in (("max_insertions", max_insertions, 0), ("truncation", truncation, 1),
+                                   ("longest", longest, 1), ("init_iter", init_iter, 1)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+                raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+        if init not in ("grammar", "empty"):
+            raise ValueError(f"unknown init {init!r}; choose grammar or empty")
+        if not prune >= 0.0:
+            raise ValueError(f"prune must be >= 0, got {prune}")
+        self.a, self.b, self.base_stop, self.start_noise, self.prune = (float(v) for v in (a, b, base_stop,
+                                                                                         start_noise, prune))
+
+    # -- fit's hooks -------------------------------------------------------------------------------------
+    def _prepare(self, X, y=None):
+        utterances = as_utterances(X)
+        symbols = sorted({s for u in utterances for s in u})
+        first, copies = utterance_types(utterances)
+        return Corpus(utterances, symbols, *self._encode([utterances[i] for i in first], symbols), copies, first)
+
+    @staticmethod
+    def _encode(utterances, symbols):
+        index = {s: i for i, s in enumerate(symbols)}
+        ids = []
+        for i, utterance in enumerate(utterances):
+            try:
+                ids.append([index[s] for s in utterance])
+            except KeyError as error:
+                raise ValueError(f"utterance {i} has the symbol {error.args[0]!r}, unseen in training") from None
+        offsets = np.concatenate([[0], np.cumsum([len(u) for u in ids])]).astype(np.int64)
+        return np.array([s for u in ids for s in u], dtype=np.int64), offsets
+
+    def _fingerprint(self, data):
+        return data.ids, data.offsets, data.copies
+
+    def _batch(self, data, run):
+        grammaton, counts = [], []
+        if self.init == "grammar":
+            start = AdaptorGrammar("unigram", a=self.a, b=self.b, n_iter=self.init_iter,
+                                   random_state=int(run.rng.integers(2 ** 31)))
+            start.fit(data.utterances)
+            index = {s: i for i, s in enumerate(data.symbols)}
+            ranked = sorted(start.lexicon_.items(), key=lambda item: -item[1])[:self.truncation]
+            grammaton = [np.array([index[s] for s in word], dtype=np.int64) for word, _ in ranked]
+            counts = [c for _, c in ranked]
+        self.learner_ = JointVB(self, data, grammaton, counts)
+        self._symbols = list(data.symbols)
+        run.checkpoint.track("noisy_words.q", self.learner_.state, self.learner_.restore)
+        return self.learner_, None, None
+
+    def _set_fitted(self, statistics, rule, data=None):
+        learner = self.learner_
+        self.edit_counts_ = learner.edit_counts.copy()
+        self.symbols_ = list(self._symbols)
+        counts = (learner.first - 1.0 + self.a) if len(learner.grammaton) else np.zeros(0)
+        self.lexicon_ = {tuple(self.symbols_[s] for s in word): float(c) for word, c in zip(learner.grammaton, counts)}
+        self._weights = learner.tables()
+
+    # -- files ---------------------------------------------------------------------------------------------
+    def _saved(self):
+        w = self._weights
+        meta = {"params": self.get_params(), "symbols": self.symbols_, "go_on": w.go_on, "end": w.end}
+        arrays = {"word_ids": w.word_ids, "word_offsets": w.word_offsets, "log_pi": w.log_pi,
+                  "log_base": np.array(w.log_base), "table": w.table, "edit_counts": self.edit_counts_,
+                  "customers": np.array(list(self.lexicon_.values()), dtype=float)}
+        return meta, arrays
+
+    @classmethod
+    def _from_saved(cls, meta, arrays, path):
+        model = cls(**meta["params"])
+        model.symbols_ = list(meta["symbols"])
+        model.edit_counts_ = arrays["edit_counts"]
+        model._weights = Weights(arrays["word_ids"], arrays["word_offsets"], arrays["log_pi"],
+                                 float(arrays["log_base"]), arrays["table"], np.full(len(model.symbols_),
+                                                                                   1.0 / len(model.symbols_)),
+                                 model.base_stop, float(meta["go_on"]), float(meta["end"]))
+        ids, offsets = arrays["word_ids"], arrays["word_offsets"]
+        model.lexicon_ = {tuple(model.symbols_[s] for s in ids[offsets[k]:offsets[k + 1]]): float(c)
+                          for k, c in enumerate(arrays["customers"])}
+        return model
+
+    @property
+    def emission_(self):
+        self._check_fitted()
+        return channel_tables(self.edit_counts_, rules.MEAN, self.channel_alpha, self.channel_beta)[:len(self.symbols_)]
+
+    @property
+    def insertion_(self):
+        self._check_fitted()
+        return channel_tables(self.edit_counts_, rules.MEAN, self.channel_alpha, self.channel_beta)[len(self.symbols_):]
+
+    # -- using it --------------------------------------------------------------------------------------------
+    def segment(self, utterances) -> list[list[tuple[str, ...]]]:
+        """Each utterance's surface words in its best segmentation under the fitted q (VB's weights, eq. N1)."""
+        self._check_fitted()
+        utterances = as_utterances(utterances)
+        first, _ = utterance_types(utterances)
+        types = [utterances[i] for i in first]
+        ids, offsets = self._encode(types, self.symbols_)
+        w = self._weights
+        lengths = np.diff(offsets)
+        end_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        ends = np.zeros(end_offsets[-1], dtype=np.int64)
+        found = segment_types(ids, offsets, w.word_ids, w.word_offsets, np.exp(w.log_pi), float(np.exp(w.log_base)),
+                              w.table, w.phones, w.stop, w.go_on, w.end, self.max_insertions, self.longest, ends,
+                              end_offsets)
+        words = {}
+        for t, utterance in enumerate(types):
+            cuts = [0] + list(ends[end_offsets[t]:end_offsets[t] + found[t]]) if found[t] else [0, len(utterance)]
+            words[tuple(utterance)] = [tuple(utterance[i:k]) for i, k in zip(cuts[:-1], cuts[1:])]
+        return [list(words[tuple(u)]) for u in utterances]

@@ -1,0 +1,101 @@
+"""NoisyWords (models/noisy_words.py): the E-step's statistics are the derivatives of its log Z, VB's ELBO never
+decreases while the grammaton is fixed, and it segments a tiny noisy corpus."""
+import numpy as np
+import pytest
+
+from cvbayes.chains.edits import sample_surface
+from cvbayes.core.rules import VB
+from cvbayes.metrics.segmentation import segmentation_scores
+from cvbayes.models.noisy_words import NoisyWords, e_step
+
+SYMBOLS = "abc"
+WORDS = ["ab", "ba", "abc", "cc"]
+
+
+def noisy_corpus(n_utterances, seed=0):
+    """(surface utterances, gold surface words): words of WORDS through a channel that substitutes the next
+    symbol 10 % of the time, deletes 5 % and inserts 5 % a gap."""
+    rng = np.random.default_rng(seed)
+    n = len(SYMBOLS)
+    table = np.zeros((2 * n + 1, n + 1))
+    for u in range(n):
+        table[u, 0], table[u, 1 + u], table[u, 1 + (u + 1) % n] = 0.05, 0.85, 0.10
+    table[n:, 0], table[n:, 1:] = 0.95, 0.05 / n
+    utterances, gold = [], []
+    while len(utterances) < n_utterances:
+        surface, words = [], []
+        for w in rng.choice(len(WORDS), size=rng.integers(1, 4)):
+            y, _ = sample_surface(rng, table, np.array([SYMBOLS.index(c) for c in WORDS[w]]), 1)
+            if len(y):
+                words.append(tuple(SYMBOLS[i] for i in y))
+                surface += list(words[-1])
+        if surface:
+            utterances.append(surface)
+            gold.append(words)
+    return utterances, gold
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    utterances, gold = noisy_corpus(40)
+    model = NoisyWords(n_iter=3, init_iter=2, prune=0.0, truncation=12).fit(utterances)
+    return model, utterances, gold
+
+
+def run_e_step(learner, weights, pi=None, table=None):
+    corpus, model = learner.corpus, learner.model
+    table = weights.table if table is None else table
+    pi = np.exp(weights.log_pi) if pi is None else pi
+    counts, customers = np.zeros_like(table), np.zeros(pi.shape[0])
+    evidence, words, _ = e_step(corpus.ids, corpus.offsets, corpus.copies, weights.word_ids, weights.word_offsets, pi,
+                                float(np.exp(weights.log_base)), table, weights.phones, weights.stop, weights.go_on,
+                                weights.end, model.max_insertions, model.longest, 0.0, counts, customers,
+                                np.zeros(learner.base_offsets[-1]), learner.base_offsets)
+    return evidence, counts, customers
+
+
+def test_statistics_are_derivatives_of_log_z(fitted):
+    """Expected edit counts are theta d log Z / d theta and customers pi d log Z / d pi (central differences)."""
+    model, _, _ = fitted
+    learner = model.learner_
+    weights = learner.tables()
+    _, counts, customers = run_e_step(learner, weights)
+    step = 1e-5
+    rng = np.random.default_rng(0)
+    cells = [(r, c) for r, c in zip(*np.nonzero(counts > 1e-3))]
+    for r, c in [cells[i] for i in rng.choice(len(cells), size=min(8, len(cells)), replace=False)]:
+        up, down = weights.table.copy(), weights.table.copy()
+        up[r, c] *= 1 + step
+        down[r, c] *= 1 - step
+        derivative = (run_e_step(learner, weights, table=up)[0] - run_e_step(learner, weights, table=down)[0]) / (2 * step)
+        assert counts[r, c] == pytest.approx(derivative, rel=1e-5), (r, c)
+    pi = np.exp(weights.log_pi)
+    for k in range(min(4, pi.shape[0])):
+        up, down = pi.copy(), pi.copy()
+        up[k] *= 1 + step
+        down[k] *= 1 - step
+        derivative = (run_e_step(learner, weights, pi=up)[0] - run_e_step(learner, weights, pi=down)[0]) / (2 * step)
+        assert customers[k] == pytest.approx(derivative, rel=1e-5), k
+
+
+def test_elbo_never_decreases_with_a_fixed_grammaton(fitted):
+    model, _, _ = fitted
+    learner = model.learner_
+    learner.refresh = False
+    objectives = []
+    for _ in range(5):
+        weights = learner.tables()
+        penalty = learner.penalty(VB, None, weights)
+        _, evidence = learner.expectations(weights)
+        objectives.append(evidence + penalty)
+    steps = np.diff(objectives)
+    assert np.all(steps >= -1e-9 * abs(objectives[0])), objectives
+    assert steps.max() > 1e-6       # it moves
+
+
+def test_segments_a_noisy_corpus(fitted):
+    model, utterances, gold = fitted
+    assert segmentation_scores(model.segment(utterances), gold).token.f1 > 0.6
+    assert model.emission_.shape == (3, 4) and np.allclose(model.emission_.sum(axis=1), 1.0)
+    with pytest.raises(ValueError, match="utterance 1 has the symbol 'z'"):
+        model.segment([["a"], ["z"]])
