@@ -82,9 +82,11 @@ def run_seed(brent, seed, n_utterances, passes, noise, quiet):
     frequency = true_counts.sum(axis=1)
     rows = []
 
-    def add(system, words, seconds, table=None, objective=None):
+    def add(system, words, seconds, table=None, objective=None, history=None):
         row = {"seed": seed, "system": system, "token_f1": segmentation_scores(words, gold).token.f1,
                "boundary_f1": segmentation_scores(words, gold).boundary.f1, "seconds": seconds}
+        if history is not None:
+            row["pass_seconds"] = float(np.median([record.seconds for record in history]))
         if table is not None:
             row.update(scores(table, true, frequency, n))
         if objective is not None:
@@ -100,13 +102,14 @@ def run_seed(brent, seed, n_utterances, passes, noise, quiet):
         joint = NoisyWords(algorithm=algorithm, n_iter=passes, init_iter=START_PASSES, max_insertions=MAX_INSERTIONS,
                            channel_alpha=PRIOR, channel_beta=PRIOR, random_state=seed).fit(surface)
         add(f"grammar with channel (NoisyWords {algorithm})", joint.segment(surface), time.perf_counter() - started,
-            in_phoneme_order(joint, ids), joint.history_[-1].objective)
+            in_phoneme_order(joint, ids), joint.history_[-1].objective, joint.history_)
         curves[algorithm] = [record.objective for record in joint.history_]
     for algorithm in ("cvi", "vb"):
         started = time.perf_counter()
         plain = AdaptorGrammar("unigram", algorithm=algorithm, n_iter=START_PASSES + passes,
                                random_state=seed).fit(surface)
-        add(f"grammar without channel ({algorithm})", plain.segment(surface), time.perf_counter() - started)
+        add(f"grammar without channel ({algorithm})", plain.segment(surface), time.perf_counter() - started,
+            history=plain.history_)
     started = time.perf_counter()
     plain = AdaptorGrammar("unigram", n_iter=START_PASSES + passes, random_state=seed).fit(clean)
     clean_words = plain.segment(clean)
@@ -134,7 +137,8 @@ def table_text(rows, settings):
              "and boundary F1 of the surface words against the gold words mapped onto the surface string; emission "
              "and insertion TV between learned and true channel rows (token- and gap-weighted). Lee et al. (2015) "
              "have no symbolic stage to compare with.", "",
-             "| system | token F1 | boundary F1 | emission TV | insertion TV | seconds |", "|---|---|---|---|---|---|"]
+             "| system | token F1 | boundary F1 | emission TV | insertion TV | seconds | seconds a pass |",
+             "|---|---|---|---|---|---|---|"]
 
     def cell(mine, key, digits=3):
         values = [r[key] for r in mine if key in r]
@@ -145,7 +149,8 @@ def table_text(rows, settings):
     for system in dict.fromkeys(row["system"] for row in rows):
         mine = [row for row in rows if row["system"] == system]
         lines.append(f"| {system} | {cell(mine, 'token_f1')} | {cell(mine, 'boundary_f1')} | "
-                     f"{cell(mine, 'emission_tv', 4)} | {cell(mine, 'insertion_tv', 4)} | {cell(mine, 'seconds', 0)} |")
+                     f"{cell(mine, 'emission_tv', 4)} | {cell(mine, 'insertion_tv', 4)} | {cell(mine, 'seconds', 0)} | "
+                     f"{cell(mine, 'pass_seconds', 1)} |")
     lines += ["", f"NoisyWords: {START_PASSES} cvi passes of the channel-free grammar (its start, included in its "
               f"seconds), then {settings['passes']} vb or cvi passes (cvi after one start E-step, in its seconds); "
               "the grammars without the channel: "

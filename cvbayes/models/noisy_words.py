@@ -37,6 +37,41 @@ counting for its surface span read as its underlying word (the identity reading,
 it keeps most symbols); the ELBO can dip there.  A cached word's edit counts at a span are computed where its
 posterior weight exceeds ``prune`` (the lost mass is below it a span).
 
+CVI
+---
+The collapsed counterpart: the sticks v, the channel rows theta and the ``Word+`` weights rho integrated out,
+q(z) = prod_u q(z^u) over units u, an utterance *type* (its c_u copies left out and put back together, the
+adaptor grammar's ``unit="type"``), and the update q(z^u) ~ exp E_{q(z^-u)}[log p(z^u | z^-u)] (thesis eq.
+3.44-3.46), a unit's own word tokens not seeing each other (CVI-2, eq. 3.47).  Its chart is eq. W1 on
+
+    S^-u(a, b) = sum_k pi_k p_bar(y_ab | x_k) + pi_0 sum_x P0(x) p_bar(y_ab | x)                    (C1)
+
+with every weight a predictive of the other units' expected counts: p_bar the channel on the posterior
+means theta_bar(o | u) = (E[C^-u_uo] + alpha) / (E[C^-u_u.] + (B + 1) alpha) (eq. 3.49-3.50, `EditChannel`'s
+cvi: `channel_tables` under MEAN), rho likewise; pi_0 = (b + a T) / (n + b) and, for the cached word x_k with
+n_k customers and t_k tables of the n words and T tables, pi_k = (exp E[log(n_k - a t_k + theta'_k)] -
+theta'_k) / (n + b), theta'_k = (b + a T) P0(x_k): the Pitman-Yor predictive p(x_k) = (n_k - a t_k +
+theta'_k) / (n + b) split into the cache and the base path, whose theta'_k / (n + b) is already in pi_0's
+sum over x.  E[log .] takes the adaptor grammar's zero-exact step (`adaptor.kernels.cache_mass`; its module
+notes, eq. 5.30-5.35): n_k = 0 exactly, the first-order value at E_+[.] = E[.] / q(n_k > 0) otherwise, with
+log q(n_k = 0) = sum_m c_m log(1 - min(E[n^m_k] / c_m, 1)) over the units m (eq. 5.46, a unit's copies
+independent).  E[t_k] = q(n_k > 0) T(E_+[n_k]) (`core.restaurants.py_table_count`, eq. 5.29-5.35) once a
+pass, T held meanwhile (no effect at a = 0).  The unit's statistics are VB's E-step (`e_step`) on its type
+alone under these weights: its expected edit counts, the expected customers of each word the chart offers,
+its base-served spans and its expected words (``Word+`` counts: words - c_u and c_u).  A base-served span
+becomes a customer of its surface string read as the underlying word (VB's refresh reads it so), a word the
+lexicon gains if new.  Kept per unit, to take out: its words and customers, and its edit counts on the
+columns it touches (deletion and its own surface symbols; (2U + 1) x (1 + its distinct symbols) numbers).
+The start: one E-step of every unit under VB's start q (the grammar's lexicon as sticks, `first_channel`),
+not counted as a pass, as `EditChannel` starts; then passes in a fresh random order of the types.  The
+objective is the sum of the units' leave-one-out log Z (times copies), which need not rise monotonically.
+What remains approximate: a unit's tokens (and a type's copies) do not see each other; the first-order step
+on n_k > 0, on the normaliser n + b and on the channel's and rho's counts (their prior pseudo-counts keep it
+safe, as in `EditChannel`); q(n^m_k > 0) = min(E[n^m_k] / c_m, 1); the identity reading of new words; the
+chart offers only the ``truncation`` words with most customers, chosen once a pass (the others keep their
+customers in n until their units are redone); base-served spans below SLIVER are not credited to a word (their
+mass stays in n); edit counts below ``prune`` skipped as in VB; the deficient chart (above).
+
 Start (``init``): "grammar" (default), the grammaton and its counts from the lexicon of the channel-free
 unigram `AdaptorGrammar` (its default learner, ``init_iter`` passes) fitted to the surface strings; "empty",
 no cached word (on the first 1,500 Brent utterances through `cvbayes experiment noisy-words`'s seed-0 channel,
@@ -590,8 +625,9 @@ class NoisyWords(BayesModel):
     ----------
     edit_counts_ : (2U + 1, U + 1) expected edit counts in `EditChannel.counts_`'s layout; ``emission_`` and
         ``insertion_`` the channel's posterior-mean tables; ``symbols_`` the alphabet (ids in that order).
-    lexicon_ : dict of tuple of str to float, the grammaton's underlying words and their expected customers.
-    history_ : (iteration, ELBO, seconds) per pass.
+    lexicon_ : dict of tuple of str to float, the chart's underlying words (vb: the grammaton; cvi: the words
+        offered in the last pass) and their expected customers.
+    history_ : (iteration, objective, seconds) per pass; `OBJECTIVES` says what the objective is.
     """
 
     MODEL_NAME = "noisy-words"
@@ -708,7 +744,8 @@ class NoisyWords(BayesModel):
 
     # -- using it --------------------------------------------------------------------------------------------
     def segment(self, utterances) -> list[list[tuple[str, ...]]]:
-        """Each utterance's surface words in its best segmentation under the fitted q (VB's weights, eq. N1)."""
+        """Each utterance's surface words in its best segmentation under the fitted weights (vb: eq. N1 on q;
+        cvi: eq. C1 with no unit left out)."""
         self._check_fitted()
         utterances = as_utterances(utterances)
         first, _ = utterance_types(utterances)
