@@ -10,7 +10,8 @@ from numba import prange
 
 from ..core.sampling import uniform, unit_generator
 from ..core.units import first_bad, max_length, parallel_over_chunks
-from .forward_backward import FAST, chain_buffers, fill_rows_from_table, forward_backward, forward_log_z, viterbi
+from .forward_backward import (FAST, chain_buffers, fill_rows_from_table, forward_log_z, table_forward_backward,
+                               viterbi)
 
 MPD = 0
 VITERBI = 1
@@ -64,13 +65,15 @@ def batch_decode(start, trans, table, table_log_offset, mask, index, offsets, ch
             end = offsets[i + 1]
             if end == begin:
                 continue
-            ok = fill_rows_from_table(table, table_log_offset, mask, index, begin, end, lik) > -np.inf
-            if ok and method == VITERBI:
-                ok = viterbi(log_start, log_trans, lik, end - begin, path) > -np.inf
-                for t in range(end - begin):
-                    out_states[begin + t] = path[t]
-            elif ok:
-                ok = forward_backward(start, trans, lik, end - begin, fwd, bwd, gamma, outer) > -np.inf
+            if method == VITERBI:
+                ok = fill_rows_from_table(table, table_log_offset, mask, index, begin, end, lik) > -np.inf
+                if ok:
+                    ok = viterbi(log_start, log_trans, lik, end - begin, path) > -np.inf
+                    for t in range(end - begin):
+                        out_states[begin + t] = path[t]
+            else:
+                ok = table_forward_backward(start, trans, table, table_log_offset, mask, index, begin, end, lik, fwd,
+                                            bwd, gamma, outer) > -np.inf
                 for t in range(end - begin):
                     best = 0
                     for k in range(1, n_states):
@@ -108,10 +111,8 @@ def batch_local_posteriors(start, trans, table, table_log_offset, mask, index, o
             if end == begin:
                 continue
             outer[:, :] = 0.0
-            ok = fill_rows_from_table(table, table_log_offset, mask, index, begin, end, lik) > -np.inf
-            if ok:
-                ok = forward_backward(start, trans, lik, end - begin, fwd, bwd, gamma, outer) > -np.inf
-            if not ok:
+            if table_forward_backward(start, trans, table, table_log_offset, mask, index, begin, end, lik, fwd, bwd,
+                                      gamma, outer) == -np.inf:
                 if bad_acc[c] < 0:
                     bad_acc[c] = i
                 continue

@@ -200,6 +200,18 @@ def forward_backward(start, trans, lik, n_steps, alpha, beta, gamma, pair_outer)
 
 
 @njit(cache=True, fastmath=FAST)
+def table_forward_backward(start, trans, table, table_log_offset, mask, index, begin, end, lik, alpha, beta, gamma,
+                           pair_outer):
+    """`forward_backward` on the chain of tokens ``begin .. end - 1`` under one parameter table: its emission
+    rows (`fill_rows_from_table`), then eq. 3.16-3.17.  Returns the chain's log Z including the row scales
+    (eq. 3.108), or -inf when no state path explains it."""
+    log_scale = fill_rows_from_table(table, table_log_offset, mask, index, begin, end, lik)
+    if log_scale == -np.inf:
+        return -np.inf
+    return forward_backward(start, trans, lik, end - begin, alpha, beta, gamma, pair_outer) + log_scale
+
+
+@njit(cache=True, fastmath=FAST)
 def chain_marginals(start, trans, lik, n_steps, alpha, beta, gamma):
     """The forward and backward passes of `forward_backward`, without pair counts.
 

@@ -17,9 +17,12 @@ from scipy.special import gammaln
 
 from .special import digamma
 
-# Johnson and Goldwater (2009): a ~ Beta(1, 1), b ~ Gamma(shape 10, scale 0.1)
+# Johnson and Goldwater (2009) as Johnson's py-cfg takes them: a ~ Beta(1, 1) (-e 1 -f 1) and a vague
+# b ~ Gamma(shape 0.01, scale 100) (-g 100 -h 0.01, what bootphon/wordseg ships: py-cfg's density is
+# lgammadist(b, h, g), shape h and scale g; mean 1, variance 100).  Read as shape 10 and scale 0.1 it pins
+# b near 1 (variance 0.1), where py-cfg's unigram Word learns b ~ 100-150 on 2,000 Brent utterances.
 DISCOUNT_PRIOR = (1.0, 1.0)
-CONCENTRATION_PRIOR = (10.0, 0.1)
+CONCENTRATION_PRIOR = (0.01, 100.0)
 
 
 def positive_mean(counts, occupied):
@@ -145,7 +148,8 @@ def seating_log_likelihood(a, b, values, multiplicity, n, tables):
 
 
 def log_hyperprior(a, b):
-    """log Beta(a; 1, 1) + log Gamma(b; 10, 0.1) up to constants (-inf outside 0 <= a < 1, b > 0)."""
+    """log Beta(a; 1, 1) + log Gamma(b; shape 0.01, scale 100) up to constants (`CONCENTRATION_PRIOR`; -inf
+    outside 0 <= a < 1, b > 0)."""
     if not (0.0 <= a < 1.0 and b > 0.0):
         return -math.inf
     (p, q), (shape, scale) = DISCOUNT_PRIOR, CONCENTRATION_PRIOR

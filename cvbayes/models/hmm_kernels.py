@@ -34,7 +34,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..chains.forward_backward import (FAST, add_pair_outer, chain_buffers, chain_marginals,
-                                       fill_rows_from_table, forward_backward, mat_vec, vec_mat)
+                                       fill_rows_from_table, mat_vec, table_forward_backward, vec_mat)
 from ..chains.guarded import add_left_guard_pairs, add_right_guard_pairs, guard_end, guard_start
 from ..chains.occupancy import multiply_no_transition
 from ..core.rules import mean_cell, mean_rows, mean_weight
@@ -500,15 +500,13 @@ def batch_expectations(emissions, start, trans, table, table_log_offset, offsets
             end = offsets[i + 1]
             if end == begin:
                 continue
-            log_scale = fill_rows_from_table(table, table_log_offset, mask, index, begin, end, lik)
-            log_z = -np.inf
-            if log_scale > -np.inf:
-                log_z = forward_backward(start, trans, lik, end - begin, fwd, bwd, gamma, outer_acc[c])
+            log_z = table_forward_backward(start, trans, table, table_log_offset, mask, index, begin, end, lik, fwd,
+                                           bwd, gamma, outer_acc[c])
             if log_z == -np.inf:
                 if bad_acc[c] < 0:
                     bad_acc[c] = i
                 continue
-            log_z_acc[c] += log_z + log_scale
+            log_z_acc[c] += log_z
             for k in range(n_states):
                 start_acc[c, k] += gamma[0, k]
             for t in range(end - begin):

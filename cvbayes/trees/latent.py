@@ -76,6 +76,8 @@ __all__ = [
     "add_row_totals",
     "binary_inside",
     "checked_store",
+    "corpus_pass",
+    "kept_tree_inside_outside",
     "latent_inside_outside",
     "normalise_rows",
     "outside_node",
@@ -432,6 +434,74 @@ def tree_inside_outside(node_kind, node_rule, node_left, node_right, first, last
     return log_z
 
 
+@njit(cache=True, fastmath=FAST)
+def kept_tree_inside_outside(node_kind, node_rule, node_left, node_right, first, last, kept_offsets, kept,
+                             binary_weights, unary_weights, lexical_weights, inside, outside, scale, binary_counts,
+                             unary_counts, lexical_counts, store, store_offsets):
+    """`tree_inside_outside` (eq. 4.8-4.9 over annotations, Matsuzaki et al. 2005
+    §3) over the kept subtypes of every node: pruned subtypes have inside and outside 0.  The store,
+    if not empty, takes each node's posteriors over its kept combinations (`cvbayes.trees.latent_pruned.kept_store_offsets`) and the
+    counts the float32-rounded values.  Returns log Z over the kept annotations (-inf: no counts)."""
+    n_sub = lexical_weights.shape[1]
+    use_store = store.shape[0] > 0
+    log_z = 0.0
+    for n in range(first, last):
+        i = n - first
+        r = node_rule[n]
+        kind = node_kind[n]
+        for a in range(n_sub):
+            inside[i, a] = 0.0
+        if kind == LEXICAL:
+            for x in range(kept_offsets[n], kept_offsets[n + 1]):
+                a = kept[x]
+                inside[i, a] = lexical_weights[r, a]
+        elif kind == UNARY:
+            child_node = node_left[n]
+            child = child_node - first
+            for x in range(kept_offsets[n], kept_offsets[n + 1]):
+                a = kept[x]
+                total = 0.0
+                for y in range(kept_offsets[child_node], kept_offsets[child_node + 1]):
+                    b = kept[y]
+                    total += unary_weights[r, a, b] * inside[child, b]
+                inside[i, a] = total
+        else:
+            left_node, right_node = node_left[n], node_right[n]
+            left, right = left_node - first, right_node - first
+            for x in range(kept_offsets[n], kept_offsets[n + 1]):
+                a = kept[x]
+                total = 0.0
+                for y in range(kept_offsets[left_node], kept_offsets[left_node + 1]):
+                    b = kept[y]
+                    left_b = inside[left, b]
+                    if left_b == 0.0:
+                        continue
+                    row = 0.0
+                    for z in range(kept_offsets[right_node], kept_offsets[right_node + 1]):
+                        c = kept[z]
+                        row += binary_weights[r, a, b, c] * inside[right, c]
+                    total += left_b * row
+                inside[i, a] = total
+        log_scale = rescale_inside(inside, i, scale)
+        if log_scale == -np.inf:
+            return -np.inf
+        log_z += log_scale
+    log_root = start_outside(inside, outside, last - 1 - first)
+    if log_root == -np.inf:
+        return -np.inf
+    log_z += log_root
+
+    for n in range(last - 1, first - 1, -1):
+        i = n - first
+        left, right = max(node_left[n], 0), max(node_right[n], 0)  # -1: no such child
+        outside_node(node_kind[n], node_rule[n], i, left - first, right - first,
+                     kept[kept_offsets[n]:kept_offsets[n + 1]], kept[kept_offsets[left]:kept_offsets[left + 1]],
+                     kept[kept_offsets[right]:kept_offsets[right + 1]], binary_weights, unary_weights, inside,
+                     outside, 1.0 / scale[i], binary_counts, unary_counts, lexical_counts, store,
+                     store_offsets[n] if use_store else 0)
+    return log_z
+
+
 @njit(cache=True, inline="always")
 def outside_node(kind, r, i, left, right, parents, lefts, rights, binary_weights, unary_weights, inside, outside,
                  inverse, binary_counts, unary_counts, lexical_counts, store, at):
@@ -504,20 +574,29 @@ def checked_store(store, offsets):
 
 
 @parallel_over_chunks()
-def _corpus_pass(tree_offsets, node_kind, node_rule, node_left, node_right, chunk_bounds, longest, binary_weights,
-                 unary_weights, lexical_weights, binary_counts, unary_counts, lexical_counts, store, store_offsets,
-                 log_z):
-    """Run `tree_inside_outside` on every tree, one chunk of trees per thread and count table."""
+def corpus_pass(tree_offsets, node_kind, node_rule, node_left, node_right, kept_offsets, kept, chunk_bounds, longest,
+                binary_weights, unary_weights, lexical_weights, binary_counts, unary_counts, lexical_counts, store,
+                store_offsets, log_z):
+    """`tree_inside_outside` (eq. 4.8-4.9 over annotations) on every tree, or `kept_tree_inside_outside`
+    when ``kept_offsets`` is not empty (pruned training), one chunk of trees per thread and count table."""
     n_sub = lexical_weights.shape[1]
+    dense = kept_offsets.shape[0] == 0
     for k in prange(len(chunk_bounds) - 1):
         inside = np.empty((longest, n_sub))
         outside = np.empty((longest, n_sub))
         scale = np.empty(longest)
         for t in range(chunk_bounds[k], chunk_bounds[k + 1]):
-            log_z[t] = tree_inside_outside(node_kind, node_rule, node_left, node_right, tree_offsets[t],
-                                           tree_offsets[t + 1], binary_weights, unary_weights, lexical_weights, inside,
-                                           outside, scale, binary_counts[k], unary_counts[k], lexical_counts[k], store,
-                                           store_offsets)
+            first, last = tree_offsets[t], tree_offsets[t + 1]
+            if dense:
+                log_z[t] = tree_inside_outside(node_kind, node_rule, node_left, node_right, first, last,
+                                               binary_weights, unary_weights, lexical_weights, inside, outside, scale,
+                                               binary_counts[k], unary_counts[k], lexical_counts[k], store,
+                                               store_offsets)
+            else:
+                log_z[t] = kept_tree_inside_outside(node_kind, node_rule, node_left, node_right, first, last,
+                                                    kept_offsets, kept, binary_weights, unary_weights,
+                                                    lexical_weights, inside, outside, scale, binary_counts[k],
+                                                    unary_counts[k], lexical_counts[k], store, store_offsets)
 
 
 def latent_inside_outside(
@@ -561,9 +640,10 @@ def latent_inside_outside(
     lexical_counts = np.zeros((n_chunks,) + lexical_weights.shape)
     log_z = np.empty(nodes.n_trees)
     longest = max_length(nodes.tree_offsets)
-    _corpus_pass(nodes.tree_offsets, nodes.kind, nodes.rule, nodes.left, nodes.right, bounds, longest,
-                 binary_weights, unary_weights, lexical_weights, binary_counts, unary_counts, lexical_counts, store,
-                 store_offsets, log_z)
+    no_kept = np.zeros(0, dtype=np.int64)
+    corpus_pass(nodes.tree_offsets, nodes.kind, nodes.rule, nodes.left, nodes.right, no_kept, no_kept, bounds, longest,
+                binary_weights, unary_weights, lexical_weights, binary_counts, unary_counts, lexical_counts, store,
+                store_offsets, log_z)
     counts = AnnotatedTables(binary_counts.sum(axis=0), unary_counts.sum(axis=0), lexical_counts.sum(axis=0))
     return LatentPass(log_z, counts)
 

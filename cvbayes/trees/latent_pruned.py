@@ -23,14 +23,13 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ..core.rules import mean_cell
-from ..core.special import FAST
-from ..core.units import equal_token_chunks, max_length, parallel_over_chunks
+from ..core.units import equal_token_chunks, max_length
 from .grammar import LEXICAL, UNARY
-from .latent import (AnnotatedTables, LatentPass, checked_store, normalise_rows, outside_node, rescale_inside,
-                     start_outside, tree_inside_outside)
+from .latent import (AnnotatedTables, LatentPass, checked_store, corpus_pass, kept_tree_inside_outside,
+                     normalise_rows, tree_inside_outside)
 from .treebank import TreebankGrammar, TreeNodes
 
 __all__ = ["KeptSubtypes", "add_kept_posteriors", "keep_subtypes", "kept_inside_outside", "kept_mean_weights",
@@ -129,92 +128,6 @@ def kept_store_offsets(nodes: TreeNodes, kept: KeptSubtypes) -> np.ndarray:
     return offsets
 
 
-@njit(cache=True, fastmath=FAST)
-def kept_tree_inside_outside(node_kind, node_rule, node_left, node_right, first, last, kept_offsets, kept,
-                             binary_weights, unary_weights, lexical_weights, inside, outside, scale, binary_counts,
-                             unary_counts, lexical_counts, store, store_offsets):
-    """`cvbayes.trees.latent.tree_inside_outside` (eq. 4.8-4.9 over annotations, Matsuzaki et al. 2005
-    §3) over the kept subtypes of every node: pruned subtypes have inside and outside 0.  The store,
-    if not empty, takes each node's posteriors over its kept combinations (`kept_store_offsets`) and the
-    counts the float32-rounded values.  Returns log Z over the kept annotations (-inf: no counts)."""
-    n_sub = lexical_weights.shape[1]
-    use_store = store.shape[0] > 0
-    log_z = 0.0
-    for n in range(first, last):
-        i = n - first
-        r = node_rule[n]
-        kind = node_kind[n]
-        for a in range(n_sub):
-            inside[i, a] = 0.0
-        if kind == LEXICAL:
-            for x in range(kept_offsets[n], kept_offsets[n + 1]):
-                a = kept[x]
-                inside[i, a] = lexical_weights[r, a]
-        elif kind == UNARY:
-            child_node = node_left[n]
-            child = child_node - first
-            for x in range(kept_offsets[n], kept_offsets[n + 1]):
-                a = kept[x]
-                total = 0.0
-                for y in range(kept_offsets[child_node], kept_offsets[child_node + 1]):
-                    b = kept[y]
-                    total += unary_weights[r, a, b] * inside[child, b]
-                inside[i, a] = total
-        else:
-            left_node, right_node = node_left[n], node_right[n]
-            left, right = left_node - first, right_node - first
-            for x in range(kept_offsets[n], kept_offsets[n + 1]):
-                a = kept[x]
-                total = 0.0
-                for y in range(kept_offsets[left_node], kept_offsets[left_node + 1]):
-                    b = kept[y]
-                    left_b = inside[left, b]
-                    if left_b == 0.0:
-                        continue
-                    row = 0.0
-                    for z in range(kept_offsets[right_node], kept_offsets[right_node + 1]):
-                        c = kept[z]
-                        row += binary_weights[r, a, b, c] * inside[right, c]
-                    total += left_b * row
-                inside[i, a] = total
-        log_scale = rescale_inside(inside, i, scale)
-        if log_scale == -np.inf:
-            return -np.inf
-        log_z += log_scale
-    log_root = start_outside(inside, outside, last - 1 - first)
-    if log_root == -np.inf:
-        return -np.inf
-    log_z += log_root
-
-    for n in range(last - 1, first - 1, -1):
-        i = n - first
-        left, right = max(node_left[n], 0), max(node_right[n], 0)  # -1: no such child
-        outside_node(node_kind[n], node_rule[n], i, left - first, right - first,
-                     kept[kept_offsets[n]:kept_offsets[n + 1]], kept[kept_offsets[left]:kept_offsets[left + 1]],
-                     kept[kept_offsets[right]:kept_offsets[right + 1]], binary_weights, unary_weights, inside,
-                     outside, 1.0 / scale[i], binary_counts, unary_counts, lexical_counts, store,
-                     store_offsets[n] if use_store else 0)
-    return log_z
-
-
-@parallel_over_chunks()
-def _kept_corpus_pass(tree_offsets, node_kind, node_rule, node_left, node_right, kept_offsets, kept, chunk_bounds,
-                      longest, binary_weights, unary_weights, lexical_weights, binary_counts, unary_counts,
-                      lexical_counts, store, store_offsets, log_z):
-    """`kept_tree_inside_outside` on every tree, one chunk of trees per thread and count table."""
-    n_sub = lexical_weights.shape[1]
-    for k in prange(len(chunk_bounds) - 1):
-        inside = np.empty((longest, n_sub))
-        outside = np.empty((longest, n_sub))
-        scale = np.empty(longest)
-        for t in range(chunk_bounds[k], chunk_bounds[k + 1]):
-            log_z[t] = kept_tree_inside_outside(node_kind, node_rule, node_left, node_right, tree_offsets[t],
-                                                tree_offsets[t + 1], kept_offsets, kept, binary_weights,
-                                                unary_weights, lexical_weights, inside, outside, scale,
-                                                binary_counts[k], unary_counts[k], lexical_counts[k], store,
-                                                store_offsets)
-
-
 def kept_inside_outside(nodes: TreeNodes, weights: AnnotatedTables, kept: KeptSubtypes, *,
                         store: np.ndarray | None = None) -> LatentPass:
     """Expected annotated-rule counts and log Z of every tree over the kept subtypes (the pruned E-step
@@ -233,9 +146,9 @@ def kept_inside_outside(nodes: TreeNodes, weights: AnnotatedTables, kept: KeptSu
     store, store_offsets = checked_store(store, lambda: kept_store_offsets(nodes, kept))
     counts = [np.zeros((n_chunks,) + table.shape) for table in (binary_weights, unary_weights, lexical_weights)]
     log_z = np.empty(nodes.n_trees)
-    _kept_corpus_pass(nodes.tree_offsets, nodes.kind, nodes.rule, nodes.left, nodes.right, kept.offsets,
-                      kept.subtypes, bounds, max_length(nodes.tree_offsets), binary_weights, unary_weights,
-                      lexical_weights, *counts, store, store_offsets, log_z)
+    corpus_pass(nodes.tree_offsets, nodes.kind, nodes.rule, nodes.left, nodes.right, kept.offsets, kept.subtypes,
+                bounds, max_length(nodes.tree_offsets), binary_weights, unary_weights, lexical_weights, *counts, store,
+                store_offsets, log_z)
     return LatentPass(log_z, AnnotatedTables(*(table.sum(axis=0) for table in counts)))
 
 

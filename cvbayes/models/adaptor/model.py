@@ -108,7 +108,7 @@ class AdaptorGrammar(BayesModel):
         Learn every adapted nonterminal's discount a and concentration b after each pass, as the reference
         systems do (Johnson and Goldwater 2009); as in Johnson's py-cfg, a nonterminal whose a starts at 0
         stays a Dirichlet process and only its b is learned (start a above 0, e.g. ``a=0.5``, to learn it).
-        mcmc samples them (slice sampling under a ~ Beta(1, 1), b ~ Gamma(10, 0.1),
+        mcmc samples them (slice sampling under a ~ Beta(1, 1), b ~ Gamma(shape 0.01, scale 100),
         `cvbayes.models.adaptor.hyperparameters.resample_py_parameters`); cvi and vb maximise (empirical
         Bayes): cvi the Pitman-Yor probability of the expected seating,
         sum_{i=1}^{T-1} log(b + i a) - log Gamma(b + n) + log Gamma(b + 1)

@@ -216,7 +216,7 @@ class Sampler:
     def resample_hyperparameters(self, n_rounds=5):
         """Slice-sample every adapted X's PY discount a_X and concentration b_X given the seating.
 
-        Johnson and Goldwater (2009), as Johnson's py-cfg: a_X ~ Beta(1, 1), b_X ~ Gamma(10, 0.1), each drawn from
+        Johnson and Goldwater (2009), as Johnson's py-cfg: a_X ~ Beta(1, 1), b_X ~ Gamma(shape 0.01, scale 100), each drawn from
         its conditional given the other and the current seating (`log_seating_probability`) by Neal's
         (2003) slice sampler, ``n_rounds`` alternations of b then a; an X whose discount started at 0 keeps
         it (a Dirichlet process, only b is drawn).  The base rules' counts do not depend on (a, b).

@@ -689,7 +689,7 @@ def test_learned_hyperparameters_are_the_mode_of_the_seating_probability_and_the
 
         def seating(a, b):   # the PY EPPF of the expected seating (module docs), T real, and the prior
             return (log_rising(b, a, t) - lg(b + n) + lg(b + 1) + (seated * (lg(per_table - a) - lg(1 - a))).sum()
-                    + log_hyperprior(a, b))
+                    + log_hyperprior(a, b) + np.log(b))     # the mode in (a, log b): its Jacobian
 
         a_hat, b_hat = model.discount[0], model.concentration[0]
         assert (a_hat, b_hat) == (state.discount[0], state.concentration[0]) and b_hat != 1.0
@@ -703,7 +703,8 @@ def test_learned_hyperparameters_are_the_mode_of_the_seating_probability_and_the
 
     def sticks(a, b):     # sum_k E_q[log Beta(v_k; 1 - a, b + k a)] and the prior
         p, q = 1 - a, b + k * a
-        return (lg(p + q) - lg(p) - lg(q) + (p - 1) * log_stop + (q - 1) * log_not).sum() + log_hyperprior(a, b)
+        return ((lg(p + q) - lg(p) - lg(q) + (p - 1) * log_stop + (q - 1) * log_not).sum() + log_hyperprior(a, b)
+                + np.log(b))
 
     assert _is_local_maximum(sticks, vb.discount[0], vb.concentration[0])
     assert np.isfinite(vb.history_[-1].objective)
