@@ -109,7 +109,7 @@ wait
 (cd docs/results/units && python merge_runs.py tidigits_states4 /tmp/units-tid4/a /tmp/units-tid4/b)
 
 # The fourth round's settings on 2,000 trimmed utterances, cvi and vb (issue 30; vb seed 2 was stopped
-# unfinished): three processes at once, about 450-510 CPU s each
+# unfinished): three processes at once, about 444-509 CPU s each
 for a in cvi vb; do
   for s in 0 1 2; do
     NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment units --corpus synthetic-brent --utterances 2000 --trim --states 4 --components 2 --gamma 1 --algorithms $a --seed $s --seeds 1 --passes 30 --quiet --out /tmp/units-runs2000/$a$s &
