@@ -37,6 +37,41 @@ counting for its surface span read as its underlying word (the identity reading,
 it keeps most symbols); the ELBO can dip there.  A cached word's edit counts at a span are computed where its
 posterior weight exceeds ``prune`` (the lost mass is below it a span).
 
+CVI
+---
+The collapsed counterpart: the sticks v, the channel rows theta and the ``Word+`` weights rho integrated out,
+q(z) = prod_u q(z^u) over units u, an utterance *type* (its c_u copies left out and put back together, the
+adaptor grammar's ``unit="type"``), and the update q(z^u) ~ exp E_{q(z^-u)}[log p(z^u | z^-u)] (thesis eq.
+3.44-3.46), a unit's own word tokens not seeing each other (CVI-2, eq. 3.47).  Its chart is eq. W1 on
+
+    S^-u(a, b) = sum_k pi_k p_bar(y_ab | x_k) + pi_0 sum_x P0(x) p_bar(y_ab | x)                    (C1)
+
+with every weight a predictive of the other units' expected counts: p_bar the channel on the posterior
+means theta_bar(o | u) = (E[C^-u_uo] + alpha) / (E[C^-u_u.] + (B + 1) alpha) (eq. 3.49-3.50, `EditChannel`'s
+cvi: `channel_tables` under MEAN), rho likewise; pi_0 = (b + a T) / (n + b) and, for the cached word x_k with
+n_k customers and t_k tables of the n words and T tables, pi_k = (exp E[log(n_k - a t_k + theta'_k)] -
+theta'_k) / (n + b), theta'_k = (b + a T) P0(x_k): the Pitman-Yor predictive p(x_k) = (n_k - a t_k +
+theta'_k) / (n + b) split into the cache and the base path, whose theta'_k / (n + b) is already in pi_0's
+sum over x.  E[log .] takes the adaptor grammar's zero-exact step (`adaptor.kernels.cache_mass`; its module
+notes, eq. 5.30-5.35): n_k = 0 exactly, the first-order value at E_+[.] = E[.] / q(n_k > 0) otherwise, with
+log q(n_k = 0) = sum_m c_m log(1 - min(E[n^m_k] / c_m, 1)) over the units m (eq. 5.46, a unit's copies
+independent).  E[t_k] = q(n_k > 0) T(E_+[n_k]) (`core.restaurants.py_table_count`, eq. 5.29-5.35) once a
+pass, T held meanwhile (no effect at a = 0).  The unit's statistics are VB's E-step (`e_step`) on its type
+alone under these weights: its expected edit counts, the expected customers of each word the chart offers,
+its base-served spans and its expected words (``Word+`` counts: words - c_u and c_u).  A base-served span
+becomes a customer of its surface string read as the underlying word (VB's refresh reads it so), a word the
+lexicon gains if new.  Kept per unit, to take out: its words and customers, and its edit counts on the
+columns it touches (deletion and its own surface symbols; (2U + 1) x (1 + its distinct symbols) numbers).
+The start: one E-step of every unit under VB's start q (the grammar's lexicon as sticks, `first_channel`),
+not counted as a pass, as `EditChannel` starts; then passes in a fresh random order of the types.  The
+objective is the sum of the units' leave-one-out log Z (times copies), which need not rise monotonically.
+What remains approximate: a unit's tokens (and a type's copies) do not see each other; the first-order step
+on n_k > 0, on the normaliser n + b and on the channel's and rho's counts (their prior pseudo-counts keep it
+safe, as in `EditChannel`); q(n^m_k > 0) = min(E[n^m_k] / c_m, 1); the identity reading of new words; the
+chart offers only the ``truncation`` words with most customers, chosen once a pass (the others keep their
+customers in n until their units are redone); base-served spans below SLIVER are not credited to a word (their
+mass stays in n); edit counts below ``prune`` skipped as in VB; the deficient chart (above).
+
 Start (``init``): "grammar" (default), the grammaton and its counts from the lexicon of the channel-free
 unigram `AdaptorGrammar` (its default learner, ``init_iter`` passes) fitted to the surface strings; "empty",
 no cached word (on the first 1,500 Brent utterances through `cvbayes experiment noisy-words`'s seed-0 channel,
@@ -53,8 +88,10 @@ from numba import njit
 from ..chains.edit_spans import base_buffers, base_span_counts, base_span_marginals, word_span_likelihoods, word_span_work
 from ..chains.edits import edit_posteriors, fill_weights, lattice_buffers, scatter_counts
 from ..core import rules
-from ..core.rules import VB, check_prior
-from ..schedules import Algorithm, batch
+from ..core.restaurants import py_table_count
+from ..core.rules import MEAN, VB, check_prior
+from ..schedules import Algorithm, batch, leave_one_out
+from .adaptor.kernels import EMPTY_FLOOR, ZERO_EXACT, cache_mass
 from .adaptor.layout import utterance_types
 from .adaptor.model import AdaptorGrammar, as_utterances
 from .adaptor.spans import best_words, word_chart
@@ -64,9 +101,12 @@ from .channel import channel_tables
 
 __all__ = ["NoisyWords", "first_channel"]
 
-ALGORITHMS = {"vb": Algorithm(batch, VB, "utterance type", "Cohen, Blei and Smith 2010 with the edit channel")}
+ALGORITHMS = {"vb": Algorithm(batch, VB, "utterance type", "Cohen, Blei and Smith 2010 with the edit channel"),
+              "cvi": Algorithm(leave_one_out, MEAN, "utterance type", "thesis eq. 3.44-3.50 and 5.30-5.35 on eq. N1")}
 OBJECTIVES = {"vb": "evidence lower bound: sum log Z of the span chart (eq. N1) minus KL(q(v)), KL(q(theta)) "
-                    "and KL(q(rho))"}
+                    "and KL(q(rho))",
+              "cvi": "sum over utterance types (times their copies) of log Z of the span chart under the other "
+                     "types' predictive (eq. C1): a leave-one-type-out predictive log-likelihood"}
 
 
 class Corpus(NamedTuple):
@@ -303,6 +343,237 @@ class JointVB:
         kept = np.array([c for _, c in ranked])
         self.set_sticks(kept, max(total - kept.sum(), 0.0))
 
+    def fitted(self):
+        """(edit counts, the grammaton, its expected customers, `Weights` of eq. N1)."""
+        counts = (self.first - 1.0 + self.model.a) if len(self.grammaton) else np.zeros(0)
+        return self.edit_counts.copy(), list(self.grammaton), counts, self.tables()
+
+
+# a base-served span weighing less than this is not credited to the lexicon (VB's refresh drops the same)
+SLIVER = 1e-9
+
+
+@njit(cache=True)
+def cache_weights(customers, free, log_empty, theta, normaliser, out):
+    """out[k] = the zero-exact cache mass of word k (`adaptor.kernels.cache_mass`, eq. 5.30-5.35 applied to
+    eq. 3.49's numerator) over the PY normaliser n + b: pi_k of eq. C1."""
+    for k in range(out.shape[0]):
+        out[k] = cache_mass(ZERO_EXACT, free[k], log_empty[k], theta[k], customers[k], 0.0) / normaliser
+
+
+class CollapsedNoisyWords:
+    """CVI's state and passes (module notes, CVI): the leave-one-out schedule's structure (``sweep``,
+    ``after_pass``, ``current``).
+
+    The collapsed counts are the sums of the units' (utterance types') local statistics, kept sparse: a
+    unit's lexicon words with their expected customers, its edit counts on the columns it can touch (deletion
+    and its own surface symbols), and its expected words.  ``lexicon`` maps underlying words to rows of
+    ``customers`` and ``log_empty`` (log q(n_k = 0)); ``active`` the words the chart offers during a pass.
+    """
+
+    def __init__(self, model, corpus, grammaton, counts, rng, checkpoint):
+        self.model, self.corpus, self.rng = model, corpus, rng
+        n = len(corpus.symbols)
+        self.phones = np.full(n, 1.0 / n)
+        self.edits = np.zeros((2 * n + 1, n + 1))
+        self.rules = np.zeros((1, 2))
+        self.words_total = 0.0
+        self.lexicon, self.words = {}, []
+        self.customers, self.log_empty, self.tables = np.zeros(0), np.zeros(0), np.zeros(0)
+        n_types = len(corpus.first)
+        self.local_words = [np.zeros(0, np.int64)] * n_types
+        self.local_customers = [np.zeros(0)] * n_types
+        self.local_columns = [np.zeros(0, np.int64)] * n_types
+        self.local_edits = [np.zeros((2 * n + 1, 0))] * n_types
+        self.local_words_total = np.zeros(n_types)
+        lengths = np.diff(corpus.offsets)
+        self.base_offsets = np.concatenate([[0], np.cumsum((lengths + 1) ** 2)]).astype(np.int64)
+        # the start: one E-step of each unit under VB's start q (the grammar's lexicon, `first_channel`)
+        start = JointVB(model, corpus, grammaton, counts)
+        weights = start.tables()
+        active = np.arange(len(start.grammaton))
+        for w in start.grammaton:
+            self._index(w)
+        for i in range(n_types):
+            self._put(i, *self._chart(i, weights, np.exp(weights.log_pi), float(np.exp(weights.log_base)), active))
+        self.after_pass(-1)
+        checkpoint.track_generator("noisy_words.cvi.rng", rng)
+        checkpoint.track("noisy_words.cvi", self.state, self.restore)
+
+    # -- the lexicon and the units' local statistics ----------------------------------------------------
+    def _index(self, word):
+        key = tuple(int(s) for s in word)
+        k = self.lexicon.get(key)
+        if k is None:
+            k = self.lexicon[key] = len(self.words)
+            self.words.append(np.array(key, dtype=np.int64))
+            if k == self.customers.shape[0]:
+                grown = max(2 * k, 64)
+                self.customers, self.log_empty, self.tables = (np.concatenate([v, np.zeros(grown - k)])
+                                                               for v in (self.customers, self.log_empty, self.tables))
+        return k
+
+    def _move(self, i, sign):
+        """Adds (sign 1) or takes out (-1) unit i's local statistics from the collapsed counts."""
+        copies = float(self.corpus.copies[i])
+        words, customers = self.local_words[i], self.local_customers[i]
+        self.customers[words] += sign * customers
+        occupied = np.minimum(customers / copies, 1.0)
+        self.log_empty[words] += sign * copies * np.log(np.maximum(1.0 - occupied, EMPTY_FLOOR))
+        self.edits[:, self.local_columns[i]] += sign * self.local_edits[i]
+        total = self.local_words_total[i]
+        self.words_total += sign * total
+        self.rules += sign * np.array([[max(total - copies, 0.0), copies]])
+
+    def _put(self, i, counts, words, customers):
+        """Unit i's new local statistics (from `_chart`) stored and added."""
+        columns = np.flatnonzero(counts.any(axis=0))
+        self.local_columns[i], self.local_edits[i] = columns, counts[:, columns]
+        self.local_words[i], self.local_customers[i] = words, customers
+        self.local_words_total[i] = self._unit_words
+        self._move(i, 1.0)
+
+    def _chart(self, i, weights, pi, base, active):
+        """Unit i's E-step (`e_step` on its type alone) under ``weights`` with cache weights ``pi`` over the
+        lexicon rows ``active`` and base weight ``base``: (edit counts, lexicon rows, their expected customers);
+        a base-served span is credited to its surface string read as the underlying word (module notes)."""
+        corpus, model = self.corpus, self.model
+        lo, hi = corpus.offsets[i], corpus.offsets[i + 1]
+        m = hi - lo
+        counts = np.zeros_like(weights.table)
+        customers = np.zeros(pi.shape[0])
+        served = np.zeros((m + 1) ** 2)
+        evidence, words, bad = e_step(
+            corpus.ids[lo:hi], np.array([0, m], np.int64), corpus.copies[i:i + 1], weights.word_ids,
+            weights.word_offsets, pi, base, weights.table, weights.phones, weights.stop, weights.go_on, weights.end,
+            model.max_insertions, model.longest, model.prune, counts, customers, served,
+            np.array([0, (m + 1) ** 2], np.int64))
+        if bad >= 0:
+            raise ValueError(f"utterance {corpus.first[i]}: no segmentation into words of at most "
+                             f"longest={model.longest} surface symbols has positive probability")
+        self._evidence, self._unit_words = evidence, words
+        credit = {}
+        for k in np.flatnonzero(customers > SLIVER):
+            credit[int(active[k])] = customers[k]
+        y = corpus.ids[lo:hi]
+        served = served.reshape(m + 1, m + 1)
+        for a, b in zip(*np.nonzero(served > SLIVER)):
+            k = self._index(y[a:b])
+            credit[k] = credit.get(k, 0.0) + served[a, b]
+        rows = np.array(sorted(credit), dtype=np.int64)
+        return counts, rows, np.array([credit[k] for k in rows.tolist()])
+
+    # -- the predictive of eq. C1 ------------------------------------------------------------------------
+    def _base_probability(self, k):
+        """P0(x_k) = s (1 - s)^(n - 1) prod phi(x_i) (module notes, Model)."""
+        s, n = self.model.base_stop, self.words[k].shape[0]
+        return s * (1.0 - s) ** (n - 1) * float(np.prod(self.phones[self.words[k]]))
+
+    def predictive(self):
+        """`Weights` of eq. C1 under the current collapsed counts (those of the units not left out)."""
+        model = self.model
+        table = channel_tables(self.edits, MEAN, model.channel_alpha, model.channel_beta)
+        go_on, end = rules.dirichlet_table(MEAN, np.maximum(self.rules, 0.0), model.alpha)[0]
+        active = self.active
+        normaliser = max(self.words_total, 0.0) + model.b
+        concentration = model.b + model.a * self.table_total
+        free = np.maximum(self.customers[active] - model.a * self.tables[active], 0.0)
+        pi = np.empty(active.shape[0])
+        cache_weights(np.maximum(self.customers[active], 0.0), free, self.log_empty[active],
+                      concentration * self.base_mass, normaliser, pi)
+        with np.errstate(divide="ignore"):
+            log_pi = np.log(pi)
+        return Weights(self.word_ids, self.word_offsets, log_pi, float(np.log(concentration / normaliser)), table,
+                       self.phones, model.base_stop, float(go_on), float(end))
+
+    # -- the leave-one-out schedule's structure ------------------------------------------------------------
+    def update(self, i):
+        """CVI for unit i (module notes, CVI): out, chart under the others' predictive (eq. C1), back in.
+        Returns its log Z times its copies."""
+        self._move(i, -1.0)
+        weights = self.predictive()
+        self._put(i, *self._chart(i, weights, np.exp(weights.log_pi), float(np.exp(weights.log_base)), self.active))
+        return self._evidence
+
+    def sweep(self, iteration):
+        """One pass over the utterance types in a fresh random order: the summed leave-one-out log Z."""
+        return float(sum(self.update(i) for i in self.rng.permutation(len(self.corpus.first))))
+
+    def after_pass(self, iteration):
+        """The pass's fixed parts: each word's expected tables (eq. 5.29-5.35; T held through the pass) and the
+        chart's lexicon (`_choose_active`)."""
+        model = self.model
+        n_words = len(self.words)
+        customers = np.maximum(self.customers[:n_words], 0.0)
+        occupied = -np.expm1(np.minimum(self.log_empty[:n_words], 0.0))
+        theta = (model.b + model.a * float(self.tables.sum())) * np.array([self._base_probability(k)
+                                                                           for k in range(n_words)])
+        self.tables[:n_words] = [occupied[k] * py_table_count(theta[k], customers[k] / occupied[k], model.a)
+                                 if occupied[k] > 0 and customers[k] > 0 else 0.0 for k in range(n_words)]
+        self._choose_active()
+
+    def _choose_active(self):
+        """The words the chart offers in the next pass: the ``truncation`` with most customers."""
+        n_words = len(self.words)
+        customers = np.maximum(self.customers[:n_words], 0.0)
+        ranked = np.argsort(-customers, kind="stable")[:self.model.truncation]
+        self.active = np.sort(ranked[customers[ranked] > SLIVER]).astype(np.int64)
+        self.base_mass = np.array([self._base_probability(k) for k in self.active])
+        self.table_total = float(self.tables.sum())
+        chosen = [self.words[k] for k in self.active]
+        self.word_ids = np.concatenate([np.zeros(0, np.int64)] + chosen)
+        self.word_offsets = np.concatenate([[0], np.cumsum([len(w) for w in chosen])]).astype(np.int64)
+
+    def current(self):
+        return self
+
+    # -- what the model reads ---------------------------------------------------------------------------------
+    def fitted(self):
+        """(edit counts, the chart's underlying words, their expected customers, `Weights` of eq. C1 with no unit
+        left out)."""
+        return (self.edits.copy(), [self.words[k] for k in self.active], self.customers[self.active].copy(),
+                self.predictive())
+
+    # -- checkpoints ------------------------------------------------------------------------------------------
+    def state(self):
+        def flat(parts, dtype, axis=0):
+            sizes = [p.shape[axis] for p in parts]
+            return (np.concatenate([np.zeros((0,) if axis == 0 else (self.edits.shape[0], 0), dtype)]
+                                   + [np.asarray(p, dtype) for p in parts], axis=axis),
+                    np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
+        n_words = len(self.words)
+        words, word_offsets = flat(self.words, np.int64)
+        local_words, local_offsets = flat(self.local_words, np.int64)
+        local_customers, _ = flat(self.local_customers, float)
+        local_columns, column_offsets = flat(self.local_columns, np.int64)
+        local_edits, _ = flat(self.local_edits, float, axis=1)
+        return {"words": words, "word_offsets": word_offsets, "customers": self.customers[:n_words].copy(),
+                "log_empty": self.log_empty[:n_words].copy(), "tables": self.tables[:n_words].copy(),
+                "edits": self.edits.copy(), "rules": self.rules.copy(), "words_total": self.words_total,
+                "local_words": local_words, "local_offsets": local_offsets, "local_customers": local_customers,
+                "local_columns": local_columns, "column_offsets": column_offsets, "local_edits": local_edits,
+                "local_words_total": self.local_words_total.copy()}
+
+    def restore(self, saved):
+        def split(flat, offsets, axis=0):
+            return [np.array(flat[offsets[i]:offsets[i + 1]]) if axis == 0 else np.array(flat[:, offsets[i]:offsets[i + 1]])
+                    for i in range(len(offsets) - 1)]
+        self.lexicon, self.words = {}, []
+        self.customers, self.log_empty, self.tables = np.zeros(0), np.zeros(0), np.zeros(0)
+        for w in split(saved["words"], saved["word_offsets"]):
+            self._index(w)
+        n_words = len(self.words)
+        for name in ("customers", "log_empty", "tables"):
+            getattr(self, name)[:n_words] = saved[name]
+        self.edits, self.rules = np.array(saved["edits"]), np.array(saved["rules"])
+        self.words_total = float(saved["words_total"])
+        self.local_words = split(saved["local_words"], saved["local_offsets"])
+        self.local_customers = split(saved["local_customers"], saved["local_offsets"])
+        self.local_columns = split(saved["local_columns"], saved["column_offsets"])
+        self.local_edits = split(saved["local_edits"], saved["column_offsets"], axis=1)
+        self.local_words_total = np.array(saved["local_words_total"])
+        self._choose_active()
+
 
 def first_channel(n_symbols, noise):
     """The first E-step's channel over one alphabet of ``n_symbols``: every symbol deleted with probability
@@ -345,7 +616,7 @@ class NoisyWords(BayesModel):
         (0, 0.5).
     prune : float
         Posterior weight below which a cached word's edit counts at a span are skipped.
-    algorithm : {"vb"}
+    algorithm : {"vb", "cvi"}
     n_iter, random_state, n_init : the package's common parameters (``random_state`` seeds the start's grammar).
 
     ``fit(X)`` takes utterances as sequences of symbols (a str utterance is its characters).
@@ -354,8 +625,9 @@ class NoisyWords(BayesModel):
     ----------
     edit_counts_ : (2U + 1, U + 1) expected edit counts in `EditChannel.counts_`'s layout; ``emission_`` and
         ``insertion_`` the channel's posterior-mean tables; ``symbols_`` the alphabet (ids in that order).
-    lexicon_ : dict of tuple of str to float, the grammaton's underlying words and their expected customers.
-    history_ : (iteration, ELBO, seconds) per pass.
+    lexicon_ : dict of tuple of str to float, the chart's underlying words (vb: the grammaton; cvi: the words
+        offered in the last pass) and their expected customers.
+    history_ : (iteration, objective, seconds) per pass; `OBJECTIVES` says what the objective is.
     """
 
     MODEL_NAME = "noisy-words"
@@ -409,28 +681,33 @@ class NoisyWords(BayesModel):
     def _fingerprint(self, data):
         return data.ids, data.offsets, data.copies
 
+    def _start_lexicon(self, data, run):
+        """The start's underlying words and their counts (module notes: ``init``)."""
+        if self.init == "empty":
+            return [], []
+        start = AdaptorGrammar("unigram", a=self.a, b=self.b, n_iter=self.init_iter,
+                               random_state=int(run.rng.integers(2 ** 31)))
+        start.fit(data.utterances)
+        index = {s: i for i, s in enumerate(data.symbols)}
+        ranked = sorted(start.lexicon_.items(), key=lambda item: -item[1])[:self.truncation]
+        return [np.array([index[s] for s in word], dtype=np.int64) for word, _ in ranked], [c for _, c in ranked]
+
     def _batch(self, data, run):
-        grammaton, counts = [], []
-        if self.init == "grammar":
-            start = AdaptorGrammar("unigram", a=self.a, b=self.b, n_iter=self.init_iter,
-                                   random_state=int(run.rng.integers(2 ** 31)))
-            start.fit(data.utterances)
-            index = {s: i for i, s in enumerate(data.symbols)}
-            ranked = sorted(start.lexicon_.items(), key=lambda item: -item[1])[:self.truncation]
-            grammaton = [np.array([index[s] for s in word], dtype=np.int64) for word, _ in ranked]
-            counts = [c for _, c in ranked]
-        self.learner_ = JointVB(self, data, grammaton, counts)
+        self.learner_ = JointVB(self, data, *self._start_lexicon(data, run))
         self._symbols = list(data.symbols)
         run.checkpoint.track("noisy_words.q", self.learner_.state, self.learner_.restore)
         return self.learner_, None, None
 
+    def _collapsed(self, data, run):
+        self._symbols = list(data.symbols)
+        self.learner_ = CollapsedNoisyWords(self, data, *self._start_lexicon(data, run), run.rng, run.checkpoint)
+        return self.learner_
+
     def _set_fitted(self, statistics, rule, data=None):
-        learner = self.learner_
-        self.edit_counts_ = learner.edit_counts.copy()
+        edit_counts, words, counts, self._weights = self.learner_.fitted()
+        self.edit_counts_ = edit_counts
         self.symbols_ = list(self._symbols)
-        counts = (learner.first - 1.0 + self.a) if len(learner.grammaton) else np.zeros(0)
-        self.lexicon_ = {tuple(self.symbols_[s] for s in word): float(c) for word, c in zip(learner.grammaton, counts)}
-        self._weights = learner.tables()
+        self.lexicon_ = {tuple(self.symbols_[s] for s in word): float(c) for word, c in zip(words, counts)}
 
     # -- files ---------------------------------------------------------------------------------------------
     def _saved(self):
@@ -467,7 +744,8 @@ class NoisyWords(BayesModel):
 
     # -- using it --------------------------------------------------------------------------------------------
     def segment(self, utterances) -> list[list[tuple[str, ...]]]:
-        """Each utterance's surface words in its best segmentation under the fitted q (VB's weights, eq. N1)."""
+        """Each utterance's surface words in its best segmentation under the fitted weights (vb: eq. N1 on q;
+        cvi: eq. C1 with no unit left out)."""
         self._check_fitted()
         utterances = as_utterances(utterances)
         first, _ = utterance_types(utterances)

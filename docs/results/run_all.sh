@@ -108,6 +108,16 @@ NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment units --corpus tidigits --stat
 wait
 (cd docs/results/units && python merge_runs.py tidigits_states4 /tmp/units-tid4/a /tmp/units-tid4/b)
 
+# The fourth round's settings on 2,000 trimmed utterances, cvi and vb (issue 30; vb seed 2 was stopped
+# unfinished): three processes at once, about 444-509 CPU s each
+for a in cvi vb; do
+  for s in 0 1 2; do
+    NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment units --corpus synthetic-brent --utterances 2000 --trim --states 4 --components 2 --gamma 1 --algorithms $a --seed $s --seeds 1 --passes 30 --quiet --out /tmp/units-runs2000/$a$s &
+  done
+  wait
+done
+(cd docs/results/units && python merge_runs.py trimmed_states4_2000 /tmp/units-runs2000/cvi0 /tmp/units-runs2000/cvi1 /tmp/units-runs2000/cvi2 /tmp/units-runs2000/vb0 /tmp/units-runs2000/vb1)
+
 # The HMM's default alpha and beta per learner (issue 33), after `cvbayes data fetch ewt`, `brown` and
 # `htb`; one after the other on the shared 2-core machine (load 7-20): 32 min and 28 min
 NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment defaults --seed 0 --seeds 2

@@ -41,10 +41,12 @@ def test_a_tiny_run_writes_json_table_and_plot(tmp_path, monkeypatch):
     monkeypatch.setattr(noisy_words, "load_brent", lambda: SimpleNamespace(segments=UTTERANCES * 10))
     rows = noisy_words.run(tmp_path, [0], n_utterances=30, passes=1, quiet=True)
     systems = {row["system"]: row for row in rows}
-    joint = systems["grammar with channel (NoisyWords vb)"]
-    assert 0.0 <= joint["token_f1"] <= 1.0 and 0.0 <= joint["emission_tv"] <= 1.0
+    for algorithm in ("vb", "cvi"):
+        joint = systems[f"grammar with channel (NoisyWords {algorithm})"]
+        assert 0.0 <= joint["token_f1"] <= 1.0 and 0.0 <= joint["emission_tv"] <= 1.0 and joint["pass_seconds"] > 0
     assert "grammar without channel (cvi)" in systems
     saved = json.loads((tmp_path / "results.json").read_text())
     assert saved["settings"]["synthetic_noise"] and len(saved["runs"]) == len(rows)
+    assert set(saved["elbo"]["0"]) == {"vb", "cvi"}
     assert "The noise is synthetic" in (tmp_path / "table.md").read_text()
     assert (tmp_path / "noisy_words.png").stat().st_size > 0

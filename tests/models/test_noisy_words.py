@@ -99,3 +99,63 @@ def test_segments_a_noisy_corpus(fitted):
     assert model.emission_.shape == (3, 4) and np.allclose(model.emission_.sum(axis=1), 1.0)
     with pytest.raises(ValueError, match="utterance 1 has the symbol 'z'"):
         model.segment([["a"], ["z"]])
+
+
+@pytest.fixture(scope="module")
+def collapsed():
+    utterances, gold = noisy_corpus(40)
+    model = NoisyWords(algorithm="cvi", n_iter=3, init_iter=2, prune=0.0, truncation=12).fit(utterances)
+    return model, utterances, gold
+
+
+def test_cvi_totals_are_the_sum_of_the_units(collapsed):
+    """After a pass of leave-one-out updates, every collapsed count equals the sum of the units' local ones,
+    and taking a unit out and putting it back changes nothing."""
+    model, _, _ = collapsed
+    learner = model.learner_
+    corpus = learner.corpus
+
+    def sums():
+        edits, customers, log_empty = np.zeros_like(learner.edits), np.zeros(len(learner.words)), np.zeros(len(learner.words))
+        for i, copies in enumerate(corpus.copies):
+            edits[:, learner.local_columns[i]] += learner.local_edits[i]
+            customers[learner.local_words[i]] += learner.local_customers[i]
+            occupied = np.minimum(learner.local_customers[i] / copies, 1.0)
+            log_empty[learner.local_words[i]] += copies * np.log(np.maximum(1.0 - occupied, 1e-12))
+        words = learner.local_words_total.sum()
+        return edits, customers, log_empty, words, np.array([[words - corpus.copies.sum(), corpus.copies.sum()]])
+
+    n = len(learner.words)
+    edits, customers, log_empty, words, rules = sums()
+    assert learner.edits == pytest.approx(edits, abs=1e-9) and edits.sum() > 10
+    assert learner.customers[:n] == pytest.approx(customers, abs=1e-9)
+    assert learner.log_empty[:n] == pytest.approx(log_empty, abs=1e-9)
+    assert learner.words_total == pytest.approx(words) and learner.rules == pytest.approx(rules)
+    # every word credited is a word the units found: customers sum to the expected words (no sliver here)
+    assert customers.sum() == pytest.approx(words, rel=1e-6)
+    before = learner.edits.copy(), learner.customers[:n].copy()
+    learner._move(5, -1.0)
+    assert not np.allclose(learner.edits, before[0])
+    learner._move(5, 1.0)
+    assert learner.edits == pytest.approx(before[0], abs=1e-9) and learner.customers[:n] == pytest.approx(before[1])
+
+
+def test_cvi_weights_are_the_leave_one_out_predictive(collapsed):
+    """The chart's weights (eq. C1): the channel rows and the cache plus base mass each a distribution."""
+    model, _, _ = collapsed
+    weights = model.learner_.predictive()
+    assert np.allclose(weights.table.sum(axis=1), 1.0)
+    assert weights.go_on + weights.end == pytest.approx(1.0)
+    # sum_k pi_k + pi_0 <= 1: the cache's zero-exact mass is at most its first-order mass (n_k - a t_k) / (n + b)
+    assert np.exp(weights.log_pi).sum() + np.exp(weights.log_base) <= 1.0 + 1e-9
+
+
+def test_cvi_segments_a_noisy_corpus(collapsed, fitted):
+    """CVI segments the tiny noisy corpus at least as well as the threshold VB's test sets, and its
+    leave-one-out objective rises."""
+    model, utterances, gold = collapsed
+    f1 = segmentation_scores(model.segment(utterances), gold).token.f1
+    assert f1 > 0.7
+    objectives = [record.objective for record in model.history_]
+    assert objectives[-1] > objectives[0]
+    assert set(model.lexicon_) >= {("a", "b"), ("b", "a"), ("c", "c")}
