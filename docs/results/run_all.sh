@@ -151,3 +151,10 @@ NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --corpora hkcancor --utterances 2
 NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --corpora hkcancor --utterances 2000 --grammars unigram --algorithms cvi --iterations 10 --seed 1 --seeds 1 --append
 NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --grammars colloc-syllable --algorithms cvi --iterations 6 --seed 1 --seeds 1 --corpora brent --append
 NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --grammars colloc-syllable --algorithms cvi --iterations 6 --seed 1 --seeds 1 --corpora brent --discount 0.5 --estimate-hyperparameters --append
+# b learned with a = 0 (--estimate-hyperparameters alone) under py-cfg's prior, for cvi's default (issue 29;
+# docs/results/wordseg/reference_settings.md): about 550, 500, 370 and 760 CPU s
+sed 's/ ;eword//g' ../shared/data/brent/br-phonemes.txt > /tmp/brent.txt
+NUMBA_NUM_THREADS=1 cvbayes segment /tmp/brent.txt --grammar colloc --algorithm cvi --estimate-hyperparameters --iterations 10 --gold ../shared/data/brent/br-phonemes.txt --json -o /tmp/brent_colloc_b.seg --quiet
+NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --corpora hkcancor --utterances 2000 --grammars unigram --algorithms cvi --iterations 10 --seeds 1 --estimate-hyperparameters --out /tmp/hk_b
+NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --corpora hkcancor --utterances 2000 --grammars unigram --algorithms cvi --iterations 10 --seeds 1 --discount 0.5 --estimate-hyperparameters --out /tmp/hk_ab
+NUMBA_NUM_THREADS=1 python benchmarks/bench_segment_defaults.py --sentences 500 --algorithms cvi --options="--estimate-hyperparameters"
