@@ -154,7 +154,14 @@ def _scores(y, word_ids, word_offsets, pi, base, table, phones, stop, max_insert
 
 
 @njit(cache=True)
-def _workspace(n_words, longest_word, longest_utterance, n_underlying, max_insertions, longest):
+def _workspace(word_offsets, offsets, n_underlying, max_insertions, longest):
+    """Buffers of one chart: sized by the longest word of the grammaton and the longest utterance type."""
+    n_words = word_offsets.shape[0] - 1
+    longest_word, longest_utterance = 1, 1
+    for k in range(n_words):
+        longest_word = max(longest_word, word_offsets[k + 1] - word_offsets[k])
+    for i in range(offsets.shape[0] - 1):
+        longest_utterance = max(longest_utterance, offsets[i + 1] - offsets[i])
     width = longest_utterance + 1
     return (word_span_work(longest_word, longest, max_insertions), base_buffers(n_underlying, longest, max_insertions),
             np.zeros((n_words, width, width)), np.zeros((width, width)), np.zeros((width, width)),
@@ -170,13 +177,11 @@ def e_step(ids, offsets, copies, word_ids, word_offsets, pi, base, table, phones
     Returns (sum of copies * log Z, expected words, first type without a segmentation or -1)."""
     n_types, n_words = offsets.shape[0] - 1, pi.shape[0]
     n_underlying = phones.shape[0]
-    longest_word, longest_utterance = 1, 1
+    work, buffers, likelihoods, marginal, scores, outside = _workspace(
+        word_offsets, offsets, n_underlying, max_insertions, longest)
+    longest_word = 1
     for k in range(n_words):
         longest_word = max(longest_word, word_offsets[k + 1] - word_offsets[k])
-    for i in range(n_types):
-        longest_utterance = max(longest_utterance, offsets[i + 1] - offsets[i])
-    work, buffers, likelihoods, marginal, scores, outside = _workspace(
-        n_words, longest_word, longest_utterance, n_underlying, max_insertions, longest)
     pair_w = np.empty((2 * longest_word + 1, longest + 1))
     post = np.empty_like(pair_w)
     alpha, beta, exits, scales = lattice_buffers(longest_word, longest, max_insertions)
@@ -223,13 +228,8 @@ def segment_types(ids, offsets, word_ids, word_offsets, pi, base, table, phones,
     """The best segmentation (eq. W1 in max-product on eq. N1) of every utterance: its word ends at
     ``end_offsets[i]`` of ``ends``; returns the number of words of each (0: none)."""
     n_types = offsets.shape[0] - 1
-    longest_word, longest_utterance = 1, 1
-    for k in range(pi.shape[0]):
-        longest_word = max(longest_word, word_offsets[k + 1] - word_offsets[k])
-    for i in range(n_types):
-        longest_utterance = max(longest_utterance, offsets[i + 1] - offsets[i])
     work, buffers, likelihoods, marginal, scores, _ = _workspace(
-        pi.shape[0], longest_word, longest_utterance, phones.shape[0], max_insertions, longest)
+        word_offsets, offsets, phones.shape[0], max_insertions, longest)
     found = np.zeros(n_types, dtype=np.int64)
     for i in range(n_types):
         y = ids[offsets[i]:offsets[i + 1]]
@@ -237,6 +237,16 @@ def segment_types(ids, offsets, word_ids, word_offsets, pi, base, table, phones,
                 likelihoods, marginal, scores)
         found[i] = best_words(scores, y.shape[0], go_on, end, ends[end_offsets[i]:end_offsets[i + 1]])
     return found
+
+
+def span_offsets(corpus):
+    """Where each utterance type's (m + 1)^2 span table starts in one flat array (the E-step's ``base_offsets``)."""
+    return np.concatenate([[0], np.cumsum((np.diff(corpus.offsets) + 1) ** 2)]).astype(np.int64)
+
+
+def _unsegmentable(utterance, longest):
+    return ValueError(f"utterance {utterance}: no segmentation into words of at most longest={longest} surface "
+                      "symbols has positive probability")
 
 
 class JointVB:
@@ -254,8 +264,7 @@ class JointVB:
         self.refresh = True
         counts = np.asarray(counts, dtype=float)
         self.set_sticks(counts, 0.0)
-        lengths = np.diff(corpus.offsets)
-        self.base_offsets = np.concatenate([[0], np.cumsum((lengths + 1) ** 2)]).astype(np.int64)
+        self.base_offsets = span_offsets(corpus)
 
     def set_sticks(self, counts, base_uses):
         model = self.model
@@ -310,9 +319,7 @@ class JointVB:
             float(np.exp(weights.log_base)), weights.table, weights.phones, weights.stop, weights.go_on, weights.end,
             model.max_insertions, model.longest, model.prune, counts, customers, base_served, self.base_offsets)
         if bad >= 0:
-            utterance = corpus.first[bad]
-            raise ValueError(f"utterance {utterance}: no segmentation into words of at most longest={model.longest} "
-                             "surface symbols has positive probability")
+            raise _unsegmentable(corpus.first[bad], model.longest)
         statistics = (counts, customers, base_served, words)
         self.absorb(statistics)
         return statistics, evidence
@@ -386,8 +393,7 @@ class CollapsedNoisyWords:
         self.local_columns = [np.zeros(0, np.int64)] * n_types
         self.local_edits = [np.zeros((2 * n + 1, 0))] * n_types
         self.local_words_total = np.zeros(n_types)
-        lengths = np.diff(corpus.offsets)
-        self.base_offsets = np.concatenate([[0], np.cumsum((lengths + 1) ** 2)]).astype(np.int64)
+        self.base_offsets = span_offsets(corpus)
         # the start: one E-step of each unit under VB's start q (the grammar's lexicon, `first_channel`)
         start = JointVB(model, corpus, grammaton, counts)
         weights = start.tables()
@@ -449,8 +455,7 @@ class CollapsedNoisyWords:
             model.max_insertions, model.longest, model.prune, counts, customers, served,
             np.array([0, (m + 1) ** 2], np.int64))
         if bad >= 0:
-            raise ValueError(f"utterance {corpus.first[i]}: no segmentation into words of at most "
-                             f"longest={model.longest} surface symbols has positive probability")
+            raise _unsegmentable(corpus.first[i], model.longest)
         self._evidence, self._unit_words = evidence, words
         credit = {}
         for k in np.flatnonzero(customers > SLIVER):
