@@ -9,7 +9,10 @@ more each.  The composite chain's state c = u S + s (unit u, state s); its trans
 * an utterance starts by entering a unit and ends by leaving its last unit's last state.
 
 So a step of the forward pass is O(U S), not O((U S)^2): the only dense part, leaving one unit for
-another, factors through the scalar exit mass sum_u alpha(u, S-1) leave(u, S-1).  ``entry``, ``stay``
+another, factors through the scalar exit mass sum_u alpha(u, S-1) leave(u, S-1).  A pre-segmentation
+(Lee and Glass 2012: unit boundaries only at candidate frames) multiplies every path on which a unit
+begins at frame t > 0 by a weight, ``log_start[t]`` in the kernels: 0 where a unit may begin, -inf
+where it may not; it scales the exit mass of frame t, so the cost is unchanged.  ``entry``, ``stay``
 and ``leave`` are probabilities, or VB's geometric means, which need not sum to one (eq. 3.21-3.22).
 
 The kernels run in log space on ``log_lik`` (T, U S), each frame's log emission densities.  The

@@ -12,6 +12,9 @@ boundaries are latent.  With a truncation of U units, S states a unit and M comp
   Glass's DP mixture of HMMs);
 * state s of unit u stays with probability a_us or moves on (from the last state: the unit ends),
   (a_us, 1 - a_us) ~ Dir(alpha, alpha);
+* with ``presegment``, a unit may begin only at the candidate boundaries of a spectral-change
+  pre-segmentation (Lee and Glass 2012 §4, after Glass 2003; `cvbayes.speech.spectral_change_starts`): the
+  paths that begin a unit elsewhere get probability zero, in training and decoding alike;
 * a frame in state (u, s) comes from a mixture of M diagonal Gaussians, weights ~ Dir(beta) and each
   component's (mu, tau) under the Normal-Gamma prior of `cvbayes.families.Gaussian`
   (`cvbayes.families.gaussian.GaussianMixture`).

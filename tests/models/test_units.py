@@ -119,9 +119,10 @@ def test_mixture_tables_are_the_families_tables(rule):
 
 # -- VB, CVI, the sampler -------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("n_states,n_components", [(2, 2), (1, 3), (3, 1)])
-def test_vb_elbo_never_decreases(utterances, n_states, n_components):
-    model = small("vb", n_states=n_states, n_components=n_components, n_iter=25)
+@pytest.mark.parametrize("n_states,n_components,presegment", [(2, 2, False), (1, 3, False), (3, 1, False),
+                                                              (2, 2, True)])
+def test_vb_elbo_never_decreases(utterances, n_states, n_components, presegment):
+    model = small("vb", n_states=n_states, n_components=n_components, n_iter=25, presegment=presegment)
     model.fit(utterances)
     elbo = np.array([record.objective for record in model.history_])
     assert np.all(np.isfinite(elbo))
