@@ -104,6 +104,8 @@ def run_seed(brent, seed, n_utterances, passes, noise, quiet):
         add(f"grammar with channel (NoisyWords {algorithm})", joint.segment(surface), time.perf_counter() - started,
             in_phoneme_order(joint, ids), joint.history_[-1].objective, joint.history_)
         curves[algorithm] = [record.objective for record in joint.history_]
+        if algorithm == "cvi":
+            rows[-1]["dropped_mass"] = joint.dropped_mass_
     for algorithm in ("cvi", "vb"):
         started = time.perf_counter()
         plain = AdaptorGrammar("unigram", algorithm=algorithm, n_iter=START_PASSES + passes,
