@@ -78,7 +78,6 @@ INITS = ("harmonic", "random")
 # docs/results/fig4_1_dmv/README.md, "Choosing the harmonic variant".
 HARMONIC_VARIANT = "tree"
 BLOCKS = ("root", "stop", "attach")
-SAVE_FORMAT = "cvbayes-dmv-1"
 # the log weight given to an impossible event when a sentence has no tree otherwise (see DMV.parse)
 LOG_FLOOR = float(np.log(np.finfo(float).tiny))
 _NO_LOCAL = (np.zeros(1, dtype=np.int64), np.zeros(0), np.zeros((0, 2)))
@@ -318,7 +317,6 @@ class DMV(BayesModel):
     """
 
     MODEL_NAME = "dmv"
-    SAVE_FORMAT = SAVE_FORMAT
     FIT_OPTIONS = ("client", "n_shards", "shard_folder")
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES

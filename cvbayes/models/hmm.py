@@ -91,8 +91,6 @@ OBJECTIVES = {
 # stores two K x K tables a subchain, so longer ones keep its memory near CVI-2's.
 DEFAULT_SUBCHAIN = {"svi": 10, "scvi": 10, "cvi3": 50}
 
-SAVE_FORMAT = "cvbayes-hmm-1"
-
 # init="params" draws its parameters from the stream (seed, START_STREAM), apart from the seed's other uses
 START_STREAM = 15
 
@@ -253,7 +251,6 @@ class HMM(BayesModel):
     """
 
     MODEL_NAME = "hmm"
-    SAVE_FORMAT = SAVE_FORMAT
     ALGORITHMS = ALGORITHMS
     DEFAULT_SUBCHAIN = DEFAULT_SUBCHAIN
     OBJECTIVES = OBJECTIVES

@@ -68,7 +68,6 @@ from .base import BayesModel
 from .lda_shards import ShardedBatchVB, ShardedCVB0, ShardedStochasticLDA, lda_shards
 from .shards import Sharding
 
-SAVE_FORMAT = "cvbayes-lda-1"
 _TINY = np.finfo(float).tiny
 
 
@@ -550,7 +549,6 @@ class LDA(BayesModel):
     """
 
     MODEL_NAME = "lda"
-    SAVE_FORMAT = SAVE_FORMAT
     FIT_OPTIONS = ("client", "n_shards", "shard_folder")
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES

@@ -60,7 +60,6 @@ OBJECTIVES = {
                    "pass plus the own shard's changes (cvbayes.models.tree_shards)",
 }
 
-SAVE_FORMAT = "cvbayes-pcfg-1"
 # what fit(client=...) runs (cvbayes.models.tree_shards)
 SHARDED_ALGORITHMS = ("em", "vb", "cvi-sharded")
 
@@ -451,7 +450,6 @@ class PCFG(BayesModel):
     """
 
     MODEL_NAME = "pcfg"
-    SAVE_FORMAT = SAVE_FORMAT
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES
     FIT_OPTIONS = ("terminals_from", "client", "n_shards", "shard_folder")

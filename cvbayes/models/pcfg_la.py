@@ -50,7 +50,6 @@ OBJECTIVES = {
            "log-likelihood of the annotations",
 }
 
-SAVE_FORMAT = "cvbayes-pcfg-la-1"
 # what fit(client=...) runs (cvbayes.models.tree_shards)
 SHARDED_ALGORITHMS = ("em", "vb")
 
@@ -297,7 +296,6 @@ class PCFGLA(BayesModel):
     """
 
     MODEL_NAME = "pcfg-la"
-    SAVE_FORMAT = SAVE_FORMAT
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES
     FITTED = "tables_"

@@ -27,7 +27,6 @@ from .sampler import MetropolisHastings
 from .sharded import vb_batch
 from .vb import VariationalBayes
 
-SAVE_FORMAT = "cvbayes-adaptor-grammar-1"
 ALGORITHMS = {
     "vb": Algorithm(batch, VB, "utterance type", "Cohen, Blei and Smith 2010"),
     "cvi": Algorithm(leave_one_out, MEAN, "utterance or utterance type (unit=)",
@@ -185,7 +184,6 @@ class AdaptorGrammar(BayesModel):
     """
 
     MODEL_NAME = "adaptor-grammar"
-    SAVE_FORMAT = SAVE_FORMAT
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES
     FITTED = "lexicon_"
