@@ -296,12 +296,9 @@ class DMV(BayesModel):
         memory-mapped): em's and vb's E-steps are those of one process up to the order of the sums;
         cvi-sharded is CVI with the other shards' counts one pass stale (`cvbayes.models.tree_shards`).
         Needs ``cvbayes[distributed]``.
-    n_shards : int, optional
-        Shards with a client (default one per worker), and for cvi-sharded without one (default numba's
-        thread count; the shards then run on threads of this process).
-    shard_folder : path, optional
-        With a client: the folder the shards are saved in and kept for the next fit of the same
-        sentences (refused, by checksum, if it holds another corpus's).
+    n_shards, shard_folder : optional
+        How many shards and the folder they are kept in (`cvbayes.models.shards.Sharding`); n_shards
+        without a client runs cvi-sharded on that many threads of this process.
 
     Attributes
     ----------

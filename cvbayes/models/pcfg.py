@@ -425,12 +425,9 @@ class PCFG(BayesModel):
         memory-mapped from a file saved once (`cvbayes.models.tree_shards`): em and vb are the same run
         as in one process up to the order of the sums; cvi-sharded is CVI with the other shards' counts
         one pass stale.  Needs ``cvbayes[distributed]``.
-    n_shards : int, optional
-        Shards with a client (default one per worker), and for cvi-sharded without one (default numba's
-        thread count; the shards then run on threads of this process).
-    shard_folder : path, optional
-        With a client: save the shards here (on a file system every worker sees) and keep them for the
-        next fit of the same sentences and grammar; a folder of another corpus's shards is refused.
+    n_shards, shard_folder : optional
+        How many shards and the folder they are kept in (`cvbayes.models.shards.Sharding`); n_shards
+        without a client runs cvi-sharded on that many threads of this process.
 
     Attributes
     ----------
