@@ -668,7 +668,6 @@ class NoisyWords(BayesModel):
     """
 
     MODEL_NAME = "noisy-words"
-    SAVE_FORMAT = "cvbayes-noisy-words-1"
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES
     FITTED = "lexicon_"
