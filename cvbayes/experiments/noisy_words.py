@@ -160,8 +160,8 @@ def table_text(rows, settings):
     dropped = [row["dropped_mass"] for row in rows if "dropped_mass" in row]
     if dropped:
         lines += ["", "NoisyWords cvi's chart is offered only the words with more than min_customers="
-                  f"{NoisyWords().min_customers:g} expected tokens; the cache mass it leaves out a word token is at most "
-                  f"{max(dropped):.1e} (eq. C2 of `cvbayes.models.noisy_words`, the largest over seeds)."]
+                  f"{NoisyWords().min_customers:g} expected tokens; the cache mass it leaves out a word token is at "
+                  f"most {max(dropped):.1e} (eq. C2 of `cvbayes.models.noisy_words`, the largest over seeds)."]
     return "\n".join(lines) + "\n"
 
 

@@ -549,7 +549,8 @@ class CollapsedNoisyWords:
         customers = np.maximum(self.customers[:n_words], 0.0)
         ranked = np.argsort(-customers, kind="stable")[:self.model.truncation]
         self.active = np.sort(ranked[customers[ranked] > floor]).astype(np.int64)
-        self.dropped = float(customers.sum() - customers[self.active].sum()) / (max(self.words_total, 0.0) + self.model.b)
+        left_out = float(customers.sum() - customers[self.active].sum())
+        self.dropped = left_out / (max(self.words_total, 0.0) + self.model.b)     # D / (n + b), eq. C2
         self.base_mass = np.array([self._base_probability(k) for k in self.active])
         self.table_total = float(self.tables.sum())
         chosen = [self.words[k] for k in self.active]
