@@ -5,7 +5,7 @@ import numpy as np
 
 from ..models.hmm import HMM
 from ..tagging import load_corpus, score_states
-from .options import add_common, emit, saved_model_command
+from .options import emit, saved_model_command
 from .tag import decode_with
 
 
@@ -38,10 +38,8 @@ def _check_tag_sets(args, model, corpus, gold, report):
 
 
 def register(commands):
-    evaluate = saved_model_command(commands, "evaluate", help="score a saved model on a gold-tagged corpus",
-                                   description="Decode a gold-tagged corpus with a saved model and print "
-                                               "many-to-one (plain and cross-validated), greedy one-to-one, "
-                                               "variation of information (bits) and V-measure, plus accuracy "
-                                               "for models trained with a tag dictionary.")
-    add_common(evaluate, seed=False)
-    evaluate.set_defaults(handler=run_evaluate)
+    saved_model_command(commands, "evaluate", run_evaluate, help="score a saved model on a gold-tagged corpus",
+                        description="Decode a gold-tagged corpus with a saved model and print "
+                                    "many-to-one (plain and cross-validated), greedy one-to-one, "
+                                    "variation of information (bits) and V-measure, plus accuracy "
+                                    "for models trained with a tag dictionary.")

@@ -114,11 +114,14 @@ def emit(args, report, lines):
 
 # -- the HMM tagger's commands (fit, tag, evaluate, compare) --------------------------------------------
 
-def saved_model_command(commands, name, **settings):
-    """The parser of a command that reads a model saved by 'cvbayes fit' and a corpus (tag, evaluate)."""
+def saved_model_command(commands, name, handler, **settings):
+    """The parser of a command that reads a model saved by 'cvbayes fit' and a corpus (tag, evaluate),
+    with --json and --quiet (no --seed: neither draws anything), run by ``handler``."""
     parser = commands.add_parser(name, **settings)
     parser.add_argument("model", help="model file written by 'cvbayes fit'")
     add_corpus(parser)
+    add_common(parser, seed=False)
+    parser.set_defaults(handler=handler)
     return parser
 
 

@@ -6,7 +6,7 @@ from ..files import write_bytes
 from ..models.hmm import HMM
 from ..tagging import (BROWN_NAMES, PREDICTED_TAG, guess_format, load_corpus, map_to_gold, tag_conllu_document,
                        write_tagged)
-from .options import add_common, saved_model_command
+from .options import saved_model_command
 from .states import state_names
 
 
@@ -48,7 +48,7 @@ def run_tag(args):
 
 
 def register(commands):
-    tag = saved_model_command(commands, "tag", help="tag a corpus with a saved model",
+    tag = saved_model_command(commands, "tag", run_tag, help="tag a corpus with a saved model",
                               description="Decode a corpus with a saved model (maximum posterior marginals, or "
                                           "Viterbi with --decode viterbi) and write word/TAG lines or CoNLL-U. "
                                           "States are tag names when the model was trained with a tag "
@@ -66,5 +66,3 @@ def register(commands):
                      help="each token's most probable state (map, maximum posterior marginals; default) or the "
                           "most probable state sequence (viterbi): hmmlearn's algorithm= of decode")
     tag.add_argument("-o", "--output", default="-", help="output file (default: standard output)")
-    add_common(tag, seed=False)
-    tag.set_defaults(handler=run_tag)

@@ -104,6 +104,8 @@ def run_seed(brent, seed, n_utterances, passes, noise, quiet):
         add(f"grammar with channel (NoisyWords {algorithm})", joint.segment(surface), time.perf_counter() - started,
             in_phoneme_order(joint, ids), joint.history_[-1].objective, joint.history_)
         curves[algorithm] = [record.objective for record in joint.history_]
+        if algorithm == "cvi":
+            rows[-1]["dropped_mass"] = joint.dropped_mass_
     for algorithm in ("cvi", "vb"):
         started = time.perf_counter()
         plain = AdaptorGrammar("unigram", algorithm=algorithm, n_iter=START_PASSES + passes,
@@ -155,6 +157,11 @@ def table_text(rows, settings):
               f"seconds), then {settings['passes']} vb or cvi passes (cvi after one start E-step, in its seconds); "
               "the grammars without the channel: "
               f"{START_PASSES + settings['passes']} passes. Seconds on a shared 2-core machine."]
+    dropped = [row["dropped_mass"] for row in rows if "dropped_mass" in row]
+    if dropped:
+        lines += ["", "NoisyWords cvi's chart is offered only the words with more than min_customers="
+                  f"{NoisyWords().min_customers:g} expected tokens; the cache mass it leaves out a word token is at "
+                  f"most {max(dropped):.1e} (eq. C2 of `cvbayes.models.noisy_words`, the largest over seeds)."]
     return "\n".join(lines) + "\n"
 
 

@@ -36,16 +36,15 @@ class BayesModel(Persistent):
     """The base class of every model: the scikit-learn conventions and the shared ``fit``.
 
     A model sets ``ALGORITHMS`` (name -> `cvbayes.schedules.Algorithm`), ``OBJECTIVES`` (name -> what
-    its ``history_`` objective is), ``MODEL_NAME``, ``SAVE_FORMAT``, ``FITTED`` (the attribute a fitted
-    model has) and ``FIT_OPTIONS`` (its own arguments of ``fit`` beside ``X`` and ``y``), calls
+    its ``history_`` objective is), ``MODEL_NAME`` (``SAVE_FORMAT`` follows from it, `Persistent`),
+    ``FITTED`` (the attribute a fitted model has, ``counts_`` unless it says otherwise) and ``FIT_OPTIONS``
+    (its own arguments of ``fit`` beside ``X`` and ``y``), calls
     ``self._keep_params(locals())`` first in its constructor, and writes the hooks of
     `cvbayes.schedules.driver` and of `cvbayes.models.files.Persistent`.
     """
 
     ALGORITHMS: dict = {}
     OBJECTIVES: dict = {}
-    MODEL_NAME = ""
-    SAVE_FORMAT = ""
     FITTED = "counts_"
     FIT_OPTIONS: tuple = ()
 

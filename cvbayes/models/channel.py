@@ -107,10 +107,8 @@ class EditChannel(BayesModel):
     """
 
     MODEL_NAME = "edit-channel"
-    SAVE_FORMAT = "cvbayes-edit-channel-1"
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES
-    FITTED = "counts_"
 
     def __init__(self, algorithm: str = "cvi", n_iter: int = 20, alpha: float = 0.1, beta: float = 0.1,
                  max_insertions: int = 1, n_underlying: int | None = None, n_surface: int | None = None,

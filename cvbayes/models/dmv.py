@@ -78,7 +78,6 @@ INITS = ("harmonic", "random")
 # docs/results/fig4_1_dmv/README.md, "Choosing the harmonic variant".
 HARMONIC_VARIANT = "tree"
 BLOCKS = ("root", "stop", "attach")
-SAVE_FORMAT = "cvbayes-dmv-1"
 # the log weight given to an impossible event when a sentence has no tree otherwise (see DMV.parse)
 LOG_FLOOR = float(np.log(np.finfo(float).tiny))
 _NO_LOCAL = (np.zeros(1, dtype=np.int64), np.zeros(0), np.zeros((0, 2)))
@@ -297,12 +296,9 @@ class DMV(BayesModel):
         memory-mapped): em's and vb's E-steps are those of one process up to the order of the sums;
         cvi-sharded is CVI with the other shards' counts one pass stale (`cvbayes.models.tree_shards`).
         Needs ``cvbayes[distributed]``.
-    n_shards : int, optional
-        Shards with a client (default one per worker), and for cvi-sharded without one (default numba's
-        thread count; the shards then run on threads of this process).
-    shard_folder : path, optional
-        With a client: the folder the shards are saved in and kept for the next fit of the same
-        sentences (refused, by checksum, if it holds another corpus's).
+    n_shards, shard_folder : optional
+        How many shards and the folder they are kept in (`cvbayes.models.shards.Sharding`); n_shards
+        without a client runs cvi-sharded on that many threads of this process.
 
     Attributes
     ----------
@@ -318,7 +314,6 @@ class DMV(BayesModel):
     """
 
     MODEL_NAME = "dmv"
-    SAVE_FORMAT = SAVE_FORMAT
     FIT_OPTIONS = ("client", "n_shards", "shard_folder")
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES

@@ -38,12 +38,21 @@ def read_model(path, formats):
 class Persistent:
     """``save`` and ``load`` for a model (gensim's ``SaveLoad`` in spirit, without pickles).
 
-    A model names its file version ``SAVE_FORMAT`` and its ``MODEL_NAME``, and writes two hooks:
+    A model names itself ``MODEL_NAME``; its file version ``SAVE_FORMAT`` is ``cvbayes-<MODEL_NAME>-1``
+    unless it (or a model it extends) sets one.  It writes two hooks:
     ``_saved() -> (meta, arrays)``, what of its fitted state the file keeps (JSON-able values, NumPy
     arrays), and the class method ``_from_saved(meta, arrays, path) -> model``.  The file also keeps the
     model's name, the algorithm and the history, which `load` restores.  A file written by a subclass
     (an `HDPHMM`'s, of format ``cvbayes-hmm-1``) loads through the base class's ``load`` too.
     """
+
+    MODEL_NAME = ""
+    SAVE_FORMAT = ""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.MODEL_NAME and not cls.SAVE_FORMAT:
+            cls.SAVE_FORMAT = f"cvbayes-{cls.MODEL_NAME}-1"
 
     def save(self, path):
         """Write the fitted model to ``path`` (a NumPy ``.npz`` archive, no pickles, written atomically);

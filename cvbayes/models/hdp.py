@@ -34,7 +34,7 @@ whose derivatives are exactly eq. 5.16, 5.19 (with 5.35-5.36) and 5.23-5.24.
 (models/hmm_structures.py): the transition part with the prior sigma G[pi_k], and the occupancy
 strategy that fills the q(C = 0) products of every pass or minibatch and runs these updates after it.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import minimize
@@ -594,6 +594,7 @@ def delete_candidates(parts, counts, tries=DELETE_TRIES):
     return [(float(tokens[state]), int(state)) for state in used[np.argsort(tokens[used], kind="stable")][:tries]]
 
 
+@dataclass(eq=False)
 class MovingSweep:
     """Batch CVI with merge and delete moves, the HDP-HMM's ``merge="auto"`` (Hughes, Kim and Sudderth
     2015): after every ``every`` passes the pass runs as usual from a saved state, then again from that
@@ -615,14 +616,12 @@ class MovingSweep:
     the scores compare the local states alone; the pass's seconds include the trials.  Every trial is
     recorded in the pass's ``hyper_history_`` record under "moves"."""
 
-    def __init__(self, inner, every=MOVE_EVERY, merge_tries=MERGE_TRIES, delete_tries=DELETE_TRIES,
-                 confirm=CONFIRM_PASSES):
-        self.inner = inner
-        self.every = every
-        self.confirm = confirm
-        self.merge_tries = merge_tries
-        self.delete_tries = delete_tries
-        self.trials = []
+    inner: object  # the plain pass, a `SubchainSweep`
+    every: int = MOVE_EVERY
+    merge_tries: int = MERGE_TRIES
+    delete_tries: int = DELETE_TRIES
+    confirm: int = CONFIRM_PASSES
+    trials: list = field(default_factory=list, init=False)
 
     def proposals(self):
         """(kind, keep, gone, score) of every move to try: merges by `merge_gain`, deletes by tokens."""

@@ -91,8 +91,6 @@ OBJECTIVES = {
 # stores two K x K tables a subchain, so longer ones keep its memory near CVI-2's.
 DEFAULT_SUBCHAIN = {"svi": 10, "scvi": 10, "cvi3": 50}
 
-SAVE_FORMAT = "cvbayes-hmm-1"
-
 # init="params" draws its parameters from the stream (seed, START_STREAM), apart from the seed's other uses
 START_STREAM = 15
 
@@ -225,15 +223,10 @@ class HMM(BayesModel):
         workers, each on its shard of whole sequences, memory-mapped
         from a file saved once (`cvbayes.models.hmm_shards`, which says
         what is exact and what is not).  Needs ``cvbayes[distributed]``.
-    n_shards : int, optional
-        Shards of the corpus with a client (default one per worker), and
-        for cvi2-sharded without one (default numba's thread count; the
-        shards then run on threads of this process).
-    shard_folder : path, optional
-        With a client: save the shards here (on a file system every
-        worker sees) and keep them for the next fit of the same corpus;
-        a folder of another corpus's shards is refused by checksum.
-        Default: a temporary folder, removed after the fit.
+    n_shards, shard_folder : optional
+        How many shards and the folder they are kept in
+        (`cvbayes.models.shards.Sharding`); n_shards without a client
+        runs cvi2-sharded on that many threads of this process.
 
     Attributes
     ----------
@@ -253,7 +246,6 @@ class HMM(BayesModel):
     """
 
     MODEL_NAME = "hmm"
-    SAVE_FORMAT = SAVE_FORMAT
     ALGORITHMS = ALGORITHMS
     DEFAULT_SUBCHAIN = DEFAULT_SUBCHAIN
     OBJECTIVES = OBJECTIVES

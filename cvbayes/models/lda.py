@@ -68,7 +68,6 @@ from .base import BayesModel
 from .lda_shards import ShardedBatchVB, ShardedCVB0, ShardedStochasticLDA, lda_shards
 from .shards import Sharding
 
-SAVE_FORMAT = "cvbayes-lda-1"
 _TINY = np.finfo(float).tiny
 
 
@@ -530,12 +529,9 @@ class LDA(BayesModel):
         vb, online-vb, scvb0, cvb0-sharded: run the passes on the client's workers, each on its shard of
         whole documents, memory-mapped from a file saved once (`cvbayes.models.lda_shards`, which says what
         is exact and what is not).  Needs ``cvbayes[distributed]``.
-    n_shards : int, optional
-        Shards with a client (default one per worker), and for cvb0-sharded without one (default numba's
-        thread count; the shards then run on threads of this process).
-    shard_folder : path, optional
-        With a client: save the shards here (on a file system every worker sees) and keep them for the
-        next fit of the same documents; a folder of another corpus's shards is refused by checksum.
+    n_shards, shard_folder : optional
+        How many shards and the folder they are kept in (`cvbayes.models.shards.Sharding`); n_shards
+        without a client runs cvb0-sharded on that many threads of this process.
 
     Attributes
     ----------
@@ -550,7 +546,6 @@ class LDA(BayesModel):
     """
 
     MODEL_NAME = "lda"
-    SAVE_FORMAT = SAVE_FORMAT
     FIT_OPTIONS = ("client", "n_shards", "shard_folder")
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES

@@ -68,9 +68,30 @@ objective is the sum of the units' leave-one-out log Z (times copies), which nee
 What remains approximate: a unit's tokens (and a type's copies) do not see each other; the first-order step
 on n_k > 0, on the normaliser n + b and on the channel's and rho's counts (their prior pseudo-counts keep it
 safe, as in `EditChannel`); q(n^m_k > 0) = min(E[n^m_k] / c_m, 1); the identity reading of new words; the
-chart offers only the ``truncation`` words with most customers, chosen once a pass (the others keep their
-customers in n until their units are redone); base-served spans below SLIVER are not credited to a word (their
-mass stays in n); edit counts below ``prune`` skipped as in VB; the deficient chart (above).
+chart offers only some words (below); base-served spans below SLIVER are not credited to a word (their mass stays in
+n); edit counts below ``prune`` skipped as in VB; the deficient chart (above).
+
+Offered words (cvi)
+-------------------
+The lexicon gains a word for every base-served span above SLIVER, so it soon holds thousands, most with a
+sliver of a customer; every word the chart offers costs a channel lattice on every span (eq. S1).  Once a
+pass the chart is offered the ``truncation`` words with most expected customers among those with more than
+eps = ``min_customers``; the words left out lose only their cache path, as the base path's second sum in eq.
+C1 runs over every x, offered or not.  That path is small: with f_k = n_k - a t_k and q+ = q(n_k > 0), the
+zero-exact step is (n + b) pi_k = theta'^(1 - q+) (E_+[f_k] + theta')^q+ - theta' <= (1 - q+) theta' + q+
+(E_+[f_k] + theta') - theta' = E[f_k] <= E[n_k] (weighted AM-GM).  So leaving out the words W of at most eps
+customers each (and any beyond ``truncation``) takes
+
+    delta = sum_{k in W} pi_k <= D / (n + b),   D = sum_{k in W} E[n_k]  (<= eps |W| with no truncation)   (C2)
+
+from the chart's distribution of a word, each span score of eq. C1 falls by sum_{k in W} pi_k p_bar(y_ab |
+x_k) in [0, delta] (p_bar(y | x) <= 1), and the chart's distribution over derivations (segmentation, words and
+edits) loses at most delta a word token: in total variation over utterances, at most E[words] delta.  The
+lost mass is not renormalised (the chart is deficient by it, as by the empty words'); D / (n + b) of the last
+pass is ``dropped_mass_``.  The bookkeeping stays exact: a word left out keeps its customers in n and in its
+units' statistics, and a unit whose base-served span reads as it credits it again, so it is offered from the
+next pass once its customers exceed eps.  ``min_customers=0`` offers every word above SLIVER (tested equal to
+offering the whole lexicon).
 
 Start (``init``): "grammar" (default), the grammaton and its counts from the lexicon of the channel-free
 unigram `AdaptorGrammar` (its default learner, ``init_iter`` passes) fitted to the surface strings; "empty",
@@ -518,11 +539,18 @@ class CollapsedNoisyWords:
         self._choose_active()
 
     def _choose_active(self):
-        """The words the chart offers in the next pass: the ``truncation`` with most customers."""
+        """The words the chart offers in the next pass (module notes, Offered words)."""
+        self._offer(max(self.model.min_customers, SLIVER))
+
+    def _offer(self, floor):
+        """Offers the chart the ``truncation`` words with most customers among those with more than ``floor``
+        (SLIVER at least: what taking units out leaves of a word none of the others uses is rounding)."""
         n_words = len(self.words)
         customers = np.maximum(self.customers[:n_words], 0.0)
         ranked = np.argsort(-customers, kind="stable")[:self.model.truncation]
-        self.active = np.sort(ranked[customers[ranked] > SLIVER]).astype(np.int64)
+        self.active = np.sort(ranked[customers[ranked] > floor]).astype(np.int64)
+        left_out = float(customers.sum() - customers[self.active].sum())
+        self.dropped = left_out / (max(self.words_total, 0.0) + self.model.b)     # D / (n + b), eq. C2
         self.base_mass = np.array([self._base_probability(k) for k in self.active])
         self.table_total = float(self.tables.sum())
         chosen = [self.words[k] for k in self.active]
@@ -621,6 +649,9 @@ class NoisyWords(BayesModel):
         (0, 0.5).
     prune : float
         Posterior weight below which a cached word's edit counts at a span are skipped.
+    min_customers : float
+        cvi: the chart offers only words with more expected customers than this (module notes, Offered words;
+        0 offers every word of the lexicon up to ``truncation``).
     algorithm : {"vb", "cvi"}
     n_iter, random_state, n_init : the package's common parameters (``random_state`` seeds the start's grammar).
 
@@ -628,6 +659,8 @@ class NoisyWords(BayesModel):
 
     Attributes
     ----------
+    dropped_mass_ : float, cvi only: D / (n + b) of the last pass, the bound (C2) on the cache mass of the words
+        not offered (module notes, Offered words).
     edit_counts_ : (2U + 1, U + 1) expected edit counts in `EditChannel.counts_`'s layout; ``emission_`` and
         ``insertion_`` the channel's posterior-mean tables; ``symbols_`` the alphabet (ids in that order).
     lexicon_ : dict of tuple of str to float, the chart's underlying words (vb: the grammaton; cvi: the words
@@ -636,14 +669,13 @@ class NoisyWords(BayesModel):
     """
 
     MODEL_NAME = "noisy-words"
-    SAVE_FORMAT = "cvbayes-noisy-words-1"
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES
     FITTED = "lexicon_"
 
     def __init__(self, a=0.0, b=1.0, alpha=1.0, channel_alpha=0.1, channel_beta=0.1, max_insertions=1,
                  base_stop=0.5, truncation=2000, longest=16, init="grammar", init_iter=10, start_noise=0.1,
-                 prune=1e-8, algorithm="vb", n_iter=10, random_state=0, n_init=1):
+                 prune=1e-8, min_customers=0.01, algorithm="vb", n_iter=10, random_state=0, n_init=1):
         self._keep_params(locals())
         self._check_learner("n_iter", "n_init")
         if not 0.0 <= a < 1.0 or not b > -a:
@@ -659,10 +691,11 @@ class NoisyWords(BayesModel):
                 raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
         if init not in ("grammar", "empty"):
             raise ValueError(f"unknown init {init!r}; choose grammar or empty")
-        if not prune >= 0.0:
-            raise ValueError(f"prune must be >= 0, got {prune}")
-        self.a, self.b, self.base_stop, self.start_noise, self.prune = (float(v) for v in (a, b, base_stop,
-                                                                                         start_noise, prune))
+        for name, value in (("prune", prune), ("min_customers", min_customers)):
+            if not value >= 0.0:
+                raise ValueError(f"{name} must be >= 0, got {value}")
+        self.a, self.b, self.base_stop, self.start_noise, self.prune, self.min_customers = (
+            float(v) for v in (a, b, base_stop, start_noise, prune, min_customers))
 
     # -- fit's hooks -------------------------------------------------------------------------------------
     def _prepare(self, X, y=None):
@@ -713,6 +746,8 @@ class NoisyWords(BayesModel):
         self.edit_counts_ = edit_counts
         self.symbols_ = list(self._symbols)
         self.lexicon_ = {tuple(self.symbols_[s] for s in word): float(c) for word, c in zip(words, counts)}
+        if isinstance(self.learner_, CollapsedNoisyWords):
+            self.dropped_mass_ = self.learner_.dropped
 
     # -- files ---------------------------------------------------------------------------------------------
     def _saved(self):

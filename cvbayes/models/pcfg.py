@@ -60,7 +60,6 @@ OBJECTIVES = {
                    "pass plus the own shard's changes (cvbayes.models.tree_shards)",
 }
 
-SAVE_FORMAT = "cvbayes-pcfg-1"
 # what fit(client=...) runs (cvbayes.models.tree_shards)
 SHARDED_ALGORITHMS = ("em", "vb", "cvi-sharded")
 
@@ -426,12 +425,9 @@ class PCFG(BayesModel):
         memory-mapped from a file saved once (`cvbayes.models.tree_shards`): em and vb are the same run
         as in one process up to the order of the sums; cvi-sharded is CVI with the other shards' counts
         one pass stale.  Needs ``cvbayes[distributed]``.
-    n_shards : int, optional
-        Shards with a client (default one per worker), and for cvi-sharded without one (default numba's
-        thread count; the shards then run on threads of this process).
-    shard_folder : path, optional
-        With a client: save the shards here (on a file system every worker sees) and keep them for the
-        next fit of the same sentences and grammar; a folder of another corpus's shards is refused.
+    n_shards, shard_folder : optional
+        How many shards and the folder they are kept in (`cvbayes.models.shards.Sharding`); n_shards
+        without a client runs cvi-sharded on that many threads of this process.
 
     Attributes
     ----------
@@ -451,7 +447,6 @@ class PCFG(BayesModel):
     """
 
     MODEL_NAME = "pcfg"
-    SAVE_FORMAT = SAVE_FORMAT
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES
     FIT_OPTIONS = ("terminals_from", "client", "n_shards", "shard_folder")

@@ -50,7 +50,6 @@ OBJECTIVES = {
            "log-likelihood of the annotations",
 }
 
-SAVE_FORMAT = "cvbayes-pcfg-la-1"
 # what fit(client=...) runs (cvbayes.models.tree_shards)
 SHARDED_ALGORITHMS = ("em", "vb")
 
@@ -275,11 +274,8 @@ class PCFGLA(BayesModel):
         em, vb: every E-step on the client's workers, each on its shard of whole trees (their rule
         occurrences, saved once and memory-mapped; `cvbayes.models.tree_shards`); the same run as in one
         process up to the order of the sums.  Needs ``cvbayes[distributed]``.
-    n_shards : int, optional
-        Shards with a client (default one per worker).
-    shard_folder : path, optional
-        With a client: save the shards here (on a file system every worker sees) and keep them for the
-        next fit of the same treebank and settings; a folder of another treebank's shards is refused.
+    n_shards, shard_folder : optional
+        How many shards and the folder they are kept in (`cvbayes.models.shards.Sharding`).
 
     Attributes
     ----------
@@ -297,7 +293,6 @@ class PCFGLA(BayesModel):
     """
 
     MODEL_NAME = "pcfg-la"
-    SAVE_FORMAT = SAVE_FORMAT
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES
     FITTED = "tables_"

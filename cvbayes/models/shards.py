@@ -468,7 +468,15 @@ def _clean_up(client, token, folder):
 # ------------------------------------------------------------------ fit's options and the batch E-step
 
 class Sharding(NamedTuple):
-    """What ``fit(client=, n_shards=, shard_folder=)`` asked for (`checked`), and the shards it makes."""
+    """What ``fit(client=, n_shards=, shard_folder=)`` asked for (`checked`), and the shards it makes.
+
+    The options mean the same for every model that fits on shards (its docstring says which learners run
+    on a ``client``'s workers).  ``n_shards``: how many shards of whole units, by default one per worker;
+    without a client, for the learners that run shards on threads of this process, numba's thread count.
+    ``shard_folder``: with a client, where the shards are saved (on a file system every worker sees) and
+    kept for the next fit of the same data cut the same way; a folder that holds another corpus's shards
+    is refused by checksum.  By default a temporary folder, removed after the fit.
+    """
 
     client: Any = None
     n_shards: int | None = None

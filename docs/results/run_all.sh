@@ -129,7 +129,7 @@ NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment channel --seeds 3
 NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment channel --seeds 3 --noise 3 --out docs/results/channel/noise3
 
 # Words segmented through a known random edit channel, with and without a learned channel (issue 31's symbolic
-# stage, NoisyWords); about 6.5 min a seed on the shared 2-core machine
+# stage, NoisyWords); about 9 min a seed on the shared 2-core machine
 NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment noisy-words --utterances 1500 --passes 10 --seeds 3
 
 # Adaptor grammars with a = 0.5 and a, b learned by empirical Bayes, cvi, all of Brent (issue 29; the other

@@ -6,7 +6,7 @@ import pytest
 from cvbayes.chains.edits import sample_surface
 from cvbayes.core.rules import VB
 from cvbayes.metrics.segmentation import segmentation_scores
-from cvbayes.models.noisy_words import NoisyWords, e_step
+from cvbayes.models.noisy_words import SLIVER, CollapsedNoisyWords, NoisyWords, _scores, _workspace, e_step
 
 SYMBOLS = "abc"
 WORDS = ["ab", "ba", "abc", "cc"]
@@ -159,3 +159,59 @@ def test_cvi_segments_a_noisy_corpus(collapsed, fitted):
     objectives = [record.objective for record in model.history_]
     assert objectives[-1] > objectives[0]
     assert set(model.lexicon_) >= {("a", "b"), ("b", "a"), ("c", "c")}
+
+
+def test_cvi_min_customers_zero_offers_the_whole_lexicon(monkeypatch):
+    """min_customers=0 gives the fit of a chart offered every word of the lexicon (no floor, no truncation):
+    a word with no customers has no cache mass, so offering it changes nothing."""
+    utterances, _ = noisy_corpus(30, seed=3)
+    settings = dict(algorithm="cvi", n_iter=2, init_iter=2, prune=0.0, truncation=10 ** 6)
+    floor = NoisyWords(min_customers=0.0, **settings).fit(utterances)
+
+    def offer_everything(self):
+        for symbol in range(len(SYMBOLS)):      # words no span of the corpus reads as: no customers
+            self._index(np.full(8, symbol))
+        self._offer(-np.inf)
+
+    monkeypatch.setattr(CollapsedNoisyWords, "_choose_active", offer_everything)
+    everything = NoisyWords(min_customers=0.0, **settings).fit(utterances)
+    learner = everything.learner_
+    assert len(learner.active) == len(learner.words) > np.count_nonzero(learner.customers[:len(learner.words)] > SLIVER)
+    assert [r.objective for r in floor.history_] == pytest.approx([r.objective for r in everything.history_],
+                                                                  rel=1e-9)
+    assert floor.edit_counts_ == pytest.approx(everything.edit_counts_, rel=1e-9, abs=1e-9)
+    assert floor.dropped_mass_ < 1e-6
+
+
+def test_cvi_words_left_out_cost_at_most_eq_c2(collapsed):
+    """Leaving out the words of at most eps customers lowers every span score of eq. C1 by between 0 and the
+    cache mass delta they had, and delta <= D / (n + b) (eq. C2)."""
+    model, _, _ = collapsed
+    learner = model.learner_
+    corpus = learner.corpus
+
+    def offered(floor):
+        learner._offer(floor)
+        weights = learner.predictive()
+        return weights, learner.active.copy(), learner.dropped
+
+    try:
+        everything, all_words, _ = offered(SLIVER)
+        some, kept, bound = offered(2.0)
+    finally:
+        learner._choose_active()
+    left_out = ~np.isin(all_words, kept)
+    assert 0 < left_out.sum() < len(all_words)
+    delta = np.exp(everything.log_pi[left_out]).sum()
+    assert 0.0 < delta <= bound + 1e-12
+    for i in range(len(corpus.first)):
+        y = corpus.ids[corpus.offsets[i]:corpus.offsets[i + 1]]
+        scores = []
+        for w in (everything, some):
+            work, buffers, likelihoods, marginal, table, _ = _workspace(
+                w.word_offsets, corpus.offsets[i:i + 2], len(corpus.symbols), model.max_insertions, model.longest)
+            _scores(y, w.word_ids, w.word_offsets, np.exp(w.log_pi), float(np.exp(w.log_base)), w.table, w.phones,
+                    w.stop, model.max_insertions, model.longest, work, buffers, likelihoods, marginal, table)
+            scores.append(table)
+        assert np.all(scores[0] - scores[1] >= -1e-15) and np.all(scores[0] - scores[1] <= delta + 1e-15)
+    assert run_e_step(learner, some)[0] < run_e_step(learner, everything)[0]

@@ -27,7 +27,6 @@ from .sampler import MetropolisHastings
 from .sharded import vb_batch
 from .vb import VariationalBayes
 
-SAVE_FORMAT = "cvbayes-adaptor-grammar-1"
 ALGORITHMS = {
     "vb": Algorithm(batch, VB, "utterance type", "Cohen, Blei and Smith 2010"),
     "cvi": Algorithm(leave_one_out, MEAN, "utterance or utterance type (unit=)",
@@ -152,11 +151,8 @@ class AdaptorGrammar(BayesModel):
         vb: run every E-step on the client's workers, each on its shard of whole utterance types,
         memory-mapped from a file saved once (`cvbayes.models.adaptor.sharded`); q is updated here.  The
         same run as in one process up to the order of the sums.  Needs ``cvbayes[distributed]``.
-    n_shards : int, optional
-        Shards with a client (default one per worker).
-    shard_folder : path, optional
-        With a client: save the shards here (on a file system every worker sees) and keep them for the
-        next fit of the same utterances and grammar; a folder of another corpus's shards is refused.
+    n_shards, shard_folder : optional
+        How many shards and the folder they are kept in (`cvbayes.models.shards.Sharding`).
 
     Attributes (after fit)
     ----------------------
@@ -185,7 +181,6 @@ class AdaptorGrammar(BayesModel):
     """
 
     MODEL_NAME = "adaptor-grammar"
-    SAVE_FORMAT = SAVE_FORMAT
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES
     FITTED = "lexicon_"

@@ -174,7 +174,6 @@ class Aligner(BayesModel):
     """
 
     MODEL_NAME = "aligner"
-    SAVE_FORMAT = "cvbayes-aligner-1"
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES
     FITTED = "statistics_"
