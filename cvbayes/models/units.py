@@ -101,7 +101,6 @@ from .hdp import effective_states
 
 from .units_structures import (BatchUnits, CollapsedUnits, SampledUnits, Segments, StochasticUnits, UnitCounts,
                                UnitTables, Utterances, chain_chunks, presegmented, unit_expectations)
-SAVE_FORMAT = "cvbayes-units-1"
 
 # the frames k-means sees for the start (a uniform sample of them)
 START_FRAMES = 10_000
@@ -203,7 +202,6 @@ class AcousticUnits(BayesModel):
     """
 
     MODEL_NAME = "units"
-    SAVE_FORMAT = SAVE_FORMAT
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES
     FIT_OPTIONS = ("lengths", "client", "n_shards")
