@@ -117,9 +117,15 @@ def learners(surface, gold, seed, passes, quiet):
     return rows, joints
 
 
+def objective_curves(joints):
+    """Each fitted NoisyWords' objective by pass."""
+    return {algorithm: [record.objective for record in joint.history_] for algorithm, joint in joints.items()}
+
+
 def report(row, quiet):
     if not quiet:
-        print(f"seed {row['seed']} {row['system']}: token F1 {row['token_f1']:.3f} ({row['seconds']:.0f} s)", flush=True)
+        print(f"seed {row['seed']} {row['system']}: token F1 {row['token_f1']:.3f} ({row['seconds']:.0f} s)",
+              flush=True)
 
 
 def run_seed(brent, seed, n_utterances, passes, noise, quiet):
@@ -135,7 +141,7 @@ def run_seed(brent, seed, n_utterances, passes, noise, quiet):
         row.update(scores(in_phoneme_order(joint, ids), true, frequency, n))
         if not quiet:
             print(f"seed {seed} {row['system']}: emission TV {row['emission_tv']:.4f}", flush=True)
-    curves = {algorithm: [record.objective for record in joint.history_] for algorithm, joint in joints.items()}
+    curves = objective_curves(joints)
     started = time.perf_counter()
     plain = AdaptorGrammar("unigram", n_iter=START_PASSES + passes, random_state=seed).fit(clean)
     rows.append(segmentation_row(seed, "grammar on the clean strings (cvi; against clean gold)", plain.segment(clean),
@@ -202,7 +208,8 @@ def plot(path, rows, curves, title, edits=None):
     for seed, by_algorithm in curves.items():
         for algorithm, style in (("vb", "-"), ("cvi", "--")):
             curve = by_algorithm[algorithm]
-            right.plot(np.arange(1, len(curve) + 1), curve, style, color=f"C{seed % 10}", label=f"{algorithm}, seed {seed}")
+            right.plot(np.arange(1, len(curve) + 1), curve, style, color=f"C{seed % 10}",
+                       label=f"{algorithm}, seed {seed}")
     right.set_xlabel("pass")
     right.set_ylabel("objective (vb: ELBO; cvi: leave-one-out log Z)")
     right.set_title("NoisyWords")
@@ -276,17 +283,19 @@ def run_buckeye(out, seeds, n_utterances, passes, quiet):
             row.update(rates)
             edits[algorithm].append(seed_edits)
         rows += seed_rows
-        curves[seed] = {algorithm: [record.objective for record in joint.history_] for algorithm, joint in joints.items()}
+        curves[seed] = objective_curves(joints)
         listed = top_edits(edits, tokens)
         # written after every seed, so a long run's finished seeds are kept
         settings = {"corpus": "buckeye", "seeds": list(seeds)[:done], "utterances": len(surface), "passes": passes,
                     "phones": sum(tokens.values()), "prior": PRIOR, "max_insertions": MAX_INSERTIONS,
-                    "start_passes": START_PASSES, "least_tokens": LEAST_TOKENS, "seconds": time.perf_counter() - started}
+                    "start_passes": START_PASSES, "least_tokens": LEAST_TOKENS,
+                    "seconds": time.perf_counter() - started}
         publish(out, {"settings": settings, "runs": rows + trivial, "elbo": curves, "top_edits": listed,
                       "learned_edits": {algorithm: [[[a, b, p] for (a, b), p in seed.items()] for seed in by_seed]
                                         for algorithm, by_seed in edits.items()}},
                 buckeye_table(rows + trivial, settings, listed), "noisy_words.png",
-                lambda path: plot(path, rows + trivial, curves, "Buckeye's surface phones", listed), quiet or done < len(seeds))
+                lambda path: plot(path, rows + trivial, curves, "Buckeye's surface phones", listed),
+                quiet or done < len(seeds))
     return rows + trivial
     return rows
 
