@@ -366,6 +366,8 @@ EXPERIMENTS = {
                      "buckeye'; writes under --out/noisy_words/buckeye)"),
          option("--utterances", type=positive_int, default=1500,
                 help="the first N utterances of the corpus (default 1500)"),
+         option("--max-length", type=positive_int, default=None,
+                help="buckeye only: the first N utterances of at most this many phones (default: any length)"),
          option("--noise", type=float, default=None,
                 help="brent only: scales the true channel's deletion, substitution and insertion rates (default "
                      "1; at most 3.57)"))),

@@ -58,11 +58,11 @@ BUCKEYE = [[("dh", "ah"), ("d", "aa", "g")], [("l", "uh", "k"), ("dh", "ah"), ("
            [("y", "uw"), ("w", "ah", "tq")], [("dh", "ah"), ("d", "aa")]]
 
 
-def test_a_tiny_buckeye_run_lists_the_learned_edits_of_multi_letter_phones(tmp_path, monkeypatch):
+def test_a_tiny_buckeye_run_of_short_utterances_lists_the_learned_edits_of_multi_letter_phones(tmp_path, monkeypatch):
     monkeypatch.setattr(noisy_words, "load_buckeye", lambda: SimpleNamespace(segments=BUCKEYE * 15))
     monkeypatch.setattr(noisy_words, "LEAST_TOKENS", 1)
-    main(["experiment", "noisy-words", "--corpus", "buckeye", "--utterances", "40", "--passes", "1", "--out",
-          str(tmp_path), "--quiet"])
+    main(["experiment", "noisy-words", "--corpus", "buckeye", "--utterances", "40", "--max-length", "8", "--passes",
+          "1", "--out", str(tmp_path), "--quiet"])
     tmp_path = tmp_path / "buckeye"
     saved = json.loads((tmp_path / "results.json").read_text())
     systems = {row["system"]: row for row in saved["runs"]}
@@ -70,7 +70,7 @@ def test_a_tiny_buckeye_run_lists_the_learned_edits_of_multi_letter_phones(tmp_p
         joint = systems[f"grammar with channel (NoisyWords {algorithm})"]
         assert 0.0 <= joint["type_f1"] <= 1.0 and 0.0 <= joint["learned_deletion"] <= 1.0
     assert systems["one word per symbol"]["type_f1"] == 0.0      # no gold word is one phone
-    assert saved["settings"]["utterances"] == 40 and saved["settings"]["phones"] == 10 * (5 + 9 + 5 + 4)
+    assert saved["settings"]["utterances"] == 40 and saved["settings"]["phones"] == 13 * (5 + 5 + 4) + 5   # no 9
     phones = {phone for utterance in BUCKEYE for word in utterance for phone in word}
     assert saved["top_edits"] and all(edit["from"] in phones and edit["to"] in phones | {""}
                                       for edit in saved["top_edits"])
