@@ -363,7 +363,7 @@ EXPERIMENTS = {
         (FIRST_SEED, seeds(1), PASSES.but(help="passes of every learner (default 10)"),
          option("--corpus", choices=("brent", "buckeye"), default="brent",
                 help="brent (synthetic noise, default) or buckeye (its surface phones, 'cvbayes data fetch "
-                     "buckeye'; writes under --out/noisy_words/buckeye)"),
+                     "buckeye'; writes under docs/results/noisy_words/buckeye, or --out)"),
          option("--utterances", type=positive_int, default=1500,
                 help="the first N utterances of the corpus (default 1500)"),
          option("--max-length", type=positive_int, default=None,

@@ -356,11 +356,12 @@ def run(out, seeds, n_utterances=UTTERANCES, passes=PASSES, noise=1.0, quiet=Fal
 
 def run_from_command_line(args):
     """``cvbayes experiment noisy-words`` (options in `cvbayes.commands.experiment`)."""
-    out = Path(args.out) / "noisy_words" if args.out == "docs/results" else Path(args.out)
+    default = args.out == "docs/results"
+    out = Path(args.out) / "noisy_words" if default else Path(args.out)
     if args.corpus == "buckeye":
         if args.noise is not None:
             raise ValueError("--noise scales the synthetic channel of --corpus brent; Buckeye's noise is its own")
-        run_buckeye(out / "buckeye", seed_range(args), args.utterances, args.passes or PASSES, args.max_length,
+        run_buckeye(out / "buckeye" if default else out, seed_range(args), args.utterances, args.passes or PASSES, args.max_length,
                     quiet=args.quiet)
     else:
         if args.max_length is not None:

@@ -63,7 +63,6 @@ def test_a_tiny_buckeye_run_of_short_utterances_lists_the_learned_edits_of_multi
     monkeypatch.setattr(noisy_words, "LEAST_TOKENS", 1)
     main(["experiment", "noisy-words", "--corpus", "buckeye", "--utterances", "40", "--max-length", "8", "--passes",
           "1", "--out", str(tmp_path), "--quiet"])
-    tmp_path = tmp_path / "buckeye"
     saved = json.loads((tmp_path / "results.json").read_text())
     systems = {row["system"]: row for row in saved["runs"]}
     for algorithm in ("vb", "cvi"):
