@@ -16,8 +16,9 @@ figure to set beside these; their data is speech.
 ``--corpus buckeye``: the same systems on the first ``--utterances`` of Buckeye's surface phones
 (`cvbayes.data.load_buckeye`), the noise real (reductions of conversational speech) and its channel unknown, so
 the scores are token, boundary and type F1 against Buckeye's word alignment beside the trivial segmentations
-(`cvbayes.experiments.wordseg.baselines`), and in place of TV the learned channel itself: its rates and its most
-probable non-identity edits (`learned_edits`, `top_edits`).  Every setting is Brent's.
+(`cvbayes.experiments.wordseg.baselines`), and in place of TV the learned channel itself: its rates, the
+non-identity edits it used most and its probabilities of known reductions (`learned_edits`, `top_edits`,
+`REDUCTIONS`).  Every setting is Brent's.
 """
 from __future__ import annotations
 
@@ -47,6 +48,10 @@ PASSES = 10
 START_PASSES = 10       # the channel-free grammar's passes that start NoisyWords
 LEAST_TOKENS = 50       # Buckeye: edits of a phone read fewer times than this (expected) are not listed
 TOP_EDITS = 15          # Buckeye: the learned edits the table lists
+# Buckeye: reductions of conversational English the channel might learn (t/d deletion, vowels toward schwa, ih or
+# a lax vowel, -ing said -in, dh stopped or dropped, final devoicing); listed whatever their probability
+REDUCTIONS = (("t", ""), ("d", ""), ("dh", ""), ("v", ""), ("ae", "ah"), ("eh", "ah"), ("ih", "ah"), ("uw", "ah"),
+              ("ow", "ah"), ("iy", "ih"), ("ey", "eh"), ("ng", "n"), ("dh", "d"), ("th", "t"), ("z", "s"))
 
 
 def noisy_corpus(rng, true, utterances, ids):
@@ -221,7 +226,7 @@ def plot(path, rows, curves, title, edits=None):
         axes[2].set_yticks(listed + 0.2, [edit_name(edit) for edit in edits], fontsize=7)
         axes[2].invert_yaxis()
         axes[2].set_xlabel("posterior mean probability (mean over seeds)")
-        axes[2].set_title("the learned channel's most probable edits")
+        axes[2].set_title("the edits the learned channel used most")
         axes[2].legend(fontsize=7)
     fig.tight_layout()
     save_figure(fig, path, dpi=110)
@@ -230,15 +235,16 @@ def plot(path, rows, curves, title, edits=None):
 
 def learned_edits(model):
     """The learned channel's non-identity emissions of every phone read at least LEAST_TOKENS times (expected):
-    {(underlying phone, surface phone or "" for a deletion): posterior mean probability}, and the learned
-    rates of deletion, substitution and insertion (weighted by the expected tokens and gaps)."""
+    {(underlying phone, surface phone or "" for a deletion): (posterior mean probability, expected count)}, and
+    the learned rates of deletion, substitution and insertion (weighted by the expected tokens and gaps)."""
     n = len(model.symbols_)
     emission, insertion = model.emission_, model.insertion_
     tokens = model.edit_counts_.sum(axis=1)
     edits = {}
     for u in np.flatnonzero(tokens[:n] >= LEAST_TOKENS):
         for column in np.flatnonzero(np.arange(n + 1) != u + 1):
-            edits[(model.symbols_[u], model.symbols_[column - 1] if column else "")] = float(emission[u, column])
+            edits[(model.symbols_[u], model.symbols_[column - 1] if column else "")] = (
+                float(emission[u, column]), float(model.edit_counts_[u, column]))
     kept = emission[np.arange(n), 1 + np.arange(n)]
     rates = {"learned_deletion": float(np.average(emission[:, 0], weights=tokens[:n])),
              "learned_substitution": float(np.average(1.0 - emission[:, 0] - kept, weights=tokens[:n])),
@@ -246,15 +252,28 @@ def learned_edits(model):
     return edits, rates
 
 
-def top_edits(edits, tokens, count=TOP_EDITS):
-    """The ``count`` edits most probable in the mean over learners and seeds; ``edits`` maps each learner to
-    its seeds' `learned_edits` (an edit missing from a seed, its phone under LEAST_TOKENS there, counts 0)."""
+def mean_edits(edits, keys):
+    """Each learner's mean over seeds of the probability and the expected count of each edit of ``keys`` (an
+    edit missing from a seed, its phone under LEAST_TOKENS there, counts 0), and of its phone's mean
+    non-identity edit probability (``_level``: what an edit the channel did not single out would have)."""
+    def level(seed, phone):
+        mine = [value[0] for (a, _), value in seed.items() if a == phone]
+        return float(np.mean(mine)) if mine else 0.0
+
+    return [{"from": a, "to": b,
+             **{f"{algorithm}{part}": float(np.mean([seed.get((a, b), (0.0, 0.0))[i] for seed in by_seed]))
+                for algorithm, by_seed in edits.items() for i, part in enumerate(("", "_count"))},
+             **{f"{algorithm}_level": float(np.mean([level(seed, a) for seed in by_seed]))
+                for algorithm, by_seed in edits.items()}}
+            for a, b in keys]
+
+
+def top_edits(edits, count=TOP_EDITS):
+    """The ``count`` edits the learned channels used most (expected count, summed over learners, mean over
+    seeds), by `mean_edits`; ``edits`` maps each learner to its seeds' `learned_edits`."""
     keys = set().union(*(seed for by_seed in edits.values() for seed in by_seed))
-    mean = {algorithm: {key: float(np.mean([seed.get(key, 0.0) for seed in by_seed])) for key in keys}
-            for algorithm, by_seed in edits.items()}
-    ranked = sorted(keys, key=lambda key: -sum(mean[algorithm][key] for algorithm in mean))[:count]
-    return [{"from": a, "to": b, "tokens": tokens[a], **{algorithm: mean[algorithm][(a, b)] for algorithm in mean}}
-            for a, b in ranked]
+    listed = mean_edits(edits, sorted(keys))
+    return sorted(listed, key=lambda edit: -sum(edit[f"{algorithm}_count"] for algorithm in edits))[:count]
 
 
 def edit_name(edit):
@@ -271,10 +290,6 @@ def run_buckeye(out, seeds, n_utterances, passes, max_length=None, quiet=False):
             if max_length is None or sum(len(word) for word in words) <= max_length]
     corpus = SegmentationData(kept[:n_utterances])
     surface, gold = corpus.symbols, corpus.segments
-    tokens = {}
-    for utterance in surface:
-        for symbol in utterance:
-            tokens[symbol] = tokens.get(symbol, 0) + 1
     rows, curves, edits = [], {}, {"vb": [], "cvi": []}
     trivial = [{"system": name, "token_f1": found["token"]["f1"], "boundary_f1": found["boundary"]["f1"],
                 "type_f1": found["lexicon"]["f1"]} for name, found in baselines(corpus, BUCKEYE_VOWELS).items()]
@@ -287,24 +302,31 @@ def run_buckeye(out, seeds, n_utterances, passes, max_length=None, quiet=False):
             edits[algorithm].append(seed_edits)
         rows += seed_rows
         curves[seed] = objective_curves(joints)
-        listed = top_edits(edits, tokens)
+        listed = top_edits(edits)
+        reductions = mean_edits(edits, REDUCTIONS)
         # written after every seed, so a long run's finished seeds are kept
         settings = {"corpus": "buckeye", "seeds": list(seeds)[:done], "utterances": len(surface),
                     "max_length": max_length, "passes": passes,
-                    "phones": sum(tokens.values()), "prior": PRIOR, "max_insertions": MAX_INSERTIONS,
+                    "phones": sum(map(len, surface)), "prior": PRIOR, "max_insertions": MAX_INSERTIONS,
                     "start_passes": START_PASSES, "least_tokens": LEAST_TOKENS,
                     "seconds": time.perf_counter() - started}
         publish(out, {"settings": settings, "runs": rows + trivial, "elbo": curves, "top_edits": listed,
-                      "learned_edits": {algorithm: [[[a, b, p] for (a, b), p in seed.items()] for seed in by_seed]
-                                        for algorithm, by_seed in edits.items()}},
-                buckeye_table(rows + trivial, settings, listed), "noisy_words.png",
+                      "reductions": reductions,
+                      "learned_edits": {algorithm: [[[a, b, *value] for (a, b), value in seed.items()]
+                                                    for seed in by_seed] for algorithm, by_seed in edits.items()}},
+                buckeye_table(rows + trivial, settings, listed, reductions), "noisy_words.png",
                 lambda path: plot(path, rows + trivial, curves, "Buckeye's surface phones", listed),
                 quiet or done < len(seeds))
     return rows + trivial
     return rows
 
 
-def buckeye_table(rows, settings, listed):
+def edit_row(edit):
+    return (f"| {edit_name(edit)} | {edit['vb']:.3f} ({edit['vb_count']:.0f}) | {edit['cvi']:.3f} "
+            f"({edit['cvi_count']:.0f}) |")
+
+
+def buckeye_table(rows, settings, listed, reductions):
     longest = f" of at most {settings['max_length']} phones" if settings["max_length"] else ""
     lines = [f"# Word segmentation of Buckeye's surface phones ({settings['utterances']} utterances{longest}, "
              f"{settings['phones']} phones, seeds {', '.join(map(str, settings['seeds']))})", "",
@@ -325,9 +347,15 @@ def buckeye_table(rows, settings, listed):
     lines += ["", f"NoisyWords: {START_PASSES} cvi passes of the channel-free grammar (its start, in its seconds), "
               f"then {settings['passes']} vb or cvi passes; the grammars without the channel: "
               f"{START_PASSES + settings['passes']} passes. Seconds on a shared 2-core machine.", "",
-              f"## The learned channel's most probable edits (phones read at least {LEAST_TOKENS} times; posterior "
-              "mean, mean over seeds)", "", "| edit | vb | cvi | the phone's surface tokens |", "|---|---|---|---|"]
-    lines += [f"| {edit_name(edit)} | {edit['vb']:.3f} | {edit['cvi']:.3f} | {edit['tokens']} |" for edit in listed]
+              f"## The edits the learned channel used most (phones read at least {LEAST_TOKENS} times; mean over "
+              "seeds)", "", "Posterior mean probability and, in brackets, expected count over the corpus.", "",
+              "| edit | vb | cvi |", "|---|---|---|"]
+    lines += [edit_row(edit) for edit in listed]
+    lines += ["", "## Reductions of conversational English (chosen from phonetics, not from these results)", "",
+              "Beside each, its phone's mean probability of one non-identity edit (the phone's deletion and "
+              "substitution mass over its ways to leave it): the level an edit the channel did not single out has.",
+              "", "| edit | vb | cvi | the phone's mean non-identity edit (vb, cvi) |", "|---|---|---|---|"]
+    lines += [edit_row(edit) + f" {edit['vb_level']:.3f}, {edit['cvi_level']:.3f} |" for edit in reductions]
     return "\n".join(lines) + "\n"
 
 
@@ -361,8 +389,8 @@ def run_from_command_line(args):
     if args.corpus == "buckeye":
         if args.noise is not None:
             raise ValueError("--noise scales the synthetic channel of --corpus brent; Buckeye's noise is its own")
-        run_buckeye(out / "buckeye" if default else out, seed_range(args), args.utterances, args.passes or PASSES, args.max_length,
-                    quiet=args.quiet)
+        run_buckeye(out / "buckeye" if default else out, seed_range(args), args.utterances, args.passes or PASSES,
+                    args.max_length, quiet=args.quiet)
     else:
         if args.max_length is not None:
             raise ValueError("--max-length applies to --corpus buckeye")

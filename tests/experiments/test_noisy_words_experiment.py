@@ -73,7 +73,10 @@ def test_a_tiny_buckeye_run_of_short_utterances_lists_the_learned_edits_of_multi
     phones = {phone for utterance in BUCKEYE for word in utterance for phone in word}
     assert saved["top_edits"] and all(edit["from"] in phones and edit["to"] in phones | {""}
                                       for edit in saved["top_edits"])
-    assert f"| {noisy_words.edit_name(saved['top_edits'][0])} |" in (tmp_path / "table.md").read_text()
+    table = (tmp_path / "table.md").read_text()
+    assert f"| {noisy_words.edit_name(saved['top_edits'][0])} |" in table and "| t -> (deleted) |" in table
+    used = [edit["vb_count"] + edit["cvi_count"] for edit in saved["top_edits"]]
+    assert used == sorted(used, reverse=True) and used[0] > 0
     assert (tmp_path / "noisy_words.png").stat().st_size > 0
 
 
