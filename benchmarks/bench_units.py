@@ -24,6 +24,7 @@ states (``--states``), M = 2 Gaussians a state (600 components at 3 states).
     python benchmarks/bench_units.py --minutes 10 --passes 1 --algorithms vb
     python benchmarks/bench_units.py --states 4 --algorithms vb,cvi --peer-minutes 0   # the experiment's 4 states
     python benchmarks/bench_units.py --memory 10,20,40 --algorithms vb,cvi,scvi
+    python benchmarks/bench_units.py --presegment --algorithms vb,cvi --peer-minutes 0   # the fifth round's model
 """
 import argparse
 import json
@@ -69,7 +70,7 @@ def tidigits():
     return out
 
 
-def time_learner(features, algorithm, passes, n_states=N_STATES, seed=0):
+def time_learner(features, algorithm, passes, n_states=N_STATES, seed=0, presegment=False):
     """(median wall seconds a pass, CPU seconds a pass, the model) over ``passes`` passes after the first."""
     cpu = []
 
@@ -77,7 +78,7 @@ def time_learner(features, algorithm, passes, n_states=N_STATES, seed=0):
         cpu.append(time.process_time())
 
     model = AcousticUnits(n_units=N_UNITS, n_states=n_states, n_components=N_COMPONENTS, algorithm=algorithm,
-                          n_iter=passes + 1, random_state=seed, batch_size=32)
+                          n_iter=passes + 1, random_state=seed, batch_size=32, presegment=presegment)
     model.fit(features, callback=callback)
     wall = [record.seconds for record in model.history_[1:]]
     return statistics.median(wall), (cpu[-1] - cpu[0]) / passes, model
@@ -128,9 +129,9 @@ def speed(args):
     for name, features in corpora:
         n_frames = sum(f.shape[0] for f in features)
         for algorithm in args.algorithms.split(","):
-            wall, cpu, model = time_learner(features, algorithm, args.passes, args.states)
+            wall, cpu, model = time_learner(features, algorithm, args.passes, args.states, presegment=args.presegment)
             rows.append({"data": name, "frames": n_frames, "dimensions": features[0].shape[1],
-                         "algorithm": algorithm, "states": args.states, "seconds_per_pass": wall, "cpu_seconds_per_pass": cpu,
+                         "algorithm": algorithm, "states": args.states, "presegment": args.presegment, "seconds_per_pass": wall, "cpu_seconds_per_pass": cpu,
                          "seconds_per_hour_of_audio": wall * 360_000 / n_frames,
                          "units_used": int(model.n_units_used_)})
             print(json.dumps(rows[-1]), flush=True)
@@ -196,6 +197,8 @@ def main():
     parser.add_argument("--states", type=int, default=N_STATES, help=f"states a unit of the model (default {N_STATES})")
     parser.add_argument("--peer-minutes", type=float, default=3.0,
                         help="audio hmmlearn runs on, scaled per frame (default 3; 0 skips it)")
+    parser.add_argument("--presegment", action="store_true",
+                        help="unit starts at spectral-change candidates only (the experiment's fifth round)")
     parser.add_argument("--memory", default=None, help="minutes of audio to measure peak memory on, e.g. 10,20,40")
     parser.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--json", default=None, help="write the report here")

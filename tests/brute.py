@@ -132,10 +132,12 @@ def guarded_posterior(left_belief, left_counts, theta_bar, phi_rows, right_count
     return marginals, pairs, left_pairs, right_pairs, summed_out
 
 
-def unit_paths(entry, stay, leave, lik, n_states):
+def unit_paths(entry, stay, leave, lik, n_states, start=None):
     """Every path of a chain of units (cvbayes.chains.composite) with its probability: a list of
-    (composite states, unit starts, probability) over an utterance of lik.shape[0] frames."""
+    (composite states, unit starts, probability) over an utterance of lik.shape[0] frames; ``start[t]``
+    (default 1) multiplies a path on which a unit begins at frame t > 0."""
     n_steps, n_composite = lik.shape
+    start = np.ones(n_steps) if start is None else start
     n_units = n_composite // n_states
     paths = []
 
@@ -151,16 +153,17 @@ def unit_paths(entry, stay, leave, lik, n_states):
             extend(states + [c + 1], starts + [False], p * leave[c] * lik[t, c + 1])
         else:
             for u in range(n_units):
-                extend(states + [u * n_states], starts + [True], p * leave[c] * entry[u] * lik[t, u * n_states])
+                extend(states + [u * n_states], starts + [True],
+                       p * leave[c] * start[t] * entry[u] * lik[t, u * n_states])
 
     for u in range(n_units):
         extend([u * n_states], [True], entry[u] * lik[0, u * n_states])
     return paths
 
 
-def unit_posterior(entry, stay, leave, lik, n_states):
+def unit_posterior(entry, stay, leave, lik, n_states, start=None):
     """Exact log Z, marginals (T, U S) and expected unit occurrences (U,) of a chain of units."""
-    paths = unit_paths(entry, stay, leave, lik, n_states)
+    paths = [path for path in unit_paths(entry, stay, leave, lik, n_states, start) if path[2] > 0]
     total = sum(p for _, _, p in paths)
     marginals = np.zeros(lik.shape)
     counts = np.zeros(lik.shape[1] // n_states)

@@ -9,7 +9,10 @@ more each.  The composite chain's state c = u S + s (unit u, state s); its trans
 * an utterance starts by entering a unit and ends by leaving its last unit's last state.
 
 So a step of the forward pass is O(U S), not O((U S)^2): the only dense part, leaving one unit for
-another, factors through the scalar exit mass sum_u alpha(u, S-1) leave(u, S-1).  ``entry``, ``stay``
+another, factors through the scalar exit mass sum_u alpha(u, S-1) leave(u, S-1).  A pre-segmentation
+(Lee and Glass 2012: unit boundaries only at candidate frames) multiplies every path on which a unit
+begins at frame t > 0 by a weight, ``log_start[t]`` in the kernels: 0 where a unit may begin, -inf
+where it may not; it scales the exit mass of frame t, so the cost is unchanged.  ``entry``, ``stay``
 and ``leave`` are probabilities, or VB's geometric means, which need not sum to one (eq. 3.21-3.22).
 
 The kernels run in log space on ``log_lik`` (T, U S), each frame's log emission densities.  The
@@ -63,10 +66,12 @@ def log_sum(values, first, step, count, offsets):
 
 
 @njit(cache=True, fastmath=FAST)
-def unit_forward(log_entry, log_stay, log_leave, log_lik, n_steps, n_states, alpha):
+def unit_forward(log_entry, log_stay, log_leave, log_start, log_lik, n_steps, n_states, alpha):
     """Forward pass over one utterance of ``n_steps`` frames, in log space.
 
-    alpha[t, c] = log p(x_1..t, z_t = c).  Returns log Z, -inf when no path has positive probability.
+    alpha[t, c] = log p(x_1..t, z_t = c).  ``log_start[t]`` is added to every path on which a unit begins at
+    frame t > 0 (0 everywhere: no constraint; -inf where a pre-segmentation allows no boundary, module
+    notes).  Returns log Z, -inf when no path has positive probability.
     """
     n_composite = log_lik.shape[1]
     n_units = n_composite // n_states
@@ -80,7 +85,7 @@ def unit_forward(log_entry, log_stay, log_leave, log_lik, n_steps, n_states, alp
     for t in range(1, n_steps):
         prev = alpha[t - 1]
         cur = alpha[t]
-        exit_mass = log_sum(prev, last, n_states, n_units, log_leave)
+        exit_mass = log_sum(prev, last, n_states, n_units, log_leave) + log_start[t]
         for u in range(n_units):
             base = u * n_states
             cur[base] = log_add(prev[base] + log_stay[base], exit_mass + log_entry[u]) + log_lik[t, base]
@@ -91,7 +96,7 @@ def unit_forward(log_entry, log_stay, log_leave, log_lik, n_steps, n_states, alp
 
 
 @njit(cache=True, fastmath=FAST)
-def unit_forward_backward(log_entry, log_stay, log_leave, log_lik, n_steps, n_states, alpha, beta, gamma,
+def unit_forward_backward(log_entry, log_stay, log_leave, log_start, log_lik, n_steps, n_states, alpha, beta, gamma,
                           unit_counts):
     """Forward-backward over one utterance (eq. 3.16-3.17 on the composite chain), in log space.
 
@@ -99,7 +104,7 @@ def unit_forward_backward(log_entry, log_stay, log_leave, log_lik, n_steps, n_st
     to ``unit_counts``; returns log Z as `unit_forward` does (nothing is written when it is -inf).
     ``alpha``, ``beta`` and ``gamma`` have at least ``n_steps`` rows.
     """
-    log_z = unit_forward(log_entry, log_stay, log_leave, log_lik, n_steps, n_states, alpha)
+    log_z = unit_forward(log_entry, log_stay, log_leave, log_start, log_lik, n_steps, n_states, alpha)
     if log_z == -np.inf:
         return log_z
     n_composite = log_lik.shape[1]
@@ -115,16 +120,16 @@ def unit_forward_backward(log_entry, log_stay, log_leave, log_lik, n_steps, n_st
             gamma[t, c] = math.exp(alpha[t, c] + bt[c] - log_z)
             bt[c] += log_lik[t, c]
         prev = alpha[t - 1]
-        exit_mass = log_sum(prev, last, n_states, n_units, log_leave)
+        exit_mass = log_sum(prev, last, n_states, n_units, log_leave) + log_start[t]
         enter = -np.inf
         top = -np.inf
         for u in range(n_units):
             top = max(top, log_entry[u] + bt[u * n_states])
-        if top > -np.inf:
+        if top > -np.inf and log_start[t] > -np.inf:
             total = 0.0
             for u in range(n_units):
                 total += math.exp(log_entry[u] + bt[u * n_states] - top)
-            enter = top + math.log(total)
+            enter = top + math.log(total) + log_start[t]
         back = beta[t - 1]
         for u in range(n_units):
             base = u * n_states
@@ -142,7 +147,7 @@ def unit_forward_backward(log_entry, log_stay, log_leave, log_lik, n_steps, n_st
 
 
 @njit(cache=True)
-def unit_viterbi(log_entry, log_stay, log_leave, log_lik, n_steps, n_states, states, starts):
+def unit_viterbi(log_entry, log_stay, log_leave, log_start, log_lik, n_steps, n_states, states, starts):
     """The most probable path of one utterance.
 
     Writes its composite states to ``states`` and True to ``starts[t]`` where a unit begins at frame t
@@ -173,7 +178,7 @@ def unit_viterbi(log_entry, log_stay, log_leave, log_lik, n_steps, n_states, sta
         for u in range(n_units):
             base = u * n_states
             v_stay = prev[base] + log_stay[base]
-            v_enter = best_exit + log_entry[u]
+            v_enter = best_exit + log_start[t] + log_entry[u]
             if v_enter > v_stay:
                 delta[t, base] = v_enter
                 back[t, base] = from_state
@@ -222,14 +227,14 @@ def _pick_log(log_weights, n, u):
 
 
 @njit(cache=True)
-def unit_sample(log_entry, log_stay, log_leave, log_lik, n_steps, n_states, alpha, generator, states, starts,
-                weights):
+def unit_sample(log_entry, log_stay, log_leave, log_start, log_lik, n_steps, n_states, alpha, generator, states,
+                starts, weights):
     """Draw one path of an utterance from its posterior: forward filtering, backward sampling.
 
     ``generator`` is a `core.sampling.unit_generator` state; ``weights`` a work row of U + 1 entries.
     Writes ``states`` and ``starts`` as `unit_viterbi` does; returns log Z (-inf: nothing drawn).
     """
-    log_z = unit_forward(log_entry, log_stay, log_leave, log_lik, n_steps, n_states, alpha)
+    log_z = unit_forward(log_entry, log_stay, log_leave, log_start, log_lik, n_steps, n_states, alpha)
     if log_z == -np.inf:
         return log_z
     n_units = log_lik.shape[1] // n_states
@@ -251,7 +256,7 @@ def unit_sample(log_entry, log_stay, log_leave, log_lik, n_steps, n_states, alph
         u = state // n_states
         for v in range(n_units):
             c = v * n_states + last
-            weights[v] = prev[c] + log_leave[c] + log_entry[u]
+            weights[v] = prev[c] + log_leave[c] + log_entry[u] + log_start[t]
         weights[n_units] = prev[state] + log_stay[state]
         choice = _pick_log(weights, n_units + 1, uniform(generator))
         if choice < n_units:
@@ -266,8 +271,8 @@ def unit_sample(log_entry, log_stay, log_leave, log_lik, n_steps, n_states, alph
 
 
 @parallel_over_chunks()
-def batch_unit_posteriors(log_entry, log_stay, log_leave, log_lik, offsets, n_states, chunk_bounds, gamma,
-                          unit_counts, log_z):
+def batch_unit_posteriors(log_entry, log_stay, log_leave, log_start, log_lik, offsets, n_states, chunk_bounds,
+                          gamma, unit_counts, log_z):
     """`unit_forward_backward` of every utterance of ``offsets`` under one table: the marginals to
     ``gamma`` (N, U S), each utterance's E[n_u] to ``unit_counts`` (I, U) and its log Z to ``log_z`` (I,),
     -inf for an utterance without a path."""
@@ -278,12 +283,14 @@ def batch_unit_posteriors(log_entry, log_stay, log_leave, log_lik, offsets, n_st
         beta = np.empty((longest, n_composite))
         for i in range(chunk_bounds[chunk], chunk_bounds[chunk + 1]):
             begin = offsets[i]
-            log_z[i] = unit_forward_backward(log_entry, log_stay, log_leave, log_lik[begin:], offsets[i + 1] - begin,
-                                             n_states, alpha, beta, gamma[begin:], unit_counts[i])
+            log_z[i] = unit_forward_backward(log_entry, log_stay, log_leave, log_start[begin:], log_lik[begin:],
+                                             offsets[i + 1] - begin, n_states, alpha, beta, gamma[begin:],
+                                             unit_counts[i])
 
 
 @parallel_over_chunks()
-def batch_unit_log_evidence(log_entry, log_stay, log_leave, log_lik, offsets, n_states, chunk_bounds, log_z):
+def batch_unit_log_evidence(log_entry, log_stay, log_leave, log_start, log_lik, offsets, n_states, chunk_bounds,
+                            log_z):
     """log Z of every utterance (forward passes only)."""
     n_composite = log_lik.shape[1]
     longest = max_length(offsets)
@@ -291,23 +298,23 @@ def batch_unit_log_evidence(log_entry, log_stay, log_leave, log_lik, offsets, n_
         alpha = np.empty((longest, n_composite))
         for i in range(chunk_bounds[chunk], chunk_bounds[chunk + 1]):
             begin = offsets[i]
-            log_z[i] = unit_forward(log_entry, log_stay, log_leave, log_lik[begin:], offsets[i + 1] - begin, n_states,
-                                    alpha)
+            log_z[i] = unit_forward(log_entry, log_stay, log_leave, log_start[begin:], log_lik[begin:],
+                                    offsets[i + 1] - begin, n_states, alpha)
 
 
 @parallel_over_chunks()
-def batch_unit_viterbi(log_entry, log_stay, log_leave, log_lik, offsets, n_states, chunk_bounds, states, starts,
-                       log_score):
+def batch_unit_viterbi(log_entry, log_stay, log_leave, log_start, log_lik, offsets, n_states, chunk_bounds, states,
+                       starts, log_score):
     """`unit_viterbi` of every utterance: states (N,) int32, starts (N,) bool, log scores (I,)."""
     for chunk in prange(chunk_bounds.shape[0] - 1):
         for i in range(chunk_bounds[chunk], chunk_bounds[chunk + 1]):
             begin = offsets[i]
-            log_score[i] = unit_viterbi(log_entry, log_stay, log_leave, log_lik[begin:], offsets[i + 1] - begin,
-                                        n_states, states[begin:], starts[begin:])
+            log_score[i] = unit_viterbi(log_entry, log_stay, log_leave, log_start[begin:], log_lik[begin:],
+                                        offsets[i + 1] - begin, n_states, states[begin:], starts[begin:])
 
 
 @parallel_over_chunks()
-def batch_unit_sample(log_entry, log_stay, log_leave, log_lik, offsets, n_states, chunk_bounds, seed,
+def batch_unit_sample(log_entry, log_stay, log_leave, log_start, log_lik, offsets, n_states, chunk_bounds, seed,
                       first_utterance, states, starts, log_z):
     """`unit_sample` of every utterance, utterance i drawing from its own generator seeded by
     (``seed``, ``first_utterance`` + i), so that the draws do not depend on the number of threads."""
@@ -320,5 +327,6 @@ def batch_unit_sample(log_entry, log_stay, log_leave, log_lik, offsets, n_states
         for i in range(chunk_bounds[chunk], chunk_bounds[chunk + 1]):
             begin = offsets[i]
             generator = unit_generator(seed, first_utterance + i)
-            log_z[i] = unit_sample(log_entry, log_stay, log_leave, log_lik[begin:], offsets[i + 1] - begin, n_states,
-                                   alpha, generator, states[begin:], starts[begin:], weights)
+            log_z[i] = unit_sample(log_entry, log_stay, log_leave, log_start[begin:], log_lik[begin:],
+                                   offsets[i + 1] - begin, n_states, alpha, generator, states[begin:], starts[begin:],
+                                   weights)

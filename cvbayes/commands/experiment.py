@@ -392,6 +392,8 @@ EXPERIMENTS = {
                 help="synthetic-brent: use only the first N utterances of a split (default all)"),
          option("--trim", action="store_true",
                 help="synthetic-brent: cut each file's leading and trailing silence to 5 frames (voice activity)"),
+         option("--presegment", action="store_true",
+                help="let a unit begin only at candidate boundaries of a spectral-change pre-segmentation (Lee and Glass 2012)"),
          option("--append", action="store_true",
                 help="keep the runs already in OUT/units/results.json (one of the same corpus, algorithm and seed "
                      "is replaced) and add this command's"))),

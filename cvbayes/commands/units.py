@@ -123,7 +123,7 @@ def run_units_fit(args):
     names, features = read_inputs(args.inputs, args.quiet or args.json)
     model = AcousticUnits(n_units=args.units, n_states=args.states, n_components=args.components,
                           algorithm=args.algorithm, n_iter=args.iterations, gamma=args.gamma,
-                          batch_size=args.batch_size, random_state=args.seed)
+                          batch_size=args.batch_size, presegment=args.presegment, random_state=args.seed)
     short = [name for name, frames in zip(names, features) if frames.shape[0] < args.states]
     if short:
         raise ValueError(f"utterance {short[0]} has fewer frames than the {args.states} states of a unit")
@@ -136,7 +136,7 @@ def run_units_fit(args):
     seconds = [record.seconds for record in model.history_]
     report = {"utterances": len(features), "frames": n_frames, "dimensions": int(features[0].shape[1]),
               "audio_seconds": round(n_frames * FRAME_SECONDS, 2), "algorithm": args.algorithm,
-              "units": args.units, "states": args.states, "components": args.components,
+              "units": args.units, "states": args.states, "components": args.components, "presegment": args.presegment,
               "iterations": model.n_iter_, "seconds": round(time.perf_counter() - started, 3),
               "seconds_per_pass": round(float(np.median(seconds)), 4),
               "objective": model.history_[-1].objective, "objective_is": model.objective_name_,
@@ -207,6 +207,8 @@ def register(commands):
     fit.add_argument("--gamma", type=float, default=1.0, help="concentration of the units' Dirichlet process (1)")
     fit.add_argument("--batch-size", type=positive_int, default=32,
                      help="svi, scvi: utterances a minibatch (default 32)")
+    fit.add_argument("--presegment", action="store_true",
+                     help="let a unit begin only at candidate boundaries of a spectral-change pre-segmentation (Lee and Glass 2012) on the first 13 dimensions (the static cepstra)")
     fit.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     fit.add_argument("--json", action="store_true", help="print a machine-readable JSON report")
     fit.add_argument("--quiet", action="store_true", help="no progress bars")

@@ -58,7 +58,7 @@ SEEDS = 3
 DEFAULT_PASSES = 30
 GIBBS_SWEEPS_PER_PASS = 5
 # the model settings of the options added after results.json was first written, at the values runs had before
-LATER_SETTINGS = {"n_states": 3, "n_components": 2, "gamma": 1.0}
+LATER_SETTINGS = {"n_states": 3, "n_components": 2, "gamma": 1.0, "presegment": False}
 PLANTED_MINUTES = 5.0  # the sampler's sweeps are cheaper than a variational pass and need more of them
 # phones of every TIDIGITS word in Sphinx's test dictionary (tidigits/lm/tidigits.dic)
 PHONES = {"oh": 1, "two": 2, "eight": 2, "one": 3, "three": 3, "four": 3, "five": 3, "nine": 3, "six": 4,
@@ -184,10 +184,10 @@ def word_scores(segments, transcripts, rng):
 
 # -- runs ------------------------------------------------------------------------------------------------
 
-def fit_one(corpus, algorithm, seed, n_units, passes, n_states=3, n_components=2, gamma=1.0):
+def fit_one(corpus, algorithm, seed, n_units, passes, n_states=3, n_components=2, gamma=1.0, presegment=False):
     n_iter = passes * (GIBBS_SWEEPS_PER_PASS if algorithm == "gibbs" else 1)
     model = AcousticUnits(n_units=n_units, n_states=n_states, n_components=n_components, gamma=gamma,
-                          algorithm=algorithm, n_iter=n_iter, random_state=seed)
+                          algorithm=algorithm, n_iter=n_iter, presegment=presegment, random_state=seed)
     before = status_mib("VmRSS") if reset_peak() else None
     started = time.perf_counter()
     model.fit(corpus.features)
@@ -236,7 +236,8 @@ def table(summaries, settings):
     lines = ["# Acoustic unit discovery (issue 30)", "", DIFFERENCE, "",
              f"Units (truncation) {settings['n_units']}, {settings.get('n_states', 3)} states a unit, "
              f"{settings.get('n_components', 2)} Gaussians a state, gamma {settings.get('gamma', 1.0):g}, "
-             f"{settings['passes']} passes (gibbs: "
+             + ("unit starts at spectral-change candidates only (--presegment), " if settings.get("presegment") else "")
+             + f"{settings['passes']} passes (gibbs: "
              f"{GIBBS_SWEEPS_PER_PASS} sweeps a pass, and its seconds_per_pass and real_time_factor are a "
              f"sweep's), seeds {', '.join(map(str, settings['seeds']))}. peak_rss_mib: the process's peak "
              "resident memory during the fit (data included).", ""]
@@ -307,7 +308,7 @@ def appended(old, settings, rows):
 
 
 def run(corpora, out, algorithms=tuple(ALGORITHMS), seeds=SEEDS, n_units=DEFAULT_UNITS, passes=DEFAULT_PASSES,
-        n_states=3, quiet=False, first_seed=0, append=False, n_components=2, gamma=1.0):
+        n_states=3, quiet=False, first_seed=0, append=False, n_components=2, gamma=1.0, presegment=False):
     """Fit every learner with seeds ``first_seed`` .. ``first_seed + seeds - 1`` on every corpus
     (`UnitCorpus`), score, and write the results (with ``append``, added to those of ``out``'s
     results.json, read when this run's are written)."""
@@ -318,7 +319,8 @@ def run(corpora, out, algorithms=tuple(ALGORITHMS), seeds=SEEDS, n_units=DEFAULT
     for corpus in corpora:
         for algorithm in algorithms:
             for seed in seed_list:
-                row, model = fit_one(corpus, algorithm, seed, n_units, passes, n_states, n_components, gamma)
+                row, model = fit_one(corpus, algorithm, seed, n_units, passes, n_states, n_components, gamma,
+                                     presegment)
                 rows.append(row)
                 if not quiet:
                     shown = {k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()
@@ -327,7 +329,7 @@ def run(corpora, out, algorithms=tuple(ALGORITHMS), seeds=SEEDS, n_units=DEFAULT
                 if example is None and corpus.name == "tidigits" and algorithm == "vb":
                     example = (corpus.names[0], corpus.features[0], model.decode(corpus.features[:1])[0])
     settings = {"seeds": seed_list, "n_units": n_units, "n_states": n_states, "n_components": n_components,
-                "gamma": gamma, "passes": passes, "algorithms": list(algorithms),
+                "gamma": gamma, "presegment": presegment, "passes": passes, "algorithms": list(algorithms),
                 "corpora": {c.name: {"utterances": len(c.features), "seconds": c.seconds} for c in corpora}}
     if append and (folder / "results.json").exists():
         settings, rows = appended(json.loads((folder / "results.json").read_text()), settings, rows)
@@ -355,7 +357,7 @@ def run_from_command_line(args):
         raise ValueError(f"unknown algorithm {wrong[0]!r}; choose from {', '.join(ALGORITHMS)}")
     run([builders[name]() for name in args.corpus], out, algorithms, args.seeds, args.units or DEFAULT_UNITS,
         args.passes or DEFAULT_PASSES, args.states, quiet=args.quiet, first_seed=args.seed, append=args.append,
-        n_components=args.components, gamma=args.gamma)
+        n_components=args.components, gamma=args.gamma, presegment=args.presegment)
 
 
 EXPERIMENTS = {NAME: run_from_command_line}

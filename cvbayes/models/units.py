@@ -12,6 +12,9 @@ boundaries are latent.  With a truncation of U units, S states a unit and M comp
   Glass's DP mixture of HMMs);
 * state s of unit u stays with probability a_us or moves on (from the last state: the unit ends),
   (a_us, 1 - a_us) ~ Dir(alpha, alpha);
+* with ``presegment``, a unit may begin only at the candidate boundaries of a spectral-change
+  pre-segmentation (Lee and Glass 2012 §4, after Glass 2003; `cvbayes.speech.spectral_change_starts`): the
+  paths that begin a unit elsewhere get probability zero, in training and decoding alike;
 * a frame in state (u, s) comes from a mixture of M diagonal Gaussians, weights ~ Dir(beta) and each
   component's (mu, tau) under the Normal-Gamma prior of `cvbayes.families.Gaussian`
   (`cvbayes.families.gaussian.GaussianMixture`).
@@ -97,8 +100,7 @@ from .base import BayesModel
 from .hdp import effective_states
 
 from .units_structures import (BatchUnits, CollapsedUnits, SampledUnits, Segments, StochasticUnits, UnitCounts,
-                               UnitTables, Utterances, chain_chunks, unit_expectations)
-SAVE_FORMAT = "cvbayes-units-1"
+                               UnitTables, Utterances, chain_chunks, presegmented, unit_expectations)
 
 # the frames k-means sees for the start (a uniform sample of them)
 START_FRAMES = 10_000
@@ -171,6 +173,10 @@ class AcousticUnits(BayesModel):
         svi, scvi: step sizes rho_m = (tau0 + m)^-kappa (thesis §3.8.4's names).
     components_per_frame : int, default 4
         cvi: each frame's posterior over components is stored to this many entries (module notes).
+    presegment : bool, default False
+        Let a unit begin only at the candidate boundaries of a spectral-change pre-segmentation (Lee and
+        Glass 2012, `cvbayes.speech.spectral_change_starts`, on the first 13 dimensions: the static cepstra
+        of MFCC + deltas), in training and decoding alike.
     random_state : int, default 0
         Seeds the start (k-means), the minibatches and the samples.
     n_init : int, default 1
@@ -196,14 +202,13 @@ class AcousticUnits(BayesModel):
     """
 
     MODEL_NAME = "units"
-    SAVE_FORMAT = SAVE_FORMAT
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES
     FIT_OPTIONS = ("lengths", "client", "n_shards")
 
     def __init__(self, n_units=DEFAULT_UNITS, n_states=3, n_components=2, algorithm="vb", n_iter=None, gamma=1.0,
                  transition_prior=1.0, weight_prior=1.0, prior_kappa=0.1, prior_shape=2.0, batch_size=32,
-                 kappa=0.6, tau0=1.0, components_per_frame=4, random_state=0, n_init=1):
+                 kappa=0.6, tau0=1.0, components_per_frame=4, presegment=False, random_state=0, n_init=1):
         self._keep_params(locals())
         self._check_learner("n_units", "n_states", "n_components", "batch_size", "components_per_frame", "n_init")
         if n_iter is not None:
@@ -237,7 +242,7 @@ class AcousticUnits(BayesModel):
             i = int(short[0])
             raise ValueError(f"utterance {i} has {corpus.lengths[i]} frames, fewer than the {self.n_states} states "
                              f"of a unit (each state takes at least one frame)")
-        return Utterances(corpus)
+        return Utterances(corpus, presegmented(corpus, self.presegment))
 
     def _start(self, data, rng):
         """How to start: the point parameters whose E-step every learner begins with: component means
@@ -386,8 +391,8 @@ class AcousticUnits(BayesModel):
             offsets = data.offsets[a:b + 1] - begin
             scores = np.empty(b - a)
             log_lik, _ = self.family.emission_rows(tables.emission, data.features[begin:end])
-            batch_unit_viterbi(*tables[:3], log_lik, offsets, self.n_states, chain_chunks(offsets, log_lik),
-                               states[begin:end], starts[begin:end], scores)
+            batch_unit_viterbi(*tables[:3], data.log_start[begin:end], log_lik, offsets, self.n_states,
+                               chain_chunks(offsets, log_lik), states[begin:end], starts[begin:end], scores)
             bad = np.flatnonzero(~np.isfinite(scores))
             if bad.size:
                 raise ZeroProbabilityError(f"utterance {a + int(bad[0])} has probability zero under every path")
@@ -422,8 +427,8 @@ class AcousticUnits(BayesModel):
             begin, end = data.offsets[a], data.offsets[b]
             offsets = data.offsets[a:b + 1] - begin
             log_lik, _ = self.family.emission_rows(tables.emission, data.features[begin:end])
-            batch_unit_log_evidence(*tables[:3], log_lik, offsets, self.n_states, chain_chunks(offsets, log_lik),
-                                    out[a:b])
+            batch_unit_log_evidence(*tables[:3], data.log_start[begin:end], log_lik, offsets, self.n_states,
+                                    chain_chunks(offsets, log_lik), out[a:b])
         return out
 
     def score(self, X: Any, lengths: ArrayLike | None = None) -> float:

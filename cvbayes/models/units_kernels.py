@@ -24,11 +24,11 @@ from ..families.ops import GAUSSIAN, add_token_state, mixture_row, student_t_con
 from ..schedules import leave_one_out
 
 
-def cvi_state(features, offsets, n_states, n_components, priors, counts, local, work):
-    """The tuple `update_utterance` reads: data, priors (gamma, transition prior, weight prior, the
+def cvi_state(features, offsets, log_start, n_states, n_components, priors, counts, local, work):
+    """The tuple `update_utterance` reads: data (frames, offsets, log unit-start weights), priors (gamma, transition prior, weight prior, the
     Normal-Gamma prior array (4, D)), global counts (units, trans, stats), local statistics (units
     (I, U), trans (I, U S, 2), kept components and weights (N, width)) and work arrays."""
-    return (features, offsets, n_states, n_components, *priors, *counts, *local, *work)
+    return (features, offsets, log_start, n_states, n_components, *priors, *counts, *local, *work)
 
 
 def cvi_workspace(longest, n_units, n_states, n_components, n_dims):
@@ -114,7 +114,7 @@ def mean_tables(units, trans, stats, gamma_prior, trans_prior, weight_prior, pri
 @njit(cache=True, fastmath=FAST)
 def update_utterance(state, i):
     """CVI's update of utterance i (module notes); returns its log normaliser, -inf without a path."""
-    (features, offsets, n_states, n_components, gamma_prior, trans_prior, weight_prior, prior, units, trans, stats,
+    (features, offsets, log_start, n_states, n_components, gamma_prior, trans_prior, weight_prior, prior, units, trans, stats,
      local_units, local_trans, kept, kept_weight, alpha, beta, gamma, log_lik, component, loc, inverse_scale, power,
      log_norm, log_entry, log_stay, log_leave, unit_row) = state
     begin = offsets[i]
@@ -133,8 +133,8 @@ def update_utterance(state, i):
     utterance_emissions(features, begin, n_steps, n_components, loc, inverse_scale, power, log_norm, component,
                         log_lik)
     unit_row[:] = 0.0
-    log_z = unit_forward_backward(log_entry, log_stay, log_leave, log_lik, n_steps, n_states, alpha, beta, gamma,
-                                  unit_row)
+    log_z = unit_forward_backward(log_entry, log_stay, log_leave, log_start[begin:], log_lik, n_steps, n_states, alpha,
+                                  beta, gamma, unit_row)
     if log_z == -np.inf:
         return log_z
     for u in range(n_units):

@@ -9,14 +9,15 @@ use); same trajectory as one process up to the order of the floating-point sums.
 """
 from ..core.units import ZeroProbabilityError
 from .shards import ShardedBatch, Shards, limit_threads, opened
-from .units_structures import UnitCounts, Utterances, unit_expectations
+from .units_structures import UnitCounts, Utterances, presegmented, unit_expectations
 
 
 def _shard_expectations(token, shard, model, tables, first_utterance):
-    """One shard's E-step: (UnitCounts, sum of log Z) under ``tables``; ``model`` is (family, n_states)."""
+    """One shard's E-step: (UnitCounts, sum of log Z) under ``tables``; ``model`` is (family, n_states,
+    presegment)."""
     limit_threads()
-    family, n_states = model
-    data = opened(token, shard, model, "units", lambda _, corpus: Utterances(corpus))
+    family, n_states, presegment = model
+    data = opened(token, shard, model, "units", lambda _, corpus: Utterances(corpus, presegmented(corpus, presegment)))
     try:
         counts, log_z = unit_expectations(family, n_states, tables, data)
     except ZeroProbabilityError as error:
@@ -28,7 +29,8 @@ class ShardedUnits(ShardedBatch):
     """`units_structures.BatchUnits` with its E-step summed over the shards of a Dask client (VB)."""
 
     def __init__(self, local, client, n_shards=None):
-        super().__init__(local, Shards(local.data.corpus, (local.model.family, local.model.n_states), client,
+        model = local.model
+        super().__init__(local, Shards(local.data.corpus, (model.family, model.n_states, model.presegment), client,
                                        n_shards), _shard_expectations)
 
     def expectations(self, tables):

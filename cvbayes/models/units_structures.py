@@ -56,12 +56,15 @@ class Segments(NamedTuple):
 
 
 class Utterances:
-    """Feature frames (N, D) of utterances laid end to end (``offsets``), for the kernels."""
+    """Feature frames (N, D) of utterances laid end to end (``offsets``), for the kernels, and ``log_start``
+    (N,): 0 where a unit may begin, -inf where a pre-segmentation allows none (``starts``, a bool (N,) array
+    from `cvbayes.speech.spectral_change_starts`; every frame when None)."""
 
-    def __init__(self, corpus):
+    def __init__(self, corpus, starts=None):
         self.features = np.ascontiguousarray(corpus.observations, dtype=np.float64)
         self.offsets = np.ascontiguousarray(corpus.offsets, dtype=np.int64)
         self.corpus = corpus
+        self.log_start = np.zeros(self.features.shape[0]) if starts is None else np.where(starts, 0.0, -np.inf)
 
     @property
     def n_utterances(self):
@@ -85,7 +88,18 @@ class Utterances:
         starts, stops = self.offsets[ids], self.offsets[ids + 1]
         frames = np.concatenate([np.arange(a, b) for a, b in zip(starts, stops)])
         lengths = stops - starts
-        return Utterances(Corpus(self.features[frames], np.concatenate([[0], np.cumsum(lengths)])))
+        return Utterances(Corpus(self.features[frames], np.concatenate([[0], np.cumsum(lengths)])),
+                          self.log_start[frames] == 0.0)
+
+
+def presegmented(corpus, presegment):
+    """Where a unit may begin in every frame of ``corpus`` (N,) bool, from the spectral-change candidates of
+    each utterance (`cvbayes.speech.spectral_change_starts`); None (anywhere) unless ``presegment``."""
+    if not presegment:
+        return None
+    from ..speech.landmarks import spectral_change_starts
+
+    return np.concatenate([spectral_change_starts(frames) for frames in corpus])
 
 
 def chain_chunks(offsets, log_lik):
@@ -105,14 +119,15 @@ def unit_posteriors(family, n_states, tables, data):
     """
     n_units = tables.log_entry.shape[0]
     for a, b in data.blocks():
-        x = data.features[data.offsets[a]:data.offsets[b]]
-        offsets = data.offsets[a:b + 1] - data.offsets[a]
+        begin, end = data.offsets[a], data.offsets[b]
+        x = data.features[begin:end]
+        offsets = data.offsets[a:b + 1] - begin
         unit_counts = np.zeros((b - a, n_units))
         log_z = np.empty(b - a)
         log_lik, posterior = family.emission_rows(tables.emission, x)
         marginals = np.empty_like(log_lik)
-        batch_unit_posteriors(*tables[:3], log_lik, offsets, n_states, chain_chunks(offsets, log_lik), marginals,
-                              unit_counts, log_z)
+        batch_unit_posteriors(*tables[:3], data.log_start[begin:end], log_lik, offsets, n_states,
+                              chain_chunks(offsets, log_lik), marginals, unit_counts, log_z)
         bad = np.flatnonzero(~np.isfinite(log_z))
         if bad.size:
             i = a + int(bad[0])
@@ -219,7 +234,7 @@ class CollapsedUnits:
         priors = (float(model.gamma), float(model.transition_prior), float(family.weight_prior),
                   family.components.prior_array())
         work = cvi_workspace(max_length(data.offsets), n_units, n_states, family.n_components, family.n_dims)
-        self.state = cvi_state(data.features, data.offsets, n_states, family.n_components, priors,
+        self.state = cvi_state(data.features, data.offsets, data.log_start, n_states, family.n_components, priors,
                                (self.units, self.trans, self.stats),
                                (self.local_units, self.local_trans, self.kept, self.kept_weight), work)
         self.order = np.arange(n_utterances, dtype=np.int64)
@@ -285,7 +300,7 @@ class SampledUnits:
             log_z = np.empty(b - a)
             log_lik, responsibilities = model.family.emission_rows(tables.emission, x)
             chunks = chain_chunks(offsets, log_lik)
-            batch_unit_sample(*tables[:3], log_lik, offsets, model.n_states, chunks, seed, a,
+            batch_unit_sample(*tables[:3], data.log_start[begin:end], log_lik, offsets, model.n_states, chunks, seed, a,
                               self.states[begin:end], self.starts[begin:end], log_z)
             sample_components(responsibilities, self.states[begin:end], model.family.n_components, offsets,
                               chunks, seed + 1, a, self.components[begin:end])

@@ -118,6 +118,27 @@ for a in cvi vb; do
 done
 (cd docs/results/units && python merge_runs.py trimmed_states4_2000 /tmp/units-runs2000/cvi0 /tmp/units-runs2000/cvi1 /tmp/units-runs2000/cvi2 /tmp/units-runs2000/vb0 /tmp/units-runs2000/vb1)
 
+# Issue 30's fifth round: unit starts only at spectral-change candidates (--presegment, Lee and Glass 2012),
+# trimmed, 3 states, 2 Gaussians, gamma 1, 30 passes (chosen on the tuning utterances: tried.jsonl,
+# candidates.jsonl), every learner and seed its own process, three at a time, then joined
+P="cvbayes experiment units --corpus synthetic-brent --trim --states 3 --components 2 --gamma 1 --presegment --seeds 1 --passes 30 --quiet"
+for a in cvi vb scvi svi gibbs; do
+  for s in 0 1 2; do
+    NUMBA_NUM_THREADS=1 nice -n 10 $P --utterances 500 --algorithms $a --seed $s --out /tmp/units-pre/${a}${s}_500 &
+  done
+  wait
+done
+for a in cvi vb; do
+  for s in 0 1 2; do
+    NUMBA_NUM_THREADS=1 nice -n 10 $P --utterances 2000 --algorithms $a --seed $s --out /tmp/units-pre/${a}${s}_2000 &
+  done
+  wait
+done
+NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment units --corpus tidigits --states 3 --components 2 --gamma 1 --presegment --algorithms vb,cvi,svi,scvi,gibbs --seed 0 --seeds 3 --passes 30 --quiet --out docs/results/units/tidigits_presegment
+(cd docs/results/units && python merge_runs.py presegment_500 /tmp/units-pre/*_500 \
+   && python merge_runs.py presegment_2000 /tmp/units-pre/*_2000 && python candidates.py > candidates.jsonl \
+   && python candidates.py slice >> candidates.jsonl)
+
 # The HMM's default alpha and beta per learner (issue 33), after `cvbayes data fetch ewt`, `brown` and
 # `htb`; one after the other on the shared 2-core machine (load 7-20): 32 min and 28 min
 NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment defaults --seed 0 --seeds 2

@@ -19,25 +19,37 @@ def tiny_chain(rng, n_units, n_states, n_steps, normalised=True):
     return entry, stay, leave, lik
 
 
+def start_weights(rng, n_steps, presegmented):
+    """Every frame a possible unit start (weight 1), or a pre-segmentation: some frames barred (0), and
+    weights between to check that the kernels multiply the weight in, not only test it."""
+    if not presegmented:
+        return np.ones(n_steps)
+    return rng.choice([0.0, 1.0, 0.5], n_steps, p=[0.4, 0.4, 0.2])
+
+
 def logs(*tables):
-    return [np.log(table) for table in tables]
+    with np.errstate(divide="ignore"):  # a barred unit start: weight 0, log -inf
+        return [np.log(table) for table in tables]
 
 
-def run_posterior(entry, stay, leave, lik, n_states):
+def run_posterior(entry, stay, leave, lik, n_states, start=None):
     n_steps, n_composite = lik.shape
+    start = np.ones(n_steps) if start is None else start
     buffers = [np.empty((n_steps, n_composite)) for _ in range(3)]
     counts = np.zeros(n_composite // n_states)
-    log_z = unit_forward_backward(*logs(entry, stay, leave, lik), n_steps, n_states, *buffers, counts)
+    log_z = unit_forward_backward(*logs(entry, stay, leave, start, lik), n_steps, n_states, *buffers, counts)
     return log_z, buffers[2], counts
 
 
 @pytest.mark.parametrize("n_units,n_states,n_steps", [(2, 3, 7), (3, 2, 6), (2, 1, 5), (3, 1, 4), (1, 3, 3)])
 @pytest.mark.parametrize("normalised", [True, False])
-def test_forward_backward_matches_enumeration(n_units, n_states, n_steps, normalised):
+@pytest.mark.parametrize("presegmented", [False, True])
+def test_forward_backward_matches_enumeration(n_units, n_states, n_steps, normalised, presegmented):
     rng = np.random.default_rng(n_units * 100 + n_states * 10 + n_steps)
     entry, stay, leave, lik = tiny_chain(rng, n_units, n_states, n_steps, normalised)
-    exact_log_z, exact_marginals, exact_counts = unit_posterior(entry, stay, leave, lik, n_states)
-    log_z, marginals, counts = run_posterior(entry, stay, leave, lik, n_states)
+    start = start_weights(rng, n_steps, presegmented)
+    exact_log_z, exact_marginals, exact_counts = unit_posterior(entry, stay, leave, lik, n_states, start)
+    log_z, marginals, counts = run_posterior(entry, stay, leave, lik, n_states, start)
     assert log_z == pytest.approx(exact_log_z, rel=1e-12)
     np.testing.assert_allclose(marginals, exact_marginals, atol=1e-12)
     np.testing.assert_allclose(counts, exact_counts, atol=1e-12)
@@ -57,7 +69,7 @@ def test_emissions_far_below_the_best_state_do_not_underflow():
     buffers = [np.empty((n_steps, n_units * n_states)) for _ in range(3)]
     counts = np.zeros(n_units)
     entry, stay, leave = np.log(np.full(n_units, 0.5)), np.log(np.full(6, 0.5)), np.log(np.full(6, 0.5))
-    log_z = unit_forward_backward(entry, stay, leave, log_lik, n_steps, n_states, *buffers, counts)
+    log_z = unit_forward_backward(entry, stay, leave, np.zeros(n_steps), log_lik, n_steps, n_states, *buffers, counts)
     assert np.isfinite(log_z) and log_z < -999
     # the best state takes no path, so the chain is the one with frame 1 shifted up by 1,000 nats
     lik = np.ones_like(log_lik)
@@ -74,13 +86,15 @@ def test_too_short_utterance_has_no_path():
 
 
 @pytest.mark.parametrize("n_units,n_states,n_steps", [(2, 3, 7), (3, 1, 5), (2, 2, 6)])
-def test_viterbi_matches_enumeration(n_units, n_states, n_steps):
+@pytest.mark.parametrize("presegmented", [False, True])
+def test_viterbi_matches_enumeration(n_units, n_states, n_steps, presegmented):
     rng = np.random.default_rng(7 + n_steps)
     entry, stay, leave, lik = tiny_chain(rng, n_units, n_states, n_steps)
-    states, starts, p = max(unit_paths(entry, stay, leave, lik, n_states), key=lambda path: path[2])
+    start = start_weights(rng, n_steps, presegmented)
+    states, starts, p = max(unit_paths(entry, stay, leave, lik, n_states, start), key=lambda path: path[2])
     got_states = np.empty(n_steps, dtype=np.int32)
     got_starts = np.empty(n_steps, dtype=np.bool_)
-    score = unit_viterbi(*logs(entry, stay, leave, lik), n_steps, n_states, got_states, got_starts)
+    score = unit_viterbi(*logs(entry, stay, leave, start, lik), n_steps, n_states, got_states, got_starts)
     assert score == pytest.approx(np.log(p), rel=1e-12)
     assert tuple(got_states) == states and tuple(got_starts) == starts
 
@@ -90,7 +104,8 @@ def test_batch_kernels_agree_with_one_utterance_kernels():
     n_units, n_states = 3, 2
     lengths = [5, 1, 6, 4]  # the 1-frame utterance has no path with two states a unit
     entry, stay, leave, lik = tiny_chain(rng, n_units, n_states, sum(lengths))
-    tables = logs(entry, stay, leave, lik)
+    start = start_weights(rng, sum(lengths), True)
+    tables = logs(entry, stay, leave, start, lik)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     chunks = equal_token_chunks(offsets)
     gamma = np.zeros_like(lik)
@@ -104,7 +119,7 @@ def test_batch_kernels_agree_with_one_utterance_kernels():
         if b - a < n_states:
             assert log_z[i] == -np.inf
             continue
-        exact_log_z, exact_marginals, exact_counts = unit_posterior(entry, stay, leave, lik[a:b], n_states)
+        exact_log_z, exact_marginals, exact_counts = unit_posterior(entry, stay, leave, lik[a:b], n_states, start[a:b])
         assert log_z[i] == pytest.approx(exact_log_z, rel=1e-12)
         np.testing.assert_allclose(gamma[a:b], exact_marginals, atol=1e-12)
         np.testing.assert_allclose(counts[i], exact_counts, atol=1e-12)
@@ -115,15 +130,16 @@ def test_batch_kernels_agree_with_one_utterance_kernels():
     assert scores[1] == -np.inf and np.all(np.isfinite(scores[[0, 2, 3]]))
 
 
-@pytest.mark.parametrize("n_states", [1, 3])
-def test_sampled_paths_follow_the_exact_posterior(n_states):
+@pytest.mark.parametrize("n_states,presegmented", [(1, False), (3, False), (1, True)])
+def test_sampled_paths_follow_the_exact_posterior(n_states, presegmented):
     """FFBS draws of one utterance, copied 20,000 times with a generator each, against the
     enumerated posterior of its paths (states and unit starts): every path's frequency within
     4.5 standard errors, and the total variation distance small."""
     rng = np.random.default_rng(11)
     n_units, n_steps, n_draws = 2, 5, 20_000
     entry, stay, leave, lik = tiny_chain(rng, n_units, n_states, n_steps)
-    paths = unit_paths(entry, stay, leave, lik, n_states)
+    start = start_weights(rng, n_steps, presegmented)
+    paths = [path for path in unit_paths(entry, stay, leave, lik, n_states, start) if path[2] > 0]
     total = sum(p for _, _, p in paths)
     exact = {(states, starts): p / total for states, starts, p in paths}
     copies = np.tile(lik, (n_draws, 1))
@@ -131,8 +147,8 @@ def test_sampled_paths_follow_the_exact_posterior(n_states):
     states = np.empty(copies.shape[0], dtype=np.int32)
     starts = np.empty(copies.shape[0], dtype=np.bool_)
     log_z = np.empty(n_draws)
-    batch_unit_sample(*logs(entry, stay, leave, copies), offsets, n_states, equal_token_chunks(offsets), 5, 0,
-                      states, starts, log_z)
+    batch_unit_sample(*logs(entry, stay, leave, np.tile(start, n_draws), copies), offsets, n_states,
+                      equal_token_chunks(offsets), 5, 0, states, starts, log_z)
     np.testing.assert_allclose(log_z, np.log(total))
     drawn = {}
     for i in range(n_draws):

@@ -29,9 +29,10 @@ def fit(args, capsys):
 def test_fit_then_decode(tmp_path, feature_folder, capsys):
     model_path = tmp_path / "units.npz"
     report = fit([str(feature_folder), "-o", str(model_path), "--units", "6", "--states", "2", "--components", "1",
-                  "--iterations", "4"], capsys)
+                  "--iterations", "4", "--presegment"], capsys)
     assert report["utterances"] == 8 and report["iterations"] == 4 and report["dimensions"] == 3
-    assert AcousticUnits.load(model_path).n_units == 6
+    loaded = AcousticUnits.load(model_path)
+    assert loaded.n_units == 6 and loaded.presegment is True and report["presegment"] is True
     main(["units", "decode", str(model_path), str(feature_folder), "--quiet"])
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 8
@@ -137,8 +138,8 @@ def test_experiment_seed_is_honoured(tmp_path, monkeypatch):
 
 def test_experiment_trim_reaches_the_synthetic_corpus(tmp_path, monkeypatch):
     """``--trim`` loads both splits of synthetic Brent trimmed, and names the corpus so (its runs and table
-    stay apart from the untrimmed ones in an appended results.json); ``--states``, ``--components`` and
-    ``--gamma`` reach the model."""
+    stay apart from the untrimmed ones in an appended results.json); ``--states``, ``--components``,
+    ``--gamma`` and ``--presegment`` reach the model."""
     from types import SimpleNamespace
 
     from cvbayes import speech
@@ -157,16 +158,19 @@ def test_experiment_trim_reaches_the_synthetic_corpus(tmp_path, monkeypatch):
 
     monkeypatch.setattr(speech, "load_synthetic_brent", load)
     main(["experiment", "units", "--corpus", "synthetic-brent", "--trim", "--algorithms", "vb", "--seeds", "1",
-          "--units", "6", "--states", "4", "--components", "1", "--gamma", "0.5", "--passes", "2",
+          "--units", "6", "--states", "4", "--components", "1", "--gamma", "0.5", "--passes", "2", "--presegment",
           "--out", str(tmp_path), "--quiet"])
     assert calls == [("train", True), ("test", True)]
     results = json.loads((tmp_path / "results.json").read_text())
     assert [r["corpus"] for r in results["runs"]] == ["synthetic-brent-train-trimmed"]
     assert "heldout_boundary_f1" in results["runs"][0] and results["settings"]["n_states"] == 4
     assert (results["settings"]["n_components"], results["settings"]["gamma"]) == (1, 0.5)
-    model = AcousticUnits(n_units=6, n_states=4, n_components=1, gamma=0.5, n_iter=2, random_state=0).fit(features)
+    assert results["settings"]["presegment"] is True
+    model = AcousticUnits(n_units=6, n_states=4, n_components=1, gamma=0.5, n_iter=2, presegment=True,
+                          random_state=0).fit(features)
     assert results["runs"][0]["objective"] == pytest.approx(model.history_[-1].objective, rel=1e-9)
-    assert "4 states a unit, 1 Gaussians a state, gamma 0.5" in (tmp_path / "table.md").read_text()
+    assert ("4 states a unit, 1 Gaussians a state, gamma 0.5, unit starts at spectral-change candidates only"
+            in (tmp_path / "table.md").read_text())
     # runs of another number of states are not appended to these
     with pytest.raises(SystemExit, match="n_states 4"):
         main(["experiment", "units", "--corpus", "synthetic-brent", "--trim", "--algorithms", "vb", "--seeds", "1",

@@ -19,6 +19,7 @@ from cvbayes.models.hdp import Sticks
 from cvbayes.models.units import ALGORITHMS
 from cvbayes.models.units_structures import UnitCounts, Utterances, unit_expectations
 from cvbayes.models.units_kernels import update_utterance
+from cvbayes.speech import spectral_change_starts
 from cvbayes.synthetic import sample_acoustic_units
 
 from tests.test_checkpoints import Interrupted, stopping_after
@@ -118,9 +119,10 @@ def test_mixture_tables_are_the_families_tables(rule):
 
 # -- VB, CVI, the sampler -------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("n_states,n_components", [(2, 2), (1, 3), (3, 1)])
-def test_vb_elbo_never_decreases(utterances, n_states, n_components):
-    model = small("vb", n_states=n_states, n_components=n_components, n_iter=25)
+@pytest.mark.parametrize("n_states,n_components,presegment", [(2, 2, False), (1, 3, False), (3, 1, False),
+                                                              (2, 2, True)])
+def test_vb_elbo_never_decreases(utterances, n_states, n_components, presegment):
+    model = small("vb", n_states=n_states, n_components=n_components, n_iter=25, presegment=presegment)
     model.fit(utterances)
     elbo = np.array([record.objective for record in model.history_])
     assert np.all(np.isfinite(elbo))
@@ -140,13 +142,15 @@ def test_vb_objective_is_log_z_minus_kl(utterances):
     np.testing.assert_allclose(counts.stats[0].reshape(-1, 2).sum(axis=1), occupancy)
 
 
-def test_cvi_update_is_forward_backward_on_the_others_mean_tables(utterances):
+@pytest.mark.parametrize("presegment", [False, True])
+def test_cvi_update_is_forward_backward_on_the_others_mean_tables(utterances, presegment):
     """One utterance's update in numba equals forward-backward (the chain kernel) on the MEAN tables built
     in NumPy from the global counts minus that utterance's stored local statistics; afterwards the
     global counts are again the sums of the local ones."""
-    model = small("cvi", n_iter=2).fit(utterances)
-    from cvbayes.models.units_structures import CollapsedUnits
-    data = Utterances(__import__("cvbayes").data.as_corpus(utterances))
+    model = small("cvi", n_iter=2, presegment=presegment).fit(utterances)
+    from cvbayes.models.units_structures import CollapsedUnits, presegmented
+    corpus = __import__("cvbayes").data.as_corpus(utterances)
+    data = Utterances(corpus, presegmented(corpus, presegment))
     state = CollapsedUnits(model, data, model._tables(model.counts_, rules.MEAN), 4)
     state.sweep(0)
     i = 5
@@ -159,7 +163,8 @@ def test_cvi_update_is_forward_backward_on_the_others_mean_tables(utterances):
     tables = model._tables(others, rules.MEAN)
     log_lik, _ = model.family.emission_rows(tables.emission, data.features[a:b])
     n = b - a
-    expected = unit_forward(*tables[:3], log_lik, n, model.n_states, np.empty((n, log_lik.shape[1])))
+    expected = unit_forward(*tables[:3], data.log_start[a:b], log_lik, n, model.n_states,
+                            np.empty((n, log_lik.shape[1])))
     assert update_utterance(state.state, i) == pytest.approx(expected, rel=1e-9)
     np.testing.assert_allclose(state.units, state.local_units.sum(axis=0, dtype=float), atol=1e-9)
     np.testing.assert_allclose(state.trans, state.local_trans.sum(axis=0, dtype=float), atol=1e-9)
@@ -184,6 +189,22 @@ def test_every_learner_finds_the_planted_units(algorithm):
         np.testing.assert_array_equal(np.repeat(frames.units, frames.ends - frames.starts), units)
     hits = sum(np.isin(np.flatnonzero(first), s.starts).sum() for first, s in zip(starts, segments))
     assert hits / sum(first.sum() for first in starts) > 0.8
+
+
+@pytest.mark.parametrize("algorithm", ["vb", "cvi", "gibbs", "scvi"])
+def test_presegmented_units_begin_only_at_the_candidates(utterances, algorithm):
+    """With ``presegment`` a unit begins only where `spectral_change_starts` allows, in training (the
+    sampler's paths) and in decoding; the candidates bar some frames, so the constraint is not empty."""
+    allowed = [spectral_change_starts(x) for x in utterances]
+    assert not np.concatenate(allowed).all()
+    model = small(algorithm, presegment=True).fit(utterances)
+    assert np.all(np.isfinite([record.objective for record in model.history_]))
+    for segments, ok in zip(model.decode(utterances), allowed):
+        assert ok[segments.starts].all()
+    if algorithm == "gibbs":
+        assert np.concatenate(allowed)[model.sample_["starts"]].all()
+    unconstrained = small(algorithm).fit(utterances).decode(utterances)
+    assert any(not ok[segments.starts].all() for segments, ok in zip(unconstrained, allowed))
 
 
 def exact_posterior(model, utterances):
@@ -294,11 +315,12 @@ def test_checkpoints_resume_bit_for_bit(tmp_path, utterances, algorithm):
     assert [r.objective for r in resumed.history_] == [r.objective for r in reference.history_]
 
 
-def test_vb_on_dask_shards_equals_one_process(utterances):
+@pytest.mark.parametrize("presegment", [False, True])
+def test_vb_on_dask_shards_equals_one_process(utterances, presegment):
     distributed = pytest.importorskip("distributed")
-    reference = small("vb").fit(utterances)
+    reference = small("vb", presegment=presegment).fit(utterances)
     with distributed.Client(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as client:
-        sharded = small("vb").fit(utterances, client=client, n_shards=3)
+        sharded = small("vb", presegment=presegment).fit(utterances, client=client, n_shards=3)
     np.testing.assert_allclose([r.objective for r in sharded.history_], [r.objective for r in reference.history_],
                                rtol=1e-10)
     np.testing.assert_allclose(sharded.counts_.stats, reference.counts_.stats, rtol=1e-8, atol=1e-8)
