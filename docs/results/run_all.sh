@@ -156,7 +156,7 @@ NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment noisy-words --utterances 1500 
 # its first 1,000 utterances of at most 25 phones (`cvbayes data fetch buckeye`; about 2-4 min a seed); writes
 # docs/results/noisy_words/buckeye
 NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment noisy-words --corpus buckeye --utterances 1000 --max-length 25 --passes 10 --seeds 3
-# the same at most 40 phones (the finding on longer utterances; about 13 min a seed)
+# the same at most 40 phones (the finding on longer utterances; about 10 min a seed)
 NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment noisy-words --corpus buckeye --utterances 1000 --max-length 40 --passes 10 --seeds 3 \
     --out docs/results/noisy_words/buckeye_max40
 
