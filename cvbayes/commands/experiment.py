@@ -352,19 +352,25 @@ EXPERIMENTS = {
                 help="scales the true channel's deletion, substitution and insertion rates (default 1: "
                      "2-8%%, 5-20%% and 1-5%%; at most 3.57)"))),
     "noisy-words": Experiment(
-        "noisy_words", "segment Brent's phonemes through a known random edit channel, with and without a learned "
-        "channel (issue 31's symbolic stage)",
+        "noisy_words", "segment Brent's phonemes through a known random edit channel, or Buckeye's surface phones, "
+        "with and without a learned channel (issue 31's symbolic stage)",
         "cvbayes.NoisyWords (the unigram adaptor grammar whose word tokens pass through an edit channel, vb) "
         "against cvbayes.AdaptorGrammar on the same noisy strings (cvi and vb): Brent's word tokens passed through "
         "a channel drawn from the seed (synthetic noise, as in 'experiment channel'); token and boundary F1 "
         "against the gold words on the surface string, total variation of the learned channel rows; writes under "
-        "--out/noisy_words.",
+        "--out/noisy_words. With --corpus buckeye: Buckeye's surface phones against its word alignment (token, "
+        "boundary and type F1, the trivial segmentations beside), the learned channel's most probable edits.",
         (FIRST_SEED, seeds(1), PASSES.but(help="passes of every learner (default 10)"),
+         option("--corpus", choices=("brent", "buckeye"), default="brent",
+                help="brent (synthetic noise, default) or buckeye (its surface phones, 'cvbayes data fetch "
+                     "buckeye'; writes under docs/results/noisy_words/buckeye, or --out)"),
          option("--utterances", type=positive_int, default=1500,
-                help="the first N Brent utterances (default 1500)"),
-         option("--noise", type=float, default=1.0,
-                help="scales the true channel's deletion, substitution and insertion rates (default 1; at most "
-                     "3.57)"))),
+                help="the first N utterances of the corpus (default 1500)"),
+         option("--max-length", type=positive_int, default=None,
+                help="buckeye only: the first N utterances of at most this many phones (default: any length)"),
+         option("--noise", type=float, default=None,
+                help="brent only: scales the true channel's deletion, substitution and insertion rates (default "
+                     "1; at most 3.57)"))),
     "units": Experiment(
         "units", "acoustic unit discovery: vb, cvi, gibbs, svi and scvi on TIDIGITS, planted and synthetic speech",
         "cvbayes.AcousticUnits (issue 30) on TIDIGITS (real speech; word-level checks: segments against the "

@@ -152,6 +152,13 @@ NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment channel --seeds 3 --noise 3 --
 # Words segmented through a known random edit channel, with and without a learned channel (issue 31's symbolic
 # stage, NoisyWords); about 9 min a seed on the shared 2-core machine
 NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment noisy-words --utterances 1500 --passes 10 --seeds 3
+# The same systems on Buckeye's surface phones (real reductions, no true channel; the learned edits instead of TV),
+# its first 1,000 utterances of at most 25 phones (`cvbayes data fetch buckeye`; about 2-4 min a seed); writes
+# docs/results/noisy_words/buckeye
+NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment noisy-words --corpus buckeye --utterances 1000 --max-length 25 --passes 10 --seeds 3
+# the same at most 40 phones (the finding on longer utterances; about 10 min a seed)
+NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment noisy-words --corpus buckeye --utterances 1000 --max-length 40 --passes 10 --seeds 3 \
+    --out docs/results/noisy_words/buckeye_max40
 
 # Adaptor grammars with a = 0.5 and a, b learned by empirical Bayes, cvi, all of Brent (issue 29; the other
 # wordseg rows' commands are in docs/results/wordseg/table.md); about 160 (unigram) and 250 (colloc) CPU s a run

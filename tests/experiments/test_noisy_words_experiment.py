@@ -4,7 +4,9 @@ import json
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
+from cvbayes.cli import main
 from cvbayes.experiments import channel, noisy_words
 
 UTTERANCES = [[tuple("D6"), tuple("dOgi")], [tuple("lUk"), tuple("D6"), tuple("kIti")], [tuple("yu"), tuple("wAt")]]
@@ -50,3 +52,35 @@ def test_a_tiny_run_writes_json_table_and_plot(tmp_path, monkeypatch):
     assert set(saved["elbo"]["0"]) == {"vb", "cvi"}
     assert "The noise is synthetic" in (tmp_path / "table.md").read_text()
     assert (tmp_path / "noisy_words.png").stat().st_size > 0
+
+
+BUCKEYE = [[("dh", "ah"), ("d", "aa", "g")], [("l", "uh", "k"), ("dh", "ah"), ("k", "ih", "dx", "iy")],
+           [("y", "uw"), ("w", "ah", "tq")], [("dh", "ah"), ("d", "aa")]]
+
+
+def test_a_tiny_buckeye_run_of_short_utterances_lists_the_learned_edits_of_multi_letter_phones(tmp_path, monkeypatch):
+    monkeypatch.setattr(noisy_words, "load_buckeye", lambda: SimpleNamespace(segments=BUCKEYE * 15))
+    monkeypatch.setattr(noisy_words, "LEAST_TOKENS", 1)
+    main(["experiment", "noisy-words", "--corpus", "buckeye", "--utterances", "40", "--max-length", "8", "--passes",
+          "1", "--out", str(tmp_path), "--quiet"])
+    saved = json.loads((tmp_path / "results.json").read_text())
+    systems = {row["system"]: row for row in saved["runs"]}
+    for algorithm in ("vb", "cvi"):
+        joint = systems[f"grammar with channel (NoisyWords {algorithm})"]
+        assert 0.0 <= joint["type_f1"] <= 1.0 and 0.0 <= joint["learned_deletion"] <= 1.0
+    assert systems["one word per symbol"]["type_f1"] == 0.0      # no gold word is one phone
+    assert saved["settings"]["utterances"] == 40 and saved["settings"]["phones"] == 13 * (5 + 5 + 4) + 5   # no 9
+    phones = {phone for utterance in BUCKEYE for word in utterance for phone in word}
+    assert saved["top_edits"] and all(edit["from"] in phones and edit["to"] in phones | {""}
+                                      for edit in saved["top_edits"])
+    table = (tmp_path / "table.md").read_text()
+    assert f"| {noisy_words.edit_name(saved['top_edits'][0])} |" in table and "| t -> (deleted) |" in table
+    used = [edit["vb_count"] + edit["cvi_count"] for edit in saved["top_edits"]]
+    assert used == sorted(used, reverse=True) and used[0] > 0
+    assert (tmp_path / "noisy_words.png").stat().st_size > 0
+
+
+def test_noise_is_refused_for_buckeye_before_anything_is_written(tmp_path):
+    with pytest.raises(SystemExit, match="--noise"):
+        main(["experiment", "noisy-words", "--corpus", "buckeye", "--noise", "2", "--out", str(tmp_path), "--quiet"])
+    assert not any(tmp_path.iterdir())
