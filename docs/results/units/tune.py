@@ -3,7 +3,7 @@ train split, outside the slice the final runs use), one setting a process; print
 
     python tune.py '{"algorithm": "cvi", "n_iter": 10, "trim": true, "save": "/tmp/cvi_trim.npz"}'
 """
-import csv, json, sys, time, os
+import csv, json, sys, time
 from pathlib import Path
 import numpy as np
 from cvbayes import AcousticUnits
