@@ -175,15 +175,20 @@ def _scores(y, word_ids, word_offsets, pi, base, table, phones, stop, max_insert
 
 
 @njit(cache=True)
+def _longest(offsets):
+    """The longest of the sequences laid end to end at ``offsets`` (at least 1)."""
+    out = 1
+    for k in range(offsets.shape[0] - 1):
+        out = max(out, offsets[k + 1] - offsets[k])
+    return out
+
+
+@njit(cache=True)
 def _workspace(word_offsets, offsets, n_underlying, max_insertions, longest):
     """Buffers of one chart: sized by the longest word of the grammaton and the longest utterance type."""
     n_words = word_offsets.shape[0] - 1
-    longest_word, longest_utterance = 1, 1
-    for k in range(n_words):
-        longest_word = max(longest_word, word_offsets[k + 1] - word_offsets[k])
-    for i in range(offsets.shape[0] - 1):
-        longest_utterance = max(longest_utterance, offsets[i + 1] - offsets[i])
-    width = longest_utterance + 1
+    longest_word = _longest(word_offsets)
+    width = _longest(offsets) + 1
     return (word_span_work(longest_word, longest, max_insertions), base_buffers(n_underlying, longest, max_insertions),
             np.zeros((n_words, width, width)), np.zeros((width, width)), np.zeros((width, width)),
             np.zeros((width, width)))
@@ -200,9 +205,7 @@ def e_step(ids, offsets, copies, word_ids, word_offsets, pi, base, table, phones
     n_underlying = phones.shape[0]
     work, buffers, likelihoods, marginal, scores, outside = _workspace(
         word_offsets, offsets, n_underlying, max_insertions, longest)
-    longest_word = 1
-    for k in range(n_words):
-        longest_word = max(longest_word, word_offsets[k + 1] - word_offsets[k])
+    longest_word = _longest(word_offsets)
     pair_w = np.empty((2 * longest_word + 1, longest + 1))
     post = np.empty_like(pair_w)
     alpha, beta, exits, scales = lattice_buffers(longest_word, longest, max_insertions)
