@@ -20,13 +20,14 @@ from .models.units import AcousticUnits
 from .models.alignment import Aligner
 from .models.channel import EditChannel
 from .models.noisy_words import NoisyWords
+from .models.discovery import LexiconDiscovery
 from .core.units import ZeroProbabilityError
 from .schedules import IterationRecord
 
 __version__ = "0.1.0"
 
 __all__ = ["BayesModel", "HMM", "HDPHMM", "LDA", "PCFG", "DMV", "PCFGLA", "Aligner", "AdaptorGrammar", "AcousticUnits",
-           "EditChannel", "NoisyWords",
+           "EditChannel", "NoisyWords", "LexiconDiscovery",
            "IterationRecord", "ZeroProbabilityError", "Corpus", "Vocabulary", "Categorical", "Gaussian", "FullGaussian", "Poisson",
            "read_text",
            "read_tagged", "read_conllu"]

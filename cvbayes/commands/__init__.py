@@ -10,4 +10,4 @@ A new command is one new module here and its name in `COMMANDS`.
 """
 
 COMMANDS = ("fit", "tag", "evaluate", "states", "compare", "demo", "lda", "align", "dmv", "pcfg", "segment",
-            "units", "experiment", "data")
+            "units", "discover", "experiment", "data")

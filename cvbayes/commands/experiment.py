@@ -371,6 +371,24 @@ EXPERIMENTS = {
          option("--noise", type=float, default=None,
                 help="brent only: scales the true channel's deletion, substitution and insertion rates (default "
                      "1; at most 3.57)"))),
+    "uld": Experiment(
+        "uld", "lexicon discovery from speech: units, then words with and without a noisy channel (issue 31)",
+        "cvbayes.models.discovery.LexiconDiscovery on the synthetic Brent corpus ('cvbayes data fetch "
+        "synthetic-brent'; its first trimmed utterances of the training voices, the same models reading the held-out "
+        "voices): 1-best acoustic units into the unigram adaptor grammar with a learned edit channel (NoisyWords) "
+        "and without it, and every utterance whole, by vb and cvi; zerospeech-tde's token, type and boundary F1, NED, "
+        "coverage and grouping beside the ZeroSpeech 2017 baseline and topline; seconds a pass over an hour of "
+        "audio; writes under --out/uld. With --corpus tidigits: word detection of the discovered types against the "
+        "transcripts.",
+        (FIRST_SEED, seeds(3), option("--algorithms", type=comma_list, default=None, help="vb,cvi (default both)"),
+         option("--unit-passes", type=positive_int, default=30, help="passes of the unit layer (default 30)"),
+         PASSES.but(help="passes of the word layer (default 10)"),
+         option("--corpus", choices=("synthetic-brent", "tidigits"), default="synthetic-brent",
+                help="synthetic-brent (default) or tidigits (real speech without time alignments: word detection "
+                     "against the transcripts; writes under --out/uld/tidigits)"),
+         option("--utterances", type=positive_int, default=500,
+                help="synthetic-brent: the first N utterances of the training voices, and of the held-out voices "
+                     "(default 500)"))),
     "units": Experiment(
         "units", "acoustic unit discovery: vb, cvi, gibbs, svi and scvi on TIDIGITS, planted and synthetic speech",
         "cvbayes.AcousticUnits (issue 30) on TIDIGITS (real speech; word-level checks: segments against the "

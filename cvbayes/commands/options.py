@@ -90,6 +90,18 @@ def remove_checkpoint(path, report, lines):
     Checkpoint(path).remove()
 
 
+def finish_fit(args, report, removed, summary, written):
+    """A fitting command's last words: the JSON ``report`` under --json, else the checkpoints ``removed`` and the
+    files ``written`` on standard error and its ``summary`` on standard output."""
+    if args.json:
+        print(json.dumps(report))
+        return
+    for line in removed:
+        print(line, file=sys.stderr)
+    print(summary)
+    print(written, file=sys.stderr)
+
+
 def check_writable(path):
     """Refuse an output path that cannot be written, before any training (``-`` is standard output)."""
     if path in (None, "-"):

@@ -27,7 +27,7 @@ import numpy as np
 from ..data.errors import CorpusFormatError
 from ..files import write_text
 from ..models.units import ALGORITHMS, DEFAULT_UNITS, AcousticUnits
-from .options import add_checkpoint_arguments, announce_resume, positive_int, remove_checkpoint
+from .options import add_checkpoint_arguments, announce_resume, finish_fit, positive_int, remove_checkpoint
 
 # features are computed every 10 ms (the speech front end's and Sphinx's frame shift)
 FRAME_SECONDS = 0.01
@@ -145,16 +145,11 @@ def run_units_fit(args):
     report["model"] = args.output
     removed = []
     remove_checkpoint(args.checkpoint, report, removed)  # the model is safely written
-    if args.json:
-        print(json.dumps(report))
-        return
-    for line in removed:
-        print(line, file=sys.stderr)
-    print(f"{report['utterances']} utterances, {n_frames} frames ({report['audio_seconds']} s of audio, "
-          f"{report['dimensions']} dimensions); {args.algorithm}, {model.n_iter_} passes, median "
-          f"{report['seconds_per_pass']} s a pass; {report['units_used']} of {args.units} units hold 99% of "
-          f"the frames")
-    print(f"model written to {args.output}", file=sys.stderr)
+    finish_fit(args, report, removed,
+               f"{report['utterances']} utterances, {n_frames} frames ({report['audio_seconds']} s of audio, "
+               f"{report['dimensions']} dimensions); {args.algorithm}, {model.n_iter_} passes, median "
+               f"{report['seconds_per_pass']} s a pass; {report['units_used']} of {args.units} units hold 99% of "
+               f"the frames", f"model written to {args.output}")
 
 
 def decoded_lines(names, segments):
@@ -184,6 +179,13 @@ def run_units_decode(args):
         write_text(args.output, text)
 
 
+def add_speech_inputs(parser):
+    """The inputs and ``-o`` of a command that fits a model to speech (`read_inputs` reads them)."""
+    parser.add_argument("inputs", nargs="+", metavar="AUDIO_DIR_OR_LIST",
+                        help="folders, list files (.txt, .lst, .scp) or files of .npy features, .mfc, .wav or .raw")
+    parser.add_argument("-o", "--output", required=True, help="write the model here (.npz)")
+
+
 def register(commands):
     """Add ``cvbayes units`` (fit) and ``cvbayes units decode`` to the ``cvbayes`` subcommands."""
     fit = commands.add_parser(
@@ -192,9 +194,7 @@ def register(commands):
                     "emissions (Lee and Glass 2012; Ondel et al. 2016), to utterances, and save it. "
                     "'cvbayes units decode MODEL AUDIO...' writes each utterance's units with their times.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    fit.add_argument("inputs", nargs="+", metavar="AUDIO_DIR_OR_LIST",
-                     help="folders, list files (.txt, .lst, .scp) or files of .npy features, .mfc, .wav or .raw")
-    fit.add_argument("-o", "--output", required=True, help="write the model here (.npz)")
+    add_speech_inputs(fit)
     fit.add_argument("--algorithm", choices=tuple(ALGORITHMS), default="vb", help="learner (default vb)")
     fit.add_argument("--units", type=positive_int, default=DEFAULT_UNITS,
                      help=f"truncation of the units' Dirichlet process (default {DEFAULT_UNITS})")

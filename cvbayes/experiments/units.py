@@ -153,13 +153,10 @@ def interval_scores(units, corpus):
     return {key: report[key] for key in ("boundary_precision", "boundary_recall", "boundary_f1", "purity", "nmi")}
 
 
-def word_scores(segments, transcripts, rng):
-    """TIDIGITS's word-level checks (module notes): segments against dictionary phones, and the mean over
-    words of the best single unit's F1 at telling the utterances with the word, against shuffled units."""
-    n_segments = np.array([len(s.units) for s in segments])
-    n_phones = np.array([sum(PHONES[w] for w in text.split()) for text in transcripts])
-    unit_sets = [set(s.units.tolist()) for s in segments]
-
+def word_detection(sets, transcripts, rng, shuffles=20):
+    """The mean over TIDIGITS's words of the best single label's F1 at telling the utterances with the word,
+    a label present in an utterance when it is in its set of ``sets``; and the same with the sets shuffled
+    among the utterances (chance), averaged over ``shuffles`` shuffles."""
     def detection(sets):
         f1s = []
         for word in PHONES:
@@ -167,8 +164,8 @@ def word_scores(segments, transcripts, rng):
             if not has.any():
                 continue
             best = 0.0
-            for unit in set().union(*sets):
-                present = np.array([unit in s for s in sets])
+            for label in set().union(*sets):
+                present = np.array([label in s for s in sets])
                 hits = (present & has).sum()
                 if hits:
                     precision, recall = hits / present.sum(), hits / has.sum()
@@ -176,10 +173,19 @@ def word_scores(segments, transcripts, rng):
             f1s.append(best)
         return float(np.mean(f1s))
 
-    shuffled = [detection([unit_sets[i] for i in rng.permutation(len(unit_sets))]) for _ in range(20)]
+    shuffled = [detection([sets[i] for i in rng.permutation(len(sets))]) for _ in range(shuffles)]
+    return detection(sets), float(np.mean(shuffled))
+
+
+def word_scores(segments, transcripts, rng):
+    """TIDIGITS's word-level checks (module notes): segments against dictionary phones, and the mean over
+    words of the best single unit's F1 at telling the utterances with the word, against shuffled units."""
+    n_segments = np.array([len(s.units) for s in segments])
+    n_phones = np.array([sum(PHONES[w] for w in text.split()) for text in transcripts])
+    found, shuffled = word_detection([set(s.units.tolist()) for s in segments], transcripts, rng)
     return {"segments_per_phone": float(n_segments.sum() / n_phones.sum()),
             "segments_phones_correlation": float(np.corrcoef(n_segments, n_phones)[0, 1]),
-            "word_detection_f1": detection(unit_sets), "word_detection_f1_shuffled": float(np.mean(shuffled))}
+            "word_detection_f1": found, "word_detection_f1_shuffled": shuffled}
 
 
 # -- runs ------------------------------------------------------------------------------------------------

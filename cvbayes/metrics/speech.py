@@ -35,7 +35,7 @@ import numpy as np
 from .segmentation import precision_recall_f1
 from .tagging import _entropies, contingency, many_to_one
 
-__all__ = ["BoundaryScores", "boundary_scores", "frame_boundaries", "frame_labels", "normalized_mutual_info",
+__all__ = ["BoundaryScores", "boundary_scores", "boundary_time", "frame_boundaries", "frame_labels", "normalized_mutual_info",
            "phone_boundaries", "unit_purity", "units_report"]
 
 TOLERANCE = 0.020
@@ -66,7 +66,13 @@ def frame_boundaries(units: Any, hop: float = HOP, first_frame: int = 0, window:
     ``(first_frame + t) * hop + window / 2 - hop / 2`` seconds (frame t of a file starting at ``t * hop``)."""
     units = np.asarray(units)
     changes = np.flatnonzero(units[1:] != units[:-1]) + 1
-    return (first_frame + changes) * hop + window / 2 - hop / 2
+    return boundary_time(changes, hop, first_frame, window)
+
+
+def boundary_time(frame: Any, hop: float = HOP, first_frame: int = 0, window: float = WINDOW) -> Any:
+    """Seconds of the boundary before frame ``frame`` (an int or an array): halfway between the centres of
+    frames ``frame`` - 1 and ``frame`` of a file whose frame t starts at ``t * hop``."""
+    return (first_frame + np.asarray(frame)) * hop + window / 2 - hop / 2
 
 
 def _matches(predicted: np.ndarray, gold: np.ndarray, tolerance: float) -> int:

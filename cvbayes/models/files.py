@@ -57,16 +57,24 @@ class Persistent:
     def save(self, path):
         """Write the fitted model to ``path`` (a NumPy ``.npz`` archive, no pickles, written atomically);
         ``load`` reads it back."""
+        write_model(path, *self.archive())
+
+    def archive(self):
+        """(meta, arrays) of the file ``save`` writes; a model made of models keeps its parts' in its own file."""
         self._check_fitted()
         meta, arrays = self._saved()
         meta = {"format": self.SAVE_FORMAT, "model": self.MODEL_NAME, "algorithm": self.algorithm_,
                 "history": [astuple(record) for record in self.history_], **meta}
-        write_model(path, meta, arrays)
+        return meta, arrays
 
     @classmethod
     def load(cls, path):
         """Read a model written by ``save``."""
-        meta, arrays = read_model(path, cls.SAVE_FORMAT)
+        return cls.from_archive(*read_model(path, cls.SAVE_FORMAT), path)
+
+    @classmethod
+    def from_archive(cls, meta, arrays, path):
+        """The model of an ``archive()``'s (meta, arrays); ``path`` names where they were read, for errors."""
         # files of models from before the name was stored are their format's only model
         name = meta.get("model", cls.MODEL_NAME)
         matching = [c for c in (cls, *cls.__subclasses__()) if c.MODEL_NAME == name]

@@ -141,6 +141,16 @@ class Corpus(NamedTuple):
     first: np.ndarray
 
 
+class DecodedWord(NamedTuple):
+    """One word token of `NoisyWords.decode`: its surface symbols, their place [start, stop) in the utterance,
+    and its underlying word (a key of ``lexicon_``), or None when the base reads it better (a new word)."""
+
+    surface: tuple
+    start: int
+    stop: int
+    underlying: tuple | None
+
+
 class Weights(NamedTuple):
     """What one chart reads (eq. N1): the grammaton's words (flat ids, offsets), log pi~ (K,), log pi~_0, the
     channel table on exp E[log theta], the base's phones and stop, and the ``Word+`` weights."""
@@ -248,9 +258,11 @@ def e_step(ids, offsets, copies, word_ids, word_offsets, pi, base, table, phones
 
 @njit(cache=True)
 def segment_types(ids, offsets, word_ids, word_offsets, pi, base, table, phones, stop, go_on, end, max_insertions,
-                  longest, ends, end_offsets):
+                  longest, ends, underlying, end_offsets):
     """The best segmentation (eq. W1 in max-product on eq. N1) of every utterance: its word ends at
-    ``end_offsets[i]`` of ``ends``; returns the number of words of each (0: none)."""
+    ``end_offsets[i]`` of ``ends``, and at the same places of ``underlying`` each word's likeliest reading,
+    the cached word k of largest pi_k p~(y_ab | x_k) or -1 where the base's term of eq. N1 is larger;
+    returns the number of words of each (0: none)."""
     n_types = offsets.shape[0] - 1
     work, buffers, likelihoods, marginal, scores, _ = _workspace(
         word_offsets, offsets, phones.shape[0], max_insertions, longest)
@@ -259,7 +271,17 @@ def segment_types(ids, offsets, word_ids, word_offsets, pi, base, table, phones,
         y = ids[offsets[i]:offsets[i + 1]]
         _scores(y, word_ids, word_offsets, pi, base, table, phones, stop, max_insertions, longest, work, buffers,
                 likelihoods, marginal, scores)
-        found[i] = best_words(scores, y.shape[0], go_on, end, ends[end_offsets[i]:end_offsets[i + 1]])
+        first = end_offsets[i]
+        found[i] = best_words(scores, y.shape[0], go_on, end, ends[first:end_offsets[i + 1]])
+        a = 0
+        for j in range(found[i]):
+            b = ends[first + j]
+            best, choice = base * marginal[a, b], -1
+            for k in range(pi.shape[0]):
+                if pi[k] * likelihoods[k, a, b] > best:
+                    best, choice = pi[k] * likelihoods[k, a, b], k
+            underlying[first + j] = choice
+            a = b
     return found
 
 
@@ -789,20 +811,33 @@ class NoisyWords(BayesModel):
     def segment(self, utterances) -> list[list[tuple[str, ...]]]:
         """Each utterance's surface words in its best segmentation under the fitted weights (vb: eq. N1 on q;
         cvi: eq. C1 with no unit left out)."""
+        return [[word.surface for word in words] for words in self.decode(utterances)]
+
+    def decode(self, utterances) -> list[list[DecodedWord]]:
+        """Each utterance's words in its best segmentation (as `segment`), each with its symbols' place in the
+        utterance and its likeliest underlying word: the cached word of ``lexicon_`` whose term of eq. N1
+        (eq. C1 for cvi) is largest at its span, or None where the base's term is larger (a new word).
+        Tokens of one underlying word are one word type heard in different ways."""
         self._check_fitted()
         utterances = as_utterances(utterances)
         first, _ = utterance_types(utterances)
         types = [utterances[i] for i in first]
         ids, offsets = self._encode(types, self.symbols_)
         w = self._weights
-        lengths = np.diff(offsets)
-        end_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        end_offsets = np.concatenate([[0], np.cumsum(np.diff(offsets))]).astype(np.int64)
         ends = np.zeros(end_offsets[-1], dtype=np.int64)
+        underlying = np.full(end_offsets[-1], -1, dtype=np.int64)
         found = segment_types(ids, offsets, w.word_ids, w.word_offsets, np.exp(w.log_pi), float(np.exp(w.log_base)),
                               w.table, w.phones, w.stop, w.go_on, w.end, self.max_insertions, self.longest, ends,
-                              end_offsets)
-        words = {}
+                              underlying, end_offsets)
+        lexicon = [tuple(self.symbols_[s] for s in w.word_ids[w.word_offsets[k]:w.word_offsets[k + 1]])
+                   for k in range(w.word_offsets.shape[0] - 1)]
+        decoded = {}
         for t, utterance in enumerate(types):
-            cuts = [0] + list(ends[end_offsets[t]:end_offsets[t] + found[t]]) if found[t] else [0, len(utterance)]
-            words[tuple(utterance)] = [tuple(utterance[i:k]) for i, k in zip(cuts[:-1], cuts[1:])]
-        return [list(words[tuple(u)]) for u in utterances]
+            words, start = [], 0
+            for j in range(found[t]) if found[t] else ():
+                stop, k = int(ends[end_offsets[t] + j]), int(underlying[end_offsets[t] + j])
+                words.append(DecodedWord(tuple(utterance[start:stop]), start, stop, None if k < 0 else lexicon[k]))
+                start = stop
+            decoded[tuple(utterance)] = words or [DecodedWord(tuple(utterance), 0, len(utterance), None)]
+        return [list(decoded[tuple(u)]) for u in utterances]

@@ -186,3 +186,12 @@ NUMBA_NUM_THREADS=1 cvbayes segment /tmp/brent.txt --grammar colloc --algorithm 
 NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --corpora hkcancor --utterances 2000 --grammars unigram --algorithms cvi --iterations 10 --seeds 1 --estimate-hyperparameters --out /tmp/hk_b
 NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --corpora hkcancor --utterances 2000 --grammars unigram --algorithms cvi --iterations 10 --seeds 1 --discount 0.5 --estimate-hyperparameters --out /tmp/hk_ab
 NUMBA_NUM_THREADS=1 python benchmarks/bench_segment_defaults.py --sentences 500 --algorithms cvi --options="--estimate-hyperparameters"
+# Lexicon discovery from speech (issue 31): units, then words with and without the noisy channel, vb and cvi,
+# scored by zerospeech-tde on the synthetic Brent corpus (`cvbayes data fetch synthetic-brent`), and word
+# detection on TIDIGITS; each seed ran as its own process (about 8 CPU min a seed) and the runs were joined with
+# docs/results/uld/merge_runs.py
+for s in 0 1 2; do
+  NUMBA_NUM_THREADS=1 nice -n 5 cvbayes experiment uld --seed $s --seeds 1 --out /tmp/uld_s$s
+done
+python docs/results/uld/merge_runs.py docs/results/uld /tmp/uld_s0 /tmp/uld_s1 /tmp/uld_s2
+NUMBA_NUM_THREADS=1 cvbayes experiment uld --corpus tidigits --seeds 3

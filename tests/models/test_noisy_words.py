@@ -215,3 +215,34 @@ def test_cvi_words_left_out_cost_at_most_eq_c2(collapsed):
             scores.append(table)
         assert np.all(scores[0] - scores[1] >= -1e-15) and np.all(scores[0] - scores[1] <= delta + 1e-15)
     assert run_e_step(learner, some)[0] < run_e_step(learner, everything)[0]
+
+
+def test_decode_reads_each_word_as_its_likeliest_underlying_word(fitted):
+    """`decode`'s words tile the utterance as `segment`'s, and each one's underlying word is the term of eq. N1
+    largest at its span (a cached word's pi_k p~(y | x_k), or None where the base's sum is larger)."""
+    model, utterances, _ = fitted
+    w = model._weights
+    pi, base = np.exp(w.log_pi), float(np.exp(w.log_base))
+    words = [tuple(model.symbols_[s] for s in w.word_ids[w.word_offsets[k]:w.word_offsets[k + 1]])
+             for k in range(pi.shape[0])]
+    index = {s: i for i, s in enumerate(model.symbols_)}
+    decoded = model.decode(utterances)
+    assert [[word.surface for word in u] for u in decoded] == model.segment(utterances)
+    readings = set()
+    for utterance, found in zip(utterances[:15], decoded[:15]):
+        y = np.array([index[s] for s in utterance], dtype=np.int64)
+        offsets = np.array([0, len(y)], dtype=np.int64)
+        work, buffers, likelihoods, marginal, scores, _ = _workspace(w.word_offsets, offsets, w.phones.shape[0],
+                                                                     model.max_insertions, model.longest)
+        _scores(y, w.word_ids, w.word_offsets, pi, base, w.table, w.phones, w.stop, model.max_insertions,
+                model.longest, work, buffers, likelihoods, marginal, scores)
+        assert [(word.start, word.stop) for word in found] == list(zip([0] + [x.stop for x in found[:-1]],
+                                                                      [x.stop for x in found]))
+        for word in found:
+            terms = [base * marginal[word.start, word.stop]] + [pi[k] * likelihoods[k, word.start, word.stop]
+                                                               for k in range(pi.shape[0])]
+            best = int(np.argmax(terms))
+            assert word.underlying == (None if best == 0 else words[best - 1])
+            assert word.surface == tuple(utterance[word.start:word.stop])
+            readings.add(word.underlying is None)
+    assert False in readings            # some words are read as cached words

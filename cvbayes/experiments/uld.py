@@ -1,0 +1,267 @@
+"""``cvbayes experiment uld``: lexicon discovery from speech (issue 31) on the synthetic Brent corpus, scored by
+the ZeroSpeech term-discovery evaluator.
+
+Systems, for each learner (vb, cvi) and seed, on the first ``--utterances`` trimmed utterances of the training
+voices (`cvbayes.models.discovery.LexiconDiscovery`, one unit layer shared by the word layers of a seed and
+learner):
+
+* **pipeline with the channel**: 1-best units into the unigram adaptor grammar through a learned edit channel
+  (`cvbayes.NoisyWords`); a token's class is its underlying word;
+* **pipeline without the channel**: 1-best units into the unigram adaptor grammar (`cvbayes.AdaptorGrammar`);
+  a token's class is its unit string;
+* **utterances whole** (a trivial system): every utterance one token, its class its unit string.
+
+Every system leaves the pause units at utterance edges out of its tokens (`cvbayes.models.discovery.pause_units`).
+
+Lee, O'Donnell and Glass (2015)'s joint model, which the issue compares these pipelines with, is not built
+(`cvbayes.models.discovery`).  The same fitted models also read the held-out voices' first ``--utterances``
+utterances (``heldout_`` scores).
+
+Scores: `cvbayes.metrics.tde.term_discovery_scores` (the ``zerospeech-tde`` package): boundary, token and
+type F1, NED, coverage and grouping F1, against the synthesizers' own word and phone alignments.  Beside them:
+the ZeroSpeech 2017 track-2 English baseline (ZRTools) and topline (an adaptor grammar on gold phones) from
+the challenge's leaderboard archive.  ``--corpus tidigits``: TIDIGITS's 31 utterances of real speech, which have
+transcripts but no time alignments, so tde cannot score them; instead the word detection of the units
+experiment (`cvbayes.experiments.units.word_detection`) with the discovered word types as the labels.
+
+Seconds: each layer's median seconds a pass and the seconds a pass over
+one hour of audio they add up to.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from ..files import save_figure  # noqa: E402
+from ..metrics.tde import TDE_MEASURES, term_discovery_scores  # noqa: E402
+from ..models.discovery import LexiconDiscovery, Token, pause_units, spoken, type_counts, word_classes  # noqa: E402
+from ..models.noisy_words import NoisyWords  # noqa: E402
+from ..models.units import AcousticUnits  # noqa: E402
+from .results import publish, seed_range  # noqa: E402
+from .units import word_detection  # noqa: E402
+
+NAME = "uld"
+UTTERANCES = 500
+UNIT_PASSES = 30
+WORD_PASSES = 10
+LEARNERS = ("vb", "cvi")
+WITH_CHANNEL, WITHOUT_CHANNEL, WHOLE = ("pipeline with channel", "pipeline without channel", "utterances whole")
+FRAME_SECONDS = 0.01
+BRENT_COLUMNS = [(key, header, 100, 1) for key, header in (
+    ("token_fscore", "token F1"), ("type_fscore", "type F1"), ("boundary_fscore", "boundary F1"), ("ned", "NED"),
+    ("coverage", "coverage"), ("grouping_fscore", "grouping F1"), ("heldout_token_fscore", "held-out token F1"),
+    ("heldout_boundary_fscore", "held-out boundary F1"))]
+TIDIGITS_COLUMNS = [("word_detection_f1", "word detection F1", 100, 1),
+                    ("word_detection_f1_shuffled", "shuffled (chance)", 100, 1),
+                    ("tokens_per_word", "tokens a transcript word", 1, 2), ("word_types", "word types", 1, 0)]
+# ZeroSpeech 2017 track 2, English (percent), github.com/zerospeech/leaderboard-archive at 26189a4,
+# data/challenges/zr2017/entries/track2/{0,1}.yaml
+PUBLISHED = [
+    {"system": "ZeroSpeech 2017 baseline (ZRTools, Jansen and Van Durme)", "ned": 32.42, "coverage": 7.93,
+     "grouping_fscore": 32.22, "type_fscore": 3.91, "token_fscore": 0.72, "boundary_fscore": 6.68},
+    {"system": "ZeroSpeech 2017 topline (adaptor grammar on gold phones)", "ned": 0.0, "coverage": 100.0,
+     "grouping_fscore": 100.0, "type_fscore": 51.1, "token_fscore": 64.7, "boundary_fscore": 88.9},
+]
+DIFFERENCE = ("The data differ: ZeroSpeech 2017's English is 45 hours of read audiobooks by 69 speakers; ours is "
+              "SYNTHETIC speech (Brent's child-directed utterances spoken by espeak-ng and flite voices), a few "
+              "minutes of it, with the synthesizers' own alignments as gold. Lee et al. (2015) report on MIT lectures; "
+              "their figures are not reproduced here (we did not find their table's text to quote). Percent, mean "
+              "± sd over seeds; zerospeech-tde's measures on the training utterances (held-out voices: the same models on "
+              "the test split's first utterances). Lower NED is better.")
+TIDIGITS_NOTE = ("TIDIGITS here is 31 utterances (70 s) of two speakers saying digits, with transcripts but no time "
+                 "alignments, so zerospeech-tde cannot score it. Word detection: for every digit word, the discovered "
+                 "word type whose presence in an utterance best tells the utterances holding the word (F1 over "
+                 "utterances, percent), averaged over the eleven words, against the same with the utterances' type "
+                 "sets shuffled among them.")
+
+
+def brent_corpus(split, limit):
+    """The first ``limit`` trimmed utterances of the synthetic Brent corpus's ``split``, scored by tde."""
+    from .. import speech
+
+    data = speech.load_synthetic_brent(split, limit=limit, progress=False, trim=True)
+    names = list(data.corpus.names)
+    phones, words = {n: data.phones[n] for n in names}, {n: data.words[n] for n in names}
+
+    def score(lexicon, tokens):
+        classes = word_classes(lexicon, names, tokens, data.corpus.first_frames)
+        return term_discovery_scores(classes, phones, words, TDE_MEASURES)
+
+    return {"features": list(data.corpus.features), "score": score,
+            "seconds": sum(f.shape[0] for f in data.corpus.features) * FRAME_SECONDS}
+
+
+def tidigits_corpus(seed):
+    """TIDIGITS's 31 utterances (no time alignments: word-level checks against the transcripts)."""
+    from .units import tidigits_corpus as features_of_tidigits
+
+    data = features_of_tidigits()
+    n_words = sum(len(text.split()) for text in data.transcripts)
+
+    def score(lexicon, tokens):
+        sets = [{token.word for token in utterance} for utterance in tokens]
+        found, chance = word_detection(sets, data.transcripts, np.random.default_rng(seed))
+        return {"word_detection_f1": found, "word_detection_f1_shuffled": chance,
+                "tokens_per_word": sum(len(u) for u in tokens) / n_words}
+
+    return {"features": data.features, "score": score, "seconds": data.seconds}
+
+
+def whole_utterances(units, features, pauses):
+    """Every utterance one token between the pauses at its edges (as `LexiconDiscovery` leaves them out), its
+    class its unit string."""
+    tokens = []
+    segments = units.decode(features)
+    for decoded, (first, string) in zip(segments, spoken(segments, pauses)):
+        string = tuple(string)
+        tokens.append([Token(string, int(decoded.starts[first]), int(decoded.ends[first + len(string) - 1]), string)]
+                      if string else [])
+    return tokens
+
+
+def pass_seconds(model):
+    return float(np.median([record.seconds for record in model.history_]))
+
+
+def scored(corpus, heldout, lexicon, discover):
+    """``corpus``'s scores of the tokens ``discover(features)`` finds, and ``heldout``'s prefixed ``heldout_``."""
+    row = corpus["score"](lexicon, discover(corpus["features"]))
+    if heldout is not None:
+        found = heldout["score"](lexicon, discover(heldout["features"]))
+        row.update({f"heldout_{key}": value for key, value in found.items()})
+    return row
+
+
+def run_seed(train, heldout, algorithm, seed, unit_passes, word_passes, quiet):
+    """The three systems of one learner and seed on one unit layer."""
+    started = time.perf_counter()
+    units = AcousticUnits(algorithm=algorithm, n_iter=unit_passes, presegment=True, random_state=seed)
+    units.fit(train["features"])
+    unit_seconds = time.perf_counter() - started
+    hour = 3600.0 / train["seconds"]
+    pauses = pause_units(units.decode(train["features"]))
+    base = {"algorithm": algorithm, "seed": seed, "unit_seconds": unit_seconds,
+            "unit_pass_seconds": pass_seconds(units), "units_used": int(units.n_units_used_), "pause_units": pauses}
+    whole = type_counts(whole_utterances(units, train["features"], pauses))
+    rows = [{**base, "system": WHOLE, **scored(train, heldout, whole,
+                                               lambda features: whole_utterances(units, features, pauses))}]
+    for system, channel in ((WITH_CHANNEL, True), (WITHOUT_CHANNEL, False)):
+        started = time.perf_counter()
+        model = LexiconDiscovery(channel=channel, algorithm=algorithm, n_iter=word_passes, random_state=seed)
+        model.fit(train["features"], units=units)
+        seconds = time.perf_counter() - started
+        row = {**base, "system": system, "word_seconds": seconds, "word_pass_seconds": pass_seconds(model.words_),
+               "word_types": len(model.lexicon_), **scored(train, heldout, model.lexicon_, model.discover)}
+        row["hour_pass_seconds"] = (row["unit_pass_seconds"] + row["word_pass_seconds"]) * hour
+        rows.append(row)
+        if not quiet:
+            shown = ", ".join(f"{key} {row[key]:.3f}" for key in ("token_fscore", "word_detection_f1") if key in row)
+            print(f"{algorithm} seed {seed} {system}: {shown} ({seconds:.0f} s)", flush=True)
+    return rows
+
+
+def cell(rows, key, scale=100.0, digits=1):
+    values = [r[key] * scale for r in rows if r.get(key) is not None and r[key] == r[key]]
+    if not values:
+        return ""
+    return f"{np.mean(values):.{digits}f}" + (f" ± {np.std(values):.{digits}f}" if len(values) > 1 else "")
+
+
+def table_text(rows, settings):
+    seeds = ", ".join(map(str, settings["seeds"]))
+    brent = settings["corpus"] != "tidigits"
+    columns = BRENT_COLUMNS if brent else TIDIGITS_COLUMNS
+    lines = [f"# Lexicon discovery from {'synthetic speech' if brent else 'TIDIGITS'} ({settings['utterances']} "
+             f"utterances{' of the training voices' if brent else ''}, {settings['audio_seconds']:.0f} s of audio; "
+             f"seeds {seeds})", "", DIFFERENCE if brent else TIDIGITS_NOTE, "",
+             "| system | learner | " + " | ".join(header for _, header, _, _ in columns) + " |",
+             "|---|---|" + "---|" * len(columns)]
+    for system in (WITH_CHANNEL, WITHOUT_CHANNEL, WHOLE):
+        for algorithm in LEARNERS:
+            mine = [r for r in rows if r["system"] == system and r["algorithm"] == algorithm]
+            if mine:
+                cells = [cell(mine, key, scale, digits) for key, _, scale, digits in columns]
+                lines.append(f"| {system} | {algorithm} | " + " | ".join(cells) + " |")
+    if brent:
+        for published in PUBLISHED:
+            lines.append(f"| {published['system']} | | " + " | ".join(
+                f"{published[key]:.1f}" if key in published else "" for key, _, _, _ in columns) + " |")
+    lines += ["", "| learner | unit layer s a pass | word layer s a pass (channel) | a pass over one hour of audio, "
+              "s |", "|---|---|---|---|"]
+    for algorithm in LEARNERS:
+        mine = [r for r in rows if r["system"] == WITH_CHANNEL and r["algorithm"] == algorithm]
+        if mine:
+            lines.append(f"| {algorithm} | {cell(mine, 'unit_pass_seconds', 1)} | {cell(mine, 'word_pass_seconds', 1)} "
+                         f"| {cell(mine, 'hour_pass_seconds', 1)} |")
+    lines += ["", f"Units: {settings['unit_passes']} passes of `AcousticUnits` (presegmented, 3 states, 2 Gaussians); "
+              f"words: {settings['word_passes']} passes (NoisyWords starts from {NoisyWords().init_iter} passes of the "
+              "channel-free grammar). Seconds on a shared 2-core machine; the hour figure scales the median pass of "
+              "each layer by one hour over the audio's length."]
+    return "\n".join(lines) + "\n"
+
+
+def plot(path, rows, settings):
+    keys = (("token_fscore", "token F1"), ("type_fscore", "type F1"), ("ned", "NED (lower is better)")) \
+        if settings["corpus"] != "tidigits" else (("word_detection_f1", "word detection F1"),
+                                                  ("tokens_per_word", "tokens a transcript word"))
+    systems = [(s, a) for s in (WITH_CHANNEL, WITHOUT_CHANNEL, WHOLE) for a in LEARNERS
+               if any(r["system"] == s and r["algorithm"] == a for r in rows)]
+    fig, axes = plt.subplots(1, len(keys), figsize=(4.7 * len(keys), 4))
+    for axis, (key, label) in zip(axes, keys):
+        for i, (system, algorithm) in enumerate(systems):
+            values = [r[key] for r in rows if r["system"] == system and r["algorithm"] == algorithm
+                      and r.get(key) is not None and r[key] == r[key]]
+            axis.scatter([i] * len(values), values, color=f"C{LEARNERS.index(algorithm)}")
+            if values:
+                axis.hlines(np.mean(values), i - 0.3, i + 0.3, color=f"C{LEARNERS.index(algorithm)}")
+        axis.set_xticks(range(len(systems)), [f"{s}\n({a})" for s, a in systems], fontsize=6, rotation=20)
+        axis.set_ylabel(label)
+    axes[0].set_title(f"Lexicon discovery, {settings['corpus']}")
+    fig.tight_layout()
+    save_figure(fig, path, dpi=110)
+    plt.close(fig)
+
+
+def run(out, seeds, corpus="synthetic-brent", n_utterances=UTTERANCES, unit_passes=UNIT_PASSES,
+        word_passes=WORD_PASSES, learners=LEARNERS, quiet=False):
+    """Every system, learner and seed; writes results.json, table.md and uld.png under ``out``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    started = time.perf_counter()
+    for seed in seeds:
+        if corpus == "tidigits":
+            train, heldout = tidigits_corpus(seed), None
+        else:
+            train, heldout = brent_corpus("train", n_utterances), brent_corpus("test", n_utterances)
+        for algorithm in learners:
+            rows += run_seed(train, heldout, algorithm, seed, unit_passes, word_passes, quiet)
+    settings = {"seeds": list(seeds), "corpus": corpus, "utterances": len(train["features"]),
+                "audio_seconds": train["seconds"], "heldout_audio_seconds": heldout and heldout["seconds"],
+                "unit_passes": unit_passes, "word_passes": word_passes, "synthetic_speech": corpus != "tidigits",
+                "seconds": time.perf_counter() - started}
+    publish(out, {"settings": settings, "runs": rows, "published": PUBLISHED if corpus != "tidigits" else []},
+            table_text(rows, settings), "uld.png", lambda path: plot(path, rows, settings), quiet)
+    return rows
+
+
+def run_from_command_line(args):
+    """``cvbayes experiment uld`` (options in `cvbayes.commands.experiment`)."""
+    default = args.out == "docs/results"
+    out = Path(args.out) / "uld" if default else Path(args.out)
+    if args.corpus == "tidigits" and default:
+        out = out / "tidigits"
+    unknown = sorted(set(args.algorithms or LEARNERS) - set(LEARNERS))
+    if unknown:
+        raise ValueError(f"unknown learners {', '.join(unknown)}; choose from {', '.join(LEARNERS)}")
+    run(out, seed_range(args), args.corpus, args.utterances, args.unit_passes, args.passes or WORD_PASSES,
+        tuple(args.algorithms or LEARNERS), quiet=args.quiet)
+
+
+EXPERIMENTS = {NAME: run_from_command_line}

@@ -1,0 +1,273 @@
+"""`LexiconDiscovery`: the words of a spoken corpus, each token with its times and its word type, by the three
+layers of seed 004 (acoustic units, a noisy channel and an adaptor grammar; Lee, O'Donnell and Glass 2015)
+learned one after the other.
+
+The layers
+----------
+1. `AcousticUnits` (Lee and Glass 2012's Dirichlet process of left-to-right HMM units,
+   `cvbayes.models.units`) fitted to the feature frames, with units starting only at spectral-change
+   candidates by default (``presegment``);
+2. every utterance read as its most probable unit string (Viterbi, `AcousticUnits.decode`), a unit written as
+   its number;
+3. the words over those strings:
+
+   * ``channel=True`` (the unigram grammar only): `NoisyWords`, the unigram adaptor grammar whose every word
+     token is realised through a learned edit channel (Lee et al. 2015, §3).  A token's word type is its
+     underlying word (`NoisyWords.decode`), so that tokens read as different unit strings (a unit substituted,
+     inserted or dropped) are one type; a token the base reads better than any cached word is a type of its
+     own unit string.
+   * ``channel=False``: `AdaptorGrammar` (``grammar`` "unigram" or "colloc") on the unit strings; a token's
+     type is its unit string.
+
+``algorithm`` ("vb" or "cvi") is every layer's learner.  This is the *pipeline* of Lee et al. (2015)'s
+comparison, 1-best units into the grammar, with and without the channel: the layers are fitted once each, in
+turn, and the words do not change which units are read.  Their joint model (the grammar over a unit lattice,
+the three layers updated in turn in one objective; issue 31, items 2-3) is not built.
+
+Pauses: the units heard mostly at utterance edges (`pause_units`) are taken for silence, and those at an
+utterance's edges are left out of its words (``trim_pauses``); an utterance of pauses alone has no words.
+
+Times: unit occurrences start and end at frames; a word token spans from its first unit's first frame to its
+last unit's end frame (exclusive), so that the tokens of an utterance tile its frames between the pauses.
+"""
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .adaptor.model import AdaptorGrammar
+from ..metrics.speech import boundary_time
+from .files import read_model, write_model
+from .noisy_words import NoisyWords
+from .units import DEFAULT_UNITS, AcousticUnits
+
+LEARNERS = ("vb", "cvi")
+GRAMMARS = ("unigram", "colloc")
+SAVE_FORMAT = "cvbayes-lexicon-discovery-1"
+PAUSE_SHARE = 0.5
+PAUSE_LEAST = 0.1
+
+
+class Token(NamedTuple):
+    """One discovered word token: its word type (a key of ``lexicon_``: a unit string), its first frame
+    ``start`` and end frame ``stop`` (exclusive), and the units read there."""
+
+    word: tuple
+    start: int
+    stop: int
+    units: tuple
+
+
+class LexiconDiscovery:
+    """Words discovered in speech: acoustic units, then words over them (module notes).
+
+    Parameters
+    ----------
+    grammar : {"unigram", "colloc"}
+        The word layer's adaptor grammar; "colloc" only without the channel.
+    channel : bool
+        Read every word token through a learned edit channel (`NoisyWords`); default True.
+    algorithm : {"vb", "cvi"}
+        Every layer's learner.
+    n_units : int
+        Truncation of the units' Dirichlet process.
+    presegment : bool
+        Units begin only at spectral-change candidates (assumes the first 13 feature dimensions are static
+        cepstra, as the speech front end's are).
+    trim_pauses : bool
+        Leave the pause units at utterance edges out of the words (`pause_units`; module notes).
+    unit_iter, n_iter : int
+        Passes of the unit layer and of the word layer.
+    unit_params, word_params : dict, optional
+        Further constructor arguments of `AcousticUnits` and of the word model (`NoisyWords` or
+        `AdaptorGrammar`).
+    random_state : int
+        Seeds both layers.
+
+    Attributes
+    ----------
+    units_ : the fitted `AcousticUnits`;  words_ : the fitted `NoisyWords` or `AdaptorGrammar`.
+    pause_units_ : list of int, the units taken for pauses at utterance edges (`pause_units`).
+    lexicon_ : dict of word type (tuple of unit numbers as str) to its tokens in the training utterances, most
+        frequent first.
+    """
+
+    def __init__(self, grammar="unigram", channel=True, algorithm="cvi", n_units=DEFAULT_UNITS, presegment=True,
+                 trim_pauses=True, unit_iter=30, n_iter=10, unit_params=None, word_params=None, random_state=0):
+        if grammar not in GRAMMARS:
+            raise ValueError(f"unknown grammar {grammar!r}; choose {' or '.join(GRAMMARS)}")
+        if channel and grammar != "unigram":
+            raise ValueError("the noisy channel is built for the unigram grammar only; use channel=False with "
+                             f"grammar={grammar!r}")
+        if algorithm not in LEARNERS:
+            raise ValueError(f"unknown algorithm {algorithm!r}; choose {' or '.join(LEARNERS)}")
+        self.grammar, self.channel, self.algorithm = grammar, bool(channel), algorithm
+        self.n_units, self.presegment, self.trim_pauses = n_units, bool(presegment), bool(trim_pauses)
+        self.unit_iter, self.n_iter = unit_iter, n_iter
+        self.unit_params, self.word_params = dict(unit_params or {}), dict(word_params or {})
+        self.random_state = random_state
+
+    def get_params(self) -> dict[str, Any]:
+        return {"grammar": self.grammar, "channel": self.channel, "algorithm": self.algorithm,
+                "n_units": self.n_units, "presegment": self.presegment, "trim_pauses": self.trim_pauses,
+                "unit_iter": self.unit_iter,
+                "n_iter": self.n_iter, "unit_params": self.unit_params, "word_params": self.word_params,
+                "random_state": self.random_state}
+
+    def _word_model(self):
+        if self.channel:
+            return NoisyWords(algorithm=self.algorithm, n_iter=self.n_iter, random_state=self.random_state,
+                              **self.word_params)
+        return AdaptorGrammar(self.grammar, algorithm=self.algorithm, n_iter=self.n_iter,
+                              random_state=self.random_state, **self.word_params)
+
+    def fit(self, features, *, units=None, progress=False, checkpoint=None, checkpoint_every=1) -> LexiconDiscovery:
+        """Fit the units to ``features`` (a list of (frames, dimensions) arrays, one an utterance), then the
+        words to their unit strings.  ``units``: a fitted `AcousticUnits` to take as the unit layer instead (to
+        compare word layers on the same units).  ``checkpoint``: each layer saves its run to
+        ``<checkpoint>.units`` and ``<checkpoint>.words`` (`cvbayes.BayesModel.fit`), so the same call resumes
+        where it stopped."""
+        if units is None:
+            units = AcousticUnits(n_units=self.n_units, algorithm=self.algorithm, n_iter=self.unit_iter,
+                                  presegment=self.presegment, random_state=self.random_state, **self.unit_params)
+            units.fit(features, progress=progress, **layer_checkpoint(checkpoint, "units", checkpoint_every))
+        self.units_ = units
+        segments = self.units_.decode(features)
+        self.pause_units_ = pause_units(segments) if self.trim_pauses else []
+        strings = [string for _, string in spoken(segments, self.pause_units_) if string]
+        if not strings:
+            raise ValueError("every utterance decodes to pause units only; no words to learn")
+        self.words_ = self._word_model().fit(strings, progress=progress,
+                                             **layer_checkpoint(checkpoint, "words", checkpoint_every))
+        self.lexicon_ = type_counts(self._tokens(segments))
+        return self
+
+    def discover(self, features) -> list[list[Token]]:
+        """Every utterance's word tokens (frames, types) under the fitted layers."""
+        self._check_fitted()
+        return self._tokens(self.units_.decode(features))
+
+    def _tokens(self, segments):
+        kept = spoken(segments, self.pause_units_)
+        said = [i for i, (_, string) in enumerate(kept) if string]
+        out = [[] for _ in segments]
+        for i, utterance in zip(said, self._words([kept[i][1] for i in said])):
+            decoded, first = segments[i], kept[i][0]
+            out[i] = [Token(word, int(decoded.starts[first + a]), int(decoded.ends[first + b - 1]), surface)
+                      for word, a, b, surface in utterance]
+        return out
+
+    def _words(self, strings):
+        """Each utterance's (type, first unit, end unit, units read) a word; an utterance with a unit the word
+        layer never saw is one word, with a warning (as `AdaptorGrammar.segment` does)."""
+        if not self.channel:
+            out = []
+            for string, words in zip(strings, self.words_.segment(strings)):
+                ends = np.cumsum([len(w) for w in words])
+                out.append([(w, int(b - len(w)), int(b)) + (w,) for w, b in zip(words, ends)])
+            return out
+        known = set(self.words_.symbols_)
+        readable = [i for i, s in enumerate(strings) if known.issuperset(s)]
+        out = [[(tuple(s), 0, len(s), tuple(s))] for s in strings]
+        for i, words in zip(readable, self.words_.decode([strings[i] for i in readable])):
+            out[i] = [(w.underlying or w.surface, w.start, w.stop, w.surface) for w in words]
+        if len(readable) < len(strings):
+            warnings.warn(f"{len(strings) - len(readable)} utterance(s) hold a unit the word layer never saw and "
+                          "are returned as one word", stacklevel=3)
+        return out
+
+    def _check_fitted(self):
+        if not hasattr(self, "words_"):
+            raise RuntimeError("this LexiconDiscovery is not fitted yet; call fit first")
+
+    # -- files ---------------------------------------------------------------------------------------------
+    def save(self, path):
+        """Write both layers and the lexicon to one ``.npz`` file (`cvbayes.models.files`); ``load`` reads it."""
+        self._check_fitted()
+        meta, arrays = {"format": SAVE_FORMAT, "params": self.get_params(), "pause_units": self.pause_units_,
+                        "lexicon": [[list(w), n] for w, n in self.lexicon_.items()]}, {}
+        for part, model in (("units", self.units_), ("words", self.words_)):
+            meta[part], saved = model.archive()
+            arrays.update({f"{part}.{name}": value for name, value in saved.items()})
+        write_model(path, meta, arrays)
+
+    @classmethod
+    def load(cls, path) -> LexiconDiscovery:
+        meta, arrays = read_model(path, SAVE_FORMAT)
+        model = cls(**meta["params"])
+
+        def part(name):
+            return {key[len(name) + 1:]: value for key, value in arrays.items() if key.startswith(name + ".")}
+
+        model.units_ = AcousticUnits.from_archive(meta["units"], part("units"), path)
+        words = NoisyWords if model.channel else AdaptorGrammar
+        model.words_ = words.from_archive(meta["words"], part("words"), path)
+        model.lexicon_ = {tuple(w): n for w, n in meta["lexicon"]}
+        model.pause_units_ = list(meta["pause_units"])
+        return model
+
+
+def layer_checkpoint(checkpoint, layer, every):
+    """`BayesModel.fit`'s checkpoint arguments for one layer: its own file beside ``checkpoint``."""
+    return {} if checkpoint is None else {"checkpoint": f"{checkpoint}.{layer}", "checkpoint_every": every}
+
+
+def unit_string(segments) -> list[str]:
+    """An utterance's decoded units as the word layer's symbols: each unit's number."""
+    return [str(u) for u in segments.units.tolist()]
+
+
+def pause_units(segments, share=PAUSE_SHARE, least=PAUSE_LEAST) -> list[int]:
+    """The units taken for pauses: those of which at least ``share`` of the occurrences begin or end an
+    utterance, and that begin or end at least ``least`` of the utterances (and two).  Utterances cut from
+    speech at pauses begin and end in silence (the synthetic corpus keeps 5 frames of it,
+    `cvbayes.speech.load_corpus`'s trim), which a word would otherwise absorb: gluing a pause to the first or
+    last word makes two types of one word and a token that the evaluators transcribe with a silence.  Several
+    units can share the pauses (one a voice, say), and a unit of speech that often begins utterances is still
+    mostly heard inside them."""
+    edges, total = Counter(), Counter()
+    for decoded in segments:
+        units = decoded.units.tolist()
+        total.update(units)
+        edges.update(units[:1] + units[-1:] if len(units) > 1 else units)
+    return sorted(u for u, n in edges.items() if n >= share * total[u] and n >= max(least * len(segments), 2))
+
+
+def spoken(segments, pauses) -> list[tuple[int, list[str]]]:
+    """Each utterance's (first unit kept, unit string) without the units of ``pauses`` at its edges."""
+    pauses = set(pauses)
+    out = []
+    for decoded in segments:
+        string = unit_string(decoded)
+        first, end = 0, len(string)
+        while first < end and int(string[first]) in pauses:
+            first += 1
+        while end > first and int(string[end - 1]) in pauses:
+            end -= 1
+        out.append((first, string[first:end]))
+    return out
+
+
+def type_counts(tokens) -> dict[tuple, int]:
+    """Word type -> its tokens, most frequent first (ties by the type's units, for a stable order)."""
+    counts = Counter(t.word for utterance in tokens for t in utterance)
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+def word_classes(lexicon, names, tokens, first_frames=None):
+    """{class number: [(utterance, start s, end s)]}: the word types numbered from 1 in ``lexicon``'s order (a
+    type the training utterances did not have numbered after them); a token's times are those of the frame
+    boundaries at its edges (`cvbayes.metrics.speech.boundary_time`), its utterance's frames starting at
+    ``first_frames`` (0 each by default)."""
+    number = {word: k for k, word in enumerate(lexicon, start=1)}
+    classes = {}
+    for i, (name, utterance) in enumerate(zip(names, tokens)):
+        first = 0 if first_frames is None else int(first_frames[i])
+        for token in utterance:
+            k = number.setdefault(token.word, len(number) + 1)
+            start, stop = boundary_time([token.start, token.stop], first_frame=first)
+            classes.setdefault(k, []).append((name, float(start), float(stop)))
+    return dict(sorted(classes.items()))
