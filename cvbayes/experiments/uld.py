@@ -69,8 +69,8 @@ PUBLISHED = [
      "grouping_fscore": 100.0, "type_fscore": 51.1, "token_fscore": 64.7, "boundary_fscore": 88.9},
 ]
 DIFFERENCE = ("The data differ: ZeroSpeech 2017's English is 45 hours of read audiobooks by 69 speakers; ours is "
-              "SYNTHETIC speech (Brent's child-directed utterances spoken by espeak-ng and flite voices), a few "
-              "minutes of it, with the synthesizers' own alignments as gold. Lee et al. (2015) report on MIT lectures; "
+              "SYNTHETIC speech (Brent's child-directed utterances spoken by espeak-ng and flite voices), as much "
+              "as the heading says, with the synthesizers' own alignments as gold. Lee et al. (2015) report on MIT lectures; "
               "their figures are not reproduced here (we did not find their table's text to quote). Percent, mean "
               "± sd over seeds; zerospeech-tde's measures on the training utterances (held-out voices: the same models on "
               "the test split's first utterances). Lower NED is better.")
