@@ -124,23 +124,30 @@ class LexiconDiscovery:
         return AdaptorGrammar(self.grammar, algorithm=self.algorithm, n_iter=self.n_iter,
                               random_state=self.random_state, **self.word_params)
 
-    def fit(self, features, *, units=None, progress=False, checkpoint=None, checkpoint_every=1) -> LexiconDiscovery:
+    def fit(self, features, *, units=None, client=None, n_shards=None, progress=False, checkpoint=None,
+            checkpoint_every=1) -> LexiconDiscovery:
         """Fit the units to ``features`` (a list of (frames, dimensions) arrays, one an utterance), then the
         words to their unit strings.  ``units``: a fitted `AcousticUnits` to take as the unit layer instead (to
-        compare word layers on the same units).  ``checkpoint``: each layer saves its run to
+        compare word layers on the same units).  ``client``, ``n_shards`` (vb only): a dask.distributed.Client
+        on whose workers the unit layer's E-steps run, each on its shard of whole utterances (and the
+        channel-free grammar's; `NoisyWords` runs in this process).  ``checkpoint``: each layer saves its run to
         ``<checkpoint>.units`` and ``<checkpoint>.words`` (`cvbayes.BayesModel.fit`), so the same call resumes
         where it stopped."""
+        if client is not None and self.algorithm != "vb":
+            raise ValueError(f"algorithm {self.algorithm!r} does not run on shards; client= takes vb")
+        sharded = {} if client is None else {"client": client, "n_shards": n_shards}
         if units is None:
             units = AcousticUnits(n_units=self.n_units, algorithm=self.algorithm, n_iter=self.unit_iter,
                                   presegment=self.presegment, random_state=self.random_state, **self.unit_params)
-            units.fit(features, progress=progress, **layer_checkpoint(checkpoint, "units", checkpoint_every))
+            units.fit(features, progress=progress, **sharded,
+                      **layer_checkpoint(checkpoint, "units", checkpoint_every))
         self.units_ = units
         segments = self.units_.decode(features)
         self.pause_units_ = pause_units(segments) if self.trim_pauses else []
         strings = [string for _, string in spoken(segments, self.pause_units_) if string]
         if not strings:
             raise ValueError("every utterance decodes to pause units only; no words to learn")
-        self.words_ = self._word_model().fit(strings, progress=progress,
+        self.words_ = self._word_model().fit(strings, progress=progress, **({} if self.channel else sharded),
                                              **layer_checkpoint(checkpoint, "words", checkpoint_every))
         self.lexicon_ = type_counts(self._tokens(segments))
         return self

@@ -76,3 +76,9 @@ def test_checkpoints_resume_each_layer_and_are_removed(tmp_path, feature_folder,
     json.loads(capsys.readouterr().out)
     assert LexiconDiscovery.load(output).lexicon_ == model.lexicon_
     assert not any(tmp_path.glob("run.ckpt*"))
+
+
+def test_workers_take_vb_only(tmp_path, feature_folder):
+    with pytest.raises(SystemExit, match="--scheduler and --workers take --algorithm vb"):
+        main(["discover", str(feature_folder), "-o", str(tmp_path / "w.npz"), "--workers", "2", "--quiet"])
+    assert not (tmp_path / "w.npz").exists()
