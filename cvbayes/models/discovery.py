@@ -38,8 +38,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .adaptor.model import AdaptorGrammar
 from ..metrics.speech import boundary_time
+from .adaptor.model import AdaptorGrammar
 from .files import read_model, write_model
 from .noisy_words import NoisyWords
 from .units import DEFAULT_UNITS, AcousticUnits
@@ -113,9 +113,8 @@ class LexiconDiscovery:
     def get_params(self) -> dict[str, Any]:
         return {"grammar": self.grammar, "channel": self.channel, "algorithm": self.algorithm,
                 "n_units": self.n_units, "presegment": self.presegment, "trim_pauses": self.trim_pauses,
-                "unit_iter": self.unit_iter,
-                "n_iter": self.n_iter, "unit_params": self.unit_params, "word_params": self.word_params,
-                "random_state": self.random_state}
+                "unit_iter": self.unit_iter, "n_iter": self.n_iter, "unit_params": self.unit_params,
+                "word_params": self.word_params, "random_state": self.random_state}
 
     def _word_model(self):
         if self.channel:
@@ -172,9 +171,9 @@ class LexiconDiscovery:
         layer never saw is one word, with a warning (as `AdaptorGrammar.segment` does)."""
         if not self.channel:
             out = []
-            for string, words in zip(strings, self.words_.segment(strings)):
+            for words in self.words_.segment(strings):
                 ends = np.cumsum([len(w) for w in words])
-                out.append([(w, int(b - len(w)), int(b)) + (w,) for w, b in zip(words, ends)])
+                out.append([(w, int(b) - len(w), int(b), w) for w, b in zip(words, ends)])
             return out
         known = set(self.words_.symbols_)
         readable = [i for i, s in enumerate(strings) if known.issuperset(s)]

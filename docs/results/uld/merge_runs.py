@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from cvbayes.experiments.results import publish
-from cvbayes.experiments.uld import plot, table_text
+from cvbayes.experiments.uld import PUBLISHED, plot, table_text
 
 
 def main(out, *folders):
@@ -19,7 +19,7 @@ def main(out, *folders):
     settings["seconds"] = sum(part["settings"]["seconds"] for part in parts)
     rows = sorted((row for part in parts for row in part["runs"]), key=lambda r: (r["seed"], r["algorithm"]))
     Path(out).mkdir(parents=True, exist_ok=True)
-    publish(out, {"settings": settings, "runs": rows, "published": parts[0]["published"]},
+    publish(out, {"settings": settings, "runs": rows, "published": PUBLISHED},
             table_text(rows, settings), "uld.png", lambda path: plot(path, rows, settings), quiet=False)
 
 
