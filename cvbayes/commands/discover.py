@@ -23,7 +23,8 @@ from ..files import write_text
 from ..metrics.tde import write_classes
 from ..models.discovery import GRAMMARS, LEARNERS, LexiconDiscovery, word_classes
 from ..models.units import DEFAULT_UNITS
-from .options import add_checkpoint_arguments, check_writable, finish_fit, positive_int, remove_checkpoint
+from .options import (add_checkpoint_arguments, add_cluster_arguments, check_writable, cluster_requested, connect,
+                      finish_fit, positive_int, remove_checkpoint)
 from .units import FRAME_SECONDS, add_speech_inputs, read_inputs
 
 EPILOG = """\
@@ -44,6 +45,7 @@ def run_discover(args):
     for path in (args.output, classes_path, lexicon_path):
         check_writable(path)
     quiet = args.quiet or args.json
+    cluster_requested(args, ("vb",), "cvbayes discover")
     model = LexiconDiscovery(grammar=args.grammar, channel=args.channel, algorithm=args.algorithm,
                              n_units=args.units, presegment=args.presegment, unit_iter=args.unit_iterations,
                              n_iter=args.iterations, random_state=args.seed)
@@ -52,7 +54,9 @@ def run_discover(args):
     if short:
         raise ValueError(f"utterance {short[0]} has fewer frames than the 3 states of a unit")
     started = time.perf_counter()
-    model.fit(features, progress=not quiet, checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every)
+    with connect(args.scheduler, args.workers, "cvbayes discover") as client:
+        model.fit(features, client=client, progress=not quiet, checkpoint=args.checkpoint,
+                  checkpoint_every=args.checkpoint_every)
     tokens = model.discover(features)
     seconds = time.perf_counter() - started
     classes = word_classes(model.lexicon_, names, tokens)
@@ -104,5 +108,6 @@ def register(commands):
     parser.add_argument("--json", action="store_true", help="print a machine-readable JSON report")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     add_checkpoint_arguments(parser)
+    add_cluster_arguments(parser, "vb (the unit layer, and the grammar without the channel)")
     parser.set_defaults(handler=run_discover)
     return parser

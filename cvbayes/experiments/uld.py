@@ -19,7 +19,8 @@ utterances (``heldout_`` scores).
 
 Scores: `cvbayes.metrics.tde.term_discovery_scores` (the ``zerospeech-tde`` package): boundary, token and
 type F1, NED, coverage and grouping F1, against the synthesizers' own word and phone alignments.  Beside them:
-the ZeroSpeech 2017 track-2 English baseline (ZRTools) and topline (an adaptor grammar on gold phones) from
+the ZeroSpeech 2017 track-2 English baseline (ZRTools) and topline (Goldwater et al.'s word segmentation on gold
+phones) from
 the challenge's leaderboard archive.  ``--corpus tidigits``: TIDIGITS's 31 utterances of real speech, which have
 transcripts but no time alignments, so tde cannot score them; instead the word detection of the units
 experiment (`cvbayes.experiments.units.word_detection`) with the discovered word types as the labels.
@@ -65,15 +66,15 @@ TIDIGITS_COLUMNS = [("word_detection_f1", "word detection F1", 100, 1),
 PUBLISHED = [
     {"system": "ZeroSpeech 2017 baseline (ZRTools, Jansen and Van Durme)", "ned": 32.42, "coverage": 7.93,
      "grouping_fscore": 32.22, "type_fscore": 3.91, "token_fscore": 0.72, "boundary_fscore": 6.68},
-    {"system": "ZeroSpeech 2017 topline (adaptor grammar on gold phones)", "ned": 0.0, "coverage": 100.0,
-     "grouping_fscore": 100.0, "type_fscore": 51.1, "token_fscore": 64.7, "boundary_fscore": 88.9},
+    {"system": "ZeroSpeech 2017 topline (Goldwater et al.'s word segmentation on gold phones)", "ned": 0.0,
+     "coverage": 100.0, "grouping_fscore": 100.0, "type_fscore": 51.1, "token_fscore": 64.7, "boundary_fscore": 88.9},
 ]
 DIFFERENCE = ("The data differ: ZeroSpeech 2017's English is 45 hours of read audiobooks by 69 speakers; ours is "
-              "SYNTHETIC speech (Brent's child-directed utterances spoken by espeak-ng and flite voices), a few "
-              "minutes of it, with the synthesizers' own alignments as gold. Lee et al. (2015) report on MIT lectures; "
-              "their figures are not reproduced here (we did not find their table's text to quote). Percent, mean "
-              "± sd over seeds; zerospeech-tde's measures on the training utterances (held-out voices: the same models on "
-              "the test split's first utterances). Lower NED is better.")
+              "SYNTHETIC speech (Brent's child-directed utterances spoken by espeak-ng and flite voices), as "
+              "much as the heading says, with the synthesizers' own alignments as gold. Lee et al. (2015) report "
+              "on MIT lectures; their figures are not reproduced here (we did not find their table's text to "
+              "quote). Percent, mean ± sd over seeds; zerospeech-tde's measures on the training utterances "
+              "(held-out voices: the same models on the test split's first utterances). Lower NED is better.")
 TIDIGITS_NOTE = ("TIDIGITS here is 31 utterances (70 s) of two speakers saying digits, with transcripts but no time "
                  "alignments, so zerospeech-tde cannot score it. Word detection: for every digit word, the discovered "
                  "word type whose presence in an utterance best tells the utterances holding the word (F1 over "

@@ -38,8 +38,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .adaptor.model import AdaptorGrammar
 from ..metrics.speech import boundary_time
+from .adaptor.model import AdaptorGrammar
 from .files import read_model, write_model
 from .noisy_words import NoisyWords
 from .units import DEFAULT_UNITS, AcousticUnits
@@ -113,9 +113,8 @@ class LexiconDiscovery:
     def get_params(self) -> dict[str, Any]:
         return {"grammar": self.grammar, "channel": self.channel, "algorithm": self.algorithm,
                 "n_units": self.n_units, "presegment": self.presegment, "trim_pauses": self.trim_pauses,
-                "unit_iter": self.unit_iter,
-                "n_iter": self.n_iter, "unit_params": self.unit_params, "word_params": self.word_params,
-                "random_state": self.random_state}
+                "unit_iter": self.unit_iter, "n_iter": self.n_iter, "unit_params": self.unit_params,
+                "word_params": self.word_params, "random_state": self.random_state}
 
     def _word_model(self):
         if self.channel:
@@ -124,23 +123,30 @@ class LexiconDiscovery:
         return AdaptorGrammar(self.grammar, algorithm=self.algorithm, n_iter=self.n_iter,
                               random_state=self.random_state, **self.word_params)
 
-    def fit(self, features, *, units=None, progress=False, checkpoint=None, checkpoint_every=1) -> LexiconDiscovery:
+    def fit(self, features, *, units=None, client=None, n_shards=None, progress=False, checkpoint=None,
+            checkpoint_every=1) -> LexiconDiscovery:
         """Fit the units to ``features`` (a list of (frames, dimensions) arrays, one an utterance), then the
         words to their unit strings.  ``units``: a fitted `AcousticUnits` to take as the unit layer instead (to
-        compare word layers on the same units).  ``checkpoint``: each layer saves its run to
+        compare word layers on the same units).  ``client``, ``n_shards`` (vb only): a dask.distributed.Client
+        on whose workers the unit layer's E-steps run, each on its shard of whole utterances (and the
+        channel-free grammar's; `NoisyWords` runs in this process).  ``checkpoint``: each layer saves its run to
         ``<checkpoint>.units`` and ``<checkpoint>.words`` (`cvbayes.BayesModel.fit`), so the same call resumes
         where it stopped."""
+        if client is not None and self.algorithm != "vb":
+            raise ValueError(f"algorithm {self.algorithm!r} does not run on shards; client= takes vb")
+        sharded = {} if client is None else {"client": client, "n_shards": n_shards}
         if units is None:
             units = AcousticUnits(n_units=self.n_units, algorithm=self.algorithm, n_iter=self.unit_iter,
                                   presegment=self.presegment, random_state=self.random_state, **self.unit_params)
-            units.fit(features, progress=progress, **layer_checkpoint(checkpoint, "units", checkpoint_every))
+            units.fit(features, progress=progress, **sharded,
+                      **layer_checkpoint(checkpoint, "units", checkpoint_every))
         self.units_ = units
         segments = self.units_.decode(features)
         self.pause_units_ = pause_units(segments) if self.trim_pauses else []
         strings = [string for _, string in spoken(segments, self.pause_units_) if string]
         if not strings:
             raise ValueError("every utterance decodes to pause units only; no words to learn")
-        self.words_ = self._word_model().fit(strings, progress=progress,
+        self.words_ = self._word_model().fit(strings, progress=progress, **({} if self.channel else sharded),
                                              **layer_checkpoint(checkpoint, "words", checkpoint_every))
         self.lexicon_ = type_counts(self._tokens(segments))
         return self
@@ -165,9 +171,9 @@ class LexiconDiscovery:
         layer never saw is one word, with a warning (as `AdaptorGrammar.segment` does)."""
         if not self.channel:
             out = []
-            for string, words in zip(strings, self.words_.segment(strings)):
+            for words in self.words_.segment(strings):
                 ends = np.cumsum([len(w) for w in words])
-                out.append([(w, int(b - len(w)), int(b)) + (w,) for w, b in zip(words, ends)])
+                out.append([(w, int(b) - len(w), int(b), w) for w, b in zip(words, ends)])
             return out
         known = set(self.words_.symbols_)
         readable = [i for i, s in enumerate(strings) if known.issuperset(s)]

@@ -195,3 +195,8 @@ for s in 0 1 2; do
 done
 python docs/results/uld/merge_runs.py docs/results/uld /tmp/uld_s0 /tmp/uld_s1 /tmp/uld_s2
 NUMBA_NUM_THREADS=1 cvbayes experiment uld --corpus tidigits --seeds 3
+# the same at 2,000 utterances, one seed, vb and cvi as two processes (about 20 min each beside a test suite)
+for a in vb cvi; do
+  NUMBA_NUM_THREADS=1 nice -n 5 cvbayes experiment uld --seeds 1 --utterances 2000 --algorithms $a --out /tmp/uld2000_$a
+done
+python docs/results/uld/merge_runs.py docs/results/uld/utterances_2000 /tmp/uld2000_vb /tmp/uld2000_cvi

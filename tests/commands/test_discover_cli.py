@@ -60,3 +60,25 @@ def test_a_broken_input_is_named(tmp_path, feature_folder):
     with pytest.raises(SystemExit, match="bad.npy"):
         main(["discover", str(feature_folder), "-o", str(tmp_path / "w.npz"), "--quiet"])
     assert not (tmp_path / "w.npz").exists()
+
+
+def test_checkpoints_resume_each_layer_and_are_removed(tmp_path, feature_folder, capsys):
+    """A run stopped after the unit layer resumes from its checkpoint and ends as an uninterrupted run; both
+    layers' checkpoints go once the model is written."""
+    checkpoint = tmp_path / "run.ckpt"
+    model = LexiconDiscovery(n_units=6, unit_iter=3, n_iter=2)
+    features = [np.load(path) for path in sorted(feature_folder.glob("*.npy"))]
+    model.fit(features, checkpoint=str(checkpoint))
+    assert (tmp_path / "run.ckpt.units").exists() and (tmp_path / "run.ckpt.words").exists()
+    (tmp_path / "run.ckpt.words").unlink()        # as if stopped before the word layer's first checkpoint
+    output = tmp_path / "words.npz"
+    main(["discover", str(feature_folder), "-o", str(output), *SMALL, "--checkpoint", str(checkpoint)])
+    json.loads(capsys.readouterr().out)
+    assert LexiconDiscovery.load(output).lexicon_ == model.lexicon_
+    assert not any(tmp_path.glob("run.ckpt*"))
+
+
+def test_workers_take_vb_only(tmp_path, feature_folder):
+    with pytest.raises(SystemExit, match="--scheduler and --workers take --algorithm vb"):
+        main(["discover", str(feature_folder), "-o", str(tmp_path / "w.npz"), "--workers", "2", "--quiet"])
+    assert not (tmp_path / "w.npz").exists()

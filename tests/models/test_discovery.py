@@ -89,3 +89,26 @@ def test_bad_settings_are_refused(settings, message):
 def test_unfitted_model_says_so():
     with pytest.raises(RuntimeError, match="not fitted"):
         LexiconDiscovery().discover([np.zeros((5, 3))])
+
+
+@pytest.mark.parametrize("channel", [True, False], ids=["channel", "no channel"])
+def test_vb_on_dask_shards_discovers_as_one_process(features, channel):
+    """The unit layer's E-steps (and the channel-free grammar's) on shards of utterances give the same model."""
+    distributed = pytest.importorskip("distributed")
+
+    def model():
+        return LexiconDiscovery(channel=channel, algorithm="vb", n_units=8, unit_iter=3, n_iter=2,
+                                unit_params={"n_states": 2, "n_components": 1},
+                                word_params={"init_iter": 2} if channel else {}, random_state=1)
+
+    reference = model().fit(features)
+    with distributed.Client(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as client:
+        sharded = model().fit(features, client=client, n_shards=3)
+    np.testing.assert_allclose([r.objective for r in sharded.units_.history_],
+                               [r.objective for r in reference.units_.history_], rtol=1e-10)
+    assert sharded.lexicon_ == reference.lexicon_
+
+
+def test_shards_take_vb_only(features):
+    with pytest.raises(ValueError, match="client= takes vb"):
+        LexiconDiscovery(algorithm="cvi").fit(features, client=object())
