@@ -285,6 +285,20 @@ def segment_types(ids, offsets, word_ids, word_offsets, pi, base, table, phones,
     return found
 
 
+@njit(cache=True)
+def log_evidence_types(ids, offsets, word_ids, word_offsets, pi, base, table, phones, stop, max_insertions,
+                       longest, go_on, end, out):
+    """log Z of every utterance type: the chart of eq. W1 on the span scores of eq. N1 summed over its
+    segmentations, words and edits; -inf for a type without a segmentation."""
+    work, buffers, likelihoods, marginal, scores, outside = _workspace(
+        word_offsets, offsets, phones.shape[0], max_insertions, longest)
+    for i in range(offsets.shape[0] - 1):
+        y = ids[offsets[i]:offsets[i + 1]]
+        _scores(y, word_ids, word_offsets, pi, base, table, phones, stop, max_insertions, longest, work, buffers,
+                likelihoods, marginal, scores)
+        out[i] = word_chart(scores, y.shape[0], go_on, end, outside)
+
+
 def span_offsets(corpus):
     """Where each utterance type's (m + 1)^2 span table starts in one flat array (the E-step's ``base_offsets``)."""
     return np.concatenate([[0], np.cumsum((np.diff(corpus.offsets) + 1) ** 2)]).astype(np.int64)
@@ -812,6 +826,28 @@ class NoisyWords(BayesModel):
         """Each utterance's surface words in its best segmentation under the fitted weights (vb: eq. N1 on q;
         cvi: eq. C1 with no unit left out)."""
         return [[word.surface for word in words] for words in self.decode(utterances)]
+
+    def score_samples(self, utterances) -> np.ndarray:
+        """log p(utterance) of every utterance under the fitted weights (vb: eq. N1 on q; cvi: eq. C1 with no
+        unit left out), summed over its segmentations, words and edits; -inf for one holding a symbol never
+        seen in training (the base gives it no mass) or without a segmentation."""
+        self._check_fitted()
+        utterances = as_utterances(utterances)
+        known = set(self.symbols_)
+        readable = [i for i, u in enumerate(utterances) if known.issuperset(u)]
+        out = np.full(len(utterances), -np.inf)
+        if not readable:
+            return out
+        first, _ = utterance_types([utterances[i] for i in readable])
+        types = [utterances[readable[i]] for i in first]
+        ids, offsets = self._encode(types, self.symbols_)
+        w = self._weights
+        found = np.empty(len(types))
+        log_evidence_types(ids, offsets, w.word_ids, w.word_offsets, np.exp(w.log_pi), float(np.exp(w.log_base)),
+                           w.table, w.phones, w.stop, self.max_insertions, self.longest, w.go_on, w.end, found)
+        by_type = dict(zip(map(tuple, types), found))
+        out[readable] = [by_type[tuple(utterances[i])] for i in readable]
+        return out
 
     def decode(self, utterances) -> list[list[DecodedWord]]:
         """Each utterance's words in its best segmentation (as `segment`), each with its symbols' place in the

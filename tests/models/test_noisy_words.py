@@ -246,3 +246,14 @@ def test_decode_reads_each_word_as_its_likeliest_underlying_word(fitted):
             assert word.surface == tuple(utterance[word.start:word.stop])
             readings.add(word.underlying is None)
     assert False in readings            # some words are read as cached words
+
+
+def test_score_samples_are_the_charts_log_z(fitted):
+    """Each utterance's log p is its chart's log Z: over the training utterances they add up to the E-step's
+    evidence under the same weights; a symbol never seen gives -inf."""
+    model, utterances, _ = fitted
+    evidence, _, _ = run_e_step(model.learner_, model._weights)    # the learner may have moved on since
+    scores = model.score_samples(utterances)
+    assert np.all(np.isfinite(scores)) and scores.sum() == pytest.approx(evidence, rel=1e-10)
+    assert model.score_samples([["a", "z"], utterances[0]])[0] == -np.inf
+    assert model.score_samples([["a", "z"], utterances[0]])[1] == pytest.approx(scores[0], rel=1e-12)
