@@ -183,6 +183,9 @@ NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --grammars colloc-syllable --algo
 # docs/results/wordseg/reference_settings.md): about 550, 500, 370 and 760 CPU s
 sed 's/ ;eword//g' ../shared/data/brent/br-phonemes.txt > /tmp/brent.txt
 NUMBA_NUM_THREADS=1 cvbayes segment /tmp/brent.txt --grammar colloc --algorithm cvi --estimate-hyperparameters --iterations 10 --gold ../shared/data/brent/br-phonemes.txt --json -o /tmp/brent_colloc_b.seg --quiet
+for s in 1 2; do  # seeds 1 and 2 of the same (2026-11-27)
+  NUMBA_NUM_THREADS=1 nice -n 10 cvbayes segment /tmp/brent.txt --grammar colloc --algorithm cvi --estimate-hyperparameters --iterations 10 --seed $s --gold ../shared/data/brent/br-phonemes.txt --json -o /tmp/brent_colloc_b_s$s.seg --quiet
+done
 NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --corpora hkcancor --utterances 2000 --grammars unigram --algorithms cvi --iterations 10 --seeds 1 --estimate-hyperparameters --out /tmp/hk_b
 NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --corpora hkcancor --utterances 2000 --grammars unigram --algorithms cvi --iterations 10 --seeds 1 --discount 0.5 --estimate-hyperparameters --out /tmp/hk_ab
 NUMBA_NUM_THREADS=1 python benchmarks/bench_segment_defaults.py --sentences 500 --algorithms cvi --options="--estimate-hyperparameters"
