@@ -114,11 +114,10 @@ def tidigits_corpus(seed):
     return {"features": data.features, "score": score, "seconds": data.seconds}
 
 
-def whole_utterances(units, features, pauses):
-    """Every utterance one token between the pauses at its edges (as `LexiconDiscovery` leaves them out), its
-    class its unit string."""
+def whole_utterances(segments, pauses):
+    """Every utterance (its decoded units, ``segments``) one token between the pauses at its edges (as
+    `LexiconDiscovery` leaves them out), its class its unit string."""
     tokens = []
-    segments = units.decode(features)
     for decoded, (first, string) in zip(segments, spoken(segments, pauses)):
         string = tuple(string)
         tokens.append([Token(string, int(decoded.starts[first]), int(decoded.ends[first + len(string) - 1]), string)]
@@ -146,12 +145,13 @@ def run_seed(train, heldout, algorithm, seed, unit_passes, word_passes, quiet):
     units.fit(train["features"])
     unit_seconds = time.perf_counter() - started
     hour = 3600.0 / train["seconds"]
-    pauses = pause_units(units.decode(train["features"]))
+    segments = units.decode(train["features"])
+    pauses = pause_units(segments)
     base = {"algorithm": algorithm, "seed": seed, "unit_seconds": unit_seconds,
             "unit_pass_seconds": pass_seconds(units), "units_used": int(units.n_units_used_), "pause_units": pauses}
-    whole = type_counts(whole_utterances(units, train["features"], pauses))
+    whole = type_counts(whole_utterances(segments, pauses))
     rows = [{**base, "system": WHOLE, **scored(train, heldout, whole,
-                                               lambda features: whole_utterances(units, features, pauses))}]
+                                               lambda features: whole_utterances(units.decode(features), pauses))}]
     for system, channel in ((WITH_CHANNEL, True), (WITHOUT_CHANNEL, False)):
         started = time.perf_counter()
         model = LexiconDiscovery(channel=channel, algorithm=algorithm, n_iter=word_passes, random_state=seed)

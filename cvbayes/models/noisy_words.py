@@ -258,11 +258,11 @@ def e_step(ids, offsets, copies, word_ids, word_offsets, pi, base, table, phones
 
 @njit(cache=True)
 def segment_types(ids, offsets, word_ids, word_offsets, pi, base, table, phones, stop, go_on, end, max_insertions,
-                  longest, ends, underlying, end_offsets):
-    """The best segmentation (eq. W1 in max-product on eq. N1) of every utterance: its word ends at
-    ``end_offsets[i]`` of ``ends``, and at the same places of ``underlying`` each word's likeliest reading,
-    the cached word k of largest pi_k p~(y_ab | x_k) or -1 where the base's term of eq. N1 is larger;
-    returns the number of words of each (0: none)."""
+                  longest, ends, underlying):
+    """The best segmentation (eq. W1 in max-product on eq. N1) of every utterance: its word ends from
+    ``offsets[i]`` of ``ends`` (as long as ``ids``: at most a word a symbol), and at the same places of
+    ``underlying`` each word's likeliest reading, the cached word k of largest pi_k p~(y_ab | x_k) or -1 where
+    the base's term of eq. N1 is larger; returns the number of words of each (0: none)."""
     n_types = offsets.shape[0] - 1
     work, buffers, likelihoods, marginal, scores, _ = _workspace(
         word_offsets, offsets, phones.shape[0], max_insertions, longest)
@@ -271,8 +271,8 @@ def segment_types(ids, offsets, word_ids, word_offsets, pi, base, table, phones,
         y = ids[offsets[i]:offsets[i + 1]]
         _scores(y, word_ids, word_offsets, pi, base, table, phones, stop, max_insertions, longest, work, buffers,
                 likelihoods, marginal, scores)
-        first = end_offsets[i]
-        found[i] = best_words(scores, y.shape[0], go_on, end, ends[first:end_offsets[i + 1]])
+        first = offsets[i]
+        found[i] = best_words(scores, y.shape[0], go_on, end, ends[first:offsets[i + 1]])
         a = 0
         for j in range(found[i]):
             b = ends[first + j]
@@ -286,8 +286,8 @@ def segment_types(ids, offsets, word_ids, word_offsets, pi, base, table, phones,
 
 
 @njit(cache=True)
-def log_evidence_types(ids, offsets, word_ids, word_offsets, pi, base, table, phones, stop, max_insertions,
-                       longest, go_on, end, out):
+def log_evidence_types(ids, offsets, word_ids, word_offsets, pi, base, table, phones, stop, go_on, end,
+                       max_insertions, longest, out):
     """log Z of every utterance type: the chart of eq. W1 on the span scores of eq. N1 summed over its
     segmentations, words and edits; -inf for a type without a segmentation."""
     work, buffers, likelihoods, marginal, scores, outside = _workspace(
@@ -827,6 +827,18 @@ class NoisyWords(BayesModel):
         cvi: eq. C1 with no unit left out)."""
         return [[word.surface for word in words] for words in self.decode(utterances)]
 
+    def _types(self, utterances):
+        """(the distinct utterances, their symbol ids laid end to end, offsets) for the chart kernels."""
+        first, _ = utterance_types(utterances)
+        types = [utterances[i] for i in first]
+        return (types, *self._encode(types, self.symbols_))
+
+    def _chart_weights(self):
+        """The fitted weights of eq. N1 (C1) as the chart kernels take them, after the utterances."""
+        w = self._weights
+        return (w.word_ids, w.word_offsets, np.exp(w.log_pi), float(np.exp(w.log_base)), w.table, w.phones, w.stop,
+                w.go_on, w.end, self.max_insertions, self.longest)
+
     def score_samples(self, utterances) -> np.ndarray:
         """log p(utterance) of every utterance under the fitted weights (vb: eq. N1 on q; cvi: eq. C1 with no
         unit left out), summed over its segmentations, words and edits; -inf for one holding a symbol never
@@ -838,13 +850,9 @@ class NoisyWords(BayesModel):
         out = np.full(len(utterances), -np.inf)
         if not readable:
             return out
-        first, _ = utterance_types([utterances[i] for i in readable])
-        types = [utterances[readable[i]] for i in first]
-        ids, offsets = self._encode(types, self.symbols_)
-        w = self._weights
+        types, ids, offsets = self._types([utterances[i] for i in readable])
         found = np.empty(len(types))
-        log_evidence_types(ids, offsets, w.word_ids, w.word_offsets, np.exp(w.log_pi), float(np.exp(w.log_base)),
-                           w.table, w.phones, w.stop, self.max_insertions, self.longest, w.go_on, w.end, found)
+        log_evidence_types(ids, offsets, *self._chart_weights(), found)
         by_type = dict(zip(map(tuple, types), found))
         out[readable] = [by_type[tuple(utterances[i])] for i in readable]
         return out
@@ -856,23 +864,19 @@ class NoisyWords(BayesModel):
         Tokens of one underlying word are one word type heard in different ways."""
         self._check_fitted()
         utterances = as_utterances(utterances)
-        first, _ = utterance_types(utterances)
-        types = [utterances[i] for i in first]
-        ids, offsets = self._encode(types, self.symbols_)
+        types, ids, offsets = self._types(utterances)
         w = self._weights
-        end_offsets = np.concatenate([[0], np.cumsum(np.diff(offsets))]).astype(np.int64)
-        ends = np.zeros(end_offsets[-1], dtype=np.int64)
-        underlying = np.full(end_offsets[-1], -1, dtype=np.int64)
-        found = segment_types(ids, offsets, w.word_ids, w.word_offsets, np.exp(w.log_pi), float(np.exp(w.log_base)),
-                              w.table, w.phones, w.stop, w.go_on, w.end, self.max_insertions, self.longest, ends,
-                              underlying, end_offsets)
+        # an utterance of m symbols has at most m words: its word ends fit in its own symbols' place
+        ends = np.zeros(offsets[-1], dtype=np.int64)
+        underlying = np.full(offsets[-1], -1, dtype=np.int64)
+        found = segment_types(ids, offsets, *self._chart_weights(), ends, underlying)
         lexicon = [tuple(self.symbols_[s] for s in w.word_ids[w.word_offsets[k]:w.word_offsets[k + 1]])
                    for k in range(w.word_offsets.shape[0] - 1)]
         decoded = {}
         for t, utterance in enumerate(types):
             words, start = [], 0
-            for j in range(found[t]) if found[t] else ():
-                stop, k = int(ends[end_offsets[t] + j]), int(underlying[end_offsets[t] + j])
+            for j in range(found[t]):
+                stop, k = int(ends[offsets[t] + j]), int(underlying[offsets[t] + j])
                 words.append(DecodedWord(tuple(utterance[start:stop]), start, stop, None if k < 0 else lexicon[k]))
                 start = stop
             decoded[tuple(utterance)] = words or [DecodedWord(tuple(utterance), 0, len(utterance), None)]
