@@ -385,8 +385,8 @@ EXPERIMENTS = {
         (FIRST_SEED, seeds(3), option("--algorithms", type=comma_list, default=None, help="vb,cvi (default both)"),
          option("--unit-passes", type=positive_int, default=30, help="passes of the unit layer (default 30)"),
          PASSES.but(help="passes of the word layer (default 10)"),
-         option("--joint-rounds", type=count, default=None,
-                help="rounds of the joint system (default LexiconDiscovery's, 3)"),
+         option("--joint-rounds", type=count, default=3,
+                help="rounds of the joint system (default 3; 0 leaves it out)"),
          option("--corpus", choices=("synthetic-brent", "tidigits"), default="synthetic-brent",
                 help="synthetic-brent (default) or tidigits (real speech without time alignments: word detection "
                      "against the transcripts; writes under --out/uld/tidigits)"),

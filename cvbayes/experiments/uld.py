@@ -5,9 +5,9 @@ Systems, for each learner (vb, cvi) and seed, on the first ``--utterances`` trim
 voices (`cvbayes.models.discovery.LexiconDiscovery`, one unit layer shared by the word layers of a seed and
 learner):
 
-* **joint rounds with the channel**: the pipeline with the channel, then ``--joint-rounds`` rounds in which the
-  words' reading of the units re-estimates the unit layer and the words are fitted again
-  (`cvbayes.models.discovery`, Joint rounds);
+* **joint rounds with the channel**: the pipeline with the channel, then ``--joint-rounds`` (3; 0 leaves this
+  system out) rounds in which the words' reading of the units re-estimates the unit layer and the words are
+  fitted again (`cvbayes.models.discovery`, Joint rounds);
 * **pipeline with the channel**: 1-best units into the unigram adaptor grammar through a learned edit channel
   (`cvbayes.NoisyWords`); a token's class is its underlying word;
 * **pipeline without the channel**: 1-best units into the unigram adaptor grammar (`cvbayes.AdaptorGrammar`);
@@ -44,8 +44,7 @@ import numpy as np  # noqa: E402
 
 from ..files import save_figure  # noqa: E402
 from ..metrics.tde import TDE_MEASURES, term_discovery_scores  # noqa: E402
-from ..models.discovery import (JOINT_ROUNDS, LexiconDiscovery, Token, pause_units, spoken, type_counts,  # noqa: E402
-                                word_classes)
+from ..models.discovery import LexiconDiscovery, Token, pause_units, spoken, type_counts, word_classes  # noqa: E402
 from ..models.noisy_words import NoisyWords  # noqa: E402
 from ..models.units import AcousticUnits  # noqa: E402
 from .results import publish, seed_range  # noqa: E402
@@ -55,6 +54,7 @@ NAME = "uld"
 UTTERANCES = 500
 UNIT_PASSES = 30
 WORD_PASSES = 10
+JOINT_ROUNDS = 3
 LEARNERS = ("vb", "cvi")
 JOINT, WITH_CHANNEL, WITHOUT_CHANNEL, WHOLE = ("joint rounds with channel", "pipeline with channel",
                                                "pipeline without channel", "utterances whole")
@@ -158,7 +158,8 @@ def run_seed(train, heldout, algorithm, seed, unit_passes, word_passes, joint_ro
     whole = type_counts(whole_utterances(segments, pauses))
     rows = [{**base, "system": WHOLE, **scored(train, heldout, whole,
                                                lambda features: whole_utterances(units.decode(features), pauses))}]
-    for system, channel, rounds in ((JOINT, True, joint_rounds), (WITH_CHANNEL, True, 0), (WITHOUT_CHANNEL, False, 0)):
+    systems = ((JOINT, True, joint_rounds),) if joint_rounds else ()
+    for system, channel, rounds in systems + ((WITH_CHANNEL, True, 0), (WITHOUT_CHANNEL, False, 0)):
         started = time.perf_counter()
         model = LexiconDiscovery(channel=channel, algorithm=algorithm, joint_rounds=rounds, n_iter=word_passes,
                                  random_state=seed)
@@ -273,8 +274,7 @@ def run_from_command_line(args):
     if unknown:
         raise ValueError(f"unknown learners {', '.join(unknown)}; choose from {', '.join(LEARNERS)}")
     run(out, seed_range(args), args.corpus, args.utterances, args.unit_passes, args.passes or WORD_PASSES,
-        tuple(args.algorithms or LEARNERS), JOINT_ROUNDS if args.joint_rounds is None else args.joint_rounds,
-        quiet=args.quiet)
+        tuple(args.algorithms or LEARNERS), args.joint_rounds, quiet=args.quiet)
 
 
 EXPERIMENTS = {NAME: run_from_command_line}
