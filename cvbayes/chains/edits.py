@@ -32,6 +32,8 @@ import math
 import numpy as np
 from numba import njit
 
+from ..core.units import max_length
+
 DELETE = -1  # the surface position of a deletion (x_i -> eps) in an alignment
 INSERT = -1  # the underlying position of an insertion (eps -> y_j)
 
@@ -293,3 +295,20 @@ def sample_surface(rng, table, x, max_insertions):
         y.append(outcome - 1)
         gap(n_underlying + u)
     return np.array(y, dtype=np.int64), np.array(rows, dtype=np.int64).reshape(-1, 2)
+
+
+def best_alignments(x_ids, x_offsets, y_ids, y_offsets, n_underlying, table, max_insertions):
+    """`edit_viterbi` of every pair laid end to end (pair p: x_ids[x_offsets[p]:x_offsets[p + 1]], y likewise)
+    under the (2U + 1, B + 1) ``table``: per pair an (edits, 2) int array of rows (i, j) in the generative
+    order, (i, DELETE) for a deletion of x_i and (INSERT, j) for an insertion of y_j."""
+    longest_x, longest_y = max_length(x_offsets), max_length(y_offsets)
+    w = np.empty((2 * longest_x + 1, longest_y + 1))
+    alignment = np.empty((longest_x + longest_y, 2), dtype=np.int64)
+    out = []
+    for p in range(x_offsets.shape[0] - 1):
+        x = x_ids[x_offsets[p]:x_offsets[p + 1]]
+        y = y_ids[y_offsets[p]:y_offsets[p + 1]]
+        fill_weights(x, y, n_underlying, table, w)
+        _, count = edit_viterbi(w, x.shape[0], y.shape[0], max_insertions, alignment)
+        out.append(alignment[:count].copy())
+    return out

@@ -1,8 +1,8 @@
 """``cvbayes discover``: discover the words of a spoken corpus, with their times and their lexicon.
 
 ``cvbayes discover AUDIO_DIR_OR_LIST -o model.npz`` fits `cvbayes.models.discovery.LexiconDiscovery`
-(acoustic units, then the unigram adaptor grammar through a noisy channel, or the grammar alone) and writes
-three files:
+(acoustic units, then the unigram adaptor grammar through a noisy channel with ``--joint-rounds`` rounds in which
+the words re-estimate the units, or the grammar alone) and writes three files:
 
 * the model (``-o``, ``.npz``);
 * the discovered word tokens in the ZeroSpeech class format (``--classes``; ``<model>.classes`` by default):
@@ -21,10 +21,10 @@ from pathlib import Path
 
 from ..files import write_text
 from ..metrics.tde import write_classes
-from ..models.discovery import GRAMMARS, LEARNERS, LexiconDiscovery, word_classes
+from ..models.discovery import GRAMMARS, JOINT_ROUNDS, LEARNERS, LexiconDiscovery, word_classes
 from ..models.units import DEFAULT_UNITS
 from .options import (add_checkpoint_arguments, add_cluster_arguments, check_writable, cluster_requested, connect,
-                      finish_fit, positive_int, remove_checkpoint)
+                      count, finish_fit, positive_int, remove_checkpoint)
 from .units import FRAME_SECONDS, add_speech_inputs, read_inputs
 
 EPILOG = """\
@@ -47,8 +47,8 @@ def run_discover(args):
     quiet = args.quiet or args.json
     cluster_requested(args, ("vb",), "cvbayes discover")
     model = LexiconDiscovery(grammar=args.grammar, channel=args.channel, algorithm=args.algorithm,
-                             n_units=args.units, presegment=args.presegment, unit_iter=args.unit_iterations,
-                             n_iter=args.iterations, random_state=args.seed)
+                             n_units=args.units, presegment=args.presegment, joint_rounds=args.joint_rounds,
+                             unit_iter=args.unit_iterations, n_iter=args.iterations, random_state=args.seed)
     names, features = read_inputs(args.inputs, quiet)
     short = [name for name, frames in zip(names, features) if frames.shape[0] < 3]
     if short:
@@ -70,7 +70,7 @@ def run_discover(args):
               "word_tokens": sum(len(t) for t in tokens), "seconds": round(seconds, 3),
               "model": args.output, "classes": classes_path, "lexicon": lexicon_path}
     removed = []
-    for part in ("units", "words"):  # the model is safely written
+    for part in model.checkpoint_parts():  # the model is safely written
         remove_checkpoint(None if args.checkpoint is None else f"{args.checkpoint}.{part}", {}, removed)
     words = "unigram grammar through the noisy channel" if args.channel else f"{args.grammar} grammar"
     finish_fit(args, report, removed,
@@ -86,7 +86,8 @@ def register(commands):
         "discover", help="lexicon discovery from speech: acoustic units, then words over them",
         description="Discover the words of a spoken corpus: acoustic units (Lee and Glass 2012), then the unigram "
                     "adaptor grammar through a learned noisy channel over their 1-best strings (Lee, O'Donnell and "
-                    "Glass 2015, as a pipeline), or the grammar alone. Writes the model, the word tokens in the "
+                    "Glass 2015), then joint rounds in which the words' reading of the units re-estimates them; or "
+                    "the grammar alone. Writes the model, the word tokens in the "
                     "ZeroSpeech class format and the lexicon.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_speech_inputs(parser)
@@ -97,6 +98,9 @@ def register(commands):
     parser.add_argument("--no-channel", dest="channel", action="store_false",
                         help="no noisy channel: the grammar reads the unit strings as they are")
     parser.add_argument("--algorithm", choices=LEARNERS, default="cvi", help="every layer's learner (default cvi)")
+    parser.add_argument("--joint-rounds", type=count, default=JOINT_ROUNDS,
+                        help=f"with the channel: rounds in which the words' reading of the units re-estimates them and "
+                             f"the words are fitted again (default {JOINT_ROUNDS}; 0: the pipeline)")
     parser.add_argument("--units", type=positive_int, default=DEFAULT_UNITS,
                         help=f"truncation of the units' Dirichlet process (default {DEFAULT_UNITS})")
     parser.add_argument("--unit-iterations", type=positive_int, default=30, help="passes of the unit layer (30)")

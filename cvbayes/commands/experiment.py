@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import NamedTuple
 
-from .options import emit, hmm_algorithms, positive_int
+from .options import count, emit, hmm_algorithms, positive_int
 
 
 class Option(NamedTuple):
@@ -372,17 +372,21 @@ EXPERIMENTS = {
                 help="brent only: scales the true channel's deletion, substitution and insertion rates (default "
                      "1; at most 3.57)"))),
     "uld": Experiment(
-        "uld", "lexicon discovery from speech: units, then words with and without a noisy channel (issue 31)",
+        "uld", "lexicon discovery from speech: units, then words with and without a noisy channel, and joint rounds "
+        "(issue 31)",
         "cvbayes.models.discovery.LexiconDiscovery on the synthetic Brent corpus ('cvbayes data fetch "
         "synthetic-brent'; its first trimmed utterances of the training voices, the same models reading the held-out "
-        "voices): 1-best acoustic units into the unigram adaptor grammar with a learned edit channel (NoisyWords) "
-        "and without it, and every utterance whole, by vb and cvi; zerospeech-tde's token, type and boundary F1, NED, "
+        "voices): 1-best acoustic units into the unigram adaptor grammar with a learned edit channel (NoisyWords), "
+        "the same followed by joint rounds in which the words re-estimate the units, the grammar without the channel, "
+        "and every utterance whole, by vb and cvi; zerospeech-tde's token, type and boundary F1, NED, "
         "coverage and grouping beside the ZeroSpeech 2017 baseline and topline; seconds a pass over an hour of "
         "audio; writes under --out/uld. With --corpus tidigits: word detection of the discovered types against the "
         "transcripts.",
         (FIRST_SEED, seeds(3), option("--algorithms", type=comma_list, default=None, help="vb,cvi (default both)"),
          option("--unit-passes", type=positive_int, default=30, help="passes of the unit layer (default 30)"),
          PASSES.but(help="passes of the word layer (default 10)"),
+         option("--joint-rounds", type=count, default=3,
+                help="rounds of the joint system (default 3; 0 leaves it out)"),
          option("--corpus", choices=("synthetic-brent", "tidigits"), default="synthetic-brent",
                 help="synthetic-brent (default) or tidigits (real speech without time alignments: word detection "
                      "against the transcripts; writes under --out/uld/tidigits)"),

@@ -5,6 +5,9 @@ Systems, for each learner (vb, cvi) and seed, on the first ``--utterances`` trim
 voices (`cvbayes.models.discovery.LexiconDiscovery`, one unit layer shared by the word layers of a seed and
 learner):
 
+* **joint rounds with the channel**: the pipeline with the channel, then ``--joint-rounds`` (3; 0 leaves this
+  system out) rounds in which the words' reading of the units re-estimates the unit layer and the words are
+  fitted again (`cvbayes.models.discovery`, Joint rounds);
 * **pipeline with the channel**: 1-best units into the unigram adaptor grammar through a learned edit channel
   (`cvbayes.NoisyWords`); a token's class is its underlying word;
 * **pipeline without the channel**: 1-best units into the unigram adaptor grammar (`cvbayes.AdaptorGrammar`);
@@ -13,9 +16,9 @@ learner):
 
 Every system leaves the pause units at utterance edges out of its tokens (`cvbayes.models.discovery.pause_units`).
 
-Lee, O'Donnell and Glass (2015)'s joint model, which the issue compares these pipelines with, is not built
-(`cvbayes.models.discovery`).  The same fitted models also read the held-out voices' first ``--utterances``
-utterances (``heldout_`` scores).
+The joint rounds are a hard-reading (Viterbi-style) form of Lee, O'Donnell and Glass (2015)'s joint learning,
+not their joint model over a unit lattice (`cvbayes.models.discovery`).  The same fitted models also read the
+held-out voices' first ``--utterances`` utterances (``heldout_`` scores).
 
 Scores: `cvbayes.metrics.tde.term_discovery_scores` (the ``zerospeech-tde`` package): boundary, token and
 type F1, NED, coverage and grouping F1, against the synthesizers' own word and phone alignments.  Beside them:
@@ -51,8 +54,11 @@ NAME = "uld"
 UTTERANCES = 500
 UNIT_PASSES = 30
 WORD_PASSES = 10
+JOINT_ROUNDS = 3
 LEARNERS = ("vb", "cvi")
-WITH_CHANNEL, WITHOUT_CHANNEL, WHOLE = ("pipeline with channel", "pipeline without channel", "utterances whole")
+JOINT, WITH_CHANNEL, WITHOUT_CHANNEL, WHOLE = ("joint rounds with channel", "pipeline with channel",
+                                               "pipeline without channel", "utterances whole")
+SYSTEMS = (JOINT, WITH_CHANNEL, WITHOUT_CHANNEL, WHOLE)
 FRAME_SECONDS = 0.01
 BRENT_COLUMNS = [(key, header, 100, 1) for key, header in (
     ("token_fscore", "token F1"), ("type_fscore", "type F1"), ("boundary_fscore", "boundary F1"), ("ned", "NED"),
@@ -138,8 +144,8 @@ def scored(corpus, heldout, lexicon, discover):
     return row
 
 
-def run_seed(train, heldout, algorithm, seed, unit_passes, word_passes, quiet):
-    """The three systems of one learner and seed on one unit layer."""
+def run_seed(train, heldout, algorithm, seed, unit_passes, word_passes, joint_rounds, quiet):
+    """The four systems of one learner and seed on one unit layer."""
     started = time.perf_counter()
     units = AcousticUnits(algorithm=algorithm, n_iter=unit_passes, presegment=True, random_state=seed)
     units.fit(train["features"])
@@ -152,9 +158,11 @@ def run_seed(train, heldout, algorithm, seed, unit_passes, word_passes, quiet):
     whole = type_counts(whole_utterances(segments, pauses))
     rows = [{**base, "system": WHOLE, **scored(train, heldout, whole,
                                                lambda features: whole_utterances(units.decode(features), pauses))}]
-    for system, channel in ((WITH_CHANNEL, True), (WITHOUT_CHANNEL, False)):
+    systems = ((JOINT, True, joint_rounds),) if joint_rounds else ()
+    for system, channel, rounds in systems + ((WITH_CHANNEL, True, 0), (WITHOUT_CHANNEL, False, 0)):
         started = time.perf_counter()
-        model = LexiconDiscovery(channel=channel, algorithm=algorithm, n_iter=word_passes, random_state=seed)
+        model = LexiconDiscovery(channel=channel, algorithm=algorithm, joint_rounds=rounds, n_iter=word_passes,
+                                 random_state=seed)
         model.fit(train["features"], units=units)
         seconds = time.perf_counter() - started
         row = {**base, "system": system, "word_seconds": seconds, "word_pass_seconds": pass_seconds(model.words_),
@@ -183,7 +191,7 @@ def table_text(rows, settings):
              f"seeds {seeds})", "", DIFFERENCE if brent else TIDIGITS_NOTE, "",
              "| system | learner | " + " | ".join(header for _, header, _, _ in columns) + " |",
              "|---|---|" + "---|" * len(columns)]
-    for system in (WITH_CHANNEL, WITHOUT_CHANNEL, WHOLE):
+    for system in SYSTEMS:
         for algorithm in LEARNERS:
             mine = [r for r in rows if r["system"] == system and r["algorithm"] == algorithm]
             if mine:
@@ -194,12 +202,15 @@ def table_text(rows, settings):
             lines.append(f"| {published['system']} | | " + " | ".join(
                 f"{published[key]:.1f}" if key in published else "" for key, _, _, _ in columns) + " |")
     lines += ["", "| learner | unit layer s a pass | word layer s a pass (channel) | a pass over one hour of audio, "
-              "s |", "|---|---|---|---|"]
+              f"s | word layers, pipeline, s | word layers with {settings['joint_rounds']} joint rounds, s |",
+              "|---|---|---|---|---|---|"]
     for algorithm in LEARNERS:
         mine = [r for r in rows if r["system"] == WITH_CHANNEL and r["algorithm"] == algorithm]
+        joint = [r for r in rows if r["system"] == JOINT and r["algorithm"] == algorithm]
         if mine:
             lines.append(f"| {algorithm} | {cell(mine, 'unit_pass_seconds', 1)} | {cell(mine, 'word_pass_seconds', 1)} "
-                         f"| {cell(mine, 'hour_pass_seconds', 1)} |")
+                         f"| {cell(mine, 'hour_pass_seconds', 1)} | {cell(mine, 'word_seconds', 1, 0)} | "
+                         f"{cell(joint, 'word_seconds', 1, 0)} |")
     lines += ["", f"Units: {settings['unit_passes']} passes of `AcousticUnits` (presegmented, 3 states, 2 Gaussians); "
               f"words: {settings['word_passes']} passes (NoisyWords starts from {NoisyWords().init_iter} passes of the "
               "channel-free grammar). Seconds on a shared 2-core machine; the hour figure scales the median pass of "
@@ -211,7 +222,7 @@ def plot(path, rows, settings):
     keys = (("token_fscore", "token F1"), ("type_fscore", "type F1"), ("ned", "NED (lower is better)")) \
         if settings["corpus"] != "tidigits" else (("word_detection_f1", "word detection F1"),
                                                   ("tokens_per_word", "tokens a transcript word"))
-    systems = [(s, a) for s in (WITH_CHANNEL, WITHOUT_CHANNEL, WHOLE) for a in LEARNERS
+    systems = [(s, a) for s in SYSTEMS for a in LEARNERS
                if any(r["system"] == s and r["algorithm"] == a for r in rows)]
     fig, axes = plt.subplots(1, len(keys), figsize=(4.7 * len(keys), 4))
     for axis, (key, label) in zip(axes, keys):
@@ -230,7 +241,7 @@ def plot(path, rows, settings):
 
 
 def run(out, seeds, corpus="synthetic-brent", n_utterances=UTTERANCES, unit_passes=UNIT_PASSES,
-        word_passes=WORD_PASSES, learners=LEARNERS, quiet=False):
+        word_passes=WORD_PASSES, learners=LEARNERS, joint_rounds=JOINT_ROUNDS, quiet=False):
     """Every system, learner and seed; writes results.json, table.md and uld.png under ``out``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -242,10 +253,11 @@ def run(out, seeds, corpus="synthetic-brent", n_utterances=UTTERANCES, unit_pass
         else:
             train, heldout = brent_corpus("train", n_utterances), brent_corpus("test", n_utterances)
         for algorithm in learners:
-            rows += run_seed(train, heldout, algorithm, seed, unit_passes, word_passes, quiet)
+            rows += run_seed(train, heldout, algorithm, seed, unit_passes, word_passes, joint_rounds, quiet)
     settings = {"seeds": list(seeds), "corpus": corpus, "utterances": len(train["features"]),
                 "audio_seconds": train["seconds"], "heldout_audio_seconds": heldout and heldout["seconds"],
-                "unit_passes": unit_passes, "word_passes": word_passes, "synthetic_speech": corpus != "tidigits",
+                "unit_passes": unit_passes, "word_passes": word_passes, "joint_rounds": joint_rounds,
+                "synthetic_speech": corpus != "tidigits",
                 "seconds": time.perf_counter() - started}
     publish(out, {"settings": settings, "runs": rows, "published": PUBLISHED if corpus != "tidigits" else []},
             table_text(rows, settings), "uld.png", lambda path: plot(path, rows, settings), quiet)
@@ -262,7 +274,7 @@ def run_from_command_line(args):
     if unknown:
         raise ValueError(f"unknown learners {', '.join(unknown)}; choose from {', '.join(LEARNERS)}")
     run(out, seed_range(args), args.corpus, args.utterances, args.unit_passes, args.passes or WORD_PASSES,
-        tuple(args.algorithms or LEARNERS), quiet=args.quiet)
+        tuple(args.algorithms or LEARNERS), args.joint_rounds, quiet=args.quiet)
 
 
 EXPERIMENTS = {NAME: run_from_command_line}

@@ -30,10 +30,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..chains.edits import DELETE, INSERT, edit_viterbi, fill_weights
+from ..chains.edits import DELETE, INSERT, best_alignments
 from ..core import rules
 from ..core.rules import MAP, MEAN, VB, check_prior
-from ..core.units import max_length
 from ..schedules import Algorithm, batch, leave_one_out
 from . import channel_kernels as kernels
 from .base import BayesModel
@@ -221,18 +220,8 @@ class EditChannel(BayesModel):
         of x_i and (INSERT, j) for an insertion of y_j."""
         self._check_fitted()
         data = self._layout(pairs, *self._alphabets)
-        table = self._tables()
-        longest_x, longest_y = max_length(data.x_offsets), max_length(data.y_offsets)
-        w = np.empty((2 * longest_x + 1, longest_y + 1))
-        alignment = np.empty((longest_x + longest_y, 2), dtype=np.int64)
-        out = []
-        for p in range(data.n_pairs):
-            x = data.x_ids[data.x_offsets[p]:data.x_offsets[p + 1]]
-            y = data.y_ids[data.y_offsets[p]:data.y_offsets[p + 1]]
-            fill_weights(x, y, data.n_underlying, table, w)
-            _, count = edit_viterbi(w, x.shape[0], y.shape[0], self.max_insertions, alignment)
-            out.append(alignment[:count].copy())
-        return out
+        return best_alignments(data.x_ids, data.x_offsets, data.y_ids, data.y_offsets, data.n_underlying,
+                               self._tables(), self.max_insertions)
 
 
 def start_table(data, noise):

@@ -107,7 +107,7 @@ import numpy as np
 from numba import njit
 
 from ..chains.edit_spans import base_buffers, base_span_counts, base_span_marginals, word_span_likelihoods, word_span_work
-from ..chains.edits import edit_posteriors, fill_weights, lattice_buffers, scatter_counts
+from ..chains.edits import best_alignments, edit_posteriors, fill_weights, lattice_buffers, scatter_counts
 from ..core import rules
 from ..core.restaurants import py_table_count
 from ..core.rules import MEAN, VB, check_prior
@@ -856,6 +856,17 @@ class NoisyWords(BayesModel):
         by_type = dict(zip(map(tuple, types), found))
         out[readable] = [by_type[tuple(utterances[i])] for i in readable]
         return out
+
+    def align(self, pairs) -> list[np.ndarray]:
+        """The most probable edit sequence of every (underlying word, surface string) pair under the fitted
+        channel (eq. N1's p~, C1's p_bar; `chains.edits.edit_viterbi`), as `EditChannel.align` gives it: per
+        pair an (edits, 2) int array of rows (i, j), (i, DELETE) for a deletion of x_i, (INSERT, j) for an
+        insertion of y_j."""
+        self._check_fitted()
+        pairs = list(pairs)
+        underlying = self._encode([x for x, _ in pairs], self.symbols_)
+        surface = self._encode([y for _, y in pairs], self.symbols_)
+        return best_alignments(*underlying, *surface, len(self.symbols_), self._weights.table, self.max_insertions)
 
     def decode(self, utterances) -> list[list[DecodedWord]]:
         """Each utterance's words in its best segmentation (as `segment`), each with its symbols' place in the

@@ -100,7 +100,8 @@ from .base import BayesModel
 from .hdp import effective_states
 
 from .units_structures import (BatchUnits, CollapsedUnits, SampledUnits, Segments, StochasticUnits, UnitCounts,
-                               UnitTables, Utterances, chain_chunks, presegmented, unit_expectations)
+                               UnitTables, Utterances, chain_chunks, presegmented, reading_frames,
+                               unit_expectations)
 
 # the frames k-means sees for the start (a uniform sample of them)
 START_FRAMES = 10_000
@@ -409,6 +410,19 @@ class AcousticUnits(BayesModel):
             ends = np.append(first[1:], b - a)
             out.append(Segments(states[a + first] // self.n_states, first, ends))
         return out
+
+    def fit_reading(self, X: Any, readings: list[Segments], lengths: ArrayLike | None = None) -> AcousticUnits:
+        """Re-estimate the units from a reading of every utterance (one `Segments` each, as `decode` gives:
+        the units and the frames of every occurrence), the states and mixture components within each
+        occurrence left latent: the fitted statistics become the expected statistics of one E-step under the
+        posterior-mean tables with every path off the reading given probability zero (an EM step of the
+        units given the reading; `LexiconDiscovery`'s joint rounds read the words' underlying units)."""
+        data = self._data(X, lengths, training=False)
+        starts, frame_units = reading_frames(readings, data.offsets, self.n_units)
+        counts, _ = unit_expectations(self.family, self.n_states, self._fitted_tables(),
+                                      Utterances(data.corpus, starts), frame_units)
+        self._set_fitted(counts)
+        return self
 
     def predict(self, X: Any, lengths: ArrayLike | None = None) -> list[np.ndarray] | np.ndarray:
         """The unit of every frame on the Viterbi path: a list of arrays for a list, else one array."""

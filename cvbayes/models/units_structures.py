@@ -102,15 +102,39 @@ def presegmented(corpus, presegment):
     return np.concatenate([spectral_change_starts(frames) for frames in corpus])
 
 
+def reading_frames(readings, offsets, n_units):
+    """(starts (N,) bool, frame_units (N,)) of a reading of every utterance (one `Segments` each, laid over
+    the frames ``offsets``): where its unit occurrences begin and the unit of every frame.  A ValueError
+    names the first utterance whose occurrences do not tile its frames or read a unit beyond ``n_units``."""
+    if len(readings) != offsets.shape[0] - 1:
+        raise ValueError(f"{len(readings)} readings for {offsets.shape[0] - 1} utterances")
+    starts = np.zeros(offsets[-1], dtype=np.bool_)
+    frame_units = np.empty(offsets[-1], dtype=np.int64)
+    for i, reading in enumerate(readings):
+        n_frames = offsets[i + 1] - offsets[i]
+        begins, ends, units = (np.asarray(part, dtype=np.int64) for part in (reading.starts, reading.ends,
+                                                                              reading.units))
+        if (units.size == 0 or begins[0] != 0 or ends[-1] != n_frames or np.any(begins[1:] != ends[:-1])
+                or np.any(ends <= begins)):
+            raise ValueError(f"utterance {i}: the reading's unit occurrences do not tile its {n_frames} frames")
+        bad = units[(units < 0) | (units >= n_units)]
+        if bad.size:
+            raise ValueError(f"utterance {i}: the reading has unit {int(bad[0])}, outside units 0..{n_units - 1}")
+        starts[offsets[i] + begins] = True
+        frame_units[offsets[i]:offsets[i + 1]] = np.repeat(units, ends - begins)
+    return starts, frame_units
+
+
 def chain_chunks(offsets, log_lik):
     """Thread chunks of utterances for the chain kernels over the emission rows ``log_lik`` (T, U S)."""
     return equal_token_chunks(offsets, CHAIN_STEPS * log_lik.shape[1])
 
 
-def unit_posteriors(family, n_states, tables, data):
+def unit_posteriors(family, n_states, tables, data, frame_units=None):
     """Forward-backward of every utterance of ``data`` under ``tables``, block by block of whole
     utterances: yields (a, b, frames x, marginals (T, U S), E[n_u] (b - a, U), component posteriors
-    q(z_t = c, m_t = m) (T, U S M), log Z (b - a,)).
+    q(z_t = c, m_t = m) (T, U S M), log Z (b - a,)).  ``frame_units`` (N,), optional: the unit every frame
+    must be in (a reading's, `reading_frames`); the other units' emissions are zero there.
 
     Raises
     ------
@@ -125,6 +149,9 @@ def unit_posteriors(family, n_states, tables, data):
         unit_counts = np.zeros((b - a, n_units))
         log_z = np.empty(b - a)
         log_lik, posterior = family.emission_rows(tables.emission, x)
+        if frame_units is not None:
+            outside = np.arange(log_lik.shape[1])[None, :] // n_states != frame_units[begin:end, None]
+            log_lik[outside] = -np.inf
         marginals = np.empty_like(log_lik)
         batch_unit_posteriors(*tables[:3], data.log_start[begin:end], log_lik, offsets, n_states,
                               chain_chunks(offsets, log_lik), marginals, unit_counts, log_z)
@@ -143,15 +170,17 @@ def transition_counts(occupancy, unit_counts, n_states):
     return np.stack([np.maximum(occupancy - leaves, 0.0), leaves], axis=-1)
 
 
-def unit_expectations(family, n_states, tables, data):
+def unit_expectations(family, n_states, tables, data, frame_units=None):
     """The E-step: (UnitCounts summed over utterances, log Z of every utterance) (eq. 3.13-3.17 on
-    the chain of units); a pure function of the tables and the data, so that shards add up."""
+    the chain of units); a pure function of the tables and the data, so that shards add up.
+    ``frame_units``: as `unit_posteriors`."""
     n_units = tables.log_entry.shape[0]
     units = np.zeros(n_units)
     occupancy = np.zeros(tables.log_stay.shape[0])
     stats = np.zeros((family.n_stats(), occupancy.shape[0] * family.n_components))
     log_z = np.empty(data.n_utterances)
-    for a, b, x, marginals, unit_counts, posterior, block_log_z in unit_posteriors(family, n_states, tables, data):
+    for a, b, x, marginals, unit_counts, posterior, block_log_z in unit_posteriors(family, n_states, tables, data,
+                                                                                   frame_units):
         units += unit_counts.sum(axis=0)
         occupancy += marginals.sum(axis=0)
         stats += quadratic_features(x).T @ posterior

@@ -63,16 +63,19 @@ def test_a_broken_input_is_named(tmp_path, feature_folder):
 
 
 def test_checkpoints_resume_each_layer_and_are_removed(tmp_path, feature_folder, capsys):
-    """A run stopped after the unit layer resumes from its checkpoint and ends as an uninterrupted run; both
-    layers' checkpoints go once the model is written."""
+    """A run stopped after the unit layer resumes from its checkpoint and ends as an uninterrupted run; every
+    layer's checkpoint (a joint round's words included) goes once the model is written."""
     checkpoint = tmp_path / "run.ckpt"
-    model = LexiconDiscovery(n_units=6, unit_iter=3, n_iter=2)
+    model = LexiconDiscovery(n_units=6, unit_iter=3, n_iter=2, joint_rounds=1)
     features = [np.load(path) for path in sorted(feature_folder.glob("*.npy"))]
     model.fit(features, checkpoint=str(checkpoint))
-    assert (tmp_path / "run.ckpt.units").exists() and (tmp_path / "run.ckpt.words").exists()
-    (tmp_path / "run.ckpt.words").unlink()        # as if stopped before the word layer's first checkpoint
+    assert sorted(path.name for path in tmp_path.glob("run.ckpt*")) == ["run.ckpt.units", "run.ckpt.words",
+                                                                         "run.ckpt.words1"]
+    for part in ("words", "words1"):             # as if stopped before the word layers' first checkpoints
+        (tmp_path / f"run.ckpt.{part}").unlink()
     output = tmp_path / "words.npz"
-    main(["discover", str(feature_folder), "-o", str(output), *SMALL, "--checkpoint", str(checkpoint)])
+    main(["discover", str(feature_folder), "-o", str(output), *SMALL, "--joint-rounds", "1",
+          "--checkpoint", str(checkpoint)])
     json.loads(capsys.readouterr().out)
     assert LexiconDiscovery.load(output).lexicon_ == model.lexicon_
     assert not any(tmp_path.glob("run.ckpt*"))

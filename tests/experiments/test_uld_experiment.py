@@ -1,5 +1,5 @@
-"""The `cvbayes experiment uld` driver on a tiny planted corpus: every system of a learner and seed shares one
-unit layer, is scored on the training and held-out utterances, and the table and plot are written."""
+"""The `cvbayes experiment uld` driver on a tiny planted corpus: every system of a learner and seed (the joint rounds
+included) starts from one unit layer, is scored on the training and held-out utterances, and the table and plot are written."""
 import json
 
 import pytest
@@ -20,15 +20,17 @@ def corpus(seed):
 @pytest.mark.filterwarnings("ignore::UserWarning")    # held-out units the word layer never saw: one word
 def test_driver_scores_every_system_and_writes_results(tmp_path, monkeypatch):
     monkeypatch.setattr(uld, "brent_corpus", lambda split, limit: corpus(1 if split == "train" else 2))
-    rows = uld.run(tmp_path, [0], n_utterances=10, unit_passes=2, word_passes=2, learners=("cvi",), quiet=True)
-    assert [row["system"] for row in rows] == [uld.WHOLE, uld.WITH_CHANNEL, uld.WITHOUT_CHANNEL]
-    assert len({row["unit_pass_seconds"] for row in rows}) == 1          # one unit layer for the three
+    rows = uld.run(tmp_path, [0], n_utterances=10, unit_passes=2, word_passes=2, learners=("cvi",), joint_rounds=1,
+                   quiet=True)
+    assert [row["system"] for row in rows] == [uld.WHOLE, uld.JOINT, uld.WITH_CHANNEL, uld.WITHOUT_CHANNEL]
+    assert len({row["unit_pass_seconds"] for row in rows}) == 1          # one unit layer for the four
     for row in rows:
         assert row["token_fscore"] > 0 and "heldout_token_fscore" in row
     assert all(row["hour_pass_seconds"] > 0 for row in rows[1:])
     saved = json.loads((tmp_path / "results.json").read_text())
-    assert saved["settings"]["seeds"] == [0] and len(saved["runs"]) == 3
+    assert saved["settings"]["seeds"] == [0] and saved["settings"]["joint_rounds"] == 1 and len(saved["runs"]) == 4
     table = (tmp_path / "table.md").read_text()
     assert "ZeroSpeech 2017 topline" in table and "| pipeline with channel | cvi |" in table
+    assert "| joint rounds with channel | cvi |" in table
     assert (tmp_path / "uld.png").stat().st_size > 0
     assert 0 < rows[0]["token_fscore"] <= 10 / 100.0       # the whole utterances: one token each at most

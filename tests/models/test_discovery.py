@@ -3,6 +3,7 @@ lexicon, a model saved and loaded discovers the same, and word classes carry the
 import numpy as np
 import pytest
 
+from cvbayes import AcousticUnits
 from cvbayes.metrics.speech import boundary_time
 from cvbayes.models.discovery import LexiconDiscovery, Token, pause_units, spoken, type_counts, word_classes
 from cvbayes.synthetic import sample_acoustic_units
@@ -43,6 +44,42 @@ def test_tokens_tile_the_frames_and_make_the_lexicon(fitted, features):
     assert list(fitted.lexicon_.values()) == sorted(fitted.lexicon_.values(), reverse=True)
 
 
+def test_the_lexical_reading_rewrites_units_as_the_underlying_words(fitted, features):
+    """Joint rounds, step 1: the reading keeps every occurrence's frames, and a unit it rewrites lies inside a
+    word token whose underlying word has that unit (the channel's substitution, read back)."""
+    if not fitted.channel:
+        with pytest.raises(ValueError, match="channel"):
+            LexiconDiscovery(channel=False, joint_rounds=1)
+        return
+    segments = fitted.units_.decode(features)
+    tokens = fitted.discover(features)
+    rewritten = 0
+    for decoded, read, utterance in zip(segments, fitted._lexical_reading(segments), tokens):
+        np.testing.assert_array_equal(read.starts, decoded.starts)
+        np.testing.assert_array_equal(read.ends, decoded.ends)
+        for p in np.flatnonzero(read.units != decoded.units):
+            token, = [t for t in utterance if t.start <= decoded.starts[p] < t.stop]
+            assert str(read.units[p]) in token.word and token.word != token.units
+            rewritten += 1
+    assert rewritten > 0
+
+
+def test_joint_rounds_leave_a_given_unit_layer_alone(features):
+    """The rounds re-estimate a copy of the unit layer passed in; without rounds it is the model's own."""
+    units = AcousticUnits(n_units=8, n_states=2, n_components=1, n_iter=4, random_state=1).fit(features)
+    before = [block.copy() for block in units.counts_]
+
+    def discovery(rounds):
+        return LexiconDiscovery(joint_rounds=rounds, n_iter=2, word_params={"init_iter": 2}, random_state=1)
+
+    joint = discovery(1).fit(features, units=units)
+    for block, kept in zip(units.counts_, before):
+        np.testing.assert_array_equal(block, kept)
+    assert joint.units_ is not units and not np.array_equal(joint.units_.counts_.stats, before[2])
+    assert discovery(0).fit(features, units=units).units_ is units
+    assert joint.checkpoint_parts() == ["units", "words", "words1"]
+
+
 def test_pauses_are_the_units_heard_mostly_at_utterance_edges():
     class Decoded:
         def __init__(self, units):
@@ -79,7 +116,8 @@ def test_word_classes_number_types_by_the_lexicon_and_time_tokens_at_frame_bound
 
 @pytest.mark.parametrize("settings,message", [
     ({"grammar": "colloc"}, "unigram grammar only"), ({"grammar": "trigram"}, "unknown grammar"),
-    ({"algorithm": "gibbs"}, "unknown algorithm"),
+    ({"algorithm": "gibbs"}, "unknown algorithm"), ({"joint_rounds": -1}, "joint_rounds must be"),
+    ({"joint_rounds": 1.5}, "joint_rounds must be"),
 ])
 def test_bad_settings_are_refused(settings, message):
     with pytest.raises(ValueError, match=message):

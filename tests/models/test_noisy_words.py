@@ -3,10 +3,11 @@ decreases while the grammaton is fixed, and it segments a tiny noisy corpus."""
 import numpy as np
 import pytest
 
-from cvbayes.chains.edits import sample_surface
+from cvbayes.chains.edits import fill_weights, sample_surface
 from cvbayes.core.rules import VB
 from cvbayes.metrics.segmentation import segmentation_scores
 from cvbayes.models.noisy_words import SLIVER, CollapsedNoisyWords, NoisyWords, _scores, _workspace, e_step
+from tests.chains.test_edits import brute
 
 SYMBOLS = "abc"
 WORDS = ["ab", "ba", "abc", "cc"]
@@ -257,3 +258,18 @@ def test_score_samples_are_the_charts_log_z(fitted):
     assert np.all(np.isfinite(scores)) and scores.sum() == pytest.approx(evidence, rel=1e-10)
     assert model.score_samples([["a", "z"], utterances[0]])[0] == -np.inf
     assert model.score_samples([["a", "z"], utterances[0]])[1] == pytest.approx(scores[0], rel=1e-12)
+
+
+def test_align_is_the_channels_best_edit_sequence(fitted):
+    """`align` of (underlying word, surface string) pairs: the best of every edit sequence enumerated under the
+    fitted channel table (`tests.chains.test_edits.brute`)."""
+    model, _, _ = fitted
+    pairs = [(("a", "b"), ("a", "b")), (("a", "b", "c"), ("a", "c")), (("c", "c"), ("c", "a", "c")),
+             (("b", "a"), ("c",))]
+    index = {s: i for i, s in enumerate(model.symbols_)}
+    for (x, y), rows in zip(pairs, model.align(pairs)):
+        x_ids, y_ids = (np.array([index[s] for s in side], dtype=np.int64) for side in (x, y))
+        w = np.empty((2 * len(x) + 1, len(y) + 1))
+        fill_weights(x_ids, y_ids, len(model.symbols_), model._weights.table, w)
+        np.testing.assert_array_equal(rows, brute(w, len(x), len(y), model.max_insertions)[3])
+    assert model.align([]) == []

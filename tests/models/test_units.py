@@ -17,7 +17,7 @@ from cvbayes.core import rules
 from cvbayes.families.gaussian import GaussianMixture, quadratic_features
 from cvbayes.models.hdp import Sticks
 from cvbayes.models.units import ALGORITHMS
-from cvbayes.models.units_structures import UnitCounts, Utterances, unit_expectations
+from cvbayes.models.units_structures import Segments, UnitCounts, Utterances, unit_expectations
 from cvbayes.models.units_kernels import update_utterance
 from cvbayes.speech import spectral_change_starts
 from cvbayes.synthetic import sample_acoustic_units
@@ -283,6 +283,52 @@ def test_gibbs_samples_the_exact_posterior(n_states, n_components, lengths):
         assert 0.5 * np.abs(frequency - p).sum() < 3 * noise
     np.testing.assert_allclose(frame_marginals(configurations, frequency, n_states, n_components),
                                frame_marginals(configurations, p, n_states, n_components), atol=0.05)
+
+
+def test_fit_reading_is_the_posterior_given_the_reading():
+    """`fit_reading`'s statistics against enumeration: every path of each utterance under the fitted
+    posterior-mean tables, kept where its unit starts and frames' units are the reading's, renormalised; the
+    expected unit occurrences, state occupancies and first-order statistics of the frames."""
+    rng = np.random.default_rng(5)
+    utterances = [rng.normal(size=(5, 1)), rng.normal(size=(4, 1)) + 1.0]
+    model = AcousticUnits(n_units=3, n_states=2, n_components=1, algorithm="vb", n_iter=2, random_state=0)
+    model.fit(utterances)
+    tables = model._fitted_tables()
+    readings = [Segments(np.array([2, 0]), np.array([0, 2]), np.array([2, 5])),
+                Segments(np.array([1]), np.array([0]), np.array([4]))]
+    units, occupancy, sums = np.zeros(3), np.zeros(6), np.zeros(6)
+    for x, reading in zip(utterances, readings):
+        log_lik, _ = model.family.emission_rows(tables.emission, x)
+        frame_units = np.repeat(reading.units, reading.ends - reading.starts)
+        starts = np.isin(np.arange(x.shape[0]), reading.starts)
+        kept = [(np.array(states), p) for states, begins, p in
+                unit_paths(*(np.exp(table) for table in tables[:3]), np.exp(log_lik), 2)
+                if np.array_equal(begins, starts) and np.array_equal(np.array(states) // 2, frame_units)]
+        assert len(kept) > 1   # the states within an occurrence are still latent
+        total = sum(p for _, p in kept)
+        for states, p in kept:
+            units += p / total * np.bincount(states[starts] // 2, minlength=3)
+            occupancy += p / total * np.bincount(states, minlength=6)
+            sums += p / total * np.bincount(states, weights=x[:, 0], minlength=6)
+    model.fit_reading(utterances, readings)
+    np.testing.assert_allclose(model.counts_.units, units, atol=1e-10)
+    np.testing.assert_allclose(model.counts_.trans.sum(axis=1), occupancy, atol=1e-10)
+    np.testing.assert_allclose(model.counts_.stats[0], occupancy, atol=1e-10)
+    np.testing.assert_allclose(model.counts_.stats[1], sums, atol=1e-10)
+
+
+@pytest.mark.parametrize("reading,message", [
+    (Segments(np.array([0, 1]), np.array([0, 3]), np.array([2, 5])), "do not tile its 5 frames"),
+    (Segments(np.array([0]), np.array([0]), np.array([4])), "do not tile its 5 frames"),
+    (Segments(np.array([0, 7]), np.array([0, 2]), np.array([2, 5])), "unit 7, outside units 0..5"),
+])
+def test_bad_readings_are_refused(utterances, reading, message):
+    model = small("vb", n_iter=1).fit(utterances)
+    good = model.decode(utterances)
+    with pytest.raises(ValueError, match=f"utterance 1: .*{message}"):
+        model.fit_reading([utterances[0], utterances[1][:5]], [good[0], reading])
+    with pytest.raises(ValueError, match="1 readings for 2 utterances"):
+        model.fit_reading(utterances[:2], good[:1])
 
 
 # -- files, checkpoints, shards, bad input --------------------------------------------------------------------
