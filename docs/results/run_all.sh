@@ -189,17 +189,18 @@ done
 NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --corpora hkcancor --utterances 2000 --grammars unigram --algorithms cvi --iterations 10 --seeds 1 --estimate-hyperparameters --out /tmp/hk_b
 NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --corpora hkcancor --utterances 2000 --grammars unigram --algorithms cvi --iterations 10 --seeds 1 --discount 0.5 --estimate-hyperparameters --out /tmp/hk_ab
 NUMBA_NUM_THREADS=1 python benchmarks/bench_segment_defaults.py --sentences 500 --algorithms cvi --options="--estimate-hyperparameters"
-# Lexicon discovery from speech (issue 31): units, then words with and without the noisy channel, vb and cvi,
-# scored by zerospeech-tde on the synthetic Brent corpus (`cvbayes data fetch synthetic-brent`), and word
-# detection on TIDIGITS; each seed ran as its own process (about 8 CPU min a seed) and the runs were joined with
-# docs/results/uld/merge_runs.py
+# Lexicon discovery from speech (issue 31): units, then words with and without the noisy channel and with three
+# joint rounds, vb and cvi, scored by zerospeech-tde on the synthetic Brent corpus (`cvbayes data fetch
+# synthetic-brent`), and word detection on TIDIGITS; each seed ran as its own process (24 min wall a seed, three
+# seeds and a probe sharing the two cores) and the runs were joined with docs/results/uld/merge_runs.py
 for s in 0 1 2; do
   NUMBA_NUM_THREADS=1 nice -n 5 cvbayes experiment uld --seed $s --seeds 1 --out /tmp/uld_s$s
 done
 python docs/results/uld/merge_runs.py docs/results/uld /tmp/uld_s0 /tmp/uld_s1 /tmp/uld_s2
 NUMBA_NUM_THREADS=1 cvbayes experiment uld --corpus tidigits --seeds 3
-# the same at 2,000 utterances, one seed, vb and cvi as two processes (about 20 min each beside a test suite)
+# the same at 2,000 utterances, one seed, vb and cvi as two processes (about 20 min each beside a test suite),
+# made before the joint system existed
 for a in vb cvi; do
-  NUMBA_NUM_THREADS=1 nice -n 5 cvbayes experiment uld --seeds 1 --utterances 2000 --algorithms $a --out /tmp/uld2000_$a
+  NUMBA_NUM_THREADS=1 nice -n 5 cvbayes experiment uld --seeds 1 --utterances 2000 --algorithms $a --joint-rounds 0 --out /tmp/uld2000_$a
 done
 python docs/results/uld/merge_runs.py docs/results/uld/utterances_2000 /tmp/uld2000_vb /tmp/uld2000_cvi
