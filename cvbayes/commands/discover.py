@@ -66,6 +66,7 @@ def run_discover(args):
     n_frames = sum(frames.shape[0] for frames in features)
     report = {"utterances": len(features), "audio_seconds": round(n_frames * FRAME_SECONDS, 2),
               "algorithm": args.algorithm, "grammar": args.grammar, "channel": args.channel,
+              "joint_rounds": args.joint_rounds,
               "units_used": int(model.units_.n_units_used_), "word_types": len(model.lexicon_),
               "word_tokens": sum(len(t) for t in tokens), "seconds": round(seconds, 3),
               "model": args.output, "classes": classes_path, "lexicon": lexicon_path}
@@ -73,6 +74,8 @@ def run_discover(args):
     for part in model.checkpoint_parts():  # the model is safely written
         remove_checkpoint(None if args.checkpoint is None else f"{args.checkpoint}.{part}", {}, removed)
     words = "unigram grammar through the noisy channel" if args.channel else f"{args.grammar} grammar"
+    if args.joint_rounds:
+        words += f", {args.joint_rounds} joint round{'s' if args.joint_rounds > 1 else ''}"
     finish_fit(args, report, removed,
                f"{report['utterances']} utterances ({report['audio_seconds']} s of audio): {report['units_used']} "
                f"units, {report['word_tokens']} word tokens of {report['word_types']} types ({args.algorithm}, "

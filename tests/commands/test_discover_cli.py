@@ -76,7 +76,7 @@ def test_checkpoints_resume_each_layer_and_are_removed(tmp_path, feature_folder,
     output = tmp_path / "words.npz"
     main(["discover", str(feature_folder), "-o", str(output), *SMALL, "--joint-rounds", "1",
           "--checkpoint", str(checkpoint)])
-    json.loads(capsys.readouterr().out)
+    assert json.loads(capsys.readouterr().out)["joint_rounds"] == 1
     assert LexiconDiscovery.load(output).lexicon_ == model.lexicon_
     assert not any(tmp_path.glob("run.ckpt*"))
 
