@@ -179,6 +179,16 @@ NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --corpora hkcancor --utterances 2
 NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --corpora hkcancor --utterances 2000 --grammars unigram --algorithms cvi --iterations 10 --seed 1 --seeds 1 --append
 NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --grammars colloc-syllable --algorithms cvi --iterations 6 --seed 1 --seeds 1 --corpora brent --append
 NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --grammars colloc-syllable --algorithms cvi --iterations 6 --seed 1 --seeds 1 --corpora brent --discount 0.5 --estimate-hyperparameters --append
+# The cvi rows of Buckeye's first 500 utterances and HKCanCor's colloc rows (issue 29; nothing tuned on either;
+# `cvbayes data fetch buckeye` and `cvbayes data fetch hkcancor` first). Buckeye at the defaults was stopped after
+# colloc for the machine's time (1,889 CPU s, 1,019 MiB for unigram and colloc) and its colloc-syllable ran alone,
+# 3 passes (719 CPU s, 1,404 MiB); with a = 0.5, 3 passes, not 10 (1,383 CPU s, 1,422 MiB for the three grammars).
+# HKCanCor colloc: 616 CPU s, 752 MiB (vb and cvi) and 564 CPU s, 647 MiB (a = 0.5)
+NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment wordseg --corpora buckeye --utterances 500 --grammars unigram,colloc,colloc-syllable --algorithms cvi --iterations 10 --seeds 1 --append
+NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment wordseg --corpora buckeye --utterances 500 --grammars unigram,colloc,colloc-syllable --algorithms cvi --iterations 3 --seeds 1 --discount 0.5 --estimate-hyperparameters --append
+NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment wordseg --corpora buckeye --utterances 500 --grammars colloc-syllable --algorithms cvi --iterations 3 --seeds 1 --append
+NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment wordseg --corpora hkcancor --utterances 2000 --grammars colloc --algorithms vb,cvi --iterations 10 --seeds 1 --append
+NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment wordseg --corpora hkcancor --utterances 2000 --grammars colloc --algorithms cvi --iterations 10 --seeds 1 --discount 0.5 --estimate-hyperparameters --append
 # b learned with a = 0 (--estimate-hyperparameters alone) under py-cfg's prior, for cvi's default (issue 29;
 # docs/results/wordseg/reference_settings.md): about 550, 500, 370 and 760 CPU s
 sed 's/ ;eword//g' ../shared/data/brent/br-phonemes.txt > /tmp/brent.txt
