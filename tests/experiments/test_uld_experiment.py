@@ -1,5 +1,6 @@
-"""The `cvbayes experiment uld` driver on a tiny planted corpus: every system of a learner and seed (the joint rounds
-included) starts from one unit layer, is scored on the training and held-out utterances, and the table and plot are written."""
+"""The `cvbayes experiment uld` driver on a tiny planted corpus: every system of a learner and seed (the joint
+rounds included) starts from one unit layer, is scored on the training and held-out utterances, and the table and
+plot are written."""
 import json
 
 import pytest

@@ -1,5 +1,6 @@
 """LexiconDiscovery (models/discovery.py): the word tokens tile every utterance's frames, their types make the
-lexicon, a model saved and loaded discovers the same, and word classes carry the frame-boundary times."""
+lexicon, the joint rounds' reading rewrites only units the channel substituted, a model saved and loaded discovers
+the same, and word classes carry the frame-boundary times."""
 import numpy as np
 import pytest
 
