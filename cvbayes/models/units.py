@@ -225,8 +225,14 @@ class AcousticUnits(BayesModel):
 
     # -- the model's parts: data, start, tables, expectations, estimates ------------------------------
     def _data(self, X, lengths, training):
-        """How data become units: the utterances, checked (finite frames, D as fitted, at least S frames
-        an utterance: a unit needs one a state)."""
+        """How data become units: the utterances, checked (`_corpus`), with the pre-segmentation's candidate
+        unit starts."""
+        corpus = self._corpus(X, lengths, training)
+        return Utterances(corpus, presegmented(corpus, self.presegment))
+
+    def _corpus(self, X, lengths, training):
+        """The utterances as a `Corpus`, checked (finite frames, D as fitted, at least S frames an utterance: a
+        unit needs one a state)."""
         if not training:
             self._check_fitted()
         corpus = as_corpus(X, lengths)
@@ -243,7 +249,7 @@ class AcousticUnits(BayesModel):
             i = int(short[0])
             raise ValueError(f"utterance {i} has {corpus.lengths[i]} frames, fewer than the {self.n_states} states "
                              f"of a unit (each state takes at least one frame)")
-        return Utterances(corpus, presegmented(corpus, self.presegment))
+        return corpus
 
     def _start(self, data, rng):
         """How to start: the point parameters whose E-step every learner begins with: component means
@@ -417,10 +423,11 @@ class AcousticUnits(BayesModel):
         occurrence left latent: the fitted statistics become the expected statistics of one E-step under the
         posterior-mean tables with every path off the reading given probability zero (an EM step of the
         units given the reading; `LexiconDiscovery`'s joint rounds read the words' underlying units)."""
-        data = self._data(X, lengths, training=False)
-        starts, frame_units = reading_frames(readings, data.offsets, self.n_units)
-        counts, _ = unit_expectations(self.family, self.n_states, self._fitted_tables(),
-                                      Utterances(data.corpus, starts), frame_units)
+        # the reading's boundaries take the place of the pre-segmentation's candidates
+        corpus = self._corpus(X, lengths, training=False)
+        starts, frame_units = reading_frames(readings, corpus.offsets, self.n_units)
+        counts, _ = unit_expectations(self.family, self.n_states, self._fitted_tables(), Utterances(corpus, starts),
+                                      frame_units)
         self._set_fitted(counts)
         return self
 
