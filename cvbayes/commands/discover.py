@@ -115,6 +115,6 @@ def register(commands):
     parser.add_argument("--json", action="store_true", help="print a machine-readable JSON report")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     add_checkpoint_arguments(parser)
-    add_cluster_arguments(parser, "vb (the unit layer, and the grammar without the channel)")
+    add_cluster_arguments(parser, "vb (every layer's E-steps)")
     parser.set_defaults(handler=run_discover)
     return parser

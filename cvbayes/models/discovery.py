@@ -166,8 +166,9 @@ class LexiconDiscovery:
         """Fit the units to ``features`` (a list of (frames, dimensions) arrays, one an utterance), then the
         words to their unit strings.  ``units``: a fitted `AcousticUnits` to take as the unit layer instead (to
         compare word layers on the same units).  ``client``, ``n_shards`` (vb only): a dask.distributed.Client
-        on whose workers the unit layer's E-steps run, each on its shard of whole utterances (and the
-        channel-free grammar's; `NoisyWords` runs in this process).  ``checkpoint``: each layer saves its run to
+        on whose workers every layer's E-steps run, each on its shard: the unit layer's on whole utterances, the
+        word layer's (`NoisyWords`, or the channel-free grammar) on whole unit strings (utterance types); the
+        updates of q run in this process.  ``checkpoint``: each layer saves its run to
         ``<checkpoint>.units``, ``<checkpoint>.words`` and one file a joint round (`checkpoint_parts`;
         `cvbayes.BayesModel.fit`), so the same call resumes where it stopped: a finished round's words are fitted
         again (the rounds are deterministic), the interrupted one resumes."""
@@ -204,8 +205,7 @@ class LexiconDiscovery:
         strings = [string for _, string in spoken(segments, self.pause_units_) if string]
         if not strings:
             raise ValueError("every utterance decodes to pause units only; no words to learn")
-        self.words_ = self._word_model().fit(strings, progress=progress, **({} if self.channel else sharded),
-                                             **checkpointing)
+        self.words_ = self._word_model().fit(strings, progress=progress, **sharded, **checkpointing)
         return segments
 
     def _lexical_reading(self, segments):

@@ -119,11 +119,14 @@ from .adaptor.spans import best_words, word_chart
 from .adaptor.vb import py_stick_kl, py_sticks
 from .base import BayesModel
 from .channel import channel_tables
+from .shards import Sharding
 
 __all__ = ["NoisyWords", "first_channel"]
 
 ALGORITHMS = {"vb": Algorithm(batch, VB, "utterance type", "Cohen, Blei and Smith 2010 with the edit channel"),
               "cvi": Algorithm(leave_one_out, MEAN, "utterance type", "thesis eq. 3.44-3.50 and 5.30-5.35 on eq. N1")}
+# what fit(client=...) runs (cvbayes.models.noisy_words_shards)
+SHARDED_ALGORITHMS = ("vb",)
 OBJECTIVES = {"vb": "evidence lower bound: sum log Z of the span chart (eq. N1) minus KL(q(v)), KL(q(theta)) "
                     "and KL(q(rho))",
               "cvi": "sum over utterance types (times their copies) of log Z of the span chart under the other "
@@ -131,7 +134,8 @@ OBJECTIVES = {"vb": "evidence lower bound: sum log Z of the span chart (eq. N1) 
 
 
 class Corpus(NamedTuple):
-    """Distinct utterances as symbol ids (flat, with offsets), their copies, and the alphabet."""
+    """Distinct utterances as symbol ids (flat, with offsets), their copies, and the alphabet; fit's shard
+    options."""
 
     utterances: list
     symbols: list
@@ -139,6 +143,7 @@ class Corpus(NamedTuple):
     offsets: np.ndarray
     copies: np.ndarray
     first: np.ndarray
+    sharding: Sharding = Sharding()
 
 
 class DecodedWord(NamedTuple):
@@ -299,9 +304,67 @@ def log_evidence_types(ids, offsets, word_ids, word_offsets, pi, base, table, ph
         out[i] = word_chart(scores, y.shape[0], go_on, end, outside)
 
 
-def span_offsets(corpus):
+def span_offsets(offsets):
     """Where each utterance type's (m + 1)^2 span table starts in one flat array (the E-step's ``base_offsets``)."""
-    return np.concatenate([[0], np.cumsum((np.diff(corpus.offsets) + 1) ** 2)]).astype(np.int64)
+    return np.concatenate([[0], np.cumsum((np.diff(offsets) + 1) ** 2)]).astype(np.int64)
+
+
+# a base-served span weighing less than this is not credited to the lexicon (VB's refresh, CVI's units)
+SLIVER = 1e-9
+
+
+class ServedWords(dict):
+    """Surface strings (tuples of symbol ids) read as underlying words (module notes: the identity reading) ->
+    the base-served mass O pi~_0 M of their spans; ``+`` adds two up string by string (the shards' sums),
+    the strings in order of first appearance."""
+
+    def __add__(self, other):
+        total = ServedWords(self)
+        for word, mass in other.items():
+            total[word] = total.get(word, 0.0) + mass
+        return total
+
+
+def served_words(ids, offsets, base_served, base_offsets):
+    """The `ServedWords` of the utterance types at ``offsets`` from their base-served spans (``base_served`` as
+    `e_step` writes it), those above SLIVER."""
+    out = ServedWords()
+    for i in range(offsets.shape[0] - 1):
+        m = offsets[i + 1] - offsets[i]
+        served = base_served[base_offsets[i]:base_offsets[i + 1]].reshape(m + 1, m + 1)
+        y = ids[offsets[i]:offsets[i + 1]]
+        for a, b in zip(*np.nonzero(served > SLIVER)):
+            word = tuple(y[a:b].tolist())
+            out[word] = out.get(word, 0.0) + served[a, b]
+    return out
+
+
+class Statistics(NamedTuple):
+    """VB's E-step (module notes, VB) summed over utterance types: the expected edit counts (2U + 1, U + 1),
+    the grammaton's expected customers (K,), the base-served words (`ServedWords`) and the expected words."""
+
+    edits: np.ndarray
+    customers: np.ndarray
+    served: ServedWords
+    words: float
+
+
+def expected_types(weights, ids, offsets, copies, first, max_insertions, longest, prune):
+    """VB's E-step (`e_step`: eq. W1's chart on the span scores of eq. N1, its outside weights eq. W2) over the
+    utterance types at ``offsets`` with their ``copies`` under the chart's ``weights``: (`Statistics`, sum of
+    copies * log Z).  ValueError naming the training utterance (``first``: each type's first) of a type
+    without a segmentation."""
+    base_offsets = span_offsets(offsets)
+    edits = np.zeros_like(weights.table)
+    customers = np.zeros(weights.log_pi.shape[0])
+    base_served = np.zeros(base_offsets[-1])
+    evidence, words, bad = e_step(
+        ids, offsets, copies, weights.word_ids, weights.word_offsets, np.exp(weights.log_pi),
+        float(np.exp(weights.log_base)), weights.table, weights.phones, weights.stop, weights.go_on, weights.end,
+        max_insertions, longest, prune, edits, customers, base_served, base_offsets)
+    if bad >= 0:
+        raise _unsegmentable(first[bad], longest)
+    return Statistics(edits, customers, served_words(ids, offsets, base_served, base_offsets), words), evidence
 
 
 def _unsegmentable(utterance, longest):
@@ -324,7 +387,6 @@ class JointVB:
         self.refresh = True
         counts = np.asarray(counts, dtype=float)
         self.set_sticks(counts, 0.0)
-        self.base_offsets = span_offsets(corpus)
 
     def set_sticks(self, counts, base_uses):
         model = self.model
@@ -369,43 +431,28 @@ class JointVB:
         return -kl
 
     def expectations(self, weights):
-        """The E-step (`e_step`), then q's update from it (`absorb`): (statistics, sum of log Z)."""
-        model, corpus = self.model, self.corpus
-        counts = np.zeros_like(weights.table)
-        customers = np.zeros(weights.log_pi.shape[0])
-        base_served = np.zeros(self.base_offsets[-1])
-        evidence, words, bad = e_step(
-            corpus.ids, corpus.offsets, corpus.copies, weights.word_ids, weights.word_offsets, np.exp(weights.log_pi),
-            float(np.exp(weights.log_base)), weights.table, weights.phones, weights.stop, weights.go_on, weights.end,
-            model.max_insertions, model.longest, model.prune, counts, customers, base_served, self.base_offsets)
-        if bad >= 0:
-            raise _unsegmentable(corpus.first[bad], model.longest)
-        statistics = (counts, customers, base_served, words)
+        """The E-step (`expected_types`), then q's update from it (`absorb`): (`Statistics`, sum of log Z)."""
+        corpus = self.corpus
+        statistics, evidence = expected_types(weights, corpus.ids, corpus.offsets, corpus.copies, corpus.first,
+                                              *self.model._e_step_settings())
         self.absorb(statistics)
         return statistics, evidence
 
     def absorb(self, statistics):
-        """q(theta), q(rho) and q(v) from an E-step's statistics (over a refreshed grammaton when ``refresh``)."""
-        counts, customers, base_served, words = statistics
-        self.edit_counts = counts
+        """q(theta), q(rho) and q(v) from an E-step's `Statistics` (over a refreshed grammaton when ``refresh``)."""
+        self.edit_counts = statistics.edits
         self.first_table = None
         utterances = float(self.corpus.copies.sum())
-        self.rule_counts = np.array([[max(words - utterances, 0.0), utterances]])
-        total = words
+        total, customers = statistics.words, statistics.customers
+        self.rule_counts = np.array([[max(total - utterances, 0.0), utterances]])
         if not self.refresh:
             self.set_sticks(customers, max(total - customers.sum(), 0.0))
             return
         candidates = {tuple(w.tolist()): c for w, c in zip(self.grammaton, customers)}
-        corpus = self.corpus
-        for i in range(len(corpus.first)):
-            m = corpus.offsets[i + 1] - corpus.offsets[i]
-            served = base_served[self.base_offsets[i]:self.base_offsets[i + 1]].reshape(m + 1, m + 1)
-            y = corpus.ids[corpus.offsets[i]:corpus.offsets[i + 1]]
-            for a, b in zip(*np.nonzero(served > 1e-9)):
-                key = tuple(y[a:b].tolist())
-                candidates[key] = candidates.get(key, 0.0) + served[a, b]
+        for word, mass in statistics.served.items():
+            candidates[word] = candidates.get(word, 0.0) + mass
         ranked = sorted(candidates.items(), key=lambda item: -item[1])[:self.model.truncation]
-        ranked = [(w, c) for w, c in ranked if c > 1e-9]
+        ranked = [(w, c) for w, c in ranked if c > SLIVER]
         self.grammaton = [np.array(w, dtype=np.int64) for w, _ in ranked]
         kept = np.array([c for _, c in ranked])
         self.set_sticks(kept, max(total - kept.sum(), 0.0))
@@ -414,10 +461,6 @@ class JointVB:
         """(edit counts, the grammaton, its expected customers, `Weights` of eq. N1)."""
         counts = (self.first - 1.0 + self.model.a) if len(self.grammaton) else np.zeros(0)
         return self.edit_counts.copy(), list(self.grammaton), counts, self.tables()
-
-
-# a base-served span weighing less than this is not credited to the lexicon (VB's refresh drops the same)
-SLIVER = 1e-9
 
 
 @njit(cache=True)
@@ -453,7 +496,6 @@ class CollapsedNoisyWords:
         self.local_columns = [np.zeros(0, np.int64)] * n_types
         self.local_edits = [np.zeros((2 * n + 1, 0))] * n_types
         self.local_words_total = np.zeros(n_types)
-        self.base_offsets = span_offsets(corpus)
         # the start: one E-step of each unit under VB's start q (the grammar's lexicon, `first_channel`)
         start = JointVB(model, corpus, grammaton, counts)
         weights = start.tables()
@@ -461,7 +503,7 @@ class CollapsedNoisyWords:
         for w in start.grammaton:
             self._index(w)
         for i in range(n_types):
-            self._put(i, *self._chart(i, weights, np.exp(weights.log_pi), float(np.exp(weights.log_base)), active))
+            self._put(i, *self._chart(i, weights, active))
         self.after_pass(-1)
         checkpoint.track_generator("noisy_words.cvi.rng", rng)
         checkpoint.track("noisy_words.cvi", self.state, self.restore)
@@ -499,34 +541,23 @@ class CollapsedNoisyWords:
         self.local_words_total[i] = self._unit_words
         self._move(i, 1.0)
 
-    def _chart(self, i, weights, pi, base, active):
-        """Unit i's E-step (`e_step` on its type alone) under ``weights`` with cache weights ``pi`` over the
-        lexicon rows ``active`` and base weight ``base``: (edit counts, lexicon rows, their expected customers);
-        a base-served span is credited to its surface string read as the underlying word (module notes)."""
-        corpus, model = self.corpus, self.model
+    def _chart(self, i, weights, active):
+        """Unit i's E-step (`expected_types` on its type alone) under ``weights``, whose cached words are the
+        lexicon rows ``active``: (edit counts, lexicon rows, their expected customers); a base-served span is
+        credited to its surface string read as the underlying word (module notes)."""
+        corpus = self.corpus
         lo, hi = corpus.offsets[i], corpus.offsets[i + 1]
-        m = hi - lo
-        counts = np.zeros_like(weights.table)
-        customers = np.zeros(pi.shape[0])
-        served = np.zeros((m + 1) ** 2)
-        evidence, words, bad = e_step(
-            corpus.ids[lo:hi], np.array([0, m], np.int64), corpus.copies[i:i + 1], weights.word_ids,
-            weights.word_offsets, pi, base, weights.table, weights.phones, weights.stop, weights.go_on, weights.end,
-            model.max_insertions, model.longest, model.prune, counts, customers, served,
-            np.array([0, (m + 1) ** 2], np.int64))
-        if bad >= 0:
-            raise _unsegmentable(corpus.first[i], model.longest)
-        self._evidence, self._unit_words = evidence, words
-        credit = {}
-        for k in np.flatnonzero(customers > SLIVER):
-            credit[int(active[k])] = customers[k]
-        y = corpus.ids[lo:hi]
-        served = served.reshape(m + 1, m + 1)
-        for a, b in zip(*np.nonzero(served > SLIVER)):
-            k = self._index(y[a:b])
-            credit[k] = credit.get(k, 0.0) + served[a, b]
+        statistics, self._evidence = expected_types(
+            weights, corpus.ids[lo:hi], np.array([0, hi - lo], np.int64), corpus.copies[i:i + 1],
+            corpus.first[i:i + 1], *self.model._e_step_settings())
+        self._unit_words = statistics.words
+        customers = statistics.customers
+        credit = {int(active[k]): customers[k] for k in np.flatnonzero(customers > SLIVER)}
+        for word, mass in statistics.served.items():
+            k = self._index(word)
+            credit[k] = credit.get(k, 0.0) + mass
         rows = np.array(sorted(credit), dtype=np.int64)
-        return counts, rows, np.array([credit[k] for k in rows.tolist()])
+        return statistics.edits, rows, np.array([credit[k] for k in rows.tolist()])
 
     # -- the predictive of eq. C1 ------------------------------------------------------------------------
     def _base_probability(self, k):
@@ -557,7 +588,7 @@ class CollapsedNoisyWords:
         Returns its log Z times its copies."""
         self._move(i, -1.0)
         weights = self.predictive()
-        self._put(i, *self._chart(i, weights, np.exp(weights.log_pi), float(np.exp(weights.log_base)), self.active))
+        self._put(i, *self._chart(i, weights, self.active))
         return self._evidence
 
     def sweep(self, iteration):
@@ -694,7 +725,15 @@ class NoisyWords(BayesModel):
     algorithm : {"vb", "cvi"}
     n_iter, random_state, n_init : the package's common parameters (``random_state`` seeds the start's grammar).
 
-    ``fit(X)`` takes utterances as sequences of symbols (a str utterance is its characters).
+    ``fit(X)`` takes utterances as sequences of symbols (a str utterance is its characters), and besides the
+    package's common fit arguments
+
+    client : dask.distributed.Client, optional
+        vb: run every E-step on the client's workers, each on its shard of whole utterance types,
+        memory-mapped from a file saved once (`cvbayes.models.noisy_words_shards`); q is updated here.  The
+        same run as in one process up to the order of the sums.  Needs ``cvbayes[distributed]``.
+    n_shards, shard_folder : optional
+        How many shards and the folder they are kept in (`cvbayes.models.shards.Sharding`).
 
     Attributes
     ----------
@@ -705,12 +744,14 @@ class NoisyWords(BayesModel):
     lexicon_ : dict of tuple of str to float, the chart's underlying words (vb: the grammaton; cvi: the words
         offered in the last pass) and their expected customers.
     history_ : (iteration, objective, seconds) per pass; `OBJECTIVES` says what the objective is.
+    shard_timings_ : list of PassTiming, vb with a client: a `cvbayes.models.shards.PassTiming` a pass.
     """
 
     MODEL_NAME = "noisy-words"
     ALGORITHMS = ALGORITHMS
     OBJECTIVES = OBJECTIVES
     FITTED = "lexicon_"
+    FIT_OPTIONS = ("client", "n_shards", "shard_folder")
 
     def __init__(self, a=0.0, b=1.0, alpha=1.0, channel_alpha=0.1, channel_beta=0.1, max_insertions=1,
                  base_stop=0.5, truncation=2000, longest=16, init="grammar", init_iter=10, start_noise=0.1,
@@ -737,11 +778,13 @@ class NoisyWords(BayesModel):
             float(v) for v in (a, b, base_stop, start_noise, prune, min_customers))
 
     # -- fit's hooks -------------------------------------------------------------------------------------
-    def _prepare(self, X, y=None):
+    def _prepare(self, X, y=None, client=None, n_shards=None, shard_folder=None):
+        sharding = Sharding.checked(self.algorithm, client, n_shards, shard_folder, SHARDED_ALGORITHMS)
         utterances = as_utterances(X)
         symbols = sorted({s for u in utterances for s in u})
         first, copies = utterance_types(utterances)
-        return Corpus(utterances, symbols, *self._encode([utterances[i] for i in first], symbols), copies, first)
+        return Corpus(utterances, symbols, *self._encode([utterances[i] for i in first], symbols), copies, first,
+                      sharding)
 
     @staticmethod
     def _encode(utterances, symbols):
@@ -770,10 +813,18 @@ class NoisyWords(BayesModel):
         return [np.array([index[s] for s in word], dtype=np.int64) for word, _ in ranked], [c for _, c in ranked]
 
     def _batch(self, data, run):
+        """VB (`JointVB`); the E-step on the shards of a client with one (`cvbayes.models.noisy_words_shards`)."""
         self.learner_ = JointVB(self, data, *self._start_lexicon(data, run))
         self._symbols = list(data.symbols)
         run.checkpoint.track("noisy_words.q", self.learner_.state, self.learner_.restore)
-        return self.learner_, None, None
+        if data.sharding.client is None:
+            return self.learner_, None, None
+        from .noisy_words_shards import vb_batch     # here: that module imports this one's E-step
+        return vb_batch(self.learner_, data.sharding, self._fingerprint(data)), None, None
+
+    def _e_step_settings(self):
+        """What the E-step (`expected_types`) takes of the model besides the chart's weights."""
+        return self.max_insertions, self.longest, self.prune
 
     def _collapsed(self, data, run):
         self._symbols = list(data.symbols)

@@ -69,6 +69,34 @@ def shard_bounds(offsets, n_shards):
     return np.unique(np.maximum.accumulate(bounds)).astype(np.int64)
 
 
+def headed_corpus(heads, tokens, offsets):
+    """A Corpus whose unit i is the integers ``heads[:, i]`` (what a shard's work needs of unit i besides its
+    tokens: an utterance type's number of copies, ...) followed by its tokens ``tokens[offsets[i]:offsets[i +
+    1]]``; `split_heads` reads it back."""
+    heads = np.atleast_2d(heads)
+    n_heads, n_units = heads.shape
+    offsets = np.asarray(offsets, dtype=np.int64) + n_heads * np.arange(n_units + 1)
+    observations = np.empty(offsets[-1], dtype=np.int32)
+    body = np.ones(offsets[-1], dtype=bool)
+    for h in range(n_heads):
+        observations[offsets[:-1] + h] = heads[h]
+        body[offsets[:-1] + h] = False
+    observations[body] = tokens
+    return Corpus(observations, offsets)
+
+
+def split_heads(corpus, n_heads):
+    """`headed_corpus`'s parts: (the heads (n_heads, I) int64, the tokens laid end to end (int64), their
+    offsets (I + 1,))."""
+    observations, offsets = np.asarray(corpus.observations), np.asarray(corpus.offsets)
+    n_units = offsets.shape[0] - 1
+    places = offsets[:-1] + np.arange(n_heads)[:, None]
+    body = np.ones(observations.shape[0], dtype=bool)
+    body[places.ravel()] = False
+    return (observations[places].astype(np.int64), observations[body].astype(np.int64),
+            offsets - n_heads * np.arange(n_units + 1))
+
+
 def add_up(first, second):
     """Elementwise sum of two nested tuples of arrays and numbers (shards' statistics); a named tuple
     stays one of its kind."""

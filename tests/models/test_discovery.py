@@ -132,7 +132,8 @@ def test_unfitted_model_says_so():
 
 @pytest.mark.parametrize("channel", [True, False], ids=["channel", "no channel"])
 def test_vb_on_dask_shards_discovers_as_one_process(features, channel):
-    """The unit layer's E-steps (and the channel-free grammar's) on shards of utterances give the same model."""
+    """The unit layer's E-steps and the word layer's (NoisyWords' or the channel-free grammar's) on shards give
+    the same model."""
     distributed = pytest.importorskip("distributed")
 
     def model():
@@ -145,6 +146,9 @@ def test_vb_on_dask_shards_discovers_as_one_process(features, channel):
         sharded = model().fit(features, client=client, n_shards=3)
     np.testing.assert_allclose([r.objective for r in sharded.units_.history_],
                                [r.objective for r in reference.units_.history_], rtol=1e-10)
+    np.testing.assert_allclose([r.objective for r in sharded.words_.history_],
+                               [r.objective for r in reference.words_.history_], rtol=1e-10)
+    assert len(sharded.words_.shard_timings_) == 2
     assert sharded.lexicon_ == reference.lexicon_
 
 

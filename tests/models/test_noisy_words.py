@@ -6,7 +6,8 @@ import pytest
 from cvbayes.chains.edits import fill_weights, sample_surface
 from cvbayes.core.rules import VB
 from cvbayes.metrics.segmentation import segmentation_scores
-from cvbayes.models.noisy_words import SLIVER, CollapsedNoisyWords, NoisyWords, _scores, _workspace, e_step
+from cvbayes.models.noisy_words import (SLIVER, CollapsedNoisyWords, NoisyWords, _scores, _workspace, e_step,
+                                        span_offsets)
 from tests.chains.test_edits import brute
 
 SYMBOLS = "abc"
@@ -48,10 +49,11 @@ def run_e_step(learner, weights, pi=None, table=None):
     table = weights.table if table is None else table
     pi = np.exp(weights.log_pi) if pi is None else pi
     counts, customers = np.zeros_like(table), np.zeros(pi.shape[0])
+    spans = span_offsets(corpus.offsets)
     evidence, words, _ = e_step(corpus.ids, corpus.offsets, corpus.copies, weights.word_ids, weights.word_offsets, pi,
                                 float(np.exp(weights.log_base)), table, weights.phones, weights.stop, weights.go_on,
                                 weights.end, model.max_insertions, model.longest, 0.0, counts, customers,
-                                np.zeros(learner.base_offsets[-1]), learner.base_offsets)
+                                np.zeros(spans[-1]), spans)
     return evidence, counts, customers
 
 

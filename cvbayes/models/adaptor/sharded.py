@@ -20,31 +20,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...data import Corpus
-from ..shards import ShardedBatch, limit_threads, numbered_in_corpus, opened
+from ..shards import ShardedBatch, headed_corpus, limit_threads, numbered_in_corpus, opened, split_heads
 from .vb import TypeExpectations
 
 
 def types_corpus(types, copies):
     """The utterance types (a `SentenceBatch`) as a Corpus whose unit i is [copies_i, tokens of type i]."""
-    n_types = copies.shape[0]
-    offsets = types.offsets + np.arange(n_types + 1)
-    observations = np.empty(offsets[-1], dtype=np.int32)
-    heads = offsets[:-1]
-    observations[heads] = copies.astype(np.int32)
-    body = np.ones(offsets[-1], dtype=bool)
-    body[heads] = False
-    observations[body] = types.tokens
-    return Corpus(observations, offsets)
+    return headed_corpus(copies.astype(np.int64), types.tokens, types.offsets)
 
 
 def _shard_types(payload, corpus):
     """A shard's `TypeExpectations` from its saved corpus (`types_corpus`) and the compiled grammar."""
     compiled, adapted_symbol = payload
-    observations, offsets = np.asarray(corpus.observations), np.asarray(corpus.offsets)
-    copies = observations[offsets[:-1]].astype(float)
-    types = compiled.prepare([observations[a + 1:b] for a, b in zip(offsets[:-1], offsets[1:])])
-    return TypeExpectations(compiled, adapted_symbol, types, copies)
+    heads, tokens, offsets = split_heads(corpus, 1)
+    types = compiled.prepare([tokens[a:b] for a, b in zip(offsets[:-1], offsets[1:])])
+    return TypeExpectations(compiled, adapted_symbol, types, heads[0].astype(float))
 
 
 def _types_shard(token, shard, payload, tables, first_type):
