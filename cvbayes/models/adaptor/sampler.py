@@ -136,6 +136,7 @@ class Sampler:
         self.current[i] = tree
 
     def _fresh_tree(self):
+        """A tree id never used before."""
         self.next_tree += 1
         return self.next_tree - 1
 
@@ -203,8 +204,8 @@ class Sampler:
 
         The proposal cannot reuse a table the utterance itself opened, so a current tree whose cached
         nodes sat only at tables of the same utterance (reachable once the other customers left) has
-        proposal probability zero; the new tree is then taken without the test (a repair move, the one
-        place the chain is not exact; the posterior test counts how often it happens: ``repairs``).
+        proposal probability zero; the new tree is then taken without the test (a repair move, where the
+        chain is not exact, as in `relabel`; the posterior test counts how often it happens: ``repairs``).
 
         With a ``temperature`` T != 1 the step targets p(tree | the others)^(1/T), the proposal's
         weights raised to 1/T as well (Johnson and Goldwater 2009's annealing, as in Johnson's py-cfg;
@@ -747,14 +748,17 @@ def single_parse_nonterminals(grammar, adapted):
             return 1, child.max_length or math.inf
         return shortest[child], longest[child]
 
-    for _ in range(len(rules) + 1):      # the shortest yields: a fixed point within |N| rounds
+    def longer():
+        return {name: max(sum(span(c)[1] for c in rhs) for rhs in options) for name, options in rules.items()}
+
+    for _ in range(len(rules) + 1):      # the shortest and bounded longest yields settle within |N| rounds
         shortest = {name: min(sum(span(c)[0] for c in rhs) for rhs in options) for name, options in rules.items()}
-    for rounds in (len(rules) + 1, len(rules) + 1):   # the longest: still growing after |N| rounds is unbounded
-        for _ in range(rounds):
-            grown = {name: max(sum(span(c)[1] for c in rhs) for rhs in options) for name, options in rules.items()}
-            changed = {name for name in rules if grown[name] != longest[name]}
-            longest = grown
-        longest.update((name, math.inf) for name in changed)
+        grown = longer()
+        unbounded = {name for name in rules if grown[name] != longest[name]}
+        longest = grown
+    longest.update(dict.fromkeys(unbounded, math.inf))
+    for _ in range(len(rules)):          # and what uses an unbounded one is unbounded
+        longest = longer()
 
     def unambiguous(name, seen):
         if name in seen:          # recursion on a shorter span (the lengths below keep it unique)

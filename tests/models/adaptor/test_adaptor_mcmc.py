@@ -232,7 +232,6 @@ def test_annealed_fit_steps_at_the_schedules_temperatures(monkeypatch):
         AdaptorGrammar("unigram", anneal=(0.5, 3))
 
 
-
 def test_table_label_move_samples_the_exact_conditional_of_the_content():
     """The table-label move (`Sampler.relabel`) alone, run on the collocation "abc" of a colloc sampler
     on "abc" and "a" (a = 0.5, b = 0.1), visits each content of its table (its words, and whether its
@@ -280,7 +279,8 @@ def test_table_label_move_samples_the_exact_conditional_of_the_content():
     # the proposal of the same rest (the content taken out): the distribution if every draw were accepted
     tree, s = int(sampler.current[0]), int(sampler.pool[1][t])
     sampler._release(sampler._take_out(tree, k))
-    _, table = sampler._draw(sampler.rooted[0], 0, *sampler.batch.sentence(0), s, 1.0, "abc")
+    colloc_x = int(sampler.layout.cache_of[s])
+    _, table = sampler._draw(sampler.rooted[colloc_x], 0, *sampler.batch.sentence(0), s, 1.0, "abc")
     proposal = normalised({key: log_proposal(nodes, table) for key, nodes in contents.items()})
     assert 0.5 * sum(abs(proposal[key] - p) for key, p in exact.items()) > 0.15     # 0.21
 
@@ -292,3 +292,17 @@ def test_table_label_move_is_the_samplers_only():
     assert model.settings()["resample_tables"] is True
     with pytest.raises(ValueError, match="resample_tables"):
         model.set_params(algorithm="vb")
+
+
+@pytest.mark.parametrize("text, single", [
+    ("colloc", {"Word"}), ("colloc-syllable", set()),
+    ("S -> Word+\n@Word -> P P\n@Word -> P\nP -> <any:1>\n", {"Word"}),      # the length picks the rule
+    ("S -> Word+\n@Word -> P P\n@Word -> P\nP -> <any>\n", set()),          # "abc" is a bc or ab c
+    ("S -> Word+\n@Word -> Q\nQ -> P P\nQ -> P+\nP -> <any:1>\n", set()),  # two rules for length 2
+])
+def test_tables_whose_content_cannot_change_are_known_from_the_grammar(text, single):
+    from cvbayes.models.adaptor.grammar import as_spec
+    from cvbayes.models.adaptor.layout import augmented_grammar
+    from cvbayes.models.adaptor.sampler import single_parse_nonterminals
+    spec = as_spec(text)
+    assert single_parse_nonterminals(augmented_grammar(spec), set(spec.adapted)) == single
