@@ -339,7 +339,10 @@ EXPERIMENTS = {
                 help="learn a and b after each pass (mcmc samples them, as Johnson and Goldwater 2009); an a of 0 "
                      "stays 0, so give --discount > 0 to learn it"),
          option("--anneal", default=None, metavar="T0,SWEEPS",
-                help="mcmc: anneal from temperature T0 to 1 over the first SWEEPS sweeps"))),
+                help="mcmc: anneal from temperature T0 to 1 over the first SWEEPS sweeps"),
+         option("--resample-tables", action="store_true",
+                help="mcmc: resample every table's inner parse each sweep (Johnson's table-label move, py-cfg's "
+                     "-R -1)"))),
     "channel": Experiment(
         "channel", "recover a known edit channel from Brent's words: em, vb and cvi (issue 31's symbolic stage)",
         "cvbayes.EditChannel on (clean word, noisy word) pairs: every Brent word token passed through an edit "

@@ -261,8 +261,8 @@ def _untrained(args, utterances, restarts, anneal):
                                                ("n_iter", args.iterations))
                if value is not None}
     model = AdaptorGrammar(_grammar(args, utterances), estimate_hyperparameters=args.estimate_hyperparameters,
-                           anneal=anneal, algorithm=args.algorithm, random_state=args.seed, n_init=restarts,
-                           **options)
+                           anneal=anneal, resample_tables=args.resample_tables, algorithm=args.algorithm,
+                           random_state=args.seed, n_init=restarts, **options)
     unknown = model.underivable_symbol(utterances)
     if unknown is not None:
         number = unknown[0] + 1
@@ -288,6 +288,8 @@ def run_segment(args):
 
     if args.anneal is not None and args.algorithm != "mcmc":
         raise ValueError("--anneal is for --algorithm mcmc (only the sampler has a temperature)")
+    if args.resample_tables and args.algorithm != "mcmc":
+        raise ValueError("--resample-tables is for --algorithm mcmc (the sampler's table-label move)")
     anneal = None if args.anneal is None else parse_anneal(args.anneal)
 
     utterances = read_utterances(args.input, args.chars)
@@ -419,6 +421,9 @@ def register(commands):
     segment.add_argument("--anneal", default=None, metavar="T0,SWEEPS",
                          help="mcmc: anneal from temperature T0 to 1 over the first SWEEPS sweeps (Johnson and "
                               "Goldwater 2009; e.g. 10,400 with --iterations 600)")
+    segment.add_argument("--resample-tables", action="store_true",
+                         help="mcmc: resample every table's inner parse each sweep (Johnson's table-label move, "
+                              "py-cfg's -R -1; colloc: a cached collocation can change its words)")
     segment.add_argument("--discount", type=float, default=None,
                          help="Pitman-Yor discount a of the adapted nonterminals (default: the model's)")
     segment.add_argument("--concentration", type=float, default=None,

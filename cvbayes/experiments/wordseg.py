@@ -191,6 +191,8 @@ def _label(run):
                                                                 else [])
     if model.get("anneal"):
         notes.append(f"annealed from T = {model['anneal'][0]:g} over {model['anneal'][1]} sweeps")
+    if model.get("resample_tables"):
+        notes.append("tables resampled")
     # runs saved before cvi had a choice of predictive ran the first-order one
     if run["algorithm"] == "cvi" and model.get("predictive", "first-order") != "zero-exact":
         notes.append(f"{model.get('predictive', 'first-order')} predictive")
@@ -470,6 +472,7 @@ def run_from_command_line(args):
     if getattr(args, "discount", None) is not None:
         options["a"] = args.discount
     anneal = None if getattr(args, "anneal", None) is None else parse_anneal(args.anneal)
+    resample_tables = getattr(args, "resample_tables", False)
     AdaptorGrammar("unigram", anneal=anneal, **options)      # checks the values before any run
     folder = Path("docs/results" if args.out is None else args.out) / "wordseg"
     folder.mkdir(parents=True, exist_ok=True)
@@ -477,7 +480,7 @@ def run_from_command_line(args):
                else "cvbayes experiment wordseg")
     config = {"command": command, "grammars": grammars, "algorithms": algorithms, "seeds": seeds,
               "iterations": iterations, "corpora": corpora, "utterances": limit,
-              "model_options": {**options, "anneal (mcmc)": anneal},
+              "model_options": {**options, "anneal (mcmc)": anneal, "resample_tables (mcmc)": resample_tables},
               "published": {"source": PUBLISHED, "token_f1": PUBLISHED_TOKEN_F1},
               "evaluation": "training utterances (as the published systems)"}
     previous = None
@@ -507,7 +510,8 @@ def run_from_command_line(args):
                 for algorithm in algorithms:
                     run = run_one(corpus, grammar, algorithm, seed, iterations[algorithm],
                                   1 if quick else RESTARTS.get(algorithm, 1),
-                                  {**options, "anneal": anneal if algorithm == "mcmc" else None},
+                                  {**options, "anneal": anneal if algorithm == "mcmc" else None,
+                                   "resample_tables": resample_tables and algorithm == "mcmc"},
                                   None if text == grammar else text)
                     results[corpus_name]["runs"].append(run)
                     if not args.quiet:

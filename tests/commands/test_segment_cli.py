@@ -82,6 +82,14 @@ def test_segment_anneals_the_sampler_only(files, capsys):
         main(["segment", files["input"], "--algorithm", "mcmc", "--anneal", "0.5,2"])
 
 
+def test_segment_resamples_tables_with_the_sampler_only(files, capsys):
+    main(["segment", files["input"], "--algorithm", "mcmc", "--grammar", "colloc", "--iterations", "2",
+          "--resample-tables", "-o", files["out"], "--json"])
+    assert json.loads(capsys.readouterr().out)["model"]["resample_tables"] is True
+    with pytest.raises(SystemExit, match="--resample-tables is for --algorithm mcmc"):
+        main(["segment", files["input"], "--algorithm", "cvi", "--resample-tables"])
+
+
 def test_segment_to_stdout_with_brent_gold_puts_the_summary_on_stderr(files, capsys):
     main(["segment", files["input"], "--iterations", "1", "--gold", files["brent"]])
     captured = capsys.readouterr()
@@ -388,13 +396,14 @@ def test_wordseg_model_options_reach_the_runs_and_the_table(tmp_path, monkeypatc
     monkeypatch.setattr(wordseg, "load_corpus", lambda name, n=None: tiny)
     main(["experiment", "wordseg", "--quick", "--quiet", "--out", str(tmp_path), "--grammars", "unigram",
           "--algorithms", "vb,mcmc", "--corpora", "brent", "--discount", "0.3", "--estimate-hyperparameters",
-          "--anneal", "5,3", "--seed", "2"])
+          "--anneal", "5,3", "--resample-tables", "--seed", "2"])
     runs = json.loads((tmp_path / "wordseg" / "results.json").read_text())["results"]["brent"]["runs"]
     run = [run for run in runs if run["algorithm"] == "mcmc"][0]
     assert run["model"]["anneal"] == [5.0, 3] and run["model"]["discount"] != [0.3]
+    assert run["model"]["resample_tables"] is True
     assert run["seed"] == 2     # --seed is the first seed, so a missing seed can be run on its own
     table = (tmp_path / "wordseg" / "table.md").read_text()
-    assert "| mcmc (a = 0.3; a, b learned; annealed from T = 5 over 3 sweeps) |" in table
-    assert "| vb (a = 0.3; a, b learned) |" in table      # only the sampler anneals
+    assert "| mcmc (a = 0.3; a, b learned; annealed from T = 5 over 3 sweeps; tables resampled) |" in table
+    assert "| vb (a = 0.3; a, b learned) |" in table      # only the sampler anneals and resamples tables
     with pytest.raises(SystemExit, match="--anneal takes T0,SWEEPS"):
         main(["experiment", "wordseg", "--anneal", "5", "--out", str(tmp_path)])

@@ -131,7 +131,7 @@ class Training(NamedTuple):
 
     ``discount`` and ``concentration`` (M,) are the model's own arrays: a learner that learns them
     (``estimate``) writes them in place; ``learn_discount`` (M,) bool says whose a may move (a = 0 at the
-    start stays a Dirichlet process).
+    start stays a Dirichlet process); ``resample_tables`` the sampler's table-label move.
     """
 
     spec: AdaptorGrammarSpec
@@ -145,6 +145,7 @@ class Training(NamedTuple):
     unit: str
     predictive: str
     anneal: tuple | None
+    resample_tables: bool
     estimate: bool
     discount: np.ndarray
     concentration: np.ndarray

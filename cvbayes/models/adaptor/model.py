@@ -129,6 +129,11 @@ class AdaptorGrammar(BayesModel):
     anneal : (float, int), optional
         mcmc only: (start temperature T0, sweeps): the first sweeps target p(tree | others)^(1/T) with
         1/T rising geometrically from 1/T0 to 1 (Johnson's py-cfg schedule, `annealing_temperature`).
+    resample_tables : bool, default False
+        mcmc only: after each sweep's utterance steps, resample the content of every table of every adapted
+        nonterminal once, in a random order (Johnson's table-label move, py-cfg's ``-R -1``; Johnson and
+        Goldwater 2009; `cvbayes.models.adaptor.sampler.Sampler.relabel`): a cached collocation can then
+        change the words it was opened with.
     algorithm : {"vb", "cvi", "mcmc"}, default "cvi"
         `ALGORITHMS`: vb on the batch schedule, cvi on the leave-one-out one, mcmc's sweeps as a sampler's.
     n_iter : int, default 20
@@ -190,7 +195,7 @@ class AdaptorGrammar(BayesModel):
 
     def __init__(self, grammar="unigram", a=0.0, b=1.0, alpha=1.0, truncation=10000, word="Word",
                  estimate_hyperparameters=False, init=None, unit="type", predictive="zero-exact", anneal=None,
-                 algorithm="cvi", n_iter=20, random_state=0, n_init=1):
+                 resample_tables=False, algorithm="cvi", n_iter=20, random_state=0, n_init=1):
         self._keep_params(locals())
         self._validate()
 
@@ -213,6 +218,10 @@ class AdaptorGrammar(BayesModel):
         anneal = self.anneal
         if anneal is not None and not (len(anneal) == 2 and anneal[0] >= 1.0 and int(anneal[1]) >= 1):
             raise ValueError(f"anneal must be (start temperature >= 1, sweeps >= 1), got {anneal!r}")
+        self.resample_tables = bool(self.resample_tables)
+        if self.resample_tables and self.algorithm != "mcmc":
+            raise ValueError(f"resample_tables is the sampler's move: it needs algorithm='mcmc', not "
+                             f"{self.algorithm!r}")
         self._check_learner("n_iter", "n_init")
         self.a, self.b, self.alpha, self.truncation = float(self.a), float(self.b), float(self.alpha), int(self.truncation)
         self.estimate_hyperparameters = bool(self.estimate_hyperparameters)
@@ -252,7 +261,7 @@ class AdaptorGrammar(BayesModel):
         init = self.init or ("empty" if run.algorithm == "cvi" else "sample")
         training = Training(self.spec, data.compiled, data.layout, data.batch, data.utterances, self.alpha,
                             self.truncation, init, self.unit, self.predictive, self.anneal,
-                            self.estimate_hyperparameters, self.discount, self.concentration,
+                            self.resample_tables, self.estimate_hyperparameters, self.discount, self.concentration,
                             self.discount > 0)   # a = 0 stays a Dirichlet process (py-cfg)
         self.grammar_, self._train = data.compiled, data.utterances
         run.checkpoint.track_arrays("py_parameters", {"discount": self.discount, "concentration": self.concentration})
@@ -328,7 +337,8 @@ class AdaptorGrammar(BayesModel):
         after ``fit`` with ``estimate_hyperparameters``), as plain JSON for reports."""
         return {"a": self.a, "b": self.b, "alpha": self.alpha, "truncation": self.truncation,
                 "estimate_hyperparameters": self.estimate_hyperparameters,
-                "anneal": None if self.anneal is None else list(self.anneal), "init": self.init, "unit": self.unit,
+                "anneal": None if self.anneal is None else list(self.anneal), "resample_tables": self.resample_tables,
+                "init": self.init, "unit": self.unit,
                 "predictive": self.predictive,
                 "discount": self.discount.tolist(), "concentration": self.concentration.tolist()}
 

@@ -16,7 +16,9 @@ What a table or an utterance put in the counts is found from its tree: the plain
 nodes whose ``OWNER`` it is (and an opener's own base rule).  The tables are a pool of arrays
 (`Sampler.pool`): customers, yield, the opener (tree id, node), and per yield a doubly linked list in
 the order the tables opened (the order the Chinese restaurant draws walk).  Parse arrays stay stored,
-by id, while an utterance or an open table refers to them.
+by id, while an utterance or an open table refers to them.  The table-label move (`Sampler.relabel`)
+gives a table new content by splicing it into a copy of its opener's tree under a fresh id (`splice`), so
+that an utterance's tree always holds the current content of the tables it opened.
 """
 from __future__ import annotations
 
@@ -30,10 +32,11 @@ from ...checkpoints import NO_CHECKPOINT
 from ...core.restaurants import log_seating_probability
 from ...core.units import ZeroProbabilityError
 from ...trees.cells import sentence_cells
-from ...trees.grammar import BINARY, LEXICAL, SPAN, UNARY, KernelGrammar
+from ...trees.grammar import BINARY, LEXICAL, SPAN, UNARY, AnySubstring, KernelGrammar, Terminal
 from ...trees.inside_outside import build_tables, chart_buffers, sentence_sample
 from .hyperparameters import resample_py_parameters
-from .kernels import Restaurants, all_predictive_weights, empty_restaurants, fill_predictive_table
+from .kernels import (Restaurants, all_predictive_weights, empty_restaurants, fill_predictive_table,
+                      substring_occurrences)
 
 # columns of a parse's node array
 RULE, SYMBOL, ADAPTED, YIELD, CACHED, BEGIN, END, OWNER, LAST, TABLE = range(10)
@@ -85,6 +88,17 @@ class Sampler:
         self.rows = np.empty((self._row_limit(longest), 5), dtype=np.int64)
         self.nodes = np.empty((self.rows.shape[0], N_COLUMNS), dtype=np.int64)
         self.accepted = self.proposed = self.repairs = 0
+        # the table-label move (`relabel`): each adapted X's kernel rooted at X, the first rule of its cache
+        # family, one occurrence (utterance, begin) of every substring, and whether X's base can parse a
+        # yield in more than one way
+        symbols = layout.adapted_symbol
+        self.rooted = [tuple(kernel._replace(start=int(symbol))) for symbol in symbols]
+        self.cache_first = kernel.span_base[self.family_of[symbols]]
+        self.occurrences = substring_occurrences(batch.offsets, batch.span_ids, batch.span_offsets,
+                                                 int(kernel.span_count.max()))
+        names = [compiled.nonterminals[symbol] for symbol in symbols]
+        single = single_parse_nonterminals(compiled.grammar, set(names))
+        self.ambiguous = np.array([name not in single for name in names])
         # a nonterminal that starts as a Dirichlet process (a = 0) stays one (Johnson's py-cfg)
         self.sample_discount = discount > 0
 
@@ -97,46 +111,66 @@ class Sampler:
         """A tree for utterance i from the proposal (its node array) and the proposal's weights (each
         to the power 1 / temperature)."""
         tokens, spans = self.batch.sentence(i)
+        return self._draw(self.kernel_fields, i, tokens, spans, -1, temperature, f"utterance {i}")
+
+    def _draw(self, kernel_fields, i, tokens, spans, root_cache, temperature, what):
+        """A tree of ``tokens`` (spans: their substring ids) rooted at ``kernel_fields``' start from the
+        proposal on utterance i's cells without the cache rule ``root_cache`` (-1: none), and the weights."""
         rows = self.rows[:self._row_limit(tokens.shape[0])]
-        n_nodes = propose(self.kernel_fields, self.fields, self.cell_rules, self.cell_offsets[i],
+        n_nodes = propose(kernel_fields, self.fields, self.cell_rules, self.cell_offsets[i],
                           self.cell_offsets[i + 1], 1.0 / temperature, tokens, spans, self.buffers,
                           int(self.rng.integers(2 ** 62)), rows, self.layout.adapted_of,
-                          self.compiled.n_nonterminals, self.family_of, self.nodes)
+                          self.compiled.n_nonterminals, self.family_of, self.nodes, root_cache)
         if n_nodes == 0:
-            raise ZeroProbabilityError(f"utterance {i} has no parse under the grammar")
+            raise ZeroProbabilityError(f"{what} has no parse under the grammar")
         if n_nodes < 0:
-            raise RuntimeError(f"utterance {i}: a sampled unary chain overflowed the derivation buffer")
+            raise RuntimeError(f"{what}: a sampled unary chain overflowed the derivation buffer")
         return self.nodes[:n_nodes].copy(), self.state.table
 
     # the restaurants
     def _commit(self, i, nodes):
         """Seat utterance i's parse (`add_tree`) and store it under a fresh id."""
-        tree = self.next_tree
-        self.next_tree += 1
-        pool = self.pool
-        if pool[N_FREE][0] < nodes.shape[0]:
-            self.pool = pool = _grown_pool(pool, nodes.shape[0])
-        uniforms = self.rng.random(int(np.count_nonzero(nodes[:, CACHED])))
-        opened = add_tree(self.fields, nodes, tree, uniforms, pool)
+        tree = self._fresh_tree()
         self.trees[tree] = nodes
-        self.references[tree] = 1 + opened
+        self.references[tree] = 1 + self._seat(nodes, tree, 0, nodes.shape[0])
         self.current[i] = tree
+
+    def _fresh_tree(self):
+        """A tree id never used before."""
+        self.next_tree += 1
+        return self.next_tree - 1
+
+    def _seat(self, nodes, tree, first, stop):
+        """`add_tree` on nodes first..stop-1 of ``tree`` (the pool grown first if it may run out); returns
+        the number of tables opened."""
+        if self.pool[N_FREE][0] < stop - first:
+            self.pool = _grown_pool(self.pool, stop - first)
+        uniforms = self.rng.random(int(np.count_nonzero(nodes[first:stop, CACHED])))
+        return add_tree(self.fields, nodes, tree, uniforms, self.pool, first, stop)
 
     def _remove(self, i):
         """Take utterance i's parse out: its counts and customers, and the content of every table that
         empties (recursively)."""
-        pending = [(int(self.current[i]), -1)]
-        pool = self.pool
+        self._release([(int(self.current[i]), -1)])
+        self.current[i] = -1
+
+    def _take_out(self, tree, owner):
+        """Take out what node ``owner`` of ``tree`` put in the state (`remove_owned`); returns the openers
+        (tree, node) of the tables that closed."""
+        nodes, pool = self.trees[tree], self.pool
+        closed = np.empty(nodes.shape[0], dtype=np.int64)
+        n_closed = remove_owned(self.fields, nodes, owner, pool, closed)
+        return [(int(pool[TABLE_TREE][t]), int(pool[TABLE_NODE][t])) for t in closed[:n_closed]]
+
+    def _release(self, pending):
+        """`_take_out` every (tree, owner) of ``pending`` and of the tables that close on the way, dropping
+        the trees no longer referred to."""
         while pending:
             tree, owner = pending.pop()
-            nodes = self.trees[tree]
-            closed = np.empty(nodes.shape[0], dtype=np.int64)
-            n_closed = remove_owned(self.fields, nodes, owner, pool, closed)
-            pending.extend((int(pool[TABLE_TREE][t]), int(pool[TABLE_NODE][t])) for t in closed[:n_closed])
+            pending.extend(self._take_out(tree, owner))
             self.references[tree] -= 1
             if self.references[tree] == 0:
                 del self.trees[tree], self.references[tree]
-        self.current[i] = -1
 
     def saved(self):
         """What the sweeps change beside the restaurants' arrays: the table pool, the stored trees (one
@@ -170,8 +204,8 @@ class Sampler:
 
         The proposal cannot reuse a table the utterance itself opened, so a current tree whose cached
         nodes sat only at tables of the same utterance (reachable once the other customers left) has
-        proposal probability zero; the new tree is then taken without the test (a repair move, the one
-        place the chain is not exact; the posterior test counts how often it happens: ``repairs``).
+        proposal probability zero; the new tree is then taken without the test (a repair move, where the
+        chain is not exact, as in `relabel`; the posterior test counts how often it happens: ``repairs``).
 
         With a ``temperature`` T != 1 the step targets p(tree | the others)^(1/T), the proposal's
         weights raised to 1/T as well (Johnson and Goldwater 2009's annealing, as in Johnson's py-cfg;
@@ -194,6 +228,65 @@ class Sampler:
             self._commit(i, new)
         else:     # a copy: a table the old parse opened may still hold its nodes (and their tables)
             self._commit(i, old.copy() if old_tree in self.trees else old)
+
+    def relabel(self, t, temperature=1.0):
+        """Johnson's table-label move on open table t (Johnson and Goldwater 2009; ``-R -1`` of Johnson's
+        py-cfg): a new content for the table, its base parse of its yield s.
+
+        The content c (the opener's base rule, the plain rules down to the next adapted nodes and those
+        nodes' customers, with the content of every table that empties, recursively) is taken out; c' is
+        drawn from the proposal of the rest, rooted at the table's X with X's base rules only (its cache
+        rule at s is left out: the table stays, with its customers), on s; c' replaces c with probability
+
+            min(1, [p(c' | rest) / p(c | rest)]^(1/T) q(c) / q(c'))
+
+        p the exact sequential probability of a content given the rest (`log_target`: the factor of the
+        opener's own table is the same for both and cancels), q the proposal (`log_proposal`), T the
+        temperature.  The yields of the table and of every tree above it stay; an accepted c' is seated by
+        the Chinese restaurant rule as the utterance step's trees are (`add_tree`), a rejected c is seated
+        again.  A c the proposal cannot give (a nested table it shares only with itself) is replaced
+        without the test, as in `step`.  The content goes into a copy of the opener's tree (`splice`).
+        """
+        pool = self.pool
+        s, tree, k = int(pool[TABLE_YIELD][t]), int(pool[TABLE_TREE][t]), int(pool[TABLE_NODE][t])
+        x = int(self.layout.cache_of[s])
+        old = content_of(self.trees[tree], k)
+        unit, begin = self.occurrences[:, s - self.cache_first[x]]
+        tokens, spans = substring(self.batch.tokens, self.batch.offsets, self.batch.span_ids,
+                                  self.batch.span_offsets, unit, begin, old[0, END])
+        self._release(self._take_out(tree, k))
+        new, table = self._draw(self.rooted[x], int(unit), tokens, spans, s, temperature, f"table {t}")
+        old_proposal, old_target, new_proposal, new_target = log_scores(self.fields, old, new, table, self.scratch)
+        log_ratio = (new_target - old_target) / temperature - new_proposal + old_proposal
+        accept = old_target == -math.inf or log_ratio >= 0 or self.rng.random() < math.exp(log_ratio)
+        self._put_content(tree, k, new if accept else old)
+
+    def _put_content(self, tree, k, content):
+        """Seat ``content`` (rooted at its node 0) as the content of the table node k of ``tree`` opened, in
+        a copy of the tree under a fresh id (`splice`) that the utterance using it and the tables opened
+        outside the content move to."""
+        spliced_tree = self._fresh_tree()
+        nodes, moved = splice(self.trees[tree], k, content, tree, spliced_tree, self.pool)
+        users = np.flatnonzero(self.current == tree)
+        self.current[users] = spliced_tree
+        self.trees[spliced_tree] = nodes
+        state, rule = self.state, nodes[k, RULE]     # the opener's own base rule is its table's
+        state.counts[rule] += 1
+        state.row_totals[state.rule_parent[rule]] += 1
+        self.references[spliced_tree] = moved + users.shape[0] + self._seat(nodes, spliced_tree, k + 1, nodes[k, LAST])
+        self.references[tree] -= moved + users.shape[0]
+        if self.references[tree] == 0:
+            del self.trees[tree], self.references[tree]
+
+    def resample_tables(self, temperature=1.0):
+        """`relabel` every open table once, in a random order (py-cfg's ``-R -1``), but those of an X whose
+        base gives every yield one parse (`single_parse_nonterminals`): their content cannot change."""
+        pool = self.pool
+        tables = np.flatnonzero(pool[TABLE_CUSTOMERS] > 0)
+        tables = tables[self.ambiguous[self.layout.cache_of[pool[TABLE_YIELD][tables]]]]
+        for t in self.rng.permutation(tables):
+            if self.pool[TABLE_CUSTOMERS][t] > 0:      # not closed by an earlier move
+                self.relabel(int(t), temperature)
 
     def log_joint(self):
         """log p(trees, seating) of the current state: the Dirichlet-multinomial of the base counts
@@ -270,12 +363,14 @@ class MetropolisHastings:
         checkpoint.track("mcmc.trees", sampler.saved, sampler.restore)
 
     def sweep(self, iteration):
-        """One MH step per utterance (annealed by ``anneal``), then a and b (``estimate``);
-        log p(trees, seating) after it."""
+        """One MH step per utterance (annealed by ``anneal``), the table-label move on every table
+        (``resample_tables``), then a and b (``estimate``); log p(trees, seating) after it."""
         sampler, training = self.sampler, self.training
         temperature = 1.0 if training.anneal is None else annealing_temperature(iteration, *training.anneal)
         for i in self.rng.permutation(len(training.batch)):
             sampler.step(int(i), temperature)
+        if training.resample_tables:
+            sampler.resample_tables(temperature)
         if training.estimate:
             sampler.resample_hyperparameters()
             training.discount[:] = sampler.state.discount
@@ -366,13 +461,17 @@ def tree_nodes(kernel, rows, n_rows, spans, width, adapted_of, n_nonterminals, f
 
 @njit(cache=True)
 def propose(kernel_fields, fields, cell_rules, first, last, power, tokens, spans, buffers, seed, rows, adapted_of,
-            n_nonterminals, family_of, nodes):
+            n_nonterminals, family_of, nodes, root_cache):
     """Draw utterance's tree from the PCFG approximation of the state (Johnson et al. 2007): the
     weights `fill_predictive_table` of its cells (each to the power ``power``, the annealed proposal),
     `sentence_sample`, then `tree_nodes`.  Returns the number of nodes (0: no parse; -1: the rows
-    overflowed).  The kernel grammar and the `Restaurants` come as plain tuples (`Sampler.fields`)."""
+    overflowed).  The kernel grammar and the `Restaurants` come as plain tuples (`Sampler.fields`).
+    ``root_cache`` >= 0: a table's content (`Sampler.relabel`): the kernel is rooted at the table's X,
+    ``tokens`` its yield, and X's cache rule at it is left out."""
     kernel, state = KernelGrammar(*kernel_fields), Restaurants(*fields)
     table = fill_predictive_table(state, cell_rules, first, last, power)
+    if root_cache >= 0:
+        table[root_cache] = 0.0
     _, n_rows = sentence_sample(kernel, build_tables(kernel, table), tokens, spans, buffers, seed, rows)
     if n_rows > 0:
         tree_nodes(kernel, rows, n_rows, spans, tokens.shape[0] + 1, adapted_of, n_nonterminals, family_of, nodes)
@@ -454,12 +553,13 @@ def log_scores(fields, old, new, table, scratch):
 
 
 @njit(cache=True)
-def add_tree(fields, nodes, tree, uniforms, pool):
-    """Seat a parse (Johnson et al. 2007): in preorder, a cached adapted node joins a table of its yield
-    with probability proportional to (customers - a) (the Pitman-Yor seating; uniforms[c] for the c-th
-    cached node, walking the tables in the order they opened), a base-served one opens a table of its
-    own (recording the opener: tree id, node), and the base rules outside cached nodes are counted.
-    Returns the number of tables opened.  ``fields``: the `Restaurants` as a plain tuple."""
+def add_tree(fields, nodes, tree, uniforms, pool, first, stop):
+    """Seat a parse's nodes first..stop-1 (the whole tree, or a table's content below its opener):
+    in preorder, a cached adapted node joins a table of its yield with probability proportional to
+    (customers - a) (the Pitman-Yor seating (Johnson et al. 2007); uniforms[c] for the c-th cached node,
+    walking the tables in the order they opened), a base-served one opens a table of its own (recording
+    the opener: tree id, node), and the base rules outside cached nodes are counted.  Returns the number
+    of tables opened.  ``fields``: the `Restaurants` as a plain tuple."""
     state = Restaurants(*fields)
     counts, row_totals, rule_parent = state.counts, state.row_totals, state.rule_parent
     customers, tables, total_customers, total_tables = (state.customers, state.tables, state.total_customers,
@@ -468,7 +568,7 @@ def add_tree(fields, nodes, tree, uniforms, pool):
     table_customers, table_yield, previous, following, head, tail, table_tree, table_node, free, n_free = pool
     drawn = 0
     opened = 0
-    for j in range(nodes.shape[0]):
+    for j in range(first, stop):
         x = nodes[j, ADAPTED]
         if x >= 0:
             s = nodes[j, YIELD]
@@ -520,6 +620,65 @@ def add_tree(fields, nodes, tree, uniforms, pool):
 
 
 @njit(cache=True)
+def content_of(nodes, k):
+    """The subtree of node k as a tree of its own (its node 0 the root, positions from its yield's start)."""
+    content = nodes[k:nodes[k, LAST]].copy()
+    content[:, LAST] -= k
+    content[1:, OWNER] -= k
+    content[0, OWNER] = -1
+    content[:, BEGIN:END + 1] -= nodes[k, BEGIN]
+    return content
+
+
+@njit(cache=True)
+def substring(tokens, offsets, span_ids, span_offsets, unit, begin, length):
+    """The tokens of unit's span begin..begin+length-1 and its grid of substring ids (a sentence's)."""
+    width, inner = offsets[unit + 1] - offsets[unit] + 1, length + 1
+    source = span_ids[span_offsets[unit]:span_offsets[unit + 1]]
+    spans = np.full(inner * inner, -1, dtype=np.int64)
+    for j in range(length):
+        for end in range(j + 1, inner):
+            spans[j * inner + end] = source[(begin + j) * width + begin + end]
+    return tokens[offsets[unit] + begin:offsets[unit] + begin + length], spans
+
+
+@njit(cache=True)
+def splice(nodes, k, content, tree, spliced_tree, pool):
+    """``tree``'s nodes with node k's subtree replaced by ``content`` (a subtree of the same yield rooted at
+    its node 0, `content_of`), node k keeping its table and place; the tables opened by the nodes outside
+    that subtree (node k's among them) move their opener to ``spliced_tree``.  Returns (the nodes, the
+    number of tables moved).  The tables opened inside the old subtree keep their opener in ``tree``."""
+    table_customers, table_tree, table_node = pool[TABLE_CUSTOMERS], pool[TABLE_TREE], pool[TABLE_NODE]
+    stop, size = nodes[k, LAST], content.shape[0]
+    shift = size - (stop - k)
+    out = np.empty((nodes.shape[0] + shift, N_COLUMNS), dtype=np.int64)
+    out[:k] = nodes[:k]
+    out[k + size:] = nodes[stop:]
+    for j in range(out.shape[0]):
+        if k <= j < k + size:
+            out[j] = content[j - k]
+            out[j, LAST] += k
+            out[j, OWNER] += k
+            out[j, BEGIN] += nodes[k, BEGIN]
+            out[j, END] += nodes[k, BEGIN]
+            continue
+        for column in (LAST, OWNER):
+            if out[j, column] >= stop:
+                out[j, column] += shift
+    for column in (OWNER, TABLE):
+        out[k, column] = nodes[k, column]
+    moved = 0
+    for j in range(out.shape[0]):
+        if k < j < k + size or out[j, ADAPTED] < 0 or out[j, CACHED]:
+            continue
+        t, before = out[j, TABLE], j - shift if j >= k + size else j
+        if t >= 0 and table_customers[t] > 0 and table_tree[t] == tree and table_node[t] == before:
+            table_tree[t], table_node[t] = spliced_tree, j
+            moved += 1
+    return out, moved
+
+
+@njit(cache=True)
 def remove_owned(fields, nodes, owner, pool, closed):
     """Take out what `owner` put in the state (node `owner`'s table, or the utterance at -1): its base
     rules and its adapted nodes' customers; a table left without customers is closed and listed in
@@ -566,6 +725,56 @@ def remove_owned(fields, nodes, owner, pool, closed):
             closed[n_closed] = t
             n_closed += 1
     return n_closed
+
+
+def single_parse_nonterminals(grammar, adapted):
+    """The adapted nonterminals whose base rules give every yield at most one parse (the table-label move
+    leaves their tables as they are): none below them is adapted (a nested table may be shared or not),
+    and a sufficient condition for an unambiguous region holds: the yield lengths of each nonterminal's
+    rules are disjoint intervals (the length picks the rule) and at most one child of a rule has a
+    variable length (the splits are fixed).  ``grammar``: the augmented grammar (its cache families
+    ``X -> <any>`` of the adapted X are not base rules)."""
+    rules = {}
+    for rule in grammar.rules:
+        if not (rule.lhs in adapted and rule.kind == SPAN):
+            rules.setdefault(rule.lhs, []).append(rule.rhs)
+    shortest = {name: math.inf for name in rules}
+    longest = {name: 0.0 for name in rules}
+
+    def span(child):
+        if isinstance(child, Terminal):
+            return 1, 1
+        if isinstance(child, AnySubstring):
+            return 1, child.max_length or math.inf
+        return shortest[child], longest[child]
+
+    def longer():
+        return {name: max(sum(span(c)[1] for c in rhs) for rhs in options) for name, options in rules.items()}
+
+    for _ in range(len(rules) + 1):      # the shortest and bounded longest yields settle within |N| rounds
+        shortest = {name: min(sum(span(c)[0] for c in rhs) for rhs in options) for name, options in rules.items()}
+        grown = longer()
+        unbounded = {name for name in rules if grown[name] != longest[name]}
+        longest = grown
+    longest.update(dict.fromkeys(unbounded, math.inf))
+    for _ in range(len(rules)):          # and what uses an unbounded one is unbounded
+        longest = longer()
+
+    def unambiguous(name, seen):
+        if name in seen:          # recursion on a shorter span (the lengths below keep it unique)
+            return True
+        intervals = sorted(tuple(map(sum, zip(*map(span, rhs)))) for rhs in rules[name])
+        if any(low <= previous_high for (_, previous_high), (low, _) in zip(intervals, intervals[1:])):
+            return False
+        for rhs in rules[name]:
+            if sum(low != high for low, high in map(span, rhs)) > 1:
+                return False
+            for child in rhs:
+                if isinstance(child, str) and (child in adapted or not unambiguous(child, seen | {name})):
+                    return False
+        return True
+
+    return {name for name in adapted if unambiguous(name, frozenset())}
 
 
 def annealing_temperature(sweep, start, n_sweeps):
