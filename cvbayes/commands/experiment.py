@@ -335,6 +335,9 @@ EXPERIMENTS = {
          option("--quick", action="store_true", help="a smoke run (200 utterances, 2 passes, 1 seed)"),
          option("--discount", type=float, default=None,
                 help="the Pitman-Yor discount a of every adapted nonterminal (default 0)"),
+         option("--concentration", type=float, default=None,
+                help="the Pitman-Yor concentration b of every adapted nonterminal the grammar does not set "
+                     "(default 1)"),
          option("--estimate-hyperparameters", action="store_true",
                 help="learn a and b after each pass (mcmc samples them, as Johnson and Goldwater 2009); an a of 0 "
                      "stays 0, so give --discount > 0 to learn it"),

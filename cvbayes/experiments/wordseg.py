@@ -187,8 +187,8 @@ def run_one(corpus, grammar, algorithm, seed, n_iter, restarts=1, options=None, 
 def _label(run):
     """The run's algorithm with the model options it ran with, when they are not the defaults."""
     model = run["model"]
-    notes = ([f"a = {model['a']:g}"] if model["a"] else []) + (["a, b learned"] if model.get("estimate_hyperparameters")
-                                                                else [])
+    notes = ([f"a = {model['a']:g}"] if model["a"] else []) + ([f"b = {model['b']:g}"] if model.get("b", 1) != 1 else [])
+    notes += ["a, b learned"] if model.get("estimate_hyperparameters") else []
     if model.get("anneal"):
         notes.append(f"annealed from T = {model['anneal'][0]:g} over {model['anneal'][1]} sweeps")
     if model.get("resample_tables"):
@@ -471,6 +471,8 @@ def run_from_command_line(args):
     options = {"estimate_hyperparameters": getattr(args, "estimate_hyperparameters", False)}
     if getattr(args, "discount", None) is not None:
         options["a"] = args.discount
+    if getattr(args, "concentration", None) is not None:
+        options["b"] = args.concentration
     anneal = None if getattr(args, "anneal", None) is None else parse_anneal(args.anneal)
     resample_tables = getattr(args, "resample_tables", False)
     AdaptorGrammar("unigram", anneal=anneal, **options)      # checks the values before any run

@@ -322,6 +322,7 @@ def test_wordseg_labels_a_cvi_run_by_its_predictive():
     assert _label(run(predictive="second-order")) == "cvi (second-order predictive)"
     assert _label(run()) == "cvi (first-order predictive)"      # saved before the predictive was a choice
     assert _label({"algorithm": "vb", "model": {"a": 0.0}}) == "vb"
+    assert _label(run(predictive="zero-exact", b=100.0, estimate_hyperparameters=True)) == "cvi (b = 100; a, b learned)"
 
 
 def test_wordseg_options_are_checked():
