@@ -31,6 +31,8 @@ The built-in grammars::
                                                             Vowel, OnsetConsonant, ... -> "x"
                                                             for every vowel or consonant x of Brent's
                                                             phonemes (BRENT_VOWELS, BRENT_CONSONANTS)
+                                                            and b = 100, 0.1, 1000 for Colloc, Word and
+                                                            the syllable parts (SYLLABLE_CONCENTRATIONS)
 """
 from __future__ import annotations
 
@@ -48,6 +50,13 @@ __all__ = ["AdaptorGrammarSpec", "BRENT_CONSONANTS", "BRENT_VOWELS", "BUILT_IN_G
 BRENT_VOWELS = tuple("& 6 7 9 A E I O Q U a e i o u 3 R # % ( ) * ~ L M".split())
 BRENT_CONSONANTS = tuple("b c d f g h k l m n p r s t v w y z D G N S T W Z".split())
 
+# colloc-syllable's PY concentrations (a = 0): a syllable part's cache at b = 1 makes the frequent onsets and
+# nuclei so cheap that two short words cost less as one two-syllable word, and cvi leaves 0.79 words a gold
+# word (token F1 62.7 on Brent); chosen on the first 2,000 Brent utterances, checked on all of Brent and on
+# Buckeye (docs/results/wordseg/syllable_settings.md)
+SYLLABLE_CONCENTRATIONS = {"Colloc": 100.0, "Word": 0.1, "Onset": 1000.0, "OnsetI": 1000.0, "Coda": 1000.0,
+                           "CodaF": 1000.0, "Nucleus": 1000.0}
+
 
 def syllable_grammar(vowels, consonants, edges=True) -> str:
     """The colloc-syllable grammar's text over the given nucleus and consonant symbols.
@@ -64,6 +73,10 @@ def syllable_grammar(vowels, consonants, edges=True) -> str:
     ``OnsetIConsonant``, ``CodaConsonant``, ``CodaFConsonant``), so that every nonterminal lies in one
     adapted subtree, as CVI needs (`adapted_regions`): their base distributions over consonants are learned
     separately rather than shared.
+
+    The grammar sets the adapted nonterminals' concentrations b (`SYLLABLE_CONCENTRATIONS`: 100 for Colloc,
+    0.1 for Word, 1000 for the syllable parts, which then follow their base distributions closely); their
+    discounts, and the b of a grammar with ``edges=False``, are the model's.
 
     ``edges=False`` gives the grammar without word-edge variants that cvbayes had before (a word is one to
     four ``Syllable``; adapted: Colloc, Word, Syllable, Onset, Rhyme, Nucleus, Coda).
@@ -85,6 +98,7 @@ def syllable_grammar(vowels, consonants, edges=True) -> str:
 
     rules = ["Sentence -> Colloc+", "@Colloc -> Word+"]
     if edges:
+        rules = [f"@{name} b={b:g}" for name, b in SYLLABLE_CONCENTRATIONS.items()] + rules
         rules += ["@Word -> SyllableIF"] + ["@Word -> " + " ".join(["SyllableI"] + ["Syllable"] * n + ["SyllableF"])
                                            for n in range(3)]
         for syllable, onset, rhyme in (("Syllable", "Onset", "Rhyme"), ("SyllableI", "OnsetI", "Rhyme"),

@@ -93,6 +93,9 @@ def test_builtin_grammars_parse_with_plus_sugar():
 def test_syllable_grammar_covers_brent_and_names_symbols_it_cannot_derive():
     spec = parse_adaptor_grammar(BUILT_IN_GRAMMARS["colloc-syllable"])
     assert set(spec.adapted) == {"Colloc", "Word", "Onset", "OnsetI", "Nucleus", "Coda", "CodaF"}
+    # its concentrations are the grammar's (a stays the model's); the old grammar leaves both to the model
+    assert spec.adapted["Word"] == (None, 0.1) and spec.adapted["Colloc"] == (None, 100.0)
+    assert AdaptorGrammar(spec, a=0.2, b=3.0).concentration.tolist() == [100.0, 0.1] + [1000.0] * 5
     terminals = {r.lhs: set() for r in spec.grammar.rules}
     for rule in spec.grammar.rules:
         terminals[rule.lhs].update(x.text for x in rule.rhs if isinstance(x, Terminal))
