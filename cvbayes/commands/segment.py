@@ -427,7 +427,8 @@ def register(commands):
     segment.add_argument("--discount", type=float, default=None,
                          help="Pitman-Yor discount a of the adapted nonterminals (default: the model's)")
     segment.add_argument("--concentration", type=float, default=None,
-                         help="Pitman-Yor concentration b (default: the model's)")
+                         help="Pitman-Yor concentration b of the adapted nonterminals the grammar does not set "
+                              "(default: the model's, 1; colloc-syllable sets its own)")
     segment.add_argument("--alpha", type=float, default=None,
                          help="Dirichlet pseudo-count of the base rules (default: the model's)")
     segment.add_argument("--truncation", type=int, default=None,
