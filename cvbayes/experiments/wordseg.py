@@ -53,8 +53,10 @@ DEFAULT_CORPORA = ("brent", "hkcancor")
 PUBLISHED_TOKEN_F1 = {"unigram": 0.56, "colloc": 0.76, "colloc-syllable": 0.87}
 PUBLISHED = ("Johnson and Goldwater (2009), MCMC with sampled PY hyperparameters, Brent (9,790 utterances), "
              "token F1 as quoted in issue 20 (approximate); colloc-syllable is their grammar with word-initial and "
-             "word-final syllables (`syllable_grammar`); the rows 'colloc-syllable-no-edges' are cvbayes's "
-             "earlier grammar without them")
+             "word-final syllables (`syllable_grammar`, with its concentrations: Colloc 100, Word 0.1, syllable "
+             "parts 1000); the rows 'colloc-syllable-b1' are the same grammar at b = 1 everywhere (before "
+             "syllable_settings.md), the rows 'colloc-syllable-no-edges' cvbayes's earlier grammar without "
+             "word-edge syllables")
 QUICK = {"utterances": 200, "iterations": 2, "mcmc_iterations": 4, "seeds": 1}
 SCORES = ("token", "boundary", "lexicon")
 EVALUATIONS = 12   # log-spaced scoring points along a run
