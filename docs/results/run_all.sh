@@ -199,6 +199,16 @@ done
 NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --corpora hkcancor --utterances 2000 --grammars unigram --algorithms cvi --iterations 10 --seeds 1 --estimate-hyperparameters --out /tmp/hk_b
 NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --corpora hkcancor --utterances 2000 --grammars unigram --algorithms cvi --iterations 10 --seeds 1 --discount 0.5 --estimate-hyperparameters --out /tmp/hk_ab
 NUMBA_NUM_THREADS=1 python benchmarks/bench_segment_defaults.py --sentences 500 --algorithms cvi --options="--estimate-hyperparameters"
+# issue 29, 2026-11-27: HKCanCor colloc seeds 1-2; colloc-syllable with the grammar's concentrations
+# (docs/results/wordseg/syllable_settings.md; the earlier cvi runs at b = 1 were renamed 'colloc-syllable-b1' in
+# results.json); colloc mcmc from py-cfg's start with Johnson's table-label move
+NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment wordseg --corpora hkcancor --utterances 2000 --grammars colloc --algorithms vb,cvi --iterations 10 --seed 1 --seeds 2 --append
+NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment wordseg --corpora brent --grammars colloc-syllable --algorithms vb --iterations 10 --seeds 3 --append
+for s in 0 1 2; do
+  NUMBA_NUM_THREADS=1 nice -n 5 cvbayes experiment wordseg --corpora brent --grammars colloc-syllable --algorithms cvi --iterations 6 --seed $s --seeds 1 --append
+done
+NUMBA_NUM_THREADS=1 nice -n 5 cvbayes experiment wordseg --corpora buckeye --utterances 500 --grammars colloc-syllable --algorithms cvi --iterations 3 --seeds 1 --append
+NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment wordseg --corpora brent --grammars colloc --algorithms mcmc --cgs-iterations 200 --seeds 3 --discount 0.0001 --concentration 10000 --estimate-hyperparameters --resample-tables --append
 # Lexicon discovery from speech (issue 31): units, then words with and without the noisy channel and with three
 # joint rounds, vb and cvi, scored by zerospeech-tde on the synthetic Brent corpus (`cvbayes data fetch
 # synthetic-brent`), and word detection on TIDIGITS; each seed ran as its own process (24 min wall a seed, three
