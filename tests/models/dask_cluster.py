@@ -1,5 +1,5 @@
 """What the tests of learning on shards share (beside conftest.py's ``client`` fixture): the objective
-trajectory of a fit, and a worker that dies in the middle of a pass."""
+trajectory of a fit, a named shard folder used twice, and a worker that dies in the middle of a pass."""
 import importlib
 import os
 import sys
@@ -10,6 +10,15 @@ import pytest
 
 def objectives(model):
     return np.array([record.objective for record in model.history_])
+
+
+def fitted_twice_on(folder, fit):
+    """``fit(folder)`` twice on the same shard folder; asserts the second wrote no file and returns both models."""
+    first = fit(folder)
+    saved = {path.name: path.stat().st_mtime_ns for path in folder.iterdir()}
+    again = fit(folder)
+    assert {path.name: path.stat().st_mtime_ns for path in folder.iterdir()} == saved     # not written again
+    return first, again
 
 
 def _install_fault(module_name, function_name, calls_before_exit):

@@ -10,7 +10,7 @@ from cvbayes.cli import main
 from cvbayes.models.adaptor import AdaptorGrammar
 from cvbayes.models.adaptor.layout import utterance_types
 from cvbayes.models.shards import ShardMismatchError
-from tests.models.dask_cluster import assert_one_worker_replaced, kill_a_worker_during, objectives
+from tests.models.dask_cluster import assert_one_worker_replaced, fitted_twice_on, kill_a_worker_during, objectives
 
 pytest.importorskip("distributed", reason="dask.distributed is not installed (cvbayes[distributed])")
 
@@ -101,10 +101,8 @@ def test_a_shard_folder_of_another_corpus_is_refused(client, utterances, tmp_pat
     refused for other utterances, or for the same utterances under another grammar."""
     folder = tmp_path / "shards"
     options = dict(truncation=30, algorithm="vb", n_iter=2)
-    first = AdaptorGrammar(**options).fit(utterances, client=client, n_shards=2, shard_folder=folder)
-    saved = {path.name: path.stat().st_mtime_ns for path in folder.iterdir()}
-    again = AdaptorGrammar(**options).fit(utterances, client=client, n_shards=2, shard_folder=folder)
-    assert {path.name: path.stat().st_mtime_ns for path in folder.iterdir()} == saved
+    first, again = fitted_twice_on(folder, lambda shard_folder: AdaptorGrammar(**options).fit(
+        utterances, client=client, n_shards=2, shard_folder=shard_folder))
     np.testing.assert_array_equal(objectives(again), objectives(first))
     with pytest.raises(ShardMismatchError, match=f"shard folder {folder} holds the shards of another corpus"):
         AdaptorGrammar(**options).fit(_utterances(seed=1), client=client, n_shards=2, shard_folder=folder)

@@ -10,7 +10,7 @@ import pytest
 from cvbayes import LDA
 from cvbayes.cli import main
 from cvbayes.models.shards import ShardMismatchError
-from tests.models.dask_cluster import assert_one_worker_replaced, kill_a_worker_during, objectives
+from tests.models.dask_cluster import assert_one_worker_replaced, fitted_twice_on, kill_a_worker_during, objectives
 
 pytest.importorskip("distributed", reason="dask.distributed is not installed (cvbayes[distributed])")
 
@@ -107,10 +107,8 @@ def test_a_shard_folder_of_another_corpus_is_refused(client, documents, tmp_path
     another; a shard file swapped for another corpus's is refused by the worker that opens it."""
     folder = tmp_path / "shards"
     options = dict(algorithm="vb", n_iter=2, random_state=8)
-    first = LDA(K, **options).fit(documents, client=client, n_shards=2, shard_folder=folder)
-    saved = {path.name: path.stat().st_mtime_ns for path in folder.iterdir()}
-    again = LDA(K, **options).fit(documents, client=client, n_shards=2, shard_folder=folder)
-    assert {path.name: path.stat().st_mtime_ns for path in folder.iterdir()} == saved   # not written again
+    first, again = fitted_twice_on(folder, lambda shard_folder: LDA(K, **options).fit(
+        documents, client=client, n_shards=2, shard_folder=shard_folder))
     np.testing.assert_array_equal(again.components_, first.components_)
     other = _planted(80, seed=2)
     with pytest.raises(ShardMismatchError, match=f"shard folder {folder} holds the shards of another corpus"):

@@ -6,7 +6,7 @@ import pytest
 
 from cvbayes.models.noisy_words import NoisyWords, ServedWords
 from cvbayes.models.shards import ShardMismatchError
-from tests.models.dask_cluster import objectives
+from tests.models.dask_cluster import fitted_twice_on, objectives
 from tests.models.test_noisy_words import noisy_corpus
 
 pytest.importorskip("distributed", reason="dask.distributed is not installed (cvbayes[distributed])")
@@ -55,10 +55,8 @@ def test_served_words_add_up_by_string_in_order_of_first_appearance():
 def test_a_shard_folder_serves_the_same_utterances_only(client, utterances, tmp_path):
     folder = tmp_path / "shards"
     options = dict(OPTIONS, n_iter=1)
-    first = NoisyWords(**options).fit(utterances, client=client, n_shards=2, shard_folder=folder)
-    saved = {path.name: path.stat().st_mtime_ns for path in folder.iterdir()}
-    again = NoisyWords(**options).fit(utterances, client=client, n_shards=2, shard_folder=folder)
-    assert {path.name: path.stat().st_mtime_ns for path in folder.iterdir()} == saved
+    first, again = fitted_twice_on(folder, lambda shard_folder: NoisyWords(**options).fit(
+        utterances, client=client, n_shards=2, shard_folder=shard_folder))
     np.testing.assert_array_equal(objectives(again), objectives(first))
     with pytest.raises(ShardMismatchError, match="holds the shards of another corpus"):
         NoisyWords(**options).fit(utterances[1:], client=client, n_shards=2, shard_folder=folder)

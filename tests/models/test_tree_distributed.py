@@ -12,7 +12,7 @@ from cvbayes.data.trees import format_tree
 from cvbayes.models.pcfg import PCFG
 from cvbayes.models.shards import ShardMismatchError
 from tests.brute_latent import random_tree
-from tests.models.dask_cluster import assert_one_worker_replaced, kill_a_worker_during, objectives
+from tests.models.dask_cluster import assert_one_worker_replaced, fitted_twice_on, kill_a_worker_during, objectives
 
 pytest.importorskip("distributed", reason="dask.distributed is not installed (cvbayes[distributed])")
 
@@ -210,10 +210,8 @@ def test_a_shard_folder_of_another_corpus_is_refused(client, tags, words, tmp_pa
     """A named shard folder serves a later fit of the same sentences (unwritten) and is refused for
     other sentences, or for the same tokens under another grammar."""
     folder = tmp_path / "shards"
-    first = DMV(algorithm="em", n_iter=2).fit(tags, client=client, n_shards=2, shard_folder=folder)
-    saved = {path.name: path.stat().st_mtime_ns for path in folder.iterdir()}
-    again = DMV(algorithm="em", n_iter=2).fit(tags, client=client, n_shards=2, shard_folder=folder)
-    assert {path.name: path.stat().st_mtime_ns for path in folder.iterdir()} == saved
+    first, again = fitted_twice_on(folder, lambda shard_folder: DMV(algorithm="em", n_iter=2).fit(
+        tags, client=client, n_shards=2, shard_folder=shard_folder))
     np.testing.assert_array_equal(objectives(again), objectives(first))
     with pytest.raises(ShardMismatchError, match=f"shard folder {folder} holds the shards of another corpus"):
         DMV(algorithm="em", n_iter=2).fit(_tag_sentences(seed=1), client=client, n_shards=2, shard_folder=folder)
