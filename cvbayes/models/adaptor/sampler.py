@@ -23,6 +23,8 @@ that an utterance's tree always holds the current content of the tables it opene
 from __future__ import annotations
 
 import math
+from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -44,6 +46,15 @@ N_COLUMNS = 10
 # the table pool's arrays
 (TABLE_CUSTOMERS, TABLE_YIELD, TABLE_PREVIOUS, TABLE_NEXT, YIELD_HEAD, YIELD_TAIL, TABLE_TREE, TABLE_NODE,
  FREE_TABLES, N_FREE) = range(10)
+
+
+class Relabelling(NamedTuple):
+    """The table-label move's view of the grammar and the utterances (`Sampler._relabelling`)."""
+
+    rooted: list
+    cache_first: np.ndarray
+    occurrences: np.ndarray
+    ambiguous: np.ndarray
 
 
 class Sampler:
@@ -88,17 +99,6 @@ class Sampler:
         self.rows = np.empty((self._row_limit(longest), 5), dtype=np.int64)
         self.nodes = np.empty((self.rows.shape[0], N_COLUMNS), dtype=np.int64)
         self.accepted = self.proposed = self.repairs = 0
-        # the table-label move (`relabel`): each adapted X's kernel rooted at X, the first rule of its cache
-        # family, one occurrence (utterance, begin) of every substring, and whether X's base can parse a
-        # yield in more than one way
-        symbols = layout.adapted_symbol
-        self.rooted = [tuple(kernel._replace(start=int(symbol))) for symbol in symbols]
-        self.cache_first = kernel.span_base[self.family_of[symbols]]
-        self.occurrences = substring_occurrences(batch.offsets, batch.span_ids, batch.span_offsets,
-                                                 int(kernel.span_count.max()))
-        names = [compiled.nonterminals[symbol] for symbol in symbols]
-        single = single_parse_nonterminals(compiled.grammar, set(names))
-        self.ambiguous = np.array([name not in single for name in names])
         # a nonterminal that starts as a Dirichlet process (a = 0) stays one (Johnson's py-cfg)
         self.sample_discount = discount > 0
 
@@ -229,6 +229,21 @@ class Sampler:
         else:     # a copy: a table the old parse opened may still hold its nodes (and their tables)
             self._commit(i, old.copy() if old_tree in self.trees else old)
 
+    @cached_property
+    def _relabelling(self):
+        """What the table-label move needs, built on its first use (a fit without it pays nothing): each
+        adapted X's kernel rooted at X, the first rule of its cache family, one occurrence (utterance, begin)
+        of every substring, and whether X's base can parse a yield in more than one way."""
+        kernel, batch, compiled = self.compiled.kernel, self.batch, self.compiled
+        symbols = self.layout.adapted_symbol
+        names = [compiled.nonterminals[symbol] for symbol in symbols]
+        single = single_parse_nonterminals(compiled.grammar, set(names))
+        return Relabelling([tuple(kernel._replace(start=int(symbol))) for symbol in symbols],
+                           kernel.span_base[self.family_of[symbols]],
+                           substring_occurrences(batch.offsets, batch.span_ids, batch.span_offsets,
+                                                 int(kernel.span_count.max())),
+                           np.array([name not in single for name in names]))
+
     def relabel(self, t, temperature=1.0):
         """Johnson's table-label move on open table t (Johnson and Goldwater 2009; ``-R -1`` of Johnson's
         py-cfg): a new content for the table, its base parse of its yield s.
@@ -251,11 +266,12 @@ class Sampler:
         s, tree, k = int(pool[TABLE_YIELD][t]), int(pool[TABLE_TREE][t]), int(pool[TABLE_NODE][t])
         x = int(self.layout.cache_of[s])
         old = content_of(self.trees[tree], k)
-        unit, begin = self.occurrences[:, s - self.cache_first[x]]
+        parts = self._relabelling
+        unit, begin = parts.occurrences[:, s - parts.cache_first[x]]
         tokens, spans = substring(self.batch.tokens, self.batch.offsets, self.batch.span_ids,
                                   self.batch.span_offsets, unit, begin, old[0, END])
         self._release(self._take_out(tree, k))
-        new, table = self._draw(self.rooted[x], int(unit), tokens, spans, s, temperature, f"table {t}")
+        new, table = self._draw(parts.rooted[x], int(unit), tokens, spans, s, temperature, f"table {t}")
         old_proposal, old_target, new_proposal, new_target = log_scores(self.fields, old, new, table, self.scratch)
         log_ratio = (new_target - old_target) / temperature - new_proposal + old_proposal
         accept = old_target == -math.inf or log_ratio >= 0 or self.rng.random() < math.exp(log_ratio)
@@ -283,7 +299,7 @@ class Sampler:
         base gives every yield one parse (`single_parse_nonterminals`): their content cannot change."""
         pool = self.pool
         tables = np.flatnonzero(pool[TABLE_CUSTOMERS] > 0)
-        tables = tables[self.ambiguous[self.layout.cache_of[pool[TABLE_YIELD][tables]]]]
+        tables = tables[self._relabelling.ambiguous[self.layout.cache_of[pool[TABLE_YIELD][tables]]]]
         for t in self.rng.permutation(tables):
             if self.pool[TABLE_CUSTOMERS][t] > 0:      # not closed by an earlier move
                 self.relabel(int(t), temperature)

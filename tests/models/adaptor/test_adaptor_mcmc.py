@@ -280,7 +280,7 @@ def test_table_label_move_samples_the_exact_conditional_of_the_content():
     tree, s = int(sampler.current[0]), int(sampler.pool[1][t])
     sampler._release(sampler._take_out(tree, k))
     colloc_x = int(sampler.layout.cache_of[s])
-    _, table = sampler._draw(sampler.rooted[colloc_x], 0, *sampler.batch.sentence(0), s, 1.0, "abc")
+    _, table = sampler._draw(sampler._relabelling.rooted[colloc_x], 0, *sampler.batch.sentence(0), s, 1.0, "abc")
     proposal = normalised({key: log_proposal(nodes, table) for key, nodes in contents.items()})
     assert 0.5 * sum(abs(proposal[key] - p) for key, p in exact.items()) > 0.15     # 0.21
 
