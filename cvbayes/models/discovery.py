@@ -134,6 +134,8 @@ class LexiconDiscovery:
     pause_units_ : list of int, the units taken for pauses at utterance edges (`pause_units`).
     lexicon_ : dict of word type (tuple of unit numbers as str) to its tokens in the training utterances, most
         frequent first (``joint="nbest"``: in the readings ``readings_``).
+    tokens_ : every training utterance's word tokens (as `discover` gives them; ``joint="nbest"``: in the readings
+        ``readings_``).
     readings_ : ``joint="nbest"``: every training utterance's most probable candidate reading (a `Segments`).
     reading_posterior_ : ``joint="nbest"``: every training utterance's q(k | u) over its candidates (an array).
     joint_objective_ : ``joint="nbest"``: the joint ELBO before every round and after the last (eq. J1 of
@@ -214,7 +216,8 @@ class LexiconDiscovery:
             self.units_.fit_reading(features, self._lexical_reading(segments))
             segments = self._fit_words(features, progress, sharded,
                                        layer_checkpoint(checkpoint, layer, checkpoint_every))
-        self.lexicon_ = type_counts(self._tokens(segments))
+        self.tokens_ = self._tokens(segments)
+        self.lexicon_ = type_counts(self.tokens_)
         return self
 
     def checkpoint_parts(self) -> list[str]:
