@@ -49,6 +49,15 @@ Brent), far more than any channel probability: a posterior over the units given 
 one, and the words would change nothing (an n-best rescoring by the word layer read 1.08 distinct unit strings
 an utterance among 11 candidates).
 
+The n-best joint
+----------------
+``joint="nbest"`` (vb) replaces the hard rounds by ``joint_rounds`` rounds of coordinate ascent on one ELBO of
+both layers (`cvbayes.models.discovery_nbest`, eq. J1): every utterance gets a fixed set of at most ``n_best``
+candidate readings of the units (the Viterbi reading and the readings most often drawn among ``n_draws`` paths
+from the unit layer's posterior), each round weighs them by q(k | u) ∝ exp(acoustic log Z + word chart log Z)
+and updates both layers' q from the weighted statistics; the ELBO never decreases (NoisyWords' grammaton held
+fixed).  ``readings_``, ``lexicon_`` and ``tokens_`` are then those of every utterance's most probable candidate.
+
 Pauses: the units heard mostly at utterance edges (`pause_units`) are taken for silence, and those at an
 utterance's edges are left out of its words (``trim_pauses``); an utterance of pauses alone has no words.
 
@@ -137,6 +146,7 @@ class LexiconDiscovery:
     tokens_ : every training utterance's word tokens (as `discover` gives them; ``joint="nbest"``: in the readings
         ``readings_``).
     readings_ : ``joint="nbest"``: every training utterance's most probable candidate reading (a `Segments`).
+    candidates_ : ``joint="nbest"``: every training utterance's candidate readings (a list of `Segments`).
     reading_posterior_ : ``joint="nbest"``: every training utterance's q(k | u) over its candidates (an array).
     joint_objective_ : ``joint="nbest"``: the joint ELBO before every round and after the last (eq. J1 of
         `cvbayes.models.discovery_nbest`).
@@ -246,6 +256,7 @@ class LexiconDiscovery:
                            lambda reading: spoken([reading], pauses)[0][1]).fit(self.joint_rounds)
         self.words_.adopt(joint.learner)
         self.joint_objective_ = list(joint.objective)
+        self.candidates_ = joint.candidates
         bounds = np.cumsum([len(readings) for readings in joint.candidates])[:-1]
         self.reading_posterior_ = np.split(joint.posterior, bounds)
         self.readings_ = joint.best_readings()
