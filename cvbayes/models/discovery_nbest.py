@@ -46,7 +46,11 @@ by q(k | u), plus the entropy of q(k | u).  The coordinate steps, each exact:
 (b) and (c) are one block step (the two layers' parameters share no term of J1 given q(k, z)), so J1 never
 decreases from round to round (tested) while NoisyWords' grammaton is fixed (``refresh=False``, the default
 here).  With the refresh, the grammaton is re-chosen after each word E-step from the cached words' and the base's
-customers (NoisyWords' module notes): J1 can then dip, as NoisyWords' own ELBO can.
+customers (NoisyWords' module notes): J1 can then dip, as NoisyWords' own ELBO can (on three tiny synthetic
+problems of the tests' size it still rose over 8 rounds, but nothing guarantees it).
+
+Cost: a round runs the unit layer's forward-backward over every candidate twice (its log Z for (a), its weighted
+statistics for (b)) and the word chart over every distinct spoken string twice (log Z, then the E-step).
 
 Start: the unit layer's q is the pipeline's fitted one (its counts); the word layer's is the pipeline's fitted
 NoisyWords q carried over to the candidates' alphabet (`NoisyWords.learner_over`: a unit the Viterbi strings never
