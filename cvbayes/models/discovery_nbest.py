@@ -49,6 +49,13 @@ here).  With the refresh, the grammaton is re-chosen after each word E-step from
 customers (NoisyWords' module notes): J1 can then dip, as NoisyWords' own ELBO can (on three tiny synthetic
 problems of the tests' size it still rose over 8 rounds, but nothing guarantees it).
 
+Measured (synthetic Brent, the uld experiment's 500 training utterances, vb, seed 0, one unit layer of 30 passes,
+``n_best=5``, ``n_draws=20``): the units' posterior is sharp, 20 draws give 1.25 distinct readings an utterance
+(Viterbi included), q(k | u) is nearly one-hot (its largest entry 0.99 on average, 1.03-1.05 distinct spoken
+strings an utterance above 0.01), and the most probable candidate is not the Viterbi reading in 7 % of the
+utterances.  J1 rose every round (-1,833,956 -> -1,832,592 in 3 rounds, -1,831,956 in 10); token F1 18.2 %
+(pipeline with the channel) -> 18.5 % (3 rounds) and 18.9 % (10), boundary F1 58.2 -> 58.3 and 58.3 %.
+
 Cost: a round runs the unit layer's forward-backward over every candidate twice (its log Z for (a), its weighted
 statistics for (b)) and the word chart over every distinct spoken string twice (log Z, then the E-step).
 
