@@ -2,7 +2,8 @@
 
 ``cvbayes discover AUDIO_DIR_OR_LIST -o model.npz`` fits `cvbayes.models.discovery.LexiconDiscovery`
 (acoustic units, then the unigram adaptor grammar through a noisy channel with ``--joint-rounds`` rounds in which
-the words re-estimate the units, or the grammar alone) and writes three files:
+the words re-estimate the units, hard or, with ``--joint nbest``, within one ELBO over candidate readings of the
+units; or the grammar alone) and writes three files:
 
 * the model (``-o``, ``.npz``);
 * the discovered word tokens in the ZeroSpeech class format (``--classes``; ``<model>.classes`` by default):
@@ -21,7 +22,8 @@ from pathlib import Path
 
 from ..files import write_text
 from ..metrics.tde import write_classes
-from ..models.discovery import GRAMMARS, JOINT_ROUNDS, LEARNERS, LexiconDiscovery, word_classes
+from ..models.discovery import (GRAMMARS, JOINT_ROUNDS, JOINTS, LEARNERS, N_BEST, N_DRAWS, LexiconDiscovery,
+                                word_classes)
 from ..models.units import DEFAULT_UNITS
 from .options import (add_checkpoint_arguments, add_cluster_arguments, check_writable, cluster_requested, connect,
                       count, finish_fit, positive_int, remove_checkpoint)
@@ -48,6 +50,7 @@ def run_discover(args):
     cluster_requested(args, ("vb",), "cvbayes discover")
     model = LexiconDiscovery(grammar=args.grammar, channel=args.channel, algorithm=args.algorithm,
                              n_units=args.units, presegment=args.presegment, joint_rounds=args.joint_rounds,
+                             joint=args.joint, n_best=args.n_best, n_draws=args.draws,
                              unit_iter=args.unit_iterations, n_iter=args.iterations, random_state=args.seed)
     names, features = read_inputs(args.inputs, quiet)
     short = [name for name, frames in zip(names, features) if frames.shape[0] < 3]
@@ -57,7 +60,7 @@ def run_discover(args):
     with connect(args.scheduler, args.workers, "cvbayes discover") as client:
         model.fit(features, client=client, progress=not quiet, checkpoint=args.checkpoint,
                   checkpoint_every=args.checkpoint_every)
-    tokens = model.discover(features)
+    tokens = model.tokens_
     seconds = time.perf_counter() - started
     classes = word_classes(model.lexicon_, names, tokens)
     model.save(args.output)
@@ -66,7 +69,7 @@ def run_discover(args):
     n_frames = sum(frames.shape[0] for frames in features)
     report = {"utterances": len(features), "audio_seconds": round(n_frames * FRAME_SECONDS, 2),
               "algorithm": args.algorithm, "grammar": args.grammar, "channel": args.channel,
-              "joint_rounds": args.joint_rounds,
+              "joint_rounds": args.joint_rounds, "joint": args.joint,
               "units_used": int(model.units_.n_units_used_), "word_types": len(model.lexicon_),
               "word_tokens": sum(len(t) for t in tokens), "seconds": round(seconds, 3),
               "model": args.output, "classes": classes_path, "lexicon": lexicon_path}
@@ -75,7 +78,7 @@ def run_discover(args):
         remove_checkpoint(None if args.checkpoint is None else f"{args.checkpoint}.{part}", {}, removed)
     words = "unigram grammar through the noisy channel" if args.channel else f"{args.grammar} grammar"
     if args.joint_rounds:
-        words += f", {args.joint_rounds} joint round{'s' if args.joint_rounds > 1 else ''}"
+        words += f", {args.joint_rounds} {args.joint} joint round{'s' if args.joint_rounds > 1 else ''}"
     finish_fit(args, report, removed,
                f"{report['utterances']} utterances ({report['audio_seconds']} s of audio): {report['units_used']} "
                f"units, {report['word_tokens']} word tokens of {report['word_types']} types ({args.algorithm}, "
@@ -104,6 +107,15 @@ def register(commands):
     parser.add_argument("--joint-rounds", type=count, default=JOINT_ROUNDS,
                         help=f"with the channel: rounds in which the words' reading of the units re-estimates them and "
                              f"the words are fitted again (default {JOINT_ROUNDS}; 0: the pipeline)")
+    parser.add_argument("--joint", choices=JOINTS, default="hard",
+                        help="the joint rounds: hard (default), the words' best reading re-estimates the units; "
+                             "nbest (--algorithm vb), coordinate ascent on one ELBO of both layers over candidate "
+                             "readings of every utterance")
+    parser.add_argument("--n-best", type=positive_int, default=N_BEST,
+                        help=f"--joint nbest: candidate readings an utterance, at most (default {N_BEST})")
+    parser.add_argument("--draws", type=positive_int, default=N_DRAWS,
+                        help=f"--joint nbest: paths drawn from the units' posterior for the candidates "
+                             f"(default {N_DRAWS})")
     parser.add_argument("--units", type=positive_int, default=DEFAULT_UNITS,
                         help=f"truncation of the units' Dirichlet process (default {DEFAULT_UNITS})")
     parser.add_argument("--unit-iterations", type=positive_int, default=30, help="passes of the unit layer (30)")

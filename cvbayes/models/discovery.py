@@ -49,6 +49,15 @@ Brent), far more than any channel probability: a posterior over the units given 
 one, and the words would change nothing (an n-best rescoring by the word layer read 1.08 distinct unit strings
 an utterance among 11 candidates).
 
+The n-best joint
+----------------
+``joint="nbest"`` (vb) replaces the hard rounds by ``joint_rounds`` rounds of coordinate ascent on one ELBO of
+both layers (`cvbayes.models.discovery_nbest`, eq. J1): every utterance gets a fixed set of at most ``n_best``
+candidate readings of the units (the Viterbi reading and the readings most often drawn among ``n_draws`` paths
+from the unit layer's posterior), each round weighs them by q(k | u) ∝ exp(acoustic log Z + word chart log Z)
+and updates both layers' q from the weighted statistics; the ELBO never decreases (NoisyWords' grammaton held
+fixed).  ``readings_``, ``lexicon_`` and ``tokens_`` are then those of every utterance's most probable candidate.
+
 Pauses: the units heard mostly at utterance edges (`pause_units`) are taken for silence, and those at an
 utterance's edges are left out of its words (``trim_pauses``); an utterance of pauses alone has no words.
 
@@ -67,6 +76,7 @@ import numpy as np
 from ..chains.edits import DELETE, INSERT
 from ..metrics.speech import boundary_time
 from .adaptor.model import AdaptorGrammar
+from .discovery_nbest import NbestJoint, candidate_readings
 from .files import read_model, write_model
 from .noisy_words import NoisyWords
 from .units import DEFAULT_UNITS, AcousticUnits, Segments
@@ -77,6 +87,9 @@ SAVE_FORMAT = "cvbayes-lexicon-discovery-1"
 PAUSE_SHARE = 0.5
 PAUSE_LEAST = 0.1
 JOINT_ROUNDS = 0
+JOINTS = ("hard", "nbest")
+N_BEST = 5
+N_DRAWS = 20
 
 
 class Token(NamedTuple):
@@ -108,8 +121,14 @@ class LexiconDiscovery:
     trim_pauses : bool
         Leave the pause units at utterance edges out of the words (`pause_units`; module notes).
     joint_rounds : int
-        With the channel: rounds in which the words' reading re-estimates the units and the words are fitted
-        again (module notes, Joint rounds); 0 (default): the pipeline.
+        With the channel: rounds of the joint fit ``joint``; 0 (default): the pipeline.
+    joint : {"hard", "nbest"}
+        "hard" (default): rounds in which the words' reading re-estimates the units and the words are fitted
+        again (module notes, Joint rounds); "nbest" (vb only): rounds of coordinate ascent on one ELBO of both
+        layers over a fixed set of candidate readings of every utterance (`cvbayes.models.discovery_nbest`).
+    n_best, n_draws : int
+        ``joint="nbest"``: the most candidate readings an utterance, the Viterbi reading and the readings most
+        often drawn among ``n_draws`` paths from the unit layer's posterior.
     unit_iter, n_iter : int
         Passes of the unit layer and of the word layer.
     unit_params, word_params : dict, optional
@@ -123,12 +142,19 @@ class LexiconDiscovery:
     units_ : the fitted `AcousticUnits`;  words_ : the fitted `NoisyWords` or `AdaptorGrammar`.
     pause_units_ : list of int, the units taken for pauses at utterance edges (`pause_units`).
     lexicon_ : dict of word type (tuple of unit numbers as str) to its tokens in the training utterances, most
-        frequent first.
+        frequent first (``joint="nbest"``: in the readings ``readings_``).
+    tokens_ : every training utterance's word tokens (as `discover` gives them; ``joint="nbest"``: in the readings
+        ``readings_``).
+    readings_ : ``joint="nbest"``: every training utterance's most probable candidate reading (a `Segments`).
+    candidates_ : ``joint="nbest"``: every training utterance's candidate readings (a list of `Segments`).
+    reading_posterior_ : ``joint="nbest"``: every training utterance's q(k | u) over its candidates (an array).
+    joint_objective_ : ``joint="nbest"``: the joint ELBO before every round and after the last (eq. J1 of
+        `cvbayes.models.discovery_nbest`).
     """
 
     def __init__(self, grammar="unigram", channel=True, algorithm="cvi", n_units=DEFAULT_UNITS, presegment=True,
-                 trim_pauses=True, joint_rounds=JOINT_ROUNDS, unit_iter=30, n_iter=10, unit_params=None,
-                 word_params=None, random_state=0):
+                 trim_pauses=True, joint_rounds=JOINT_ROUNDS, joint="hard", n_best=N_BEST, n_draws=N_DRAWS,
+                 unit_iter=30, n_iter=10, unit_params=None, word_params=None, random_state=0):
         if grammar not in GRAMMARS:
             raise ValueError(f"unknown grammar {grammar!r}; choose {' or '.join(GRAMMARS)}")
         if channel and grammar != "unigram":
@@ -141,8 +167,16 @@ class LexiconDiscovery:
         if joint_rounds and not channel:
             raise ValueError("joint rounds read the units through the channel's underlying words; they need "
                              "channel=True")
+        if joint not in JOINTS:
+            raise ValueError(f"unknown joint {joint!r}; choose {' or '.join(JOINTS)}")
+        if joint == "nbest" and algorithm != "vb":
+            raise ValueError(f"joint='nbest' raises one ELBO of both layers and runs with algorithm='vb' only, "
+                             f"not {algorithm!r}")
+        for name, value in (("n_best", n_best), ("n_draws", n_draws)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
         self.grammar, self.channel, self.algorithm = grammar, bool(channel), algorithm
-        self.joint_rounds = int(joint_rounds)
+        self.joint_rounds, self.joint, self.n_best, self.n_draws = int(joint_rounds), joint, int(n_best), int(n_draws)
         self.n_units, self.presegment, self.trim_pauses = n_units, bool(presegment), bool(trim_pauses)
         self.unit_iter, self.n_iter = unit_iter, n_iter
         self.unit_params, self.word_params = dict(unit_params or {}), dict(word_params or {})
@@ -151,7 +185,8 @@ class LexiconDiscovery:
     def get_params(self) -> dict[str, Any]:
         return {"grammar": self.grammar, "channel": self.channel, "algorithm": self.algorithm,
                 "n_units": self.n_units, "presegment": self.presegment, "trim_pauses": self.trim_pauses,
-                "joint_rounds": self.joint_rounds, "unit_iter": self.unit_iter, "n_iter": self.n_iter,
+                "joint_rounds": self.joint_rounds, "joint": self.joint, "n_best": self.n_best,
+                "n_draws": self.n_draws, "unit_iter": self.unit_iter, "n_iter": self.n_iter,
                 "unit_params": self.unit_params, "word_params": self.word_params, "random_state": self.random_state}
 
     def _word_model(self):
@@ -185,17 +220,21 @@ class LexiconDiscovery:
         word_layers = self.checkpoint_parts()[1:]
         segments = self._fit_words(features, progress, sharded,
                                    layer_checkpoint(checkpoint, word_layers[0], checkpoint_every))
+        if self.joint == "nbest" and self.joint_rounds:
+            segments = self._fit_nbest(features)
         for layer in word_layers[1:]:
             self.units_.fit_reading(features, self._lexical_reading(segments))
             segments = self._fit_words(features, progress, sharded,
                                        layer_checkpoint(checkpoint, layer, checkpoint_every))
-        self.lexicon_ = type_counts(self._tokens(segments))
+        self.tokens_ = self._tokens(segments)
+        self.lexicon_ = type_counts(self.tokens_)
         return self
 
     def checkpoint_parts(self) -> list[str]:
         """The layers whose runs a fit with ``checkpoint`` saves, each to ``<checkpoint>.<part>``: the units, the
-        words, and the words of every joint round."""
-        return ["units", "words"] + [f"words{r}" for r in range(1, self.joint_rounds + 1)]
+        words, and the words of every hard joint round."""
+        rounds = self.joint_rounds if self.joint == "hard" else 0
+        return ["units", "words"] + [f"words{r}" for r in range(1, rounds + 1)]
 
     def _fit_words(self, features, progress, sharded, checkpointing):
         """Decode the units, take the pauses and fit the word layer to the spoken unit strings; returns the
@@ -207,6 +246,21 @@ class LexiconDiscovery:
             raise ValueError("every utterance decodes to pause units only; no words to learn")
         self.words_ = self._word_model().fit(strings, progress=progress, **sharded, **checkpointing)
         return segments
+
+    def _fit_nbest(self, features):
+        """The joint fit over candidate readings (`cvbayes.models.discovery_nbest`); returns every utterance's
+        most probable candidate."""
+        candidates = candidate_readings(self.units_, features, self.n_best, self.n_draws, self.random_state)
+        pauses = self.pause_units_
+        joint = NbestJoint(self.units_, self.words_, features, candidates,
+                           lambda reading: spoken([reading], pauses)[0][1]).fit(self.joint_rounds)
+        self.words_.adopt(joint.learner)
+        self.joint_objective_ = list(joint.objective)
+        self.candidates_ = joint.candidates
+        bounds = np.cumsum([len(readings) for readings in joint.candidates])[:-1]
+        self.reading_posterior_ = np.split(joint.posterior, bounds)
+        self.readings_ = joint.best_readings()
+        return self.readings_
 
     def _lexical_reading(self, segments):
         """Every utterance's units as the word layer hears them (module notes, Joint rounds, step 1)."""

@@ -462,6 +462,37 @@ class JointVB:
         counts = (self.first - 1.0 + self.model.a) if len(self.grammaton) else np.zeros(0)
         return self.edit_counts.copy(), list(self.grammaton), counts, self.tables()
 
+    def type_log_evidence(self, weights):
+        """log Z of every utterance type of the corpus under the chart's ``weights`` (`log_evidence_types`)."""
+        corpus = self.corpus
+        out = np.empty(corpus.offsets.shape[0] - 1)
+        log_evidence_types(corpus.ids, corpus.offsets, weights.word_ids, weights.word_offsets, np.exp(weights.log_pi),
+                           float(np.exp(weights.log_base)), weights.table, weights.phones, weights.stop, weights.go_on,
+                           weights.end, self.model.max_insertions, self.model.longest, out)
+        return out
+
+    def moved_to(self, utterances, copies):
+        """This q over other utterance types (distinct symbol sequences, each with its float ``copies``), on the
+        union of the two alphabets: the edit counts and the grammaton carried to the new symbols' ids (a symbol
+        new to the channel starts with no counts, its rows the prior's)."""
+        old = list(self.corpus.symbols)
+        symbols = sorted(set(old).union(*map(set, utterances)))
+        ids, offsets = self.model._encode(utterances, symbols)
+        corpus = Corpus(list(utterances), symbols, ids, offsets, np.asarray(copies, dtype=float),
+                        np.arange(len(utterances)))
+        moved = JointVB(self.model, corpus, [], [])
+        where = np.array([symbols.index(s) for s in old], dtype=np.int64)
+        n_new = len(symbols)
+        # emission rows u, insertion rows U + u and 2U (gap 0); outcome 0 (delete / stop) and 1 + b
+        rows = np.concatenate([where, n_new + where, [2 * n_new]])
+        columns = np.concatenate([[0], 1 + where])
+        state = self.state()
+        edit_counts = np.zeros((2 * n_new + 1, n_new + 1))
+        edit_counts[np.ix_(rows, columns)] = state["edit_counts"]
+        state.update(edit_counts=edit_counts, grammaton=[where[w] for w in self.grammaton])
+        moved.restore(state)
+        return moved
+
 
 @njit(cache=True)
 def cache_weights(customers, free, log_empty, theta, normaliser, out):
@@ -838,6 +869,21 @@ class NoisyWords(BayesModel):
         self.lexicon_ = {tuple(self.symbols_[s] for s in word): float(c) for word, c in zip(words, counts)}
         if isinstance(self.learner_, CollapsedNoisyWords):
             self.dropped_mass_ = self.learner_.dropped
+
+    def learner_over(self, utterances, copies) -> JointVB:
+        """The fitted VB q (`JointVB`) carried over to other utterance types with float ``copies`` and their
+        symbols (`JointVB.moved_to`): a word layer whose data change during a joint fit
+        (`cvbayes.models.discovery_nbest`)."""
+        self._check_fitted()
+        if not isinstance(getattr(self, "learner_", None), JointVB):
+            raise ValueError("learner_over needs a NoisyWords fitted by vb in this process")
+        return self.learner_.moved_to(utterances, copies)
+
+    def adopt(self, learner):
+        """Take a `JointVB`'s q (and its alphabet) as the fitted model."""
+        self.learner_ = learner
+        self._symbols = list(learner.corpus.symbols)
+        self._set_fitted(None, VB)
 
     # -- files ---------------------------------------------------------------------------------------------
     def _saved(self):

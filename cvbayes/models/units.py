@@ -86,7 +86,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..chains.composite import batch_unit_log_evidence, batch_unit_viterbi
+from ..chains.composite import batch_unit_log_evidence, batch_unit_sample, batch_unit_viterbi
 from ..core import rules
 from ..core.rules import MEAN, VB, check_prior
 from ..core.sampling import log_dirichlet_draws
@@ -409,27 +409,66 @@ class AcousticUnits(BayesModel):
         """The most probable segmentation of every utterance into units (Viterbi over the chain of units,
         under the posterior-mean tables with Student-t emissions): one `Segments` an utterance."""
         data = self._data(X, lengths, training=False)
-        states, starts = self._viterbi(data)
+        return self._segments(*self._viterbi(data), data.offsets)
+
+    def _segments(self, states, starts, offsets):
+        """Every utterance's `Segments` from a path's composite states and unit starts."""
         out = []
-        for a, b in zip(data.offsets[:-1], data.offsets[1:]):
+        for a, b in zip(offsets[:-1], offsets[1:]):
             first = np.flatnonzero(starts[a:b])
             ends = np.append(first[1:], b - a)
             out.append(Segments(states[a + first] // self.n_states, first, ends))
         return out
 
-    def fit_reading(self, X: Any, readings: list[Segments], lengths: ArrayLike | None = None) -> AcousticUnits:
-        """Re-estimate the units from a reading of every utterance (one `Segments` each, as `decode` gives:
-        the units and the frames of every occurrence), the states and mixture components within each
-        occurrence left latent: the fitted statistics become the expected statistics of one E-step under the
-        posterior-mean tables with every path off the reading given probability zero (an EM step of the
-        units given the reading; `LexiconDiscovery`'s joint rounds read the words' underlying units)."""
+    def sample_readings(self, X: Any, n_draws: int, random_state=0,
+                        lengths: ArrayLike | None = None) -> list[list[Segments]]:
+        """``n_draws`` segmentations of every utterance into units drawn from their posterior under the tables
+        `decode` reads (forward filtering, backward sampling: `chains.composite.unit_sample`, as the sampler
+        draws its paths): a list of ``n_draws`` `Segments` an utterance."""
+        data = self._data(X, lengths, training=False)
+        tables = self._fitted_tables()
+        seeds = np.random.default_rng(random_state).integers(2 ** 62, size=n_draws)
+        states = np.empty((n_draws, data.n_frames), dtype=np.int32)
+        starts = np.empty((n_draws, data.n_frames), dtype=np.bool_)
+        for a, b in data.blocks():
+            begin, end = data.offsets[a], data.offsets[b]
+            offsets = data.offsets[a:b + 1] - begin
+            log_z = np.empty(b - a)
+            log_lik, _ = self.family.emission_rows(tables.emission, data.features[begin:end])
+            chunks = chain_chunks(offsets, log_lik)
+            for draw, seed in enumerate(seeds):
+                batch_unit_sample(*tables[:3], data.log_start[begin:end], log_lik, offsets, self.n_states, chunks,
+                                  int(seed), a, states[draw, begin:end], starts[draw, begin:end], log_z)
+                bad = np.flatnonzero(~np.isfinite(log_z))
+                if bad.size:
+                    raise ZeroProbabilityError(f"utterance {a + int(bad[0])} has probability zero under every path")
+        draws = [self._segments(states[draw], starts[draw], data.offsets) for draw in range(n_draws)]
+        return [list(utterance) for utterance in zip(*draws)]
+
+    def reading_expectations(self, X: Any, readings: list[Segments], rule=VB, weights=None,
+                             lengths: ArrayLike | None = None) -> tuple[UnitCounts, np.ndarray]:
+        """The expected statistics of one E-step given a reading of every utterance (one `Segments` each, as
+        `decode` gives: the units and the frames of every occurrence), the states and mixture components within
+        each occurrence left latent and every path off the reading given probability zero, under the tables of
+        ``rule`` (`cvbayes.core.rules`) of the fitted counts; ``weights``: each utterance's statistics count that
+        many times (`unit_expectations`).  Returns (UnitCounts, log Z of every reading)."""
         # the reading's boundaries take the place of the pre-segmentation's candidates
         corpus = self._corpus(X, lengths, training=False)
         starts, frame_units = reading_frames(readings, corpus.offsets, self.n_units)
-        counts, _ = unit_expectations(self.family, self.n_states, self._fitted_tables(), Utterances(corpus, starts),
-                                      frame_units)
-        self._set_fitted(counts)
+        return unit_expectations(self.family, self.n_states, self._tables(self.counts_, rule),
+                                 Utterances(corpus, starts), frame_units, weights)
+
+    def fit_reading(self, X: Any, readings: list[Segments], lengths: ArrayLike | None = None) -> AcousticUnits:
+        """Re-estimate the units from a reading of every utterance (`reading_expectations`): the fitted
+        statistics become the expected statistics of one E-step under the posterior-mean tables (an EM step of
+        the units given the reading; `LexiconDiscovery`'s joint rounds read the words' underlying units)."""
+        self._set_fitted(self.reading_expectations(X, readings, MEAN, lengths=lengths)[0])
         return self
+
+    def elbo_penalty(self) -> float:
+        """-KL(q(theta) || p(theta)) of the posterior the fitted counts give (VB's penalty; module notes)."""
+        self._check_fitted()
+        return -self._kl(self.counts_)
 
     def predict(self, X: Any, lengths: ArrayLike | None = None) -> list[np.ndarray] | np.ndarray:
         """The unit of every frame on the Viterbi path: a list of arrays for a list, else one array."""

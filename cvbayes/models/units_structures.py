@@ -170,10 +170,11 @@ def transition_counts(occupancy, unit_counts, n_states):
     return np.stack([np.maximum(occupancy - leaves, 0.0), leaves], axis=-1)
 
 
-def unit_expectations(family, n_states, tables, data, frame_units=None):
+def unit_expectations(family, n_states, tables, data, frame_units=None, weights=None):
     """The E-step: (UnitCounts summed over utterances, log Z of every utterance) (eq. 3.13-3.17 on
     the chain of units); a pure function of the tables and the data, so that shards add up.
-    ``frame_units``: as `unit_posteriors`."""
+    ``frame_units``: as `unit_posteriors`; ``weights`` (I,), optional: each utterance's statistics count this
+    many times (a reading's posterior probability, `cvbayes.models.discovery_nbest`)."""
     n_units = tables.log_entry.shape[0]
     units = np.zeros(n_units)
     occupancy = np.zeros(tables.log_stay.shape[0])
@@ -181,6 +182,10 @@ def unit_expectations(family, n_states, tables, data, frame_units=None):
     log_z = np.empty(data.n_utterances)
     for a, b, x, marginals, unit_counts, posterior, block_log_z in unit_posteriors(family, n_states, tables, data,
                                                                                    frame_units):
+        if weights is not None:
+            frame_weights = np.repeat(weights[a:b], np.diff(data.offsets[a:b + 1]))[:, None]
+            unit_counts, marginals, posterior = (weights[a:b, None] * unit_counts, frame_weights * marginals,
+                                                 frame_weights * posterior)
         units += unit_counts.sum(axis=0)
         occupancy += marginals.sum(axis=0)
         stats += quadratic_features(x).T @ posterior

@@ -42,9 +42,22 @@ def test_discover_writes_model_classes_and_lexicon(tmp_path, feature_folder, cap
             assert 0.0 <= start < end <= lengths[utterance] + 0.01
 
 
+def test_discover_with_the_nbest_joint_writes_the_tokens_of_its_readings(tmp_path, feature_folder, capsys):
+    output = tmp_path / "words.npz"
+    main(["discover", str(feature_folder), "-o", str(output), *SMALL, "--algorithm", "vb", "--joint", "nbest",
+          "--joint-rounds", "2", "--n-best", "3", "--draws", "10"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["joint"] == "nbest" and report["joint_rounds"] == 2
+    model = LexiconDiscovery.load(output)
+    assert (model.joint, model.n_best, model.n_draws) == ("nbest", 3, 10)
+    lexicon = [line.split("\t") for line in (tmp_path / "words.lexicon.tsv").read_text().splitlines()]
+    assert sum(int(count) for _, count, _ in lexicon) == report["word_tokens"]
+
+
 @pytest.mark.parametrize("arguments,message", [
     (["--grammar", "colloc"], "unigram grammar only"),
     (["--units", "0"], "must be at least 1"),
+    (["--joint", "nbest", "--joint-rounds", "1"], "algorithm='vb' only"),
     (["--classes", "/no/such/folder/w.classes"], "does not exist"),
 ])
 def test_bad_settings_are_refused_and_nothing_is_written(tmp_path, feature_folder, capsys, arguments, message):
