@@ -506,7 +506,8 @@ def test_vb_weights_and_update_match_the_formulas(name, truncation):
         cells = np.flatnonzero(cache_of == x)
         new_members, first, second = model.learner_.refresh(x, counts, got_customers)
         ranked = cells[np.argsort(-customers[cells], kind="stable")][:truncation]
-        assert set(new_members.tolist()) == set(ranked[customers[ranked] > 1e-9].tolist())
+        ranked_u = np.where(np.isin(ranked, members), uses[ranked], customers[ranked])
+        assert set(new_members.tolist()) == set(ranked[(customers[ranked] > 1e-9) & (ranked_u >= 1.0)].tolist())
         u = np.where(np.isin(new_members, members), uses[new_members], customers[new_members])
         assert np.all(np.diff(u) <= 1e-12)
         base_uses = customers[cells].sum() - u.sum()
