@@ -26,9 +26,11 @@ Algorithms (``AdaptorGrammar(algorithm=...)``)
         left to the base; q(v_k) = Beta(1 - a + u_k, b + k a + sum_{j > k} u_j + u_base), q(theta) =
         Dir(alpha + base rule counts), inside-outside on the weights exp E[log .] (thesis eq. 4.12).
         Between passes the grammaton is refreshed: the ``truncation`` yields with most expected
-        customers, in decreasing order; a yield that enters it starts with its expected customers as
-        its stick's count.  (The subtrees of the grammaton's atoms are not counted in q(theta); the
-        objective, the ELBO, can dip when the grammaton changes and never does while it is fixed.)
+        customers and at least one, in decreasing order; a yield that enters it starts with its expected
+        customers as its stick's count.  Each atom is one draw from its nonterminal's base: its base
+        parse is counted in q(theta) and the nested restaurants and its log Z in the objective, the
+        ELBO, which can dip when the grammaton changes and never does while it is fixed
+        (`cvbayes.models.adaptor.vb`).
 ``cvi`` Collapsed VI (thesis ch. 4 and §5.3) with the rule probabilities and the Pitman-Yor restaurants
         integrated out: the derivation follows.
 ``mcmc`` Johnson, Griffiths and Goldwater (2007): Metropolis-Hastings over utterance parses

@@ -506,13 +506,47 @@ def test_vb_weights_and_update_match_the_formulas(name, truncation):
         cells = np.flatnonzero(cache_of == x)
         new_members, first, second = model.learner_.refresh(x, counts, got_customers)
         ranked = cells[np.argsort(-customers[cells], kind="stable")][:truncation]
-        assert set(new_members.tolist()) == set(ranked[customers[ranked] > 1e-9].tolist())
+        ranked_u = np.where(np.isin(ranked, members), uses[ranked], customers[ranked])
+        assert set(new_members.tolist()) == set(ranked[(customers[ranked] > 1e-9) & (ranked_u >= 1.0)].tolist())
         u = np.where(np.isin(new_members, members), uses[new_members], customers[new_members])
         assert np.all(np.diff(u) <= 1e-12)
         base_uses = customers[cells].sum() - u.sum()
         k = np.arange(1, len(u) + 1)
         np.testing.assert_allclose(first, 1 - a + u)
         np.testing.assert_allclose(second, b + k * a + [u[j + 1:].sum() for j in range(len(u))] + base_uses)
+
+
+@pytest.mark.parametrize("name", ["colloc", SYLLABLE_EDGES])
+def test_vb_elbo_and_counts_take_each_atom_as_one_draw_from_its_base(name):
+    """An atom s of adapted X is a tree drawn once from X's base (Cohen, Blei and Smith 2010): the ELBO has
+    its log H_X(s) (X's base rules without X's stick mass left; the nested nonterminals' sticks and base),
+    q(theta) its expected rule counts and the nested restaurants its nested nodes as customers."""
+    model = AdaptorGrammar(name, b=1.5, truncation=3, algorithm="vb", n_iter=2).fit(UTTERANCES)
+    vb = model.learner_
+    compiled, layout = model.grammar_, vb.training.layout
+    weights = vb.weights()
+    log_z = sum(brute_expectations(compiled, layout, weights, u)[0] for u in UTTERANCES)
+    atoms_log_z, atom_counts, atom_customers = 0.0, np.zeros(compiled.n_rules), np.zeros(compiled.n_rules)
+    for x, (members, _, _) in enumerate(vb.sticks):
+        first, _ = layout.cache_family(compiled, x)
+        base_weights = weights.copy()
+        base_weights[layout.cache_of == x] = 0.0
+        base_weights[layout.base & (layout.adapted_of[compiled.rule_parent] == x)] /= np.exp(vb.log_rest[x])
+        for rule in members:
+            tokens = compiled.vocabulary.decode(list(compiled.substrings.substrings[rule - first]))
+            trees = derivations(compiled, layout, base_weights, tokens, layout.adapted_symbol[x], 0, len(tokens))
+            z = sum(w for w, _, _ in trees)
+            atoms_log_z += np.log(z)
+            for w, rules, served in trees:
+                np.add.at(atom_counts, rules, w / z)
+                np.add.at(atom_customers, [c[0] for c in served[:-1]], w / z)   # the last: the atom's root
+    statistics, evidence = vb.e_step(make_tables(compiled, weights))
+    assert evidence + vb.penalty(None, None, None) == pytest.approx(
+        log_z + atoms_log_z - vb.dirichlet_kl() - vb.beta_kl(), rel=1e-9)
+    vb.absorb(statistics)
+    np.testing.assert_allclose(vb.counts, np.where(layout.base, statistics[0] + atom_counts, 0.0), rtol=1e-9,
+                               atol=1e-12)
+    np.testing.assert_allclose(vb.served, statistics[1] + atom_customers, rtol=1e-9, atol=1e-12)
 
 
 def test_vb_objective_never_decreases_once_the_grammaton_settles():
