@@ -16,8 +16,9 @@ Files
   read back apart; ``--word-separator $'\\t'`` with ``--phone-separator ' '`` writes words separated by tabs.
 * **Gold** (``--gold``): one line for each input line, in one of those formats (the file's first
   ``;eword`` or tab tells which): ``;eword`` markers (Brent's file is its own gold), words separated by tabs
-  with their symbols by spaces, or words separated by spaces with their symbols joined; in the last, a word's characters are matched against the input's
-  symbols, so multi-character symbols work as long as no gold boundary falls inside one.
+  with their symbols by spaces, or words separated by spaces with their symbols joined; in the last, a word's
+  characters are matched against the input's symbols, so multi-character symbols work as long as no gold
+  boundary falls inside one.
 
 Bad input stops the command before anything is written, with one line naming the file and line: an empty
 line, a symbol the grammar cannot derive, a gold line that does not spell its input line (or a gold file
@@ -46,6 +47,12 @@ from .options import add_cluster_arguments, cluster_requested, connect
 
 ALGORITHMS = ("vb", "cvi", "mcmc")
 SHARDED_ALGORITHMS = ("vb",)     # what --workers and --scheduler run (cvbayes.models.adaptor.sharded)
+# the default learner: mcmc from py-cfg's start as wordseg ships it (a = 1e-4, b = 1e4, both sampled, the
+# table-label move; wordseg.algos.ag.DEFAULT_ARGS), the best token F1 a second across the corpora of
+# docs/results/wordseg/segment_defaults.md; what mcmc was not given explicitly
+DEFAULT_ALGORITHM = "mcmc"
+SAMPLER_DEFAULTS = {"discount": 1e-4, "concentration": 1e4, "estimate_hyperparameters": True, "resample_tables": True,
+                    "iterations": 200}
 MAX_LENGTH = 200
 MAX_SUBSTRINGS = 4_000_000
 TAGGED = (" ", _WORD_END)      # wordseg's tagged format: symbols separated by spaces, ';eword' closing words
@@ -252,6 +259,13 @@ def _grammar(args, utterances):
     return syllable_grammar(vowels, [symbol for symbol in symbols if symbol not in vowels])
 
 
+def _sampler_defaults(args):
+    """Fill the options mcmc was not given from `SAMPLER_DEFAULTS` (py-cfg's start as wordseg ships it)."""
+    for name, value in SAMPLER_DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+
+
 def _untrained(args, utterances, restarts, anneal):
     """The adaptor grammar the options describe, refusing input whose symbols its grammar cannot derive."""
     from ..models.adaptor import AdaptorGrammar
@@ -260,8 +274,8 @@ def _untrained(args, utterances, restarts, anneal):
                                                ("alpha", args.alpha), ("truncation", args.truncation),
                                                ("n_iter", args.iterations))
                if value is not None}
-    model = AdaptorGrammar(_grammar(args, utterances), estimate_hyperparameters=args.estimate_hyperparameters,
-                           anneal=anneal, resample_tables=args.resample_tables, algorithm=args.algorithm,
+    model = AdaptorGrammar(_grammar(args, utterances), estimate_hyperparameters=bool(args.estimate_hyperparameters),
+                           anneal=anneal, resample_tables=bool(args.resample_tables), algorithm=args.algorithm,
                            random_state=args.seed, n_init=restarts, **options)
     unknown = model.underivable_symbol(utterances)
     if unknown is not None:
@@ -290,6 +304,8 @@ def run_segment(args):
         raise ValueError("--anneal is for --algorithm mcmc (only the sampler has a temperature)")
     if args.resample_tables and args.algorithm != "mcmc":
         raise ValueError("--resample-tables is for --algorithm mcmc (the sampler's table-label move)")
+    if args.algorithm == "mcmc" and args.model is None:
+        _sampler_defaults(args)
     anneal = None if args.anneal is None else parse_anneal(args.anneal)
 
     utterances = read_utterances(args.input, args.chars)
@@ -376,20 +392,19 @@ def register(commands):
     segment.add_argument("--vowels", default=None,
                          help="colloc-syllable: the symbols that can be a syllable's nucleus, separated by spaces "
                               "(e.g. 'a e i o u' with --chars); every other symbol of the input is a consonant")
-    segment.add_argument("--algorithm", choices=ALGORITHMS, default="cvi",
-                         help="cvi (collapsed VI, the default: as accurate as vb on Brent's unigram grammar, 20 points "
-                              "ahead on colloc, and the only learner of the two that segments English letters: vb "
-                              "leaves them whole; docs/results/wordseg/segment_defaults.md), vb (Cohen et al. 2010; "
-                              "the best of 5 starts by its ELBO; faster a pass) or mcmc (Johnson et al. 2007; needs "
-                              "hundreds of sweeps)")
+    segment.add_argument("--algorithm", choices=ALGORITHMS, default=DEFAULT_ALGORITHM,
+                         help="mcmc (the default: Johnson et al. 2007's sampler from py-cfg's start, 200 sweeps; the "
+                              "best token F1 a second across Brent, HKCanCor, Buckeye and English letters: "
+                              "docs/results/wordseg/segment_defaults.md), vb (Cohen et al. 2010; the best of 5 starts; "
+                              "the fastest) or cvi (collapsed VI; slower, best on HKCanCor's unigram grammar)")
     segment.add_argument("--restarts", type=int, default=None,
                          help="fits from as many seeds, keeping the best final objective (default 5 for vb, 1 for "
                               "cvi and mcmc)")
-    segment.add_argument("--estimate-hyperparameters", action="store_true",
+    segment.add_argument("--estimate-hyperparameters", action=argparse.BooleanOptionalAction, default=None,
                          help="learn the Pitman-Yor a and b after each pass (mcmc samples them, vb and cvi optimise "
-                              "them); an a of 0 stays 0 (a Dirichlet process): give --discount > 0 to learn it. cvi with it "
-                              "gains on Brent (token F1 colloc 72.0 against 59.2, unigram 58.6 against 56.3) but loses "
-                              "on HKCanCor (68.2 against 70.3; 65.3 with --discount 0.5), so it is not the default: "
+                              "them; default: on for mcmc, off for vb and cvi); an a of 0 stays 0 (a Dirichlet "
+                              "process): give --discount > 0 to learn it. cvi with it gains on Brent (token F1 colloc "
+                              "72.0 against 59.2) but loses on HKCanCor (68.2 against 70.3): "
                               "docs/results/wordseg/reference_settings.md")
     segment.add_argument("--chars", action="store_true",
                          help="every character (extended grapheme cluster: a letter with its combining marks) is a "
@@ -406,8 +421,9 @@ def register(commands):
     segment.add_argument("--max-substrings", type=int, default=MAX_SUBSTRINGS,
                          help=f"stop when the utterances have more substrings in all, the sum of T (T + 1) / 2 "
                               f"(default {MAX_SUBSTRINGS:,}, about 3 GB)")
-    segment.add_argument("--iterations", type=int, default=None, help="passes over the utterances "
-                                                                      "(default: the model's)")
+    segment.add_argument("--iterations", type=int, default=None,
+                         help="passes over the utterances (default: 200 sweeps for mcmc, the model's 20 for vb and "
+                              "cvi)")
     segment.add_argument("--gold", default=None,
                          help="gold segmentation to score against, one line an input line: words separated by spaces "
                               "with their symbols joined, words separated by tabs with their symbols by spaces, or "
@@ -421,14 +437,16 @@ def register(commands):
     segment.add_argument("--anneal", default=None, metavar="T0,SWEEPS",
                          help="mcmc: anneal from temperature T0 to 1 over the first SWEEPS sweeps (Johnson and "
                               "Goldwater 2009; e.g. 10,400 with --iterations 600)")
-    segment.add_argument("--resample-tables", action="store_true",
+    segment.add_argument("--resample-tables", action=argparse.BooleanOptionalAction, default=None,
                          help="mcmc: resample every table's inner parse each sweep (Johnson's table-label move, "
-                              "py-cfg's -R -1; colloc: a cached collocation can change its words)")
+                              "py-cfg's -R -1; colloc: a cached collocation can change its words; default on)")
     segment.add_argument("--discount", type=float, default=None,
-                         help="Pitman-Yor discount a of the adapted nonterminals (default: the model's)")
+                         help="Pitman-Yor discount a of the adapted nonterminals (default: 0.0001 for mcmc, py-cfg's "
+                              "start; the model's, 0, for vb and cvi)")
     segment.add_argument("--concentration", type=float, default=None,
                          help="Pitman-Yor concentration b of the adapted nonterminals the grammar does not set "
-                              "(default: the model's, 1; colloc-syllable sets its own)")
+                              "(default: 10000 for mcmc, py-cfg's start; the model's, 1, for vb and cvi; "
+                              "colloc-syllable sets its own)")
     segment.add_argument("--alpha", type=float, default=None,
                          help="Dirichlet pseudo-count of the base rules (default: the model's)")
     segment.add_argument("--truncation", type=int, default=None,

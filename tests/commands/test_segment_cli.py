@@ -136,7 +136,10 @@ def test_segment_output_keeps_symbols_apart_and_reads_back_as_gold(tmp_path, cap
     source = _write(tmp_path / "in.txt", lines)
     options = [x for flag, value in zip(("-p", "-w"), separators) if value is not None for x in (flag, value)]
     out = str(tmp_path / "out.txt")
-    main(["segment", source, "--algorithm", "mcmc", "--iterations", "2", "-o", out, "--json", *options])
+    # the model's a = 0, b = 1 rather than py-cfg's start, which leaves these few lines whole: a file of one-word
+    # lines has no tab to tell the tab-separated format apart
+    main(["segment", source, "--algorithm", "mcmc", "--iterations", "2", "--discount", "0", "--concentration", "1",
+          "--no-estimate-hyperparameters", "-o", out, "--json", *options])
     report = json.loads(capsys.readouterr().out)
     with open(out, encoding="utf-8") as stream:
         written = stream.read().split("\n")[:-1]
@@ -337,9 +340,22 @@ def test_wordseg_options_are_checked():
 
 
 def test_segment_restarts_and_learned_hyperparameters(files, capsys):
-    main(["segment", files["input"], "--iterations", "1", "-o", files["out"], "--json"])
+    main(["segment", files["input"], "-o", files["out"], "--json"])
     report = json.loads(capsys.readouterr().out)
-    assert report["algorithm"] == "cvi" and report["restarts"] == 1     # the default learner, one start
+    # the default learner: mcmc from py-cfg's start, one start, 200 sweeps, a and b sampled, tables resampled
+    assert report["algorithm"] == "mcmc" and report["restarts"] == 1 and report["iterations"] == 200
+    model = report["model"]
+    settings = (model["a"], model["b"], model["estimate_hyperparameters"], model["resample_tables"])
+    assert settings == (1e-4, 1e4, True, True)
+    main(["segment", files["input"], "--iterations", "2", "--no-estimate-hyperparameters", "--no-resample-tables",
+          "--concentration", "3", "-o", files["out"], "--json"])
+    model = json.loads(capsys.readouterr().out)["model"]
+    settings = (model["a"], model["b"], model["estimate_hyperparameters"], model["resample_tables"])
+    assert settings == (1e-4, 3, False, False)
+    main(["segment", files["input"], "--algorithm", "cvi", "--iterations", "1", "-o", files["out"], "--json"])
+    report = json.loads(capsys.readouterr().out)
+    # vb and cvi keep the model's defaults
+    assert (report["model"]["a"], report["model"]["b"], report["model"]["estimate_hyperparameters"]) == (0, 1, False)
     main(["segment", files["input"], "--algorithm", "vb", "--iterations", "2", "-o", files["out"], "--json"])
     report = json.loads(capsys.readouterr().out)
     assert report["algorithm"] == "vb" and report["restarts"] == 5 and len(report["restart_objectives"]) == 5
