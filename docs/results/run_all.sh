@@ -209,6 +209,21 @@ for s in 0 1 2; do
 done
 NUMBA_NUM_THREADS=1 nice -n 5 cvbayes experiment wordseg --corpora buckeye --utterances 500 --grammars colloc-syllable --algorithms cvi --iterations 3 --seeds 1 --append
 NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment wordseg --corpora brent --grammars colloc --algorithms mcmc --cgs-iterations 200 --seeds 3 --discount 0.0001 --concentration 10000 --estimate-hyperparameters --resample-tables --append
+# 2026-11-28 (issue 29): every vb row again after vb's grammaton atoms became draws from their base, and mcmc
+# from py-cfg's start (segment's new default) on the other grammars and corpora; each into a copy of
+# docs/results/wordseg or a folder of its own, then joined by wordseg._appended (the colloc-syllable mcmc seed 0
+# ran on its own, seeds 1 and 2 together)
+NUMBA_NUM_THREADS=1 nice -n 5 cvbayes experiment wordseg --corpora brent --grammars unigram,colloc,colloc-syllable --algorithms vb --iterations 10 --seeds 3 --append
+NUMBA_NUM_THREADS=1 nice -n 5 cvbayes experiment wordseg --corpora hkcancor --utterances 2000 --grammars unigram,colloc --algorithms vb --iterations 10 --seeds 3 --append
+NUMBA_NUM_THREADS=1 nice -n 5 cvbayes experiment wordseg --corpora buckeye --utterances 500 --grammars unigram,colloc,colloc-syllable --algorithms vb --iterations 10 --seeds 1 --append
+PYCFG="--discount 0.0001 --concentration 10000 --estimate-hyperparameters --resample-tables"
+NUMBA_NUM_THREADS=1 nice -n 5 cvbayes experiment wordseg --corpora brent --grammars colloc-syllable --algorithms mcmc --cgs-iterations 200 --seeds 1 $PYCFG --append
+NUMBA_NUM_THREADS=1 nice -n 5 cvbayes experiment wordseg --corpora brent --grammars colloc-syllable --algorithms mcmc --cgs-iterations 200 --seed 1 --seeds 2 $PYCFG --append
+NUMBA_NUM_THREADS=1 nice -n 5 cvbayes experiment wordseg --corpora brent --grammars unigram --algorithms mcmc --cgs-iterations 200 --seeds 1 $PYCFG --append
+NUMBA_NUM_THREADS=1 nice -n 5 cvbayes experiment wordseg --corpora hkcancor --utterances 2000 --grammars unigram,colloc --algorithms mcmc --cgs-iterations 200 --seeds 1 $PYCFG --append
+NUMBA_NUM_THREADS=1 nice -n 5 cvbayes experiment wordseg --corpora buckeye --utterances 500 --grammars unigram,colloc --algorithms mcmc --cgs-iterations 200 --seeds 1 $PYCFG --append
+NUMBA_NUM_THREADS=1 python benchmarks/bench_segment_defaults.py --sentences 500 --max-words 10 --algorithms mcmc,vb
+NUMBA_NUM_THREADS=1 python benchmarks/bench_segment_defaults.py --sentences 500 --max-words 10 --algorithms mcmc --options="--grammar colloc"
 # Lexicon discovery from speech (issue 31): units, then words with and without the noisy channel and with three
 # joint rounds, vb and cvi, scored by zerospeech-tde on the synthetic Brent corpus (`cvbayes data fetch
 # synthetic-brent`), and word detection on TIDIGITS; each seed ran as its own process (24 min wall a seed, three
