@@ -38,6 +38,7 @@ one hour of audio they add up to.
 """
 from __future__ import annotations
 
+import textwrap
 import time
 from pathlib import Path
 
@@ -273,7 +274,7 @@ def plot(path, rows, settings):
                                                   ("tokens_per_word", "tokens a transcript word"))
     systems = [(s, a) for s in SYSTEMS for a in LEARNERS
                if any(r["system"] == s and r["algorithm"] == a for r in rows)]
-    fig, axes = plt.subplots(1, len(keys), figsize=(4.7 * len(keys), 4))
+    fig, axes = plt.subplots(1, len(keys), figsize=(6.5 * len(keys), 4.5))
     for axis, (key, label) in zip(axes, keys):
         for i, (system, algorithm) in enumerate(systems):
             values = [r[key] for r in rows if r["system"] == system and r["algorithm"] == algorithm
@@ -281,7 +282,7 @@ def plot(path, rows, settings):
             axis.scatter([i] * len(values), values, color=f"C{LEARNERS.index(algorithm)}")
             if values:
                 axis.hlines(np.mean(values), i - 0.3, i + 0.3, color=f"C{LEARNERS.index(algorithm)}")
-        axis.set_xticks(range(len(systems)), [f"{s}\n({a})" for s, a in systems], fontsize=6, rotation=20)
+        axis.set_xticks(range(len(systems)), [f"{textwrap.fill(s, 11)}\n({a})" for s, a in systems], fontsize=6)
         axis.set_ylabel(label)
     axes[0].set_title(f"Lexicon discovery, {settings['corpus']}")
     fig.tight_layout()
