@@ -221,10 +221,11 @@ python docs/results/uld/merge_runs.py docs/results/uld /tmp/uld_s0 /tmp/uld_s1 /
 # scores are those of the first run to the last digit; the cvi rows are the first run's, kept by merge_runs.py
 # from a copy of its results.json holding only them)
 # other 500-utterance slices of the training voices, vb (the table: docs/results/uld/slices.py)
-# (seeds 0-2 of utterances 501-1000 and 1001-1500, seed 0 of 6301-6800, the other slice of the earlier probe)
-for run in "500 0" "500 1" "500 2" "1000 0" "1000 1" "1000 2" "6300 0"; do
-  set -- $run
-  NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment uld --algorithms vb --first $1 --seed $2 --seeds 1 --out /tmp/uld_first$1_s$2
+# (utterances 501-1000, 1001-1500 and 6301-6800, the last two the earlier probe's; 4-7 min a run)
+for f in 500 1000 6300; do
+  for s in 0 1 2; do
+    NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment uld --algorithms vb --first $f --seed $s --seeds 1 --out /tmp/uld_first${f}_s$s
+  done
 done
 for f in 500 1000 6300; do python docs/results/uld/merge_runs.py docs/results/uld/first_$f /tmp/uld_first${f}_s*; done
 python docs/results/uld/slices.py docs/results/uld/slices.md docs/results/uld docs/results/uld/first_*
