@@ -383,7 +383,8 @@ EXPERIMENTS = {
         "cvbayes.models.discovery.LexiconDiscovery on the synthetic Brent corpus ('cvbayes data fetch "
         "synthetic-brent'; its first trimmed utterances of the training voices, the same models reading the held-out "
         "voices): 1-best acoustic units into the unigram adaptor grammar with a learned edit channel (NoisyWords), "
-        "the same followed by joint rounds in which the words re-estimate the units, the grammar without the channel, "
+        "the same followed by joint rounds in which the words re-estimate the units, the same followed by rounds of "
+        "one ELBO of both layers over n-best unit readings (vb), the grammar without the channel, "
         "and every utterance whole, by vb and cvi; zerospeech-tde's token, type and boundary F1, NED, "
         "coverage and grouping beside the ZeroSpeech 2017 baseline and topline; seconds a pass over an hour of "
         "audio; writes under --out/uld. With --corpus tidigits: word detection of the discovered types against the "
@@ -398,7 +399,10 @@ EXPERIMENTS = {
                      "against the transcripts; writes under --out/uld/tidigits)"),
          option("--utterances", type=positive_int, default=500,
                 help="synthetic-brent: the first N utterances of the training voices, and of the held-out voices "
-                     "(default 500)"))),
+                     "(default 500)"),
+         option("--first", type=count, default=0,
+                help="synthetic-brent: skip the first N utterances of the training voices (another slice of them; "
+                     "default 0; the held-out voices' stay their first); writes under --out/uld/first_N"))),
     "units": Experiment(
         "units", "acoustic unit discovery: vb, cvi, gibbs, svi and scvi on TIDIGITS, planted and synthetic speech",
         "cvbayes.AcousticUnits (issue 30) on TIDIGITS (real speech; word-level checks: segments against the "

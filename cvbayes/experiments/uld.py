@@ -2,12 +2,17 @@
 the ZeroSpeech term-discovery evaluator.
 
 Systems, for each learner (vb, cvi) and seed, on the first ``--utterances`` trimmed utterances of the training
-voices (`cvbayes.models.discovery.LexiconDiscovery`, one unit layer shared by the word layers of a seed and
-learner):
+voices after the first ``--first`` (0; another slice of the same voices to measure robustness on)
+(`cvbayes.models.discovery.LexiconDiscovery`, one unit layer shared by the word layers of a seed and learner):
 
 * **joint rounds with the channel**: the pipeline with the channel, then ``--joint-rounds`` (3; 0 leaves this
   system out) rounds in which the words' reading of the units re-estimates the unit layer and the words are
   fitted again (`cvbayes.models.discovery`, Joint rounds);
+* **joint ELBO over n-best readings with the channel** (vb only: its objective is the VB ELBO of both layers,
+  eq. J1 of `cvbayes.models.discovery_nbest`, which cvi's collapsed counts do not maximise): the pipeline with
+  the channel, then as many rounds of coordinate ascent on J1 over the candidate readings of every utterance
+  (``joint="nbest"``, ``n_best`` 5, ``n_draws`` 20).  Its rows also keep J1 after every round and, per
+  utterance, the candidates and the distinct spoken strings with q(k | u) > 0.01;
 * **pipeline with the channel**: 1-best units into the unigram adaptor grammar through a learned edit channel
   (`cvbayes.NoisyWords`); a token's class is its underlying word;
 * **pipeline without the channel**: 1-best units into the unigram adaptor grammar (`cvbayes.AdaptorGrammar`);
@@ -33,6 +38,7 @@ one hour of audio they add up to.
 """
 from __future__ import annotations
 
+import textwrap
 import time
 from pathlib import Path
 
@@ -56,9 +62,12 @@ UNIT_PASSES = 30
 WORD_PASSES = 10
 JOINT_ROUNDS = 3
 LEARNERS = ("vb", "cvi")
-JOINT, WITH_CHANNEL, WITHOUT_CHANNEL, WHOLE = ("joint rounds with channel", "pipeline with channel",
-                                               "pipeline without channel", "utterances whole")
-SYSTEMS = (JOINT, WITH_CHANNEL, WITHOUT_CHANNEL, WHOLE)
+JOINT, NBEST, WITH_CHANNEL, WITHOUT_CHANNEL, WHOLE = (
+    "joint rounds with channel", "joint ELBO over n-best readings with channel", "pipeline with channel",
+    "pipeline without channel", "utterances whole")
+SYSTEMS = (JOINT, NBEST, WITH_CHANNEL, WITHOUT_CHANNEL, WHOLE)
+NBEST_LEARNERS = ("vb",)
+HEARD = 0.01        # q(k | u) above which a candidate's spoken string counts as heard
 FRAME_SECONDS = 0.01
 BRENT_COLUMNS = [(key, header, 100, 1) for key, header in (
     ("token_fscore", "token F1"), ("type_fscore", "type F1"), ("boundary_fscore", "boundary F1"), ("ned", "NED"),
@@ -88,11 +97,12 @@ TIDIGITS_NOTE = ("TIDIGITS here is 31 utterances (70 s) of two speakers saying d
                  "sets shuffled among them.")
 
 
-def brent_corpus(split, limit):
-    """The first ``limit`` trimmed utterances of the synthetic Brent corpus's ``split``, scored by tde."""
+def brent_corpus(split, limit, skip=0):
+    """``limit`` trimmed utterances of the synthetic Brent corpus's ``split`` after its first ``skip``, scored by
+    tde."""
     from .. import speech
 
-    data = speech.load_synthetic_brent(split, limit=limit, progress=False, trim=True)
+    data = speech.load_synthetic_brent(split, limit=limit, progress=False, trim=True, skip=skip)
     names = list(data.corpus.names)
     phones, words = {n: data.phones[n] for n in names}, {n: data.words[n] for n in names}
 
@@ -144,8 +154,18 @@ def scored(corpus, heldout, lexicon, discover):
     return row
 
 
+def candidate_statistics(model):
+    """An n-best joint's (`LexiconDiscovery` ``joint="nbest"``) mean candidates an utterance, mean distinct
+    spoken strings an utterance among its candidates with q(k | u) > ``HEARD``, and J1 after every round."""
+    heard = [len({tuple(spoken([reading], model.pause_units_)[0][1])
+                  for reading, q in zip(readings, posterior) if q > HEARD})
+             for readings, posterior in zip(model.candidates_, model.reading_posterior_)]
+    return {"candidates_per_utterance": float(np.mean([len(r) for r in model.candidates_])),
+            "heard_strings_per_utterance": float(np.mean(heard)), "joint_objective": list(model.joint_objective_)}
+
+
 def run_seed(train, heldout, algorithm, seed, unit_passes, word_passes, joint_rounds, quiet):
-    """The four systems of one learner and seed on one unit layer."""
+    """The systems of one learner and seed on one unit layer."""
     started = time.perf_counter()
     units = AcousticUnits(algorithm=algorithm, n_iter=unit_passes, presegment=True, random_state=seed)
     units.fit(train["features"])
@@ -158,15 +178,19 @@ def run_seed(train, heldout, algorithm, seed, unit_passes, word_passes, joint_ro
     whole = type_counts(whole_utterances(segments, pauses))
     rows = [{**base, "system": WHOLE, **scored(train, heldout, whole,
                                                lambda features: whole_utterances(units.decode(features), pauses))}]
-    systems = ((JOINT, True, joint_rounds),) if joint_rounds else ()
-    for system, channel, rounds in systems + ((WITH_CHANNEL, True, 0), (WITHOUT_CHANNEL, False, 0)):
+    systems = ((JOINT, "hard", joint_rounds),) if joint_rounds else ()
+    if joint_rounds and algorithm in NBEST_LEARNERS:
+        systems += ((NBEST, "nbest", joint_rounds),)
+    for system, joint, rounds in systems + ((WITH_CHANNEL, "hard", 0), (WITHOUT_CHANNEL, "hard", 0)):
         started = time.perf_counter()
-        model = LexiconDiscovery(channel=channel, algorithm=algorithm, joint_rounds=rounds, n_iter=word_passes,
-                                 random_state=seed)
+        model = LexiconDiscovery(channel=system != WITHOUT_CHANNEL, algorithm=algorithm, joint_rounds=rounds,
+                                 joint=joint, n_iter=word_passes, random_state=seed)
         model.fit(train["features"], units=units)
         seconds = time.perf_counter() - started
         row = {**base, "system": system, "word_seconds": seconds, "word_pass_seconds": pass_seconds(model.words_),
                "word_types": len(model.lexicon_), **scored(train, heldout, model.lexicon_, model.discover)}
+        if system == NBEST:
+            row.update(candidate_statistics(model))
         row["hour_pass_seconds"] = (row["unit_pass_seconds"] + row["word_pass_seconds"]) * hour
         rows.append(row)
         if not quiet:
@@ -182,13 +206,37 @@ def cell(rows, key, scale=100.0, digits=1):
     return f"{np.mean(values):.{digits}f}" + (f" ± {np.std(values):.{digits}f}" if len(values) > 1 else "")
 
 
+def slice_text(settings):
+    """Which utterances of the training voices a run took."""
+    first = settings.get("first", 0)
+    after = f" after the first {first}" if first else ""
+    return f"{settings['utterances']} utterances of the training voices{after}"
+
+
+def nbest_lines(rows):
+    """The n-best joint's J1 after every round and its candidates, by seed (empty without its rows)."""
+    mine = [r for r in rows if r["system"] == NBEST]
+    if not mine:
+        return []
+    lines = ["", f"{NBEST} (vb only: J1 is the VB ELBO of both layers, `cvbayes.models.discovery_nbest`, which cvi "
+             "does not maximise): J1 before the first round and after every round, the candidate readings an "
+             f"utterance and the distinct spoken strings an utterance with q(k | u) > {HEARD} (means over the "
+             "utterances).", "", "| seed | J1 by round | candidates an utterance | strings heard an utterance |",
+             "|---|---|---|---|"]
+    for r in sorted(mine, key=lambda r: r["seed"]):
+        lines.append(f"| {r['seed']} | " + " → ".join(f"{value:,.0f}" for value in r["joint_objective"])
+                     + f" | {r['candidates_per_utterance']:.2f} | {r['heard_strings_per_utterance']:.2f} |")
+    return lines
+
+
 def table_text(rows, settings):
     seeds = ", ".join(map(str, settings["seeds"]))
     brent = settings["corpus"] != "tidigits"
     columns = BRENT_COLUMNS if brent else TIDIGITS_COLUMNS
-    lines = [f"# Lexicon discovery from {'synthetic speech' if brent else 'TIDIGITS'} ({settings['utterances']} "
-             f"utterances{' of the training voices' if brent else ''}, {settings['audio_seconds']:.0f} s of audio; "
-             f"seeds {seeds})", "", DIFFERENCE if brent else TIDIGITS_NOTE, "",
+    what = slice_text(settings) if brent else f"{settings['utterances']} utterances"
+    lines = [f"# Lexicon discovery from {'synthetic speech' if brent else 'TIDIGITS'} ({what}, "
+             f"{settings['audio_seconds']:.0f} s of audio; seeds {seeds})", "", DIFFERENCE if brent else TIDIGITS_NOTE,
+             "",
              "| system | learner | " + " | ".join(header for _, header, _, _ in columns) + " |",
              "|---|---|" + "---|" * len(columns)]
     for system in SYSTEMS:
@@ -201,16 +249,18 @@ def table_text(rows, settings):
         for published in PUBLISHED:
             lines.append(f"| {published['system']} | | " + " | ".join(
                 f"{published[key]:.1f}" if key in published else "" for key, _, _, _ in columns) + " |")
+    lines += nbest_lines(rows)
     lines += ["", "| learner | unit layer s a pass | word layer s a pass (channel) | a pass over one hour of audio, "
-              f"s | word layers, pipeline, s | word layers with {settings['joint_rounds']} joint rounds, s |",
-              "|---|---|---|---|---|---|"]
+              f"s | word layers, pipeline, s | word layers with {settings['joint_rounds']} joint rounds, s | the same, "
+              "n-best joint, s |", "|---|---|---|---|---|---|---|"]
     for algorithm in LEARNERS:
         mine = [r for r in rows if r["system"] == WITH_CHANNEL and r["algorithm"] == algorithm]
-        joint = [r for r in rows if r["system"] == JOINT and r["algorithm"] == algorithm]
+        joint, nbest = ([r for r in rows if r["system"] == system and r["algorithm"] == algorithm]
+                        for system in (JOINT, NBEST))
         if mine:
             lines.append(f"| {algorithm} | {cell(mine, 'unit_pass_seconds', 1)} | {cell(mine, 'word_pass_seconds', 1)} "
                          f"| {cell(mine, 'hour_pass_seconds', 1)} | {cell(mine, 'word_seconds', 1, 0)} | "
-                         f"{cell(joint, 'word_seconds', 1, 0)} |")
+                         f"{cell(joint, 'word_seconds', 1, 0)} | {cell(nbest, 'word_seconds', 1, 0)} |")
     lines += ["", f"Units: {settings['unit_passes']} passes of `AcousticUnits` (presegmented, 3 states, 2 Gaussians); "
               f"words: {settings['word_passes']} passes (NoisyWords starts from {NoisyWords().init_iter} passes of the "
               "channel-free grammar). Seconds on a shared 2-core machine; the hour figure scales the median pass of "
@@ -224,7 +274,7 @@ def plot(path, rows, settings):
                                                   ("tokens_per_word", "tokens a transcript word"))
     systems = [(s, a) for s in SYSTEMS for a in LEARNERS
                if any(r["system"] == s and r["algorithm"] == a for r in rows)]
-    fig, axes = plt.subplots(1, len(keys), figsize=(4.7 * len(keys), 4))
+    fig, axes = plt.subplots(1, len(keys), figsize=(6.5 * len(keys), 4.5))
     for axis, (key, label) in zip(axes, keys):
         for i, (system, algorithm) in enumerate(systems):
             values = [r[key] for r in rows if r["system"] == system and r["algorithm"] == algorithm
@@ -232,7 +282,7 @@ def plot(path, rows, settings):
             axis.scatter([i] * len(values), values, color=f"C{LEARNERS.index(algorithm)}")
             if values:
                 axis.hlines(np.mean(values), i - 0.3, i + 0.3, color=f"C{LEARNERS.index(algorithm)}")
-        axis.set_xticks(range(len(systems)), [f"{s}\n({a})" for s, a in systems], fontsize=6, rotation=20)
+        axis.set_xticks(range(len(systems)), [f"{textwrap.fill(s, 11)}\n({a})" for s, a in systems], fontsize=6)
         axis.set_ylabel(label)
     axes[0].set_title(f"Lexicon discovery, {settings['corpus']}")
     fig.tight_layout()
@@ -241,8 +291,9 @@ def plot(path, rows, settings):
 
 
 def run(out, seeds, corpus="synthetic-brent", n_utterances=UTTERANCES, unit_passes=UNIT_PASSES,
-        word_passes=WORD_PASSES, learners=LEARNERS, joint_rounds=JOINT_ROUNDS, quiet=False):
-    """Every system, learner and seed; writes results.json, table.md and uld.png under ``out``."""
+        word_passes=WORD_PASSES, learners=LEARNERS, joint_rounds=JOINT_ROUNDS, quiet=False, first=0):
+    """Every system, learner and seed on ``n_utterances`` of the training voices after their first ``first``;
+    writes results.json, table.md and uld.png under ``out``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -251,10 +302,11 @@ def run(out, seeds, corpus="synthetic-brent", n_utterances=UTTERANCES, unit_pass
         if corpus == "tidigits":
             train, heldout = tidigits_corpus(seed), None
         else:
-            train, heldout = brent_corpus("train", n_utterances), brent_corpus("test", n_utterances)
+            # the held-out voices' utterances stay the same whichever slice trains
+            train, heldout = brent_corpus("train", n_utterances, first), brent_corpus("test", n_utterances)
         for algorithm in learners:
             rows += run_seed(train, heldout, algorithm, seed, unit_passes, word_passes, joint_rounds, quiet)
-    settings = {"seeds": list(seeds), "corpus": corpus, "utterances": len(train["features"]),
+    settings = {"seeds": list(seeds), "corpus": corpus, "utterances": len(train["features"]), "first": first,
                 "audio_seconds": train["seconds"], "heldout_audio_seconds": heldout and heldout["seconds"],
                 "unit_passes": unit_passes, "word_passes": word_passes, "joint_rounds": joint_rounds,
                 "synthetic_speech": corpus != "tidigits",
@@ -270,11 +322,13 @@ def run_from_command_line(args):
     out = Path(args.out) / "uld" if default else Path(args.out)
     if args.corpus == "tidigits" and default:
         out = out / "tidigits"
+    elif args.first and default:
+        out = out / f"first_{args.first}"
     unknown = sorted(set(args.algorithms or LEARNERS) - set(LEARNERS))
     if unknown:
         raise ValueError(f"unknown learners {', '.join(unknown)}; choose from {', '.join(LEARNERS)}")
     run(out, seed_range(args), args.corpus, args.utterances, args.unit_passes, args.passes or WORD_PASSES,
-        tuple(args.algorithms or LEARNERS), args.joint_rounds, quiet=args.quiet)
+        tuple(args.algorithms or LEARNERS), args.joint_rounds, quiet=args.quiet, first=args.first)
 
 
 EXPERIMENTS = {NAME: run_from_command_line}

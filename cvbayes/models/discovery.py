@@ -57,6 +57,9 @@ candidate readings of the units (the Viterbi reading and the readings most often
 from the unit layer's posterior), each round weighs them by q(k | u) ∝ exp(acoustic log Z + word chart log Z)
 and updates both layers' q from the weighted statistics; the ELBO never decreases (NoisyWords' grammaton held
 fixed).  ``readings_``, ``lexicon_`` and ``tokens_`` are then those of every utterance's most probable candidate.
+`cvbayes experiment uld` measures it (3 rounds): level with the pipeline on four 500-utterance slices of the
+synthetic Brent training voices (token F1 18.8 against 18.4 % on the experiment's, 3 seeds; the hard rounds 20.2),
+as an utterance has 1.2-1.3 candidates and 1.02-1.06 distinct spoken strings with q(k | u) > 0.01.
 
 Pauses: the units heard mostly at utterance edges (`pause_units`) are taken for silence, and those at an
 utterance's edges are left out of its words (``trim_pauses``); an utterance of pauses alone has no words.

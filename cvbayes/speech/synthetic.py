@@ -566,7 +566,7 @@ def _synthetic_folder(path) -> Path:
 
 def load_synthetic_brent(split: str = "train", path: str | os.PathLike[str] | None = None,
                          normalise: str | None = "speaker", limit: int | None = None,
-                         progress: bool = True, trim: bool = False) -> SyntheticBrent:
+                         progress: bool = True, trim: bool = False, skip: int = 0) -> SyntheticBrent:
     """Features and gold alignments of the synthetic Brent corpus (synthetic speech).
 
     Parameters
@@ -575,6 +575,7 @@ def load_synthetic_brent(split: str = "train", path: str | os.PathLike[str] | No
     path : the corpus folder; ``<cache>/synthetic-brent`` by default.
     normalise : as `load_corpus`; ``"speaker"`` pools each voice's utterances.
     limit : the first `limit` utterances of the split only (for quick runs).
+    skip : leave out the split's first `skip` utterances (before `limit`): another slice of the same voices.
     trim : drop each file's leading and trailing silence but 5 frames (`load_corpus`); the corpus's
         ``first_frames`` say where each utterance's frames begin.
     """
@@ -584,7 +585,7 @@ def load_synthetic_brent(split: str = "train", path: str | os.PathLike[str] | No
     with open(folder / "manifest.tsv", encoding="utf-8", newline="") as stream:
         lines = (line for line in stream if not line.startswith("#"))
         rows = [row for row in csv.DictReader(lines, delimiter="\t") if split in ("all", row["split"])]
-    rows = rows[:limit]
+    rows = rows[skip:][:limit]
     voices = {row["file"]: f"{row['synthesizer']}:{row['voice']}" for row in rows}
     corpus = load_corpus([folder / "wav" / f"{row['file']}.wav" for row in rows], normalise=normalise,
                          speakers=voices, trim=trim, progress=progress)

@@ -232,6 +232,18 @@ for s in 0 1 2; do
   NUMBA_NUM_THREADS=1 nice -n 5 cvbayes experiment uld --seed $s --seeds 1 --out /tmp/uld_s$s
 done
 python docs/results/uld/merge_runs.py docs/results/uld /tmp/uld_s0 /tmp/uld_s1 /tmp/uld_s2
+# (the vb rows now published were made again with the n-best joint added, vb only, 7 min a seed; their other
+# scores are those of the first run to the last digit; the cvi rows are the first run's, kept by merge_runs.py
+# from a copy of its results.json holding only them)
+# other 500-utterance slices of the training voices, vb (the table: docs/results/uld/slices.py)
+# (utterances 501-1000, 1001-1500 and 6301-6800, the last two the earlier probe's; 4-7 min a run)
+for f in 500 1000 6300; do
+  for s in 0 1 2; do
+    NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment uld --algorithms vb --first $f --seed $s --seeds 1 --out /tmp/uld_first${f}_s$s
+  done
+done
+for f in 500 1000 6300; do python docs/results/uld/merge_runs.py docs/results/uld/first_$f /tmp/uld_first${f}_s*; done
+python docs/results/uld/slices.py docs/results/uld/slices.md docs/results/uld docs/results/uld/first_*
 NUMBA_NUM_THREADS=1 cvbayes experiment uld --corpus tidigits --seeds 3
 # the same at 2,000 utterances, one seed, vb and cvi as two processes (about 20 min each beside a test suite),
 # made before the joint system existed

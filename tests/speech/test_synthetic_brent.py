@@ -111,6 +111,8 @@ def test_a_tiny_build_resumes_and_loads(tmp_path, monkeypatch):
     assert data.corpus.names == ["0001", "0002", "0003", "0004"]
     assert [row["voice"] for row in data.manifest] == [task.voice.name for task in tasks]
     assert [w.label for w in data.words["0002"]] == lines[1].split()
+    sliced = synthetic.load_synthetic_brent("all", path=folder, progress=False, skip=1, limit=2)
+    assert sliced.corpus.names == ["0002", "0003"]
     for name, feats in zip(data.corpus.names, data.corpus.features):
         phones = data.phones[name]
         assert {p.label for p in phones} <= ARPABET | {"SIL"}
