@@ -1,5 +1,6 @@
 """What the tests of learning on shards share (beside conftest.py's ``client`` fixture): the objective
-trajectory of a fit, a named shard folder used twice, and a worker that dies in the middle of a pass."""
+trajectory of a fit, a named shard folder used twice, the refusals of a model whose vb alone runs on shards, and
+a worker that dies in the middle of a pass."""
 import importlib
 import os
 import sys
@@ -19,6 +20,16 @@ def fitted_twice_on(folder, fit):
     again = fit(folder)
     assert {path.name: path.stat().st_mtime_ns for path in folder.iterdir()} == saved     # not written again
     return first, again
+
+
+def assert_shard_refusals(model_class, utterances, client):
+    """A model whose vb alone runs on shards refuses cvi with a client, and shards or a shard folder without one."""
+    with pytest.raises(ValueError, match="algorithm 'cvi' does not run on shards; client= takes vb"):
+        model_class(algorithm="cvi", n_iter=1).fit(utterances, client=client)
+    with pytest.raises(ValueError, match="does not run on shards"):
+        model_class(algorithm="vb", n_iter=1).fit(utterances, n_shards=2)
+    with pytest.raises(ValueError, match="shard_folder="):
+        model_class(algorithm="vb", n_iter=1).fit(utterances, shard_folder="x")
 
 
 def _install_fault(module_name, function_name, calls_before_exit):

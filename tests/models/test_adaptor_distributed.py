@@ -10,7 +10,8 @@ from cvbayes.cli import main
 from cvbayes.models.adaptor import AdaptorGrammar
 from cvbayes.models.adaptor.layout import utterance_types
 from cvbayes.models.shards import ShardMismatchError
-from tests.models.dask_cluster import assert_one_worker_replaced, fitted_twice_on, kill_a_worker_during, objectives
+from tests.models.dask_cluster import (assert_one_worker_replaced, assert_shard_refusals, fitted_twice_on,
+                                      kill_a_worker_during, objectives)
 
 pytest.importorskip("distributed", reason="dask.distributed is not installed (cvbayes[distributed])")
 
@@ -111,12 +112,7 @@ def test_a_shard_folder_of_another_corpus_is_refused(client, utterances, tmp_pat
 
 
 def test_refusals(client, utterances):
-    with pytest.raises(ValueError, match="algorithm 'cvi' does not run on shards; client= takes vb"):
-        AdaptorGrammar(algorithm="cvi", n_iter=1).fit(utterances, client=client)
-    with pytest.raises(ValueError, match="does not run on shards"):
-        AdaptorGrammar(algorithm="vb", n_iter=1).fit(utterances, n_shards=2)
-    with pytest.raises(ValueError, match="shard_folder="):
-        AdaptorGrammar(algorithm="vb", n_iter=1).fit(utterances, shard_folder="x")
+    assert_shard_refusals(AdaptorGrammar, utterances, client)
 
 
 def test_segment_takes_workers(tmp_path, capsys, utterances):

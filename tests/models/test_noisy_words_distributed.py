@@ -6,7 +6,7 @@ import pytest
 
 from cvbayes.models.noisy_words import NoisyWords, ServedWords
 from cvbayes.models.shards import ShardMismatchError
-from tests.models.dask_cluster import fitted_twice_on, objectives
+from tests.models.dask_cluster import assert_shard_refusals, fitted_twice_on, objectives
 from tests.models.test_noisy_words import noisy_corpus
 
 pytest.importorskip("distributed", reason="dask.distributed is not installed (cvbayes[distributed])")
@@ -63,9 +63,4 @@ def test_a_shard_folder_serves_the_same_utterances_only(client, utterances, tmp_
 
 
 def test_refusals(client, utterances):
-    with pytest.raises(ValueError, match="algorithm 'cvi' does not run on shards; client= takes vb"):
-        NoisyWords(algorithm="cvi", n_iter=1).fit(utterances, client=client)
-    with pytest.raises(ValueError, match="does not run on shards"):
-        NoisyWords(algorithm="vb", n_iter=1).fit(utterances, n_shards=2)
-    with pytest.raises(ValueError, match="shard_folder="):
-        NoisyWords(algorithm="vb", n_iter=1).fit(utterances, shard_folder="x")
+    assert_shard_refusals(NoisyWords, utterances, client)
