@@ -452,6 +452,7 @@ class AcousticUnits(BayesModel):
         each occurrence left latent and every path off the reading given probability zero, under the tables of
         ``rule`` (`cvbayes.core.rules`) of the fitted counts; ``weights``: each utterance's statistics count that
         many times (`unit_expectations`).  Returns (UnitCounts, log Z of every reading)."""
+        self._check_fitted()
         # the reading's boundaries take the place of the pre-segmentation's candidates
         corpus = self._corpus(X, lengths, training=False)
         starts, frame_units = reading_frames(readings, corpus.offsets, self.n_units)
