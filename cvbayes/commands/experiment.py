@@ -345,7 +345,10 @@ EXPERIMENTS = {
                 help="mcmc: anneal from temperature T0 to 1 over the first SWEEPS sweeps"),
          option("--resample-tables", action="store_true",
                 help="mcmc: resample every table's inner parse each sweep (Johnson's table-label move, py-cfg's "
-                     "-R -1)"))),
+                     "-R -1)"),
+         option("--init", choices=("sample", "empty"), default=None,
+                help="vb and cvi: their start (default: vb's sampled, cvi's empty; `AdaptorGrammar`'s init); "
+                     "from 'empty' vb has no random draw, so it runs one start"))),
     "channel": Experiment(
         "channel", "recover a known edit channel from Brent's words: em, vb and cvi (issue 31's symbolic stage)",
         "cvbayes.EditChannel on (clean word, noisy word) pairs: every Brent word token passed through an edit "

@@ -62,9 +62,11 @@ SCORES = ("token", "boundary", "lexicon")
 EVALUATIONS = 12   # log-spaced scoring points along a run
 LENGTH_BINS = (1, 11, 21, 41, 81)    # utterance lengths in symbols: 1-10, 11-20, 21-40, 41-80, 81 and more
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "wordseg_reference"
-# VB keeps the best of 5 starts by its ELBO (it depends on its start: token F1 0.30-0.58 across seeds on
-# Brent, and the ELBO ranks them); CVI and MCMC run once (their passes cost 10-100 times more)
+# VB keeps the medoid of 5 starts (`AdaptorGrammar`'s n_init: it depends on its start, token F1 0.30-0.58
+# across seeds on Brent); CVI and MCMC run once (their passes cost 10-100 times more)
 RESTARTS = {"vb": 5}
+# grammars whose text gives every adapted nonterminal its b (`syllable_grammar`): the model's b is not used
+GRAMMAR_SETS_B = ("colloc-syllable",)
 
 
 def evaluation_points(n_iter, count=EVALUATIONS):
@@ -188,13 +190,21 @@ def run_one(corpus, grammar, algorithm, seed, n_iter, restarts=1, options=None, 
 
 def _label(run):
     """The run's algorithm with the model options it ran with, when they are not the defaults."""
+    from ..models.adaptor import AdaptorGrammar
+
     model = run["model"]
-    notes = ([f"a = {model['a']:g}"] if model["a"] else []) + ([f"b = {model['b']:g}"] if model.get("b", 1) != 1 else [])
+    notes = [f"a = {model['a']:g}"] if model["a"] else []
+    if run["grammar"] in GRAMMAR_SETS_B:
+        notes.append("b from the grammar")
+    elif model.get("b", 1) != 1:
+        notes.append(f"b = {model['b']:g}")
     notes += ["a, b learned"] if model.get("estimate_hyperparameters") else []
     if model.get("anneal"):
         notes.append(f"annealed from T = {model['anneal'][0]:g} over {model['anneal'][1]} sweeps")
     if model.get("resample_tables"):
         notes.append("tables resampled")
+    if model.get("init") and model["init"] != AdaptorGrammar.DEFAULT_INIT[run["algorithm"]]:
+        notes.append(f"{model['init']} start")
     # runs saved before cvi had a choice of predictive ran the first-order one
     if run["algorithm"] == "cvi" and model.get("predictive", "first-order") != "zero-exact":
         notes.append(f"{model.get('predictive', 'first-order')} predictive")
@@ -226,8 +236,8 @@ def table(results, config):
              "unless the algorithm column says otherwise). "
              "Mean ± std over the seeds. Seconds: training (the wall time of fit, the start "
              "and every restart included, scoring excluded); peak MiB: the largest over the seeds of the fit's "
-             "peak resident memory (VmHWM reset before it). 'best of R': the restart kept among R (the model's "
-             "n_init rule).", "",
+             "peak resident memory (VmHWM reset before it). 'the medoid of R starts': the restart whose "
+             "segmentation agrees most with the other R - 1 (the model's n_init rule).", "",
              f"Published: {PUBLISHED}.", ""]
     for corpus, block in results.items():
         lines += [f"## {corpus}: {block['data']['description']}", "",
@@ -247,7 +257,7 @@ def table(results, config):
                 peak = f"{max(peaks):,.0f}" if peaks else "–"
                 lines.append(
                     f"| {grammar} | {algorithm} | {len(runs)} | {runs[0]['iterations']}"
-                    + (f" (best of {runs[0]['restarts']})" if runs[0].get("restarts", 1) > 1 else "")
+                    + (f" (the medoid of {runs[0]['restarts']} starts)" if runs[0].get("restarts", 1) > 1 else "")
                     + f" | {seconds} | {peak} | "
                     + " | ".join(_mean_std([r["scores"][name]["f1"] for r in runs]) for name in SCORES)
                     + f" | {'–' if published is None else f'{100 * published:.0f}'} |")
@@ -477,6 +487,7 @@ def run_from_command_line(args):
         options["b"] = args.concentration
     anneal = None if getattr(args, "anneal", None) is None else parse_anneal(args.anneal)
     resample_tables = getattr(args, "resample_tables", False)
+    init = getattr(args, "init", None)
     AdaptorGrammar("unigram", anneal=anneal, **options)      # checks the values before any run
     folder = Path("docs/results" if args.out is None else args.out) / "wordseg"
     folder.mkdir(parents=True, exist_ok=True)
@@ -484,7 +495,8 @@ def run_from_command_line(args):
                else "cvbayes experiment wordseg")
     config = {"command": command, "grammars": grammars, "algorithms": algorithms, "seeds": seeds,
               "iterations": iterations, "corpora": corpora, "utterances": limit,
-              "model_options": {**options, "anneal (mcmc)": anneal, "resample_tables (mcmc)": resample_tables},
+              "model_options": {**options, "anneal (mcmc)": anneal, "resample_tables (mcmc)": resample_tables,
+                                "init (vb, cvi)": init},
               "published": {"source": PUBLISHED, "token_f1": PUBLISHED_TOKEN_F1},
               "evaluation": "training utterances (as the published systems)"}
     previous = None
@@ -512,10 +524,12 @@ def run_from_command_line(args):
                 continue
             for seed in seeds:
                 for algorithm in algorithms:
-                    run = run_one(corpus, grammar, algorithm, seed, iterations[algorithm],
-                                  1 if quick else RESTARTS.get(algorithm, 1),
+                    # vb from the empty start draws nothing: its restarts would be one run repeated
+                    restarts = 1 if quick or init == "empty" else RESTARTS.get(algorithm, 1)
+                    run = run_one(corpus, grammar, algorithm, seed, iterations[algorithm], restarts,
                                   {**options, "anneal": anneal if algorithm == "mcmc" else None,
-                                   "resample_tables": resample_tables and algorithm == "mcmc"},
+                                   "resample_tables": resample_tables and algorithm == "mcmc",
+                                   "init": init if algorithm != "mcmc" else None},
                                   None if text == grammar else text)
                     results[corpus_name]["runs"].append(run)
                     if not args.quiet:

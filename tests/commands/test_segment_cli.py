@@ -315,17 +315,22 @@ def test_wordseg_baselines_lengths_reference_and_append(tmp_path, monkeypatch):
     assert (folder / "token_f1_against_reference_unigram.png").exists()
 
 
-def test_wordseg_labels_a_cvi_run_by_its_predictive():
+def test_wordseg_labels_a_run_by_its_predictive_and_b():
     from cvbayes.experiments.wordseg import _label
 
-    def run(**model):
-        return {"algorithm": "cvi", "model": {"a": 0.0, **model}}
+    def run(grammar="unigram", **model):
+        return {"algorithm": "cvi", "grammar": grammar, "model": {"a": 0.0, **model}}
 
     assert _label(run(predictive="zero-exact")) == "cvi"
     assert _label(run(predictive="second-order")) == "cvi (second-order predictive)"
     assert _label(run()) == "cvi (first-order predictive)"      # saved before the predictive was a choice
-    assert _label({"algorithm": "vb", "model": {"a": 0.0}}) == "vb"
+    assert _label({"algorithm": "vb", "grammar": "colloc", "model": {"a": 0.0}}) == "vb"
     assert _label(run(predictive="zero-exact", b=100.0, estimate_hyperparameters=True)) == "cvi (b = 100; a, b learned)"
+    assert _label(run(predictive="zero-exact", init="empty")) == "cvi"       # cvi's own start
+    assert _label({"algorithm": "vb", "grammar": "unigram", "model": {"a": 0.0, "init": "empty"}}) == "vb (empty start)"
+    # colloc-syllable's text sets every b, so the model's is not the run's
+    assert (_label(run("colloc-syllable", predictive="zero-exact", b=1e4, estimate_hyperparameters=True))
+            == "cvi (b from the grammar; a, b learned)")
 
 
 def test_wordseg_options_are_checked():

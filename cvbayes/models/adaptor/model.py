@@ -191,6 +191,8 @@ class AdaptorGrammar(BayesModel):
     FITTED = "lexicon_"
     FIT_OPTIONS = ("client", "n_shards", "shard_folder")
     INITS = ("sample", "empty")
+    # each learner's start when ``init`` is None (module notes of vb and cvi say why)
+    DEFAULT_INIT = {"vb": "sample", "cvi": "empty", "mcmc": "sample"}
     UNITS = ("utterance", "type")
 
     def __init__(self, grammar="unigram", a=0.0, b=1.0, alpha=1.0, truncation=10000, word="Word",
@@ -258,7 +260,7 @@ class AdaptorGrammar(BayesModel):
         ``run.checkpoint``, the model its a and b (which the learners with ``estimate_hyperparameters``
         change)."""
         self._reset_py_parameters()
-        init = self.init or ("empty" if run.algorithm == "cvi" else "sample")
+        init = self.init or self.DEFAULT_INIT[run.algorithm]
         training = Training(self.spec, data.compiled, data.layout, data.batch, data.utterances, self.alpha,
                             self.truncation, init, self.unit, self.predictive, self.anneal,
                             self.resample_tables, self.estimate_hyperparameters, self.discount, self.concentration,
