@@ -22,13 +22,14 @@ comes from the word layer (its segmentation, cached or base words and edits late
 q(k, z^A, z^W) q(theta^A) q(theta^W) over the reading, each layer's latent structure and each layer's parameters
 (thesis eq. 3.11-3.12; seed 004 §1.3.1, eq. 3), the ELBO maximised over q(k, z) given q(theta) is
 
-    L = sum_u log sum_k exp(A_uk + W_uk) - KL(q(theta^A) || p) - KL(q(theta^W) || p)                     (J1)
+    L = sum_u log sum_k exp(A_uk + W_uk) - KL(q(theta^A) || p) - KL(q(theta^W) || p) + sum_j log P0(x_j)   (J1)
 
 with A_uk the unit layer's log Z of reading k (forward-backward of the chain of units under exp E[log theta^A],
 the VB tables of eq. 3.21-3.22, restricted to the reading: `AcousticUnits.reading_expectations`, whose second
 value it is) and W_uk the word layer's chart log Z of the reading's spoken string (eq. N1 and W1 of
-`cvbayes.models.noisy_words` under exp E[log theta^W]: `JointVB.type_log_evidence`; 0 for an empty string).  The
-maximising q factorises as
+`cvbayes.models.noisy_words` under exp E[log theta^W]: `JointVB.type_log_evidence`; 0 for an empty string), and
+the last term the word layer's atoms x_j, each one draw from its base (NoisyWords' eq. N2: `JointVB.penalty`
+holds it with the KL).  The maximising q factorises as
 
     q(k | u) = exp(A_uk + W_uk) / sum_k' exp(A_uk' + W_uk'),   q(z^A, z^W | k) = each layer's posterior   (J2)
 

@@ -29,13 +29,37 @@ theta] (`cvbayes.chains.edit_spans` eq. S1 and S2).  With the chart's outside O(
 (eq. W2) the E-step's statistics are: atom k's expected customers sum_ab O pi~_k p~(y_ab | x_k); the base's,
 sum_ab O pi~_0 M(a, b) (M the second sum of N1); the expected edit counts, of the cached words by the pair
 forward-backward of (x_k, y_ab) weighted by O pi~_k p~(y_ab | x_k) (`edits.edit_posteriors`), of the base's
-words by eq. S3 with tau = O pi~_0; and the expected ``Word+`` rules (words - 1 and 1 an utterance).  q's
-updates from them are exact coordinate steps, so the ELBO, sum log Z - KL(q(v)) - KL(q(theta)) - KL(q(rho)),
-never decreases while the grammaton is fixed (tested).  After every E-step the grammaton is refreshed as the
-adaptor grammar's VB does: the ``truncation`` words with most expected customers, a base-generated token
-counting for its surface span read as its underlying word (the identity reading, the channel's mode while
-it keeps most symbols); the ELBO can dip there.  A cached word's edit counts at a span are computed where its
-posterior weight exceeds ``prune`` (the lost mass is below it a span).
+words by eq. S3 with tau = O pi~_0; and the expected ``Word+`` rules (words - 1 and 1 an utterance).  Each
+atom x_k is one draw from the base (Cohen, Blei and Smith 2010; `cvbayes.models.adaptor.vb`'s notes), so the
+ELBO is
+
+    sum log Z + sum_k log P0(x_k) - KL(q(v)) - KL(q(theta)) - KL(q(rho));                          (N2)
+
+q's updates are exact coordinate steps and the atoms' term is a constant while the grammaton is fixed, so
+eq. N2 then never decreases (tested).  After every E-step the grammaton is refreshed as the adaptor grammar's
+VB does: the ``truncation`` words with most expected customers, in decreasing order, a base-generated token
+counting for its surface span read as its underlying word (the identity reading, the channel's mode while it
+keeps most symbols), and only those with at least one.  Dropping the last atom x_K, its u_K customers served
+by the base with underlying word x_K instead (q(z) otherwise held), takes out the atom's log P0(x_K), gives
+each of its tokens log pi~_0 + log P0(x_K) for log pi~_K, and leaves q(v_k) = Beta(1 - a + u_k, b + k a +
+sum_{j > k} u_j + u_base) of every k < K as it was (u_K moves from the sum to u_base); with q(v_K) at its
+optimum before, eq. N2 changes by
+
+    -(1 - u_K) log P0(x_K) - log [B(1 - a + u_K, b + K a + u_base) / B(1 - a, b + K a)],              (N3)
+
+positive when u_K < 1 (P0 < 1, and B falls in its first argument); dropped in turn from the end, every word
+below one customer raises eq. N2 (tested).  Kept, each such stick costs the base's log weight E[log(1 - v_k)] ~
+-(1 - a) / (b + k a + sum_{j > k} u_j + u_base), and hundreds of them shut the base path: on the first 1,500
+Brent utterances through `cvbayes experiment noisy-words`'s seed-0 channel, with every word above 1e-9
+customers kept, log pi~_0 was -896 after the first refresh and -35 to -40 after that, no token was served by
+the base in any pass and the grammaton only shrank (1,190 -> 256 words).  Keeping the words of at least one
+customer (seeds 0-2, 10 passes): log pi~_0 -8.8 to -9.2 and 211-216 words at b = 1 (3.3 base-served tokens
+on seed 0), -4.3 and 366-383 words with 41-45 base-served tokens at b = 100; token F1 0.578 and 0.589 on
+average (0.581 before).  What is approximate: a candidate's u is its cached customers plus its surface
+string's base-served mass under the identity reading (not the base's posterior over underlying words), and
+eq. N2 can dip where the grammaton changes otherwise (a word entering it, the sticks' order).  A cached
+word's edit counts at a span are computed where its posterior weight exceeds ``prune`` (the lost mass is
+below it a span).
 
 CVI
 ---
@@ -96,8 +120,9 @@ offering the whole lexicon).
 Start (``init``): "grammar" (default), the grammaton and its counts from the lexicon of the channel-free
 unigram `AdaptorGrammar` (its default learner, ``init_iter`` passes) fitted to the surface strings; "empty",
 no cached word (on the first 1,500 Brent utterances through `cvbayes experiment noisy-words`'s seed-0 channel,
-10 passes: token F1 0.46 from "empty", 0.57 from "grammar").  The first E-step's channel is `first_channel`
-(deletions, substitutions and insertions at ``start_noise`` each).
+10 passes: token F1 0.53 from "empty", 0.57 from "grammar"; 0.46 and 0.57 while VB's refresh kept every word
+above 1e-9 customers).  The first E-step's channel is `first_channel` (deletions, substitutions and
+insertions at ``start_noise`` each).
 """
 from __future__ import annotations
 
@@ -127,8 +152,8 @@ ALGORITHMS = {"vb": Algorithm(batch, VB, "utterance type", "Cohen, Blei and Smit
               "cvi": Algorithm(leave_one_out, MEAN, "utterance type", "thesis eq. 3.44-3.50 and 5.30-5.35 on eq. N1")}
 # what fit(client=...) runs (cvbayes.models.noisy_words_shards)
 SHARDED_ALGORITHMS = ("vb",)
-OBJECTIVES = {"vb": "evidence lower bound: sum log Z of the span chart (eq. N1) minus KL(q(v)), KL(q(theta)) "
-                    "and KL(q(rho))",
+OBJECTIVES = {"vb": "evidence lower bound (eq. N2): sum log Z of the span chart (eq. N1) plus the atoms' log P0 "
+                    "minus KL(q(v)), KL(q(theta)) and KL(q(rho))",
               "cvi": "sum over utterance types (times their copies) of log Z of the span chart under the other "
                      "types' predictive (eq. C1): a leave-one-type-out predictive log-likelihood"}
 
@@ -421,14 +446,21 @@ class JointVB:
                        self.phones, model.base_stop, float(go_on), float(end))
 
     def penalty(self, rule, statistics, tables):
-        """-KL(q(v)) - KL(q(theta)) - KL(q(rho)) of the q the E-step uses (the first E-step's channel is the
-        start table, not a q: its KL is 0)."""
+        """sum_k log P0(x_k) - KL(q(v)) - KL(q(theta)) - KL(q(rho)) of the q the E-step uses: eq. N2 without its
+        sum log Z (the first E-step's channel is the start table, not a q: its KL is 0)."""
         model, split = self.model, len(self.corpus.symbols)
         kl = py_stick_kl(self.first, self.second, model.a, model.b) + rules.dirichlet_kl(self.rule_counts, model.alpha)
         if self.first_table is None:
             kl += (rules.dirichlet_kl(self.edit_counts[:split], model.channel_alpha)
                    + rules.dirichlet_kl(self.edit_counts[split:], model.channel_beta))
-        return -kl
+        return self.atoms_log_base() - kl
+
+    def atoms_log_base(self):
+        """sum_k log P0(x_k) over the grammaton (eq. N2), each atom one draw from the base P0(x) = s (1 -
+        s)^(n - 1) prod_i phi(x_i)."""
+        stop = self.model.base_stop
+        return float(sum(np.log(stop) + (len(word) - 1) * np.log1p(-stop) + np.log(self.phones[word]).sum()
+                         for word in self.grammaton))
 
     def expectations(self, weights):
         """The E-step (`expected_types`), then q's update from it (`absorb`): (`Statistics`, sum of log Z)."""
@@ -451,8 +483,9 @@ class JointVB:
         candidates = {tuple(w.tolist()): c for w, c in zip(self.grammaton, customers)}
         for word, mass in statistics.served.items():
             candidates[word] = candidates.get(word, 0.0) + mass
-        ranked = sorted(candidates.items(), key=lambda item: -item[1])[:self.model.truncation]
-        ranked = [(w, c) for w, c in ranked if c > SLIVER]
+        ranked = sorted(candidates.items(), key=lambda item: -item[1])
+        # a word of fewer than one expected customer lowers the ELBO as an atom (eq. N3)
+        ranked = [(w, c) for w, c in ranked if c >= 1.0][:self.model.truncation]
         self.grammaton = [np.array(w, dtype=np.int64) for w, _ in ranked]
         kept = np.array([c for _, c in ranked])
         self.set_sticks(kept, max(total - kept.sum(), 0.0))
@@ -740,7 +773,7 @@ class NoisyWords(BayesModel):
     base_stop : float
         s of the base P0(x) = s (1 - s)^(n - 1) prod phi(x_i), in (0, 1).
     truncation : int
-        Underlying words in the grammaton.
+        Underlying words in the grammaton, at most (vb keeps those of at least one expected customer: eq. N3).
     longest : int
         The most surface symbols one word token may span.
     init : {"grammar", "empty"}

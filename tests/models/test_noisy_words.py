@@ -1,13 +1,21 @@
-"""NoisyWords (models/noisy_words.py): the E-step's statistics are the derivatives of its log Z, VB's ELBO never
-decreases while the grammaton is fixed, and it segments a tiny noisy corpus."""
+"""NoisyWords (models/noisy_words.py): the E-step's statistics are the derivatives of its log Z, VB's ELBO
+matches enumeration (the atoms' log P0 in it) and never decreases while the grammaton is fixed, the refresh
+keeps the words of at least one customer, and it segments a tiny noisy corpus."""
+import copy
+import functools
+import itertools
+
 import numpy as np
 import pytest
+from scipy.special import betaln, digamma, gammaln
 
 from cvbayes.chains.edits import fill_weights, sample_surface
 from cvbayes.core.rules import VB
 from cvbayes.metrics.segmentation import segmentation_scores
-from cvbayes.models.noisy_words import (SLIVER, CollapsedNoisyWords, NoisyWords, _scores, _workspace, e_step,
-                                        span_offsets)
+from cvbayes.models.adaptor.vb import py_stick_kl, py_sticks
+from cvbayes.models.noisy_words import (SLIVER, CollapsedNoisyWords, NoisyWords, ServedWords, Statistics, _scores,
+                                        _workspace, e_step, expected_types, span_offsets)
+from tests.chains.test_edit_spans import base_probability, enumerated_likelihood, pair_statistics
 from tests.chains.test_edits import brute
 
 SYMBOLS = "abc"
@@ -94,6 +102,100 @@ def test_elbo_never_decreases_with_a_fixed_grammaton(fitted):
     steps = np.diff(objectives)
     assert np.all(steps >= -1e-9 * abs(objectives[0])), objectives
     assert steps.max() > 1e-6       # it moves
+
+
+def dirichlet_kl(posterior, prior):
+    """KL(Dir(posterior) || Dir(prior)) of one row (a Beta for two entries), from its textbook formula."""
+    total = posterior.sum()
+    return float(gammaln(total) - gammaln(posterior).sum() - gammaln(prior.sum()) + gammaln(prior).sum()
+                 + ((posterior - prior) * (digamma(posterior) - digamma(total))).sum())
+
+
+def test_vb_elbo_matches_enumeration_with_each_atom_one_draw_from_the_base():
+    """Eq. N2 on a tiny corpus: every segmentation of every utterance type enumerated, each word's score eq. N1
+    by enumerating edit sequences (cached words) and underlying words (the base), plus the atoms' log P0 and
+    the KLs of q(v), q(theta) and q(rho) from their textbook formula."""
+    utterances = [list(u) for u in ["ab", "ab", "ba", "abb", "b", "ab", "bab", "ab"]]
+    model = NoisyWords(max_insertions=1, longest=3, truncation=3, n_iter=2, init_iter=1, prune=0.0).fit(utterances)
+    learner, corpus = model.learner_, model.learner_.corpus
+    weights = learner.tables()
+    assert len(learner.grammaton) >= 1
+    n_symbols, k = len(corpus.symbols), np.arange(1, len(learner.grammaton) + 1)
+    atoms = [weights.word_ids[s:e] for s, e in zip(weights.word_offsets[:-1], weights.word_offsets[1:])]
+    # the channel's exp E[log theta] beyond 6 underlying symbols is far below the tolerance here (deletions rare)
+    underlying = [x for n in range(1, 7) for x in itertools.product(range(n_symbols), repeat=n)]
+
+    @functools.cache
+    def score(y):
+        cached = sum(np.exp(log_pi) * enumerated_likelihood(x, y, n_symbols, weights.table, model.max_insertions)
+                     for log_pi, x in zip(weights.log_pi, atoms))
+        base = sum(base_probability(x, weights.stop, weights.phones)
+                   * pair_statistics(x, y, n_symbols, weights.table, model.max_insertions)[0] for x in underlying)
+        return cached + np.exp(weights.log_base) * base
+
+    log_z = 0.0
+    for i, copies in enumerate(corpus.copies):
+        y = tuple(corpus.ids[corpus.offsets[i]:corpus.offsets[i + 1]].tolist())
+        z = 0.0
+        for cuts in itertools.product([False, True], repeat=len(y) - 1):
+            ends = [j + 1 for j, cut in enumerate(cuts) if cut] + [len(y)]
+            spans = list(zip([0] + ends[:-1], ends))
+            if all(b - a <= model.longest for a, b in spans):
+                z += weights.end * weights.go_on ** (len(spans) - 1) * np.prod([score(y[a:b]) for a, b in spans])
+        log_z += copies * np.log(z)
+    kl = sum(dirichlet_kl(np.array([first, second]), np.array([1.0 - model.a, model.b + j * model.a]))
+             for j, first, second in zip(k, learner.first, learner.second))
+    kl += dirichlet_kl(learner.rule_counts[0] + model.alpha, np.full(2, model.alpha))
+    priors = [model.channel_alpha] * n_symbols + [model.channel_beta] * (n_symbols + 1)   # emission, insertion rows
+    for row, prior in zip(learner.edit_counts, priors):
+        kl += dirichlet_kl(row + prior, np.full(row.shape[0], prior))
+    atoms_log_base = sum(np.log(base_probability(x, weights.stop, weights.phones)) for x in atoms)
+    _, evidence = expected_types(weights, corpus.ids, corpus.offsets, corpus.copies, corpus.first,
+                                 *model._e_step_settings())
+    assert evidence == pytest.approx(log_z, rel=1e-10)
+    assert evidence + learner.penalty(VB, None, weights) == pytest.approx(log_z + atoms_log_base - kl, rel=1e-10)
+
+
+def test_refresh_keeps_the_words_of_at_least_one_customer():
+    """The grammaton after an E-step: cached and base-served words (identity reading) with at least one expected
+    customer in decreasing order, up to ``truncation``; the rest of the words go to the base's count."""
+    learner = copy.deepcopy(NoisyWords(n_iter=1, init_iter=1).fit(noisy_corpus(10)[0]).learner_)
+    learner.grammaton = [np.array(w) for w in ([0, 1], [1, 0], [2])]
+    edits = np.zeros_like(learner.edit_counts)
+    served = ServedWords({(0, 1): 0.3, (2, 2): 2.5, (1,): 0.9, (0, 0, 1): 0.99})
+    for truncation, kept in ((5, [((0, 1), 5.3), ((2, 2), 2.5), ((2,), 1.0)]), (2, [((0, 1), 5.3), ((2, 2), 2.5)])):
+        learner.model.truncation = truncation
+        grammaton = list(learner.grammaton)
+        learner.absorb(Statistics(edits, np.array([5.0, 0.4, 1.0]), served, 20.0))
+        assert [tuple(w.tolist()) for w in learner.grammaton] == [w for w, _ in kept]
+        counts = np.array([c for _, c in kept])
+        first, second, log_pi, log_base = py_sticks(counts, 20.0 - counts.sum(), learner.model.a, learner.model.b)
+        np.testing.assert_allclose(learner.first, first)
+        np.testing.assert_allclose(learner.second, second)
+        assert learner.log_base == pytest.approx(log_base)
+        learner.grammaton = grammaton
+
+
+@pytest.mark.parametrize("a, b", [(0.0, 1.0), (0.3, 1.5), (0.0, 100.0)])
+def test_dropping_the_last_atom_changes_the_elbo_by_eq_n3(a, b):
+    """Eq. N2's stick and atom terms (q(z) held: the customers u and u_base, the atoms' log P0) with the last
+    atom kept and dropped, its u_K customers then the base's with its log P0 each, differ by eq. N3: up when
+    u_K < 1, down when u_K is large."""
+    log_base = np.log([0.01, 0.002, 0.03, 1e-4])
+
+    def sticks_and_atoms(u, u_base):
+        first, second, log_pi, log_rest = py_sticks(u, u_base, a, b)
+        return u @ log_pi + u_base * log_rest - py_stick_kl(first, second, a, b) + log_base[:len(u)].sum()
+
+    for u_last, raises in ((0.0, True), (0.4, True), (0.99, True), (30.0, False)):
+        u, u_base = np.array([9.0, 4.0, 2.5, u_last]), 3.0
+        moved = u_last * log_base[-1]       # the atom's tokens, now base-served, each draw x_K from P0
+        change = sticks_and_atoms(u[:-1], u_base + u_last) + moved - sticks_and_atoms(u, u_base)
+        k = len(u)
+        eq_n3 = (-(1.0 - u_last) * log_base[-1]
+                 - (betaln(1 - a + u_last, b + k * a + u_base) - betaln(1 - a, b + k * a)))
+        assert change == pytest.approx(eq_n3, rel=1e-10)
+        assert (change > 0) == raises
 
 
 def test_segments_a_noisy_corpus(fitted):
