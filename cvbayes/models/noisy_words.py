@@ -878,7 +878,9 @@ class NoisyWords(BayesModel):
 
     def _batch(self, data, run):
         """VB (`JointVB`); the E-step on the shards of a client with one (`cvbayes.models.noisy_words_shards`)."""
-        self.learner_ = JointVB(self, data, *self._start_lexicon(data, run))
+        words, counts = self._start_lexicon(data, run)
+        kept = [i for i, count in enumerate(counts) if count >= 1.0]    # eq. N3, as every refresh keeps them
+        self.learner_ = JointVB(self, data, [words[i] for i in kept], [counts[i] for i in kept])
         self._symbols = list(data.symbols)
         run.checkpoint.track("noisy_words.q", self.learner_.state, self.learner_.restore)
         if data.sharding.client is None:
