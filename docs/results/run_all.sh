@@ -251,3 +251,25 @@ for a in vb cvi; do
   NUMBA_NUM_THREADS=1 nice -n 5 cvbayes experiment uld --seeds 1 --utterances 2000 --algorithms $a --joint-rounds 0 --out /tmp/uld2000_$a
 done
 python docs/results/uld/merge_runs.py docs/results/uld/utterances_2000 /tmp/uld2000_vb /tmp/uld2000_cvi
+# 2026-11-28 (later): vb from cvi's empty start (one run: it draws nothing); py-cfg's colloc-syllable run longer
+NUMBA_NUM_THREADS=1 nice -n 5 cvbayes experiment wordseg --corpora brent --grammars unigram,colloc,colloc-syllable --algorithms vb --init empty --iterations 10 --seeds 1 --append
+python benchmarks/bench_wordseg.py ag --grammar colloc-syllable --iterations 2000    # stopped at sweep 500, then:
+python benchmarks/bench_wordseg.py ag --grammar colloc-syllable --iterations 2000 --score-only
+# cvi on the other slices (10-20 min a run, two at a time), merged beside their vb rows
+for f in 500 1000 6300; do
+  for s in 0 1 2; do
+    NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment uld --algorithms cvi --first $f --seed $s --seeds 1 --out /tmp/uld_cvi_first${f}_s$s
+  done
+  python docs/results/uld/merge_runs.py docs/results/uld/first_$f docs/results/uld/first_$f /tmp/uld_cvi_first${f}_s*
+done
+# every vb row of the experiment's own slice and of TIDIGITS again after NoisyWords vb's refresh change (eq. N3),
+# merged with copies of the results.json holding only the cvi rows (/tmp/uld_cvi_only, /tmp/uld_tidigits_cvi_only);
+# the vb rows of the other slices were made before it
+for s in 0 1 2; do
+  NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment uld --algorithms vb --seed $s --seeds 1 --out /tmp/uld_vb_s$s
+done
+python docs/results/uld/merge_runs.py docs/results/uld /tmp/uld_cvi_only /tmp/uld_vb_s0 /tmp/uld_vb_s1 /tmp/uld_vb_s2
+NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment uld --corpus tidigits --algorithms vb --seeds 3 --out /tmp/uld_tidigits_vb
+python docs/results/uld/merge_runs.py docs/results/uld/tidigits /tmp/uld_tidigits_cvi_only /tmp/uld_tidigits_vb
+python docs/results/uld/slices.py docs/results/uld/slices.md docs/results/uld docs/results/uld/first_*
+NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment noisy-words --utterances 1500 --passes 10 --seeds 3
