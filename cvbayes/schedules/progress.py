@@ -55,6 +55,9 @@ class Progress:
         return sum(record.seconds for record in self.history)
 
     def close(self):
+        # tqdm draws at most every 0.1 s, so a fast fit's last drawn state can be short of its end: draw the
+        # end before the bar goes (a log keeps it: `cvbayes.cli.ProgressLog`)
+        self._bar.refresh()
         self._bar.close()
 
     def __enter__(self):

@@ -72,6 +72,7 @@ def test_progress_bars_in_a_log_are_lines_without_carriage_returns(tmp_path, tex
     main(["fit", str(text_file), "--states", "2", "--iterations", "3", "-o", str(tmp_path / "m.npz")])
     error = capsys.readouterr().err                 # not a terminal, as a redirected log
     assert "\r" not in error and error.startswith("cvi2:   0%|") and error.count("\ncvi2: ") == 1
+    assert "\ncvi2: 100%|" in error and "3/3 [" in error     # the bar's end, however fast the passes were
     main(["fit", str(text_file), "--states", "2", "--iterations", "3", "-o", str(tmp_path / "m.npz"), "--quiet"])
     assert capsys.readouterr().err == ""
 
