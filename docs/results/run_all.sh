@@ -255,6 +255,8 @@ python docs/results/uld/merge_runs.py docs/results/uld/utterances_2000 /tmp/uld2
 NUMBA_NUM_THREADS=1 nice -n 5 cvbayes experiment wordseg --corpora brent --grammars unigram,colloc,colloc-syllable --algorithms vb --init empty --iterations 10 --seeds 1 --append
 python benchmarks/bench_wordseg.py ag --grammar colloc-syllable --iterations 2000    # stopped at sweep 500, then:
 python benchmarks/bench_wordseg.py ag --grammar colloc-syllable --iterations 2000 --score-only
+python benchmarks/bench_wordseg.py ag --grammar colloc --iterations 2000    # stopped at sweep 340, then:
+python benchmarks/bench_wordseg.py ag --grammar colloc --iterations 2000 --score-only
 # cvi on the other slices (10-20 min a run, two at a time), merged beside their vb rows
 for f in 500 1000 6300; do
   for s in 0 1 2; do
