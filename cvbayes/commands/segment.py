@@ -350,7 +350,8 @@ def run_segment(args):
     learned = (f"the model of {args.model} ({model.algorithm}, {report['iterations']} iterations)"
                if args.model is not None else
                f"{args.grammar} grammar, {model.algorithm}, {report['iterations']} iterations"
-               + (f" (the medoid of {restarts} starts)" if restarts > 1 else "") + f" in {report['training_seconds']} s")
+               + (f" (the medoid of {restarts} starts)" if restarts > 1 else "")
+               + f" in {report['training_seconds']} s")
     lines_out = [f"{report['utterances']} utterances, {report['symbols']} symbols; {learned}; "
                  f"{report['words']} words, {report['lexicon_size']} word types"]
     if report["saved_model"] is not None:
@@ -395,8 +396,8 @@ def register(commands):
     segment.add_argument("--algorithm", choices=ALGORITHMS, default=DEFAULT_ALGORITHM,
                          help="mcmc (the default: Johnson et al. 2007's sampler from py-cfg's start, 200 sweeps; the "
                               "best token F1 a second across Brent, HKCanCor, Buckeye and English letters: "
-                              "docs/results/wordseg/segment_defaults.md), vb (Cohen et al. 2010; the medoid of 5 starts; "
-                              "the fastest) or cvi (collapsed VI; slower, best on HKCanCor's unigram grammar)")
+                              "docs/results/wordseg/segment_defaults.md), vb (Cohen et al. 2010; the medoid of 5 "
+                              "starts; the fastest) or cvi (collapsed VI; slower, best on HKCanCor's unigram grammar)")
     segment.add_argument("--restarts", type=int, default=None,
                          help="fits from as many seeds, keeping the one whose segmentation agrees most with the "
                               "others' (the final objective prefers undersegmentations; default 5 for vb, 1 for cvi "
