@@ -264,14 +264,19 @@ for f in 500 1000 6300; do
   done
   python docs/results/uld/merge_runs.py docs/results/uld/first_$f docs/results/uld/first_$f /tmp/uld_cvi_first${f}_s*
 done
-# every vb row of the experiment's own slice and of TIDIGITS again after NoisyWords vb's refresh change (eq. N3),
-# merged with copies of the results.json holding only the cvi rows (/tmp/uld_cvi_only, /tmp/uld_tidigits_cvi_only);
-# the vb rows of the other slices were made before it
+# every vb row of the experiment's own slice, the other slices and TIDIGITS again after NoisyWords vb's refresh
+# change (eq. N3), merged with copies of the results.json holding only the cvi rows (/tmp/uld_cvi_only*)
 for s in 0 1 2; do
   NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment uld --algorithms vb --seed $s --seeds 1 --out /tmp/uld_vb_s$s
 done
 python docs/results/uld/merge_runs.py docs/results/uld /tmp/uld_cvi_only /tmp/uld_vb_s0 /tmp/uld_vb_s1 /tmp/uld_vb_s2
 NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment uld --corpus tidigits --algorithms vb --seeds 3 --out /tmp/uld_tidigits_vb
 python docs/results/uld/merge_runs.py docs/results/uld/tidigits /tmp/uld_tidigits_cvi_only /tmp/uld_tidigits_vb
+for f in 500 1000 6300; do
+  for s in 0 1 2; do
+    NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment uld --algorithms vb --first $f --seed $s --seeds 1 --out /tmp/uld_vb_first${f}_s$s
+  done
+  python docs/results/uld/merge_runs.py docs/results/uld/first_$f /tmp/uld_cvi_only_first$f /tmp/uld_vb_first${f}_s*
+done
 python docs/results/uld/slices.py docs/results/uld/slices.md docs/results/uld docs/results/uld/first_*
 NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment noisy-words --utterances 1500 --passes 10 --seeds 3
