@@ -75,7 +75,7 @@ def table(results):
              "`cvbayes segment --chars INPUT --gold GOLD --algorithm A --json` and the options its row names, "
              "no other: the unigram grammar unless the row says otherwise and segment's defaults for each learner "
              "(mcmc: py-cfg's start, a = 1e-4 and b = 1e4 both sampled, tables resampled, 200 sweeps; vb and cvi: "
-             "a = 0, b = 1, 20 passes, vb the best of 5 starts). Each row was run by the code of its day: vb's and "
+             "a = 0, b = 1, 20 passes, vb the medoid of 5 starts). Each row was run by the code of its day: vb's and "
              "mcmc's on 2026-11-28 (after vb's grammaton atoms were drawn from their base), cvi's before. "
              "Scores (%) of the segmentation the "
              "command writes, trained and scored on the same utterances. Peak MiB and CPU s: /usr/bin/time -v "
