@@ -280,3 +280,6 @@ for f in 500 1000 6300; do
 done
 python docs/results/uld/slices.py docs/results/uld/slices.md docs/results/uld docs/results/uld/first_*
 NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment noisy-words --utterances 1500 --passes 10 --seeds 3
+# the 2,000-utterance run's vb rows again, now with both joint systems (one seed, 20 min), beside its cvi rows
+NUMBA_NUM_THREADS=1 nice -n 5 cvbayes experiment uld --seeds 1 --utterances 2000 --algorithms vb --out /tmp/uld2000_vb
+python docs/results/uld/merge_runs.py docs/results/uld/utterances_2000 /tmp/uld2000_vb /tmp/uld2000_cvi_only
