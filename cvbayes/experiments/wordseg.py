@@ -34,6 +34,7 @@ them (not re-checked against the paper here).
 """
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from pathlib import Path
@@ -65,8 +66,6 @@ REFERENCE_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "results" /
 # VB keeps the medoid of 5 starts (`AdaptorGrammar`'s n_init: it depends on its start, token F1 0.30-0.58
 # across seeds on Brent); CVI and MCMC run once (their passes cost 10-100 times more)
 RESTARTS = {"vb": 5}
-# grammars whose text gives every adapted nonterminal its b (`syllable_grammar`): the model's b is not used
-GRAMMAR_SETS_B = ("colloc-syllable",)
 
 
 def evaluation_points(n_iter, count=EVALUATIONS):
@@ -188,13 +187,23 @@ def run_one(corpus, grammar, algorithm, seed, n_iter, restarts=1, options=None, 
             "by_length": scores_by_length(segmented, corpus.segments), "model": model.settings()}
 
 
+@functools.cache
+def _grammar_sets_b(name):
+    """Whether built-in grammar ``name`` gives every adapted nonterminal its b (colloc-syllable's
+    `syllable_grammar`), so that the model's b is not the run's; False for a name that is not a built-in."""
+    from ..models.adaptor import BUILT_IN_GRAMMARS
+    from ..models.adaptor.grammar import as_spec
+
+    return name in BUILT_IN_GRAMMARS and all(b is not None for _, b in as_spec(name).adapted.values())
+
+
 def _label(run):
     """The run's algorithm with the model options it ran with, when they are not the defaults."""
     from ..models.adaptor import AdaptorGrammar
 
     model = run["model"]
     notes = [f"a = {model['a']:g}"] if model["a"] else []
-    if run["grammar"] in GRAMMAR_SETS_B:
+    if _grammar_sets_b(run["grammar"]):
         notes.append("b from the grammar")
     elif model.get("b", 1) != 1:
         notes.append(f"b = {model['b']:g}")
