@@ -59,7 +59,9 @@ utterances.  J1 rose every round (-1,833,956 -> -1,832,592 in 3 rounds, -1,831,9
 
 Cost: a round runs the unit layer's forward pass over every candidate (its log Z for (a)), then its
 forward-backward (the weighted statistics for (b)), and the word chart over every distinct spoken string twice
-(log Z, then the E-step).
+(log Z, then the E-step).  On the uld experiment's 500 utterances (vb, seed 0, 623 candidates, one thread) step
+(a) takes 0.95 s (1.3 s with forward-backward) and a round 2.8 s (3.2-3.6 s); of the unit layer's 0.56 s in (a),
+0.47 s are the emission rows of every unit at every candidate frame, most of them then set to zero.
 
 Start: the unit layer's q is the pipeline's fitted one (its counts); the word layer's is the pipeline's fitted
 NoisyWords q carried over to the candidates' alphabet (`NoisyWords.learner_over`: a unit the Viterbi strings never
@@ -134,7 +136,7 @@ class NbestJoint:
         return np.bincount(self.type_of[said], weights=weights[said], minlength=len(self.types))
 
     def scores(self):
-        """(A, W) (C,) of every candidate under the current q(theta) (eq. J1)."""
+        """(A, W) (C,) of every candidate under the current q(theta) (eq. J1); A from forward passes only."""
         acoustic = self.units.reading_log_evidence(self.features, self.readings, VB)
         evidence = self.learner.type_log_evidence(self.learner.tables())
         lexical = np.where(self.type_of >= 0, evidence[np.maximum(self.type_of, 0)], 0.0)

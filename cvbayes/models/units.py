@@ -458,10 +458,10 @@ class AcousticUnits(BayesModel):
 
     def reading_log_evidence(self, X: Any, readings: list[Segments], rule=VB,
                              lengths: ArrayLike | None = None) -> np.ndarray:
-        """log Z of every reading (I,): `reading_expectations`' second value, from the forward passes alone
-        (eq. 3.16 on the chain of units restricted to the reading, `units_structures.unit_log_evidence`);
-        -inf for a reading no path explains (an occurrence shorter than S frames), which
-        `reading_expectations` refuses."""
+        """log Z of every reading (I,): `reading_expectations`' second value from the forward passes alone (of
+        eq. 3.16-3.17's forward-backward on the chain of units restricted to the reading,
+        `units_structures.unit_log_evidence`); -inf for a reading no path explains (an occurrence shorter than S
+        frames), which `reading_expectations` refuses."""
         data, frame_units = self._reading_data(X, readings, lengths)
         return unit_log_evidence(self.family, self.n_states, self._tables(self.counts_, rule), data, frame_units)
 

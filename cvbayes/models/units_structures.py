@@ -163,9 +163,9 @@ def unit_posteriors(family, n_states, tables, data, frame_units=None):
 
 
 def unit_log_evidence(family, n_states, tables, data, frame_units=None):
-    """log Z of every utterance of ``data`` under ``tables`` (forward passes only, eq. 3.16; the log Z
-    `unit_posteriors` yields, block by block as it goes), -inf for an utterance no path explains.
-    ``frame_units``: as `unit_posteriors`."""
+    """log Z of every utterance of ``data`` under ``tables``: the forward pass of eq. 3.16-3.17's forward-backward
+    alone (`chains.composite.unit_forward`), block by block as `unit_posteriors`, whose log Z it is; -inf for an
+    utterance no path explains.  ``frame_units``: as `unit_posteriors`."""
     log_z = np.empty(data.n_utterances)
     for a, b in data.blocks():
         begin, end = data.offsets[a], data.offsets[b]
