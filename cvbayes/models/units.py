@@ -86,7 +86,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..chains.composite import batch_unit_log_evidence, batch_unit_sample, batch_unit_viterbi
+from ..chains.composite import batch_unit_sample, batch_unit_viterbi
 from ..core import rules
 from ..core.rules import MEAN, VB, check_prior
 from ..core.sampling import log_dirichlet_draws
@@ -101,7 +101,7 @@ from .hdp import effective_states
 
 from .units_structures import (BatchUnits, CollapsedUnits, SampledUnits, Segments, StochasticUnits, UnitCounts,
                                UnitTables, Utterances, chain_chunks, presegmented, reading_frames,
-                               unit_expectations)
+                               unit_expectations, unit_log_evidence)
 
 # the frames k-means sees for the start (a uniform sample of them)
 START_FRAMES = 10_000
@@ -452,12 +452,27 @@ class AcousticUnits(BayesModel):
         each occurrence left latent and every path off the reading given probability zero, under the tables of
         ``rule`` (`cvbayes.core.rules`) of the fitted counts; ``weights``: each utterance's statistics count that
         many times (`unit_expectations`).  Returns (UnitCounts, log Z of every reading)."""
+        data, frame_units = self._reading_data(X, readings, lengths)
+        return unit_expectations(self.family, self.n_states, self._tables(self.counts_, rule), data, frame_units,
+                                 weights)
+
+    def reading_log_evidence(self, X: Any, readings: list[Segments], rule=VB,
+                             lengths: ArrayLike | None = None) -> np.ndarray:
+        """log Z of every reading (I,): `reading_expectations`' second value from the forward passes alone (of
+        eq. 3.16-3.17's forward-backward on the chain of units restricted to the reading,
+        `units_structures.unit_log_evidence`); -inf for a reading no path explains (an occurrence shorter than S
+        frames), which `reading_expectations` refuses."""
+        data, frame_units = self._reading_data(X, readings, lengths)
+        return unit_log_evidence(self.family, self.n_states, self._tables(self.counts_, rule), data, frame_units)
+
+    def _reading_data(self, X, readings, lengths):
+        """(Utterances, frame_units (N,)) of a reading of every utterance (`reading_frames`): only the reading's
+        paths are left."""
         self._check_fitted()
         # the reading's boundaries take the place of the pre-segmentation's candidates
         corpus = self._corpus(X, lengths, training=False)
         starts, frame_units = reading_frames(readings, corpus.offsets, self.n_units)
-        return unit_expectations(self.family, self.n_states, self._tables(self.counts_, rule),
-                                 Utterances(corpus, starts), frame_units, weights)
+        return Utterances(corpus, starts), frame_units
 
     def fit_reading(self, X: Any, readings: list[Segments], lengths: ArrayLike | None = None) -> AcousticUnits:
         """Re-estimate the units from a reading of every utterance (`reading_expectations`): the fitted
@@ -482,15 +497,7 @@ class AcousticUnits(BayesModel):
     def score_samples(self, X: Any, lengths: ArrayLike | None = None) -> np.ndarray:
         """log p(x^i) of every utterance under the posterior-mean tables (the predictive of eq. 3.108-3.109)."""
         data = self._data(X, lengths, training=False)
-        tables = self._fitted_tables()
-        out = np.empty(data.n_utterances)
-        for a, b in data.blocks():
-            begin, end = data.offsets[a], data.offsets[b]
-            offsets = data.offsets[a:b + 1] - begin
-            log_lik, _ = self.family.emission_rows(tables.emission, data.features[begin:end])
-            batch_unit_log_evidence(*tables[:3], data.log_start[begin:end], log_lik, offsets, self.n_states,
-                                    chain_chunks(offsets, log_lik), out[a:b])
-        return out
+        return unit_log_evidence(self.family, self.n_states, self._fitted_tables(), data)
 
     def score(self, X: Any, lengths: ArrayLike | None = None) -> float:
         """Total predictive log-likelihood of the utterances (divide by the frames for a per-frame figure)."""

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..chains.composite import batch_unit_posteriors, batch_unit_sample
+from ..chains.composite import batch_unit_log_evidence, batch_unit_posteriors, batch_unit_sample
 from ..core.units import ZeroProbabilityError, equal_token_chunks, max_length, threads_for
 from ..data.corpus import Corpus
 from ..families.gaussian import quadratic_features
@@ -149,9 +149,7 @@ def unit_posteriors(family, n_states, tables, data, frame_units=None):
         unit_counts = np.zeros((b - a, n_units))
         log_z = np.empty(b - a)
         log_lik, posterior = family.emission_rows(tables.emission, x)
-        if frame_units is not None:
-            outside = np.arange(log_lik.shape[1])[None, :] // n_states != frame_units[begin:end, None]
-            log_lik[outside] = -np.inf
+        restrict_to_reading(log_lik, frame_units, begin, n_states)
         marginals = np.empty_like(log_lik)
         batch_unit_posteriors(*tables[:3], data.log_start[begin:end], log_lik, offsets, n_states,
                               chain_chunks(offsets, log_lik), marginals, unit_counts, log_z)
@@ -162,6 +160,31 @@ def unit_posteriors(family, n_states, tables, data, frame_units=None):
                                        f"probability zero under every path of units")
         posterior.reshape(x.shape[0], log_lik.shape[1], -1)[...] *= marginals[:, :, None]
         yield a, b, x, marginals, unit_counts, posterior, log_z
+
+
+def unit_log_evidence(family, n_states, tables, data, frame_units=None):
+    """log Z of every utterance of ``data`` under ``tables``: the forward pass of eq. 3.16-3.17's forward-backward
+    alone (`chains.composite.unit_forward`), block by block as `unit_posteriors`, whose log Z it is; -inf for an
+    utterance no path explains.  ``frame_units``: as `unit_posteriors`."""
+    log_z = np.empty(data.n_utterances)
+    for a, b in data.blocks():
+        begin, end = data.offsets[a], data.offsets[b]
+        offsets = data.offsets[a:b + 1] - begin
+        log_lik, _ = family.emission_rows(tables.emission, data.features[begin:end])
+        restrict_to_reading(log_lik, frame_units, begin, n_states)
+        batch_unit_log_evidence(*tables[:3], data.log_start[begin:end], log_lik, offsets, n_states,
+                                chain_chunks(offsets, log_lik), log_z[a:b])
+    return log_z
+
+
+def restrict_to_reading(log_lik, frame_units, begin, n_states):
+    """Give every path off a reading probability zero: the emission rows ``log_lik`` (T, U S) of the frames
+    from ``begin`` on are set to -inf in every unit but the one ``frame_units`` (N,) reads there (nothing
+    when it is None).  With the reading's unit starts as the chain's ``log_start``, the paths left are the
+    reading's, its occurrences' states latent."""
+    if frame_units is not None:
+        reading = frame_units[begin:begin + log_lik.shape[0], None]
+        log_lik[np.arange(log_lik.shape[1])[None, :] // n_states != reading] = -np.inf
 
 
 def transition_counts(occupancy, unit_counts, n_states):

@@ -7,7 +7,7 @@ import copy
 import numpy as np
 import pytest
 
-from cvbayes.core.rules import VB
+from cvbayes.core.rules import MEAN, VB
 from cvbayes.models.discovery import LexiconDiscovery, spoken, type_counts
 from cvbayes.models.discovery_nbest import NbestJoint, candidate_readings, reading_key, reading_posterior
 from cvbayes.synthetic import sample_acoustic_units
@@ -59,6 +59,18 @@ def test_updating_from_other_weights_than_q_can_lower_the_elbo(pipeline, feature
     joint.step_parameters(joint.viterbi_weights())
     joint.step_posterior()
     assert joint.objective[-1] < joint.objective[-2] - 1.0, joint.objective
+
+
+def test_the_acoustic_scores_are_each_candidates_log_z(pipeline, features):
+    """Step (a)'s A_uk (forward passes only) are the log Z of the candidates' E-step, which sums over the paths of
+    one reading: under the posterior-mean tables, less than the utterance's log Z over every path."""
+    joint = joint_of(pipeline, features, 5)
+    acoustic, _ = joint.scores()
+    _, log_z = joint.units.reading_expectations(joint.features, joint.readings, VB)
+    assert len(set(joint.owner)) < len(joint.readings)
+    np.testing.assert_allclose(acoustic, log_z, rtol=0, atol=1e-9)
+    restricted = joint.units.reading_log_evidence(joint.features, joint.readings, MEAN)
+    assert np.all(restricted < joint.units.score_samples(joint.features) - 1e-6)
 
 
 def test_one_candidate_is_the_single_reading(pipeline, features):

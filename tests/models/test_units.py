@@ -14,6 +14,7 @@ from cvbayes import AcousticUnits
 from cvbayes.chains.composite import unit_forward
 from cvbayes.checkpoints import checkpoint_passes
 from cvbayes.core import rules
+from cvbayes.core.units import ZeroProbabilityError
 from cvbayes.families.gaussian import GaussianMixture, quadratic_features
 from cvbayes.models.hdp import Sticks
 from cvbayes.models.units import ALGORITHMS
@@ -315,6 +316,40 @@ def test_fit_reading_is_the_posterior_given_the_reading():
     np.testing.assert_allclose(model.counts_.trans.sum(axis=1), occupancy, atol=1e-10)
     np.testing.assert_allclose(model.counts_.stats[0], occupancy, atol=1e-10)
     np.testing.assert_allclose(model.counts_.stats[1], sums, atol=1e-10)
+
+
+def test_reading_log_evidence_is_the_sum_over_the_readings_paths():
+    """`reading_log_evidence` against enumeration (log sum of the probabilities of the paths with the reading's
+    unit starts and frames' units, under the posterior-mean tables): less than `score_samples`, the sum over
+    every path; the same numbers as `reading_expectations`' second value under both rules; -inf for a reading
+    with an occurrence shorter than S frames (no path), which `reading_expectations` refuses."""
+    rng = np.random.default_rng(5)
+    utterances = [rng.normal(size=(5, 1)), rng.normal(size=(4, 1)) + 1.0]
+    model = AcousticUnits(n_units=3, n_states=2, n_components=1, algorithm="vb", n_iter=2, random_state=0)
+    model.fit(utterances)
+    tables = model._fitted_tables()
+    readings = [Segments(np.array([2, 0]), np.array([0, 2]), np.array([2, 5])),
+                Segments(np.array([1]), np.array([0]), np.array([4]))]
+    expected = []
+    for x, reading in zip(utterances, readings):
+        log_lik, _ = model.family.emission_rows(tables.emission, x)
+        frame_units = np.repeat(reading.units, reading.ends - reading.starts)
+        starts = np.isin(np.arange(x.shape[0]), reading.starts)
+        expected.append(np.log(sum(p for states, begins, p in
+                                   unit_paths(*(np.exp(table) for table in tables[:3]), np.exp(log_lik), 2)
+                                   if np.array_equal(begins, starts)
+                                   and np.array_equal(np.array(states) // 2, frame_units))))
+    log_z = model.reading_log_evidence(utterances, readings, rules.MEAN)
+    np.testing.assert_allclose(log_z, expected, rtol=1e-12)
+    assert np.all(log_z < model.score_samples(utterances) - 0.1)
+    for rule in (rules.MEAN, rules.VB):
+        np.testing.assert_allclose(model.reading_log_evidence(utterances, readings, rule),
+                                   model.reading_expectations(utterances, readings, rule)[1], rtol=0, atol=1e-9)
+    impossible = Segments(np.array([2, 0]), np.array([0, 1]), np.array([1, 5]))
+    log_z = model.reading_log_evidence(utterances, [impossible, readings[1]], rules.VB)
+    assert log_z[0] == -np.inf and log_z[1] == model.reading_log_evidence(utterances, readings, rules.VB)[1]
+    with pytest.raises(ZeroProbabilityError, match="utterance 0"):
+        model.reading_expectations(utterances, [impossible, readings[1]], rules.VB)
 
 
 @pytest.mark.parametrize("reading,message", [
