@@ -270,9 +270,10 @@ class GaussianMixture:
     def n_stats(self):
         return self.components.n_stats()
 
-    def work(self, n_frames):
-        """About the multiply-adds of the emission rows of ``n_frames`` frames (`core.units.threads_for`)."""
-        return n_frames * self.n_mixtures * self.n_components * self.n_dims
+    def work(self, n_frames, n_mixtures=None):
+        """About the multiply-adds of the emission rows of ``n_frames`` frames under ``n_mixtures`` mixtures (all
+        when None) (`core.units.threads_for`)."""
+        return n_frames * (n_mixtures or self.n_mixtures) * self.n_components * self.n_dims
 
     def weight_counts(self, stats):
         """(C, M) expected frames of every component, by mixture."""
@@ -320,16 +321,39 @@ class GaussianMixture:
         if isinstance(table, LinearTable):
             return np.matmul(quadratic_features(features), table.weights, out=out)
         if out is None:
-            out = np.empty((features.shape[0], table.loc.shape[1]))
+            out = np.empty((features.shape[0], table_width(table)))
         student_t_log_densities(np.ascontiguousarray(features, dtype=float), *table, out)
         return out
 
-    def emission_rows(self, table, features):
+    def emission_rows(self, table, features, frame_groups=None, group_size=1):
         """(log_lik (T, C), responsibilities (T, C M)): the mixtures' log emission densities and the
-        components' shares r(m | c, x_t); frames in parallel when they are worth the threads."""
-        with threads_for(features.shape[0], self.work(features.shape[0])):
+        components' shares r(m | c, x_t); frames in parallel when they are worth the threads.
+
+        ``frame_groups`` (T,), optional: frame t's rows under the ``group_size`` mixtures g G .. g G + G - 1 of
+        its group g = frame_groups[t] alone, -inf in log_lik and 0 in the responsibilities under every other
+        mixture: a reading's unit at every frame and its S states' mixtures, every path off the reading given
+        probability zero (`AcousticUnits.reading_expectations`; eq. J1 of `cvbayes.models.discovery_nbest`).
+        The frames of a group are computed together against its columns of ``table``: G / C of the whole rows."""
+        if frame_groups is None:
+            return self._mixture_rows(table, features)
+        n_columns = group_size * self.n_components
+        log_lik = np.full((features.shape[0], self.n_mixtures), -np.inf)
+        responsibilities = np.zeros((features.shape[0], self.n_mixtures * self.n_components))
+        order = np.argsort(frame_groups, kind="stable")
+        groups, firsts = np.unique(frame_groups[order], return_index=True)
+        for group, frames in zip(groups, np.split(order, firsts[1:])):
+            columns = slice(group * n_columns, (group + 1) * n_columns)
+            rows = self._mixture_rows(table_columns(table, columns), features[frames])
+            log_lik[frames, group * group_size:(group + 1) * group_size], responsibilities[frames, columns] = rows
+        return log_lik, responsibilities
+
+    def _mixture_rows(self, table, features):
+        """`emission_rows` of every frame under every mixture of ``table`` (`component_log_densities`, then
+        `ops.mixture_likelihoods`)."""
+        n_mixtures = table_width(table) // self.n_components
+        with threads_for(features.shape[0], self.work(features.shape[0], n_mixtures)):
             component_log = self.component_log_densities(table, features)
-            log_lik = np.empty((features.shape[0], self.n_mixtures))
+            log_lik = np.empty((features.shape[0], n_mixtures))
             mixture_likelihoods(component_log, self.n_components, log_lik)
         return log_lik, component_log
 
@@ -354,3 +378,16 @@ class GaussianMixture:
 def _linear(constant, linear, quadratic):
     """A `LinearTable` from per-component constants (K,), coefficients of x (K, D) and precisions (K, D)."""
     return LinearTable(np.ascontiguousarray(np.vstack([constant[None], linear.T, -0.5 * quadratic.T])))
+
+
+def table_width(table):
+    """The components K of a `LinearTable` or `StudentTable`."""
+    return table.weights.shape[1] if isinstance(table, LinearTable) else table.loc.shape[1]
+
+
+def table_columns(table, columns):
+    """The components ``columns`` (a slice) of a `LinearTable` or `StudentTable`, as a table of their own
+    (contiguous, as the kernels take them)."""
+    if isinstance(table, LinearTable):
+        return LinearTable(np.ascontiguousarray(table.weights[:, columns]))
+    return StudentTable(*(np.ascontiguousarray(part[..., columns]) for part in table))

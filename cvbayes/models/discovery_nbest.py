@@ -59,9 +59,12 @@ utterances.  J1 rose every round (-1,833,956 -> -1,832,592 in 3 rounds, -1,831,9
 
 Cost: a round runs the unit layer's forward pass over every candidate (its log Z for (a)), then its
 forward-backward (the weighted statistics for (b)), and the word chart over every distinct spoken string twice
-(log Z, then the E-step).  On the uld experiment's 500 utterances (vb, seed 0, 623 candidates, one thread) step
-(a) takes 0.95 s (1.3 s with forward-backward) and a round 2.8 s (3.2-3.6 s); of the unit layer's 0.56 s in (a),
-0.47 s are the emission rows of every unit at every candidate frame, most of them then set to zero.
+(log Z, then the E-step).  The unit layer computes a candidate frame's emission rows under the reading's unit
+alone (`GaussianMixture.emission_rows`' groups), not under every unit.  On the uld experiment's 500 utterances (vb,
+seed 0, 623 candidates, one thread) step (a) takes 0.50 s and a round 1.8-1.9 s (0.94-0.99 s and 2.7-2.9 s with
+every unit's rows, most of them then set to zero): the unit layer's forward passes 0.12 s (0.57-0.59 s), its
+weighted forward-backward 0.54-0.58 s (1.04-1.07 s), of which about 0.24 s go to the (frames, U S M) component
+posteriors, zero off the reading, and their statistics.
 
 Start: the unit layer's q is the pipeline's fitted one (its counts); the word layer's is the pipeline's fitted
 NoisyWords q carried over to the candidates' alphabet (`NoisyWords.learner_over`: a unit the Viterbi strings never

@@ -134,7 +134,10 @@ def unit_posteriors(family, n_states, tables, data, frame_units=None):
     """Forward-backward of every utterance of ``data`` under ``tables``, block by block of whole
     utterances: yields (a, b, frames x, marginals (T, U S), E[n_u] (b - a, U), component posteriors
     q(z_t = c, m_t = m) (T, U S M), log Z (b - a,)).  ``frame_units`` (N,), optional: the unit every frame
-    must be in (a reading's, `reading_frames`); the other units' emissions are zero there.
+    must be in (a reading's, `reading_frames`): a frame's emission rows are computed under that unit's S
+    mixtures alone, the other units' emissions zero (`GaussianMixture.emission_rows`' groups), so that with
+    the reading's unit starts as the chain's ``log_start`` the paths left are the reading's, its occurrences'
+    states latent; the other units' marginals and component posteriors are 0.
 
     Raises
     ------
@@ -148,8 +151,7 @@ def unit_posteriors(family, n_states, tables, data, frame_units=None):
         offsets = data.offsets[a:b + 1] - begin
         unit_counts = np.zeros((b - a, n_units))
         log_z = np.empty(b - a)
-        log_lik, posterior = family.emission_rows(tables.emission, x)
-        restrict_to_reading(log_lik, frame_units, begin, n_states)
+        log_lik, posterior = family.emission_rows(tables.emission, x, block_units(frame_units, begin, end), n_states)
         marginals = np.empty_like(log_lik)
         batch_unit_posteriors(*tables[:3], data.log_start[begin:end], log_lik, offsets, n_states,
                               chain_chunks(offsets, log_lik), marginals, unit_counts, log_z)
@@ -170,21 +172,16 @@ def unit_log_evidence(family, n_states, tables, data, frame_units=None):
     for a, b in data.blocks():
         begin, end = data.offsets[a], data.offsets[b]
         offsets = data.offsets[a:b + 1] - begin
-        log_lik, _ = family.emission_rows(tables.emission, data.features[begin:end])
-        restrict_to_reading(log_lik, frame_units, begin, n_states)
+        log_lik, _ = family.emission_rows(tables.emission, data.features[begin:end],
+                                          block_units(frame_units, begin, end), n_states)
         batch_unit_log_evidence(*tables[:3], data.log_start[begin:end], log_lik, offsets, n_states,
                                 chain_chunks(offsets, log_lik), log_z[a:b])
     return log_z
 
 
-def restrict_to_reading(log_lik, frame_units, begin, n_states):
-    """Give every path off a reading probability zero: the emission rows ``log_lik`` (T, U S) of the frames
-    from ``begin`` on are set to -inf in every unit but the one ``frame_units`` (N,) reads there (nothing
-    when it is None).  With the reading's unit starts as the chain's ``log_start``, the paths left are the
-    reading's, its occurrences' states latent."""
-    if frame_units is not None:
-        reading = frame_units[begin:begin + log_lik.shape[0], None]
-        log_lik[np.arange(log_lik.shape[1])[None, :] // n_states != reading] = -np.inf
+def block_units(frame_units, begin, end):
+    """The reading's unit of the frames [begin, end) (None without a reading)."""
+    return None if frame_units is None else frame_units[begin:end]
 
 
 def transition_counts(occupancy, unit_counts, n_states):

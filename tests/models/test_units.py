@@ -18,7 +18,7 @@ from cvbayes.core.units import ZeroProbabilityError
 from cvbayes.families.gaussian import GaussianMixture, quadratic_features
 from cvbayes.models.hdp import Sticks
 from cvbayes.models.units import ALGORITHMS
-from cvbayes.models.units_structures import Segments, UnitCounts, Utterances, unit_expectations
+from cvbayes.models.units_structures import Segments, UnitCounts, Utterances, unit_expectations, unit_log_evidence
 from cvbayes.models.units_kernels import update_utterance
 from cvbayes.speech import spectral_change_starts
 from cvbayes.synthetic import sample_acoustic_units
@@ -116,6 +116,26 @@ def test_mixture_tables_are_the_families_tables(rule):
     log_b = np.logaddexp(mixture[..., 0], mixture[..., 1])
     np.testing.assert_allclose(log_lik, log_b, rtol=1e-10)
     np.testing.assert_allclose(responsibility.reshape(49, 3, 2), np.exp(mixture - log_b[..., None]), atol=1e-12)
+
+
+@pytest.mark.parametrize("rule", [rules.VB, rules.MEAN])
+def test_grouped_emission_rows_are_the_whole_rows_of_the_group(rule):
+    """`GaussianMixture.emission_rows` with frame groups (a reading's unit at every frame): under the mixtures of
+    a frame's group, the whole rows' densities and responsibilities; -inf and 0 under the others."""
+    rng = np.random.default_rng(1)
+    family, x, stats = mixture_and_stats(rng, n_mixtures=6, n_components=3)
+    table = family.table(stats, rule)
+    groups = rng.integers(3, size=x.shape[0])
+    groups[:3] = 2      # a group of several frames, and a group no frame is in
+    groups[groups == 1] = 0
+    log_lik, responsibility = family.emission_rows(table, x, groups, 2)
+    whole_log_lik, whole_responsibility = family.emission_rows(table, x)
+    mixtures = np.arange(6)[None, :] // 2 == groups[:, None]
+    np.testing.assert_allclose(log_lik[mixtures], whole_log_lik[mixtures], rtol=1e-12)
+    assert np.all(log_lik[~mixtures] == -np.inf)
+    components = np.repeat(mixtures, 3, axis=1)
+    np.testing.assert_allclose(responsibility[components], whole_responsibility[components], rtol=1e-12)
+    assert np.all(responsibility[~components] == 0.0)
 
 
 # -- VB, CVI, the sampler -------------------------------------------------------------------------------------
@@ -350,6 +370,62 @@ def test_reading_log_evidence_is_the_sum_over_the_readings_paths():
     assert log_z[0] == -np.inf and log_z[1] == model.reading_log_evidence(utterances, readings, rules.VB)[1]
     with pytest.raises(ZeroProbabilityError, match="utterance 0"):
         model.reading_expectations(utterances, [impossible, readings[1]], rules.VB)
+
+
+class WholeRowsMasked:
+    """A mixture family whose reading rows are its whole emission rows with the units off the reading set to -inf
+    afterwards: the reference the rows computed for the reading's units alone must match."""
+
+    def __init__(self, family):
+        self.family = family
+
+    def __getattr__(self, name):
+        return getattr(self.family, name)
+
+    def emission_rows(self, table, features, frame_groups=None, group_size=1):
+        log_lik, responsibility = self.family.emission_rows(table, features)
+        if frame_groups is not None:
+            log_lik[np.arange(log_lik.shape[1])[None, :] // group_size != frame_groups[:, None]] = -np.inf
+        return log_lik, responsibility
+
+
+def random_readings(rng, utterances, n_units, n_states):
+    """A reading of every utterance: occurrences of at least ``n_states`` frames, of units drawn uniformly."""
+    readings = []
+    for x in utterances:
+        n_occurrences = rng.integers(1, x.shape[0] // (2 * n_states) + 1)
+        cuts = np.sort(rng.choice(np.arange(1, x.shape[0] // n_states), n_occurrences - 1, replace=False)) * n_states
+        starts, ends = np.append(0, cuts), np.append(cuts, x.shape[0])
+        readings.append(Segments(rng.integers(n_units, size=n_occurrences), starts, ends))
+    return readings
+
+
+@pytest.mark.parametrize("rule", [rules.VB, rules.MEAN])
+def test_reading_rows_give_the_whole_rows_masked(utterances, rule):
+    """`reading_expectations` (statistics weighted and log Z) and `reading_log_evidence` from the emission rows of
+    the reading's units alone equal those from every unit's rows with the others masked to -inf, in one block of
+    utterances and in many (several units, states and mixture components, readings across several units)."""
+    rng = np.random.default_rng(7)
+    model = small("vb", n_units=6, n_states=2, n_components=3, n_iter=4).fit(utterances)
+    readings = random_readings(rng, utterances, 6, 2)
+    assert len({int(u) for reading in readings for u in reading.units}) == 6
+    weights = rng.uniform(0.1, 1.0, size=len(utterances))
+    tables = model._tables(model.counts_, rule)
+    data, frame_units = model._reading_data(utterances, readings, None)
+    masked = WholeRowsMasked(model.family)
+    counts, log_z = unit_expectations(masked, 2, tables, data, frame_units, weights)
+    assert np.all(np.isfinite(log_z)) and np.all(counts.units > 0)
+    got = model.reading_expectations(utterances, readings, rule, weights)
+    np.testing.assert_allclose(got[1], log_z, rtol=1e-9)
+    np.testing.assert_allclose(model.reading_log_evidence(utterances, readings, rule), log_z, rtol=1e-9)
+    data.blocks = lambda: Utterances.blocks(data, 100)
+    assert len(data.blocks()) > 3
+    blocked = unit_expectations(model.family, 2, tables, data, frame_units, weights)
+    np.testing.assert_allclose(unit_log_evidence(model.family, 2, tables, data, frame_units), log_z, rtol=1e-9)
+    for reading_counts in (got[0], blocked[0]):
+        for name in UnitCounts._fields:
+            np.testing.assert_allclose(getattr(reading_counts, name), getattr(counts, name), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(blocked[1], log_z, rtol=1e-9)
 
 
 @pytest.mark.parametrize("reading,message", [
