@@ -91,6 +91,17 @@ customer opens a table with probability theta'_s / (k - a t + theta'_s).  At a =
 T(E_+[n_s]) (eq. 5.35).  T in theta' is held at its value at the last table refresh during a pass, so
 that each t_s is a function of its own yield's statistics.
 
+*a and b* (``estimate_hyperparameters``).  After each pass's table refresh each adapted X takes the mode of
+p(a, log b | its expected table counts) under Johnson and Goldwater's (2009) prior.  CVI knows every yield's
+expected customers n_s and tables t_s, not how the customers sit at those tables, so the likelihood sums the
+seatings out: prod_{i < T} (b + i a) Gamma(b + 1) / Gamma(b + n) prod_s S_a(n_s, t_s), with S_a the
+generalized Stirling numbers (Buntine and Hutter 2012; `cvbayes.core.restaurants.dish_seating_likelihood`),
+the counts rounded to whole numbers and a yield of t_s < 1 a dish of weight t_s.  Giving every table of s the
+mean size n_s / t_s instead, one seating in place of their sum (the rule until 2026-11-28), sends a to 0: on a
+simulated PY(0.4, 400) restaurant of 20,000 customers it found a = 0, b = 1,430 from the true table counts,
+the Stirling form a = 0.394, b = 422 (the seating's own estimate 0.393, 424); on Brent's colloc grammar it
+ended Colloc at a = 0, b ~ 1,900 where the sampler learns a ~ 0.4, b ~ 430.
+
 *The unit* (``unit``).  "utterance", or "type": identical utterances have identical updates, so all the
 copies of an utterance are left out together and put back together, with their statistics times their
 number.  A copy then no longer sees its twins; under the collapsed model it would, and the whole

@@ -4,7 +4,7 @@
 import numpy as np
 
 from ...checkpoints import NO_CHECKPOINT
-from ...core.restaurants import seating_log_likelihood
+from ...core.restaurants import dish_seating_likelihood
 from ...core.units import ZeroProbabilityError
 from ...trees.cells import sentence_cells
 from ...trees.grammar import SentenceBatch
@@ -288,21 +288,26 @@ class CollapsedVariational:
 
     def estimate_hyperparameters(self):
         """a and b of every adapted nonterminal at the mode of the Pitman-Yor probability of CVI's expected
-        seating plus the prior (`maximise`; ``estimate``); the tables follow at the next refresh."""
+        table counts plus the prior (`maximise`; ``estimate``); the tables follow at the next refresh.
+
+        Only each yield's expected customers n_s and tables t_s are known, so the seating within a yield is
+        summed out (`dish_seating_likelihood`, generalized Stirling numbers of whole counts).  A yield of t_s < 1
+        (its first customer opens its first table, so it is there with probability about t_s) counts as a dish
+        of weight t_s with n_s / t_s customers at one table.  (Giving each yield's tables their mean size, the
+        rule before, drove a to 0 and b up: Brent colloc's Colloc ended at a = 0, b ~ 1,900 where the sampler
+        learns a ~ 0.4, b ~ 430.)"""
         model, training = self.model, self.training
         for x in range(len(self.names)):
             cells = np.flatnonzero(training.layout.cache_of == x)
             served, seated = model.customers[cells], model.tables[cells]
             keep = seated > 1e-9
-            per_table = np.maximum(served[keep] / seated[keep], 1.0)
-            seated = seated[keep]
-            n, total = float(served.sum()), float(seated.sum())
-            if total <= 1.0 or n <= total:
+            served, seated = served[keep], seated[keep]
+            if seated.sum() <= 1.0 or served.sum() <= seated.sum():
                 continue
-
-            def log_likelihood(a, b):
-                return seating_log_likelihood(a, b, per_table, seated, n, total)
-
+            weight = np.minimum(seated, 1.0)
+            customers = np.maximum(np.rint(served / weight), 1.0)
+            tables = np.clip(np.rint(seated / weight), 1.0, customers)
+            log_likelihood = dish_seating_likelihood(customers, tables, weight)
             a, b = maximise(log_likelihood, training.discount[x], training.concentration[x],
                             training.learn_discount[x])
             training.discount[x] = model.discount[x] = a

@@ -5,9 +5,11 @@ import numpy as np
 import pytest
 from scipy.special import digamma, gammaln
 
-from cvbayes.core.restaurants import log_hyperprior, log_rising
+from cvbayes.core.restaurants import (dish_seating_likelihood, log_hyperprior, log_rising, log_seating_probability,
+                                      log_stirling_numbers, seating_log_likelihood)
 from cvbayes.models.adaptor import (BRENT_CONSONANTS, BRENT_VOWELS, BUILT_IN_GRAMMARS, AdaptorGrammar, adapted_regions,
                                     parse_adaptor_grammar, syllable_grammar)
+from cvbayes.models.adaptor.hyperparameters import maximise
 from cvbayes.models.adaptor.kernels import batch_expectations, tree_statistics, update_sentence
 from cvbayes.models.adaptor.layout import compile_adaptor
 from cvbayes.trees.grammar import LEXICAL, SPAN, GrammarError, Terminal
@@ -704,6 +706,58 @@ def test_log_rising_is_the_product_for_whole_tables_and_smooth_in_a():
                                                                       abs=1e-9)
 
 
+def _set_partitions(items):
+    """Every partition of ``items`` into non-empty blocks."""
+    if not items:
+        yield []
+        return
+    for rest in _set_partitions(items[1:]):
+        yield [[items[0]]] + rest
+        for i in range(len(rest)):
+            yield rest[:i] + [[items[0]] + rest[i]] + rest[i + 1:]
+
+
+def test_stirling_numbers_sum_the_seatings_of_a_dish():
+    for a in (0.0, 0.3, 0.8):
+        for n in range(1, 7):
+            for t in range(1, n + 1):
+                seatings = sum(np.exp(sum(gammaln(len(block) - a) - gammaln(1 - a) for block in p))
+                               for p in _set_partitions(list(range(n))) if len(p) == t)
+                got = np.exp(log_stirling_numbers(a, np.array([n]), np.array([t]))[0])
+                assert got == pytest.approx(seatings, rel=1e-10), (a, n, t)
+
+
+def _py_restaurant(a, b, n_customers, n_dishes, rng):
+    """The table sizes and dishes of a PY(a, b) seating over a Zipfian base of ``n_dishes`` dishes."""
+    base = np.cumsum(1.0 / np.arange(1, n_dishes + 1) ** 1.3)
+    sizes, dishes = [], []
+    for k in range(n_customers):
+        r = rng.random() * (k + b)
+        if r < b + a * len(sizes):
+            sizes.append(1)
+            dishes.append(int(np.searchsorted(base, rng.random() * base[-1])))
+        else:
+            sizes[min(int(np.searchsorted(np.cumsum(np.array(sizes) - a), r - b - a * len(sizes))),
+                      len(sizes) - 1)] += 1
+    return np.array(sizes), np.array(dishes)
+
+
+def test_dish_counts_alone_estimate_a_and_b_as_the_seating_does():
+    sizes, dishes = _py_restaurant(0.4, 50.0, 3000, 50000, np.random.default_rng(0))
+    exact = maximise(lambda a, b: log_seating_probability(a, b, sizes), 0.2, 10.0, True)
+    customers, tables = np.bincount(dishes, weights=sizes), np.bincount(dishes)
+    seen = tables > 0
+    found = maximise(dish_seating_likelihood(customers[seen], tables[seen]), 0.2, 10.0, True)
+    assert exact[0] > 0.3
+    # less is known than the seating (which table each customer sat at), so close, not equal (seeds 0-3: 0.004-0.04)
+    assert found[0] == pytest.approx(exact[0], abs=0.05) and found[1] == pytest.approx(exact[1], rel=0.3)
+    # each dish's tables at their mean size (cvi's rule before) lose a
+    mean_size = np.maximum(customers[seen] / tables[seen], 1.0)
+    before = maximise(lambda a, b: seating_log_likelihood(a, b, mean_size, tables[seen].astype(float), sizes.sum(),
+                                                          float(len(sizes))), 0.2, 10.0, True)
+    assert before[0] < exact[0] - 0.2
+
+
 def _is_local_maximum(objective, a, b, vary_a=True):
     """objective(a, b) is at least its value at b * 1.01, b / 1.01 and (``vary_a``) a +- 0.01 inside [0, 0.99]."""
     best = objective(a, b)
@@ -721,11 +775,14 @@ def test_learned_hyperparameters_are_the_mode_of_the_seating_probability_and_the
         cells = np.flatnonzero(model.learner_.training.layout.cache_of == 0)
         served, seated = state.customers[cells], state.tables[cells]
         keep = seated > 1e-9
-        per_table, seated = np.maximum(served[keep] / seated[keep], 1.0), seated[keep]
-        n, t = served.sum(), seated.sum()
+        weight = np.minimum(seated[keep], 1.0)      # a yield of t < 1 tables: a dish of weight t at one table
+        customers = np.maximum(np.rint(served[keep] / weight), 1.0)
+        tables = np.clip(np.rint(seated[keep] / weight), 1.0, customers)
+        n, t = weight @ customers, weight @ tables
 
-        def seating(a, b):   # the PY EPPF of the expected seating (module docs), T real, and the prior
-            return (log_rising(b, a, t) - lg(b + n) + lg(b + 1) + (seated * (lg(per_table - a) - lg(1 - a))).sum()
+        def seating(a, b):   # the PY probability of the expected table counts, the seating summed out, and the prior
+            stirling = weight @ log_stirling_numbers(a, customers.astype(np.int64), tables.astype(np.int64))
+            return (log_rising(b, a, t) - lg(b + n) + lg(b + 1) + stirling
                     + log_hyperprior(a, b) + np.log(b))     # the mode in (a, log b): its Jacobian
 
         a_hat, b_hat = model.discount[0], model.concentration[0]
