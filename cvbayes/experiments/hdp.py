@@ -36,7 +36,7 @@ from ..models.hdp_hmm import HDPHMM
 from ..models.hmm import HMM
 from .occupancy import DEFAULT_METHODS, approximation_errors
 from .occupancy import label as method_label
-from .results import plain_json, seed_range
+from .results import mean_curve, plain_json, seed_range
 
 METHODS = DEFAULT_METHODS  # mean field, sampling 100 / 1K / 10K, heuristic
 ALPHABET = "abcdefghijklmnopqrstuvwxyz "
@@ -690,10 +690,8 @@ def _plot_fig_5_9(path, results):
             group = [r["curve"] for r in runs if r["size"] == size and r["model"] == kind]
             if not group:
                 continue
-            n = min(len(c) for c in group)
-            x = [p["iteration"] for p in group[0][:n]]
-            y = np.mean([[p["loglik"] for p in c[:n]] for c in group], axis=0)
-            ax.plot(x, y, marker=".", color=f"C{index}", label=BATCH_MODELS[kind])
+            ax.plot(mean_curve(group, "iteration"), mean_curve(group, "loglik"), marker=".", color=f"C{index}",
+                    label=BATCH_MODELS[kind])
         ax.axvline(results["burn_in"], color="grey", linestyle=":", linewidth=1)
         ax.set_xlabel("iteration (dotted: end of burn-in)")
         ax.set_ylabel("held-out log-likelihood per word")
@@ -880,13 +878,10 @@ def _plot_fig_5_10(path, results):
                               (kappa, batch_size, kind)]
                     if not curves:
                         continue
-                    n = min(len(c) for c in curves)
-                    scale = batch_size if axis == "sentences" else 1
-                    xs = np.mean([[p["steps" if axis == "sentences" else "seconds"] * scale for p in c[:n]]
-                                  for c in curves], axis=0)
-                    ys = np.mean([[p["loglik"] for p in c[:n]] for c in curves], axis=0)
-                    ax.plot(xs, ys, linestyle=STYLES[kind], color=f"C{index}", marker=".", markersize=3,
-                            label=f"{SCVI_LABELS[kind]}, kappa={kappa}, M={batch_size}")
+                    xs = (mean_curve(curves, "steps") * batch_size if axis == "sentences"
+                          else mean_curve(curves, "seconds"))
+                    ax.plot(xs, mean_curve(curves, "loglik"), linestyle=STYLES[kind], color=f"C{index}", marker=".",
+                            markersize=3, label=f"{SCVI_LABELS[kind]}, kappa={kappa}, M={batch_size}")
             ax.set_xscale("log" if axis == "seconds" else "linear")
             ax.set_xlabel("training time (s)" if axis == "seconds" else "sentences processed")
             ax.set_ylabel("held-out log-likelihood per word")

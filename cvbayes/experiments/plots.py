@@ -9,6 +9,7 @@ import numpy as np  # noqa: E402
 
 from ..files import save_figure  # noqa: E402
 from ..metrics import contingency  # noqa: E402
+from .results import mean_curve  # noqa: E402
 
 MOST_FREQUENT_TAGS = 30  # a readable heat map; Brown has 104 tags
 
@@ -65,9 +66,7 @@ def curves(folder, runs, algorithms, key, title, suffix=""):
             curves_ = [r["curve"] for r in runs if r["algorithm"] == algorithm and r["curve"]]
             if not curves_:
                 continue
-            xs = np.mean([[p[axis] for p in c] for c in curves_], axis=0)
-            ys = np.mean([[p[key] for p in c] for c in curves_], axis=0) * 100
-            ax.plot(xs, ys, marker=".", label=algorithm)
+            ax.plot(mean_curve(curves_, axis), mean_curve(curves_, key) * 100, marker=".", label=algorithm)
         ax.set_xscale("log")
         ax.set_xlabel(label)
         ax.set_ylabel(f"{key.replace('_', ' ')} (%)")
@@ -124,10 +123,8 @@ def loglik_panels(path, runs, panels, label, x):
             if all(run.get(key, value) == value for key, value in match.items()):
                 groups.setdefault(label(run), []).append(run["curve"])
         for name, curves_ in groups.items():
-            n = min(len(c) for c in curves_)
-            xs = np.mean([[p[x] for p in c[:n]] for c in curves_], axis=0)
-            ys = np.mean([[p["loglik"] for p in c[:n]] for c in curves_], axis=0)
-            ax.plot(xs, ys, marker=".", markersize=3, label=name, linestyle="--" if "batch" in name else "-")
+            ax.plot(mean_curve(curves_, x), mean_curve(curves_, "loglik"), marker=".", markersize=3, label=name,
+                    linestyle="--" if "batch" in name else "-")
         ax.set_xscale("log")
         ax.set_xlabel("training time (s)" if x == "seconds" else "minibatch steps")
         ax.set_ylabel("held-out log-likelihood per word")

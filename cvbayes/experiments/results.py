@@ -39,3 +39,10 @@ def publish(out, results, text, figure, draw, quiet):
     draw(out / figure)
     if not quiet:
         print(text)
+
+
+def mean_curve(curves_, key):
+    """The mean of ``key`` over the runs' curves, point by point, over the points they all have (runs of one
+    setting appended with different numbers of passes share their first ones)."""
+    length = min(len(c) for c in curves_)
+    return np.mean([[p[key] for p in c[:length]] for c in curves_], axis=0)

@@ -45,7 +45,7 @@ from ..files import write_json, write_text
 from ..metrics.segmentation import segmentation_scores
 from .memory import peak_mib, reset_peak
 from .plots import _save, curves, plt
-from .results import plain_json
+from .results import mean_curve, plain_json
 
 GRAMMARS = ("unigram", "colloc", "colloc-syllable")
 ALGORITHMS = ("vb", "cvi", "mcmc")
@@ -376,8 +376,7 @@ def plot_against_reference(folder, block, runs, config):
         fig, ax = plt.subplots(figsize=(6.5, 4))
         for label in _labels(ours, config["algorithms"]):
             chosen = [r["curve"] for r in ours if _label(r) == label]
-            ax.plot(np.mean([[p["seconds"] for p in c] for c in chosen], axis=0),
-                    100 * np.mean([[p["token_f1"] for p in c] for c in chosen], axis=0), marker=".", label=label)
+            ax.plot(mean_curve(chosen, "seconds"), 100 * mean_curve(chosen, "token_f1"), marker=".", label=label)
         for run in theirs:
             ax.plot([p["cpu_seconds"] for p in run["curve"]], [100 * p["token_f1"] for p in run["curve"]],
                     linestyle="--", label=f"{run['system']} (CPU s)")
