@@ -77,6 +77,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..chains.edits import DELETE, INSERT
+from ..checkpoints import NO_CHECKPOINT, Checkpoint, fingerprint, run_identity
 from ..metrics.speech import boundary_time
 from .adaptor.model import AdaptorGrammar
 from .discovery_nbest import NbestJoint, candidate_readings
@@ -207,9 +208,11 @@ class LexiconDiscovery:
         on whose workers every layer's E-steps run, each on its shard: the unit layer's on whole utterances, the
         word layer's (`NoisyWords`, or the channel-free grammar) on whole unit strings (utterance types); the
         updates of q run in this process.  ``checkpoint``: each layer saves its run to
-        ``<checkpoint>.units``, ``<checkpoint>.words`` and one file a joint round (`checkpoint_parts`;
-        `cvbayes.BayesModel.fit`), so the same call resumes where it stopped: a finished round's words are fitted
-        again (the rounds are deterministic), the interrupted one resumes."""
+        ``<checkpoint>.units``, ``<checkpoint>.words`` and one file a hard joint round (`checkpoint_parts`;
+        `cvbayes.BayesModel.fit`), the n-best joint its rounds to ``<checkpoint>.nbest``
+        (`cvbayes.models.discovery_nbest`, Checkpoints), every ``checkpoint_every`` passes or rounds, so the same
+        call resumes where it stopped: a finished hard round's words are fitted again (the rounds are
+        deterministic), the interrupted one resumes; the n-best joint resumes after its last saved round."""
         if client is not None and self.algorithm != "vb":
             raise ValueError(f"algorithm {self.algorithm!r} does not run on shards; client= takes vb")
         sharded = {} if client is None else {"client": client, "n_shards": n_shards}
@@ -220,11 +223,11 @@ class LexiconDiscovery:
                       **layer_checkpoint(checkpoint, "units", checkpoint_every))
         # the joint rounds re-estimate the units: a unit layer passed in stays as it was
         self.units_ = copy.deepcopy(units) if self.joint_rounds else units
-        word_layers = self.checkpoint_parts()[1:]
+        word_layers = [part for part in self.checkpoint_parts() if part.startswith("words")]
         segments = self._fit_words(features, progress, sharded,
                                    layer_checkpoint(checkpoint, word_layers[0], checkpoint_every))
         if self.joint == "nbest" and self.joint_rounds:
-            segments = self._fit_nbest(features)
+            segments = self._fit_nbest(features, checkpoint, checkpoint_every)
         for layer in word_layers[1:]:
             self.units_.fit_reading(features, self._lexical_reading(segments))
             segments = self._fit_words(features, progress, sharded,
@@ -235,9 +238,10 @@ class LexiconDiscovery:
 
     def checkpoint_parts(self) -> list[str]:
         """The layers whose runs a fit with ``checkpoint`` saves, each to ``<checkpoint>.<part>``: the units, the
-        words, and the words of every hard joint round."""
-        rounds = self.joint_rounds if self.joint == "hard" else 0
-        return ["units", "words"] + [f"words{r}" for r in range(1, rounds + 1)]
+        words, and the words of every hard joint round or the n-best joint's rounds ("nbest")."""
+        if self.joint == "nbest":
+            return ["units", "words"] + ["nbest"] * bool(self.joint_rounds)
+        return ["units", "words"] + [f"words{r}" for r in range(1, self.joint_rounds + 1)]
 
     def _fit_words(self, features, progress, sharded, checkpointing):
         """Decode the units, take the pauses and fit the word layer to the spoken unit strings; returns the
@@ -250,13 +254,18 @@ class LexiconDiscovery:
         self.words_ = self._word_model().fit(strings, progress=progress, **sharded, **checkpointing)
         return segments
 
-    def _fit_nbest(self, features):
-        """The joint fit over candidate readings (`cvbayes.models.discovery_nbest`); returns every utterance's
-        most probable candidate."""
+    def _fit_nbest(self, features, checkpoint=None, checkpoint_every=1):
+        """The joint fit over candidate readings (`cvbayes.models.discovery_nbest`), its rounds saved to
+        ``<checkpoint>.nbest`` and resumed from it; returns every utterance's most probable candidate."""
         candidates = candidate_readings(self.units_, features, self.n_best, self.n_draws, self.random_state)
         pauses = self.pause_units_
         joint = NbestJoint(self.units_, self.words_, features, candidates,
-                           lambda reading: spoken([reading], pauses)[0][1]).fit(self.joint_rounds)
+                           lambda reading: spoken([reading], pauses)[0][1])
+        rounds = NO_CHECKPOINT if checkpoint is None else Checkpoint(
+            f"{checkpoint}.nbest", checkpoint_every, run_identity(
+                "LexiconDiscovery.nbest", self.algorithm, self.joint_rounds, self.random_state, features,
+                params=self.get_params(), start=fingerprint(*joint.start())))
+        joint.fit(self.joint_rounds, rounds)
         self.words_.adopt(joint.learner)
         self.joint_objective_ = list(joint.objective)
         self.candidates_ = joint.candidates

@@ -66,6 +66,14 @@ every unit's rows, most of them then set to zero): the unit layer's forward pass
 weighted forward-backward 0.54-0.58 s (1.04-1.07 s), of which about 0.24 s go to the (frames, U S M) component
 posteriors, zero off the reading, and their statistics.
 
+Checkpoints: with ``LexiconDiscovery.fit(..., checkpoint=PATH)`` the rounds save their state to ``PATH.nbest``
+(`cvbayes.checkpoints`, atomically) every ``checkpoint_every`` rounds and after the last: the unit layer's counts,
+the word layer's q and J1 so far (`NbestJoint.track`).  The candidates are drawn again from the pipeline's layers
+(restored by their own checkpoints; the draws are seeded, so they are the same readings) and the same call
+resumes after the last saved round, ending bit for bit as an uninterrupted fit; a complete checkpoint leaves
+only the last step (a) to run.  The checkpoint records the run (the settings, the frames, and a fingerprint of
+the candidates and both layers' start, `NbestJoint.start`) and that of another run is refused.
+
 Start: the unit layer's q is the pipeline's fitted one (its counts); the word layer's is the pipeline's fitted
 NoisyWords q carried over to the candidates' alphabet (`NoisyWords.learner_over`: a unit the Viterbi strings never
 used starts with the prior's channel rows).  After the rounds the units are the last q's, each training
@@ -76,6 +84,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
+from ..checkpoints import NO_CHECKPOINT
 from ..core.rules import VB
 from .units import Segments
 
@@ -161,12 +170,43 @@ class NbestJoint:
         learner.expectations(learner.tables())
         self.units._set_fitted(counts)
 
-    def fit(self, n_rounds):
-        """``n_rounds`` rounds of (a), then (b)-(c); a last (a) gives the final q(k | u) and J1."""
-        for _ in range(n_rounds):
+    def fit(self, n_rounds, checkpoint=NO_CHECKPOINT):
+        """``n_rounds`` rounds of (a), then (b)-(c); a last (a) gives the final q(k | u) and J1.  ``checkpoint``
+        (`cvbayes.checkpoints.Checkpoint`): the rounds' state saved every ``checkpoint.every`` rounds and after
+        the last; the rounds it holds are not run again (module notes, Checkpoints)."""
+        self.track(checkpoint)
+        for done in range(checkpoint.resume(), n_rounds):
             self.step_parameters(self.step_posterior())
+            checkpoint.save_if_due(done, n_rounds)
         self.step_posterior()
         return self
+
+    def track(self, checkpoint):
+        """Declare to ``checkpoint`` what the rounds change: the unit layer's counts, the word layer's q (with
+        its strings' copies) and J1 so far.  The candidates are not saved: they are drawn again, the same, from
+        the pipeline's layers, whose own checkpoints give them back."""
+        units, learner = self.units, self.learner
+
+        def words():
+            return {**learner.state(), "copies": learner.corpus.copies}
+
+        def restore_words(saved):
+            learner.restore(saved)
+            learner.corpus = learner.corpus._replace(copies=np.array(saved["copies"]))
+
+        def restore_objective(saved):
+            self.objective = [float(value) for value in saved]
+
+        checkpoint.track("nbest.units", lambda: tuple(units.counts_), units._set_fitted)
+        checkpoint.track("nbest.words", words, restore_words)
+        checkpoint.track("nbest.objective", lambda: list(self.objective), restore_objective)
+
+    def start(self):
+        """The arrays that identify the rounds' start in a checkpoint beside the frames: the candidates (their
+        units and boundaries) and both layers' q before the first round."""
+        readings = [array for r in self.readings for array in (r.units, r.starts, r.ends)]
+        words = self.learner.state()
+        return [*readings, *self.units.counts_, *(words[name] for name in ("edit_counts", "first", "second", "log_pi"))]
 
     def best_readings(self):
         """Every utterance's most probable candidate under the last q(k | u)."""

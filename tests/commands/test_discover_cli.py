@@ -45,9 +45,10 @@ def test_discover_writes_model_classes_and_lexicon(tmp_path, feature_folder, cap
 def test_discover_with_the_nbest_joint_writes_the_tokens_of_its_readings(tmp_path, feature_folder, capsys):
     output = tmp_path / "words.npz"
     main(["discover", str(feature_folder), "-o", str(output), *SMALL, "--algorithm", "vb", "--joint", "nbest",
-          "--joint-rounds", "2", "--n-best", "3", "--draws", "10"])
+          "--joint-rounds", "2", "--n-best", "3", "--draws", "10", "--checkpoint", str(tmp_path / "run.ckpt")])
     report = json.loads(capsys.readouterr().out)
     assert report["joint"] == "nbest" and report["joint_rounds"] == 2
+    assert not any(tmp_path.glob("run.ckpt*"))      # the rounds' checkpoint (run.ckpt.nbest) too
     model = LexiconDiscovery.load(output)
     assert (model.joint, model.n_best, model.n_draws) == ("nbest", 3, 10)
     lexicon = [line.split("\t") for line in (tmp_path / "words.lexicon.tsv").read_text().splitlines()]

@@ -1,12 +1,14 @@
 """The joint fit over candidate readings (models/discovery_nbest.py): its ELBO (eq. J1) never decreases over the
 rounds while a variant that updates q(theta) from other weights than q(k | u) does, its statistics with one
-candidate (or all the weight on the Viterbi reading) are the single reading's, q(k | u) sums to one, and
-LexiconDiscovery's ``joint="nbest"`` reads every training utterance by its most probable candidate."""
+candidate (or all the weight on the Viterbi reading) are the single reading's, q(k | u) sums to one,
+LexiconDiscovery's ``joint="nbest"`` reads every training utterance by its most probable candidate, and its rounds
+stopped and run again with a checkpoint resume after the last saved round and end as an uninterrupted fit."""
 import copy
 
 import numpy as np
 import pytest
 
+from cvbayes.checkpoints import CheckpointError, checkpoint_passes
 from cvbayes.core.rules import MEAN, VB
 from cvbayes.models.discovery import LexiconDiscovery, spoken, type_counts
 from cvbayes.models.discovery_nbest import NbestJoint, candidate_readings, reading_key, reading_posterior
@@ -117,7 +119,7 @@ def test_moving_the_word_layer_to_its_own_strings_keeps_its_tables(pipeline):
 def test_lexicon_discovery_reads_by_the_most_probable_candidate(pipeline, features):
     model = LexiconDiscovery(**SETTINGS, joint="nbest", joint_rounds=3, n_best=4).fit(features)
     assert len(model.joint_objective_) == 4 and np.all(np.diff(model.joint_objective_) > -1e-6)
-    assert model.checkpoint_parts() == ["units", "words"]
+    assert model.checkpoint_parts() == ["units", "words", "nbest"]
     for posterior in model.reading_posterior_:
         assert posterior.sum() == pytest.approx(1.0)
     assert any(posterior.shape[0] > 1 for posterior in model.reading_posterior_)
@@ -127,3 +129,82 @@ def test_lexicon_discovery_reads_by_the_most_probable_candidate(pipeline, featur
         LexiconDiscovery(algorithm="cvi", joint="nbest", joint_rounds=1)
     with pytest.raises(ValueError, match="unknown joint"):
         LexiconDiscovery(joint="lattice")
+
+
+class Interrupted(Exception):
+    pass
+
+
+def counting_rounds(monkeypatch, stop_at=None):
+    """Count the rounds' (b)-(c) steps (`NbestJoint.step_parameters`); raise `Interrupted` at call ``stop_at``."""
+    calls = []
+    step = NbestJoint.step_parameters
+
+    def counted(joint, weights):
+        calls.append(len(calls))
+        if len(calls) == stop_at:
+            raise Interrupted
+        return step(joint, weights)
+
+    monkeypatch.setattr(NbestJoint, "step_parameters", counted)
+    return calls
+
+
+def assert_same_fit(resumed, reference):
+    assert resumed.joint_objective_ == reference.joint_objective_
+    assert [reading_key(r) for r in resumed.readings_] == [reading_key(r) for r in reference.readings_]
+    for mine, theirs in zip(resumed.reading_posterior_, reference.reading_posterior_):
+        np.testing.assert_array_equal(mine, theirs)
+    for mine, theirs in zip(resumed.units_.counts_, reference.units_.counts_):
+        np.testing.assert_array_equal(mine, theirs)
+    mine, theirs = resumed.words_.learner_.state(), reference.words_.learner_.state()
+    for name in ("edit_counts", "rule_counts", "first", "second", "log_pi", "log_base"):
+        np.testing.assert_array_equal(mine[name], theirs[name])
+    np.testing.assert_array_equal(resumed.words_.learner_.corpus.copies, reference.words_.learner_.corpus.copies)
+    np.testing.assert_array_equal(resumed.words_.edit_counts_, reference.words_.edit_counts_)
+    assert resumed.words_.lexicon_ == reference.words_.lexicon_
+    assert resumed.tokens_ == reference.tokens_ and resumed.lexicon_ == reference.lexicon_
+
+
+NBEST = {**SETTINGS, "joint": "nbest", "joint_rounds": 4, "n_best": 4}
+
+
+@pytest.fixture(scope="module")
+def nbest(features):
+    return LexiconDiscovery(**NBEST).fit(features)
+
+
+@pytest.mark.parametrize("every,stop_at,saved", [(1, 3, 2), (3, 4, 3), (3, 2, 0)])
+def test_stopped_nbest_rounds_resume_from_the_checkpoint_and_end_as_an_uninterrupted_fit(
+        features, nbest, tmp_path, monkeypatch, every, stop_at, saved):
+    """Four rounds, stopped in round ``stop_at``: run again, the same call runs only the rounds after the last
+    saved one (every ``every`` rounds) and ends bit for bit as a fit without a checkpoint; once complete, it runs
+    none."""
+    settings, path, reference = NBEST, tmp_path / "run.ckpt", nbest
+    counting_rounds(monkeypatch, stop_at)
+    with pytest.raises(Interrupted):
+        LexiconDiscovery(**settings).fit(features, checkpoint=path, checkpoint_every=every)
+    assert checkpoint_passes(f"{path}.nbest") == ((saved, False) if saved else None)
+    calls = counting_rounds(monkeypatch)
+    resumed = LexiconDiscovery(**settings).fit(features, checkpoint=path, checkpoint_every=every)
+    assert len(calls) == 4 - saved
+    assert checkpoint_passes(f"{path}.nbest") == (4, True)
+    assert_same_fit(resumed, reference)
+    calls = counting_rounds(monkeypatch)
+    again = LexiconDiscovery(**settings).fit(features, checkpoint=path, checkpoint_every=every)
+    assert calls == []
+    assert_same_fit(again, reference)
+
+
+def test_the_checkpoint_of_other_nbest_rounds_is_refused(features, tmp_path):
+    """Other settings of the rounds alone, or another start of the rounds (the unit layer given), are another
+    run's: the layers' own checkpoints resume, the rounds' one is refused by name."""
+    path = tmp_path / "run.ckpt"
+    settings = {**SETTINGS, "joint": "nbest", "joint_rounds": 1}
+    LexiconDiscovery(**settings).fit(features, checkpoint=path)
+    with pytest.raises(CheckpointError, match=r"run\.ckpt\.nbest: the checkpoint of another run \(params"):
+        LexiconDiscovery(**settings, n_draws=10).fit(features, checkpoint=path)
+    other_units = LexiconDiscovery(**{**SETTINGS, "random_state": 2}).fit(features).units_
+    (tmp_path / "run.ckpt.words").unlink()
+    with pytest.raises(CheckpointError, match=r"run\.ckpt\.nbest: the checkpoint of another run \(start"):
+        LexiconDiscovery(**settings).fit(features, units=other_units, checkpoint=path)
