@@ -666,9 +666,10 @@ class CollapsedNoisyWords:
         n_words = len(self.words)
         customers = np.maximum(self.customers[:n_words], 0.0)
         occupied = -np.expm1(np.minimum(self.log_empty[:n_words], 0.0))
-        theta = (model.b + model.a * float(self.tables.sum())) * np.array([self._base_probability(k)
-                                                                           for k in range(n_words)])
-        self.tables[:n_words] = [occupied[k] * py_table_count(theta[k], customers[k] / occupied[k], model.a)
+        tables = float(self.tables.sum())
+        theta = (model.b + model.a * tables) * np.array([self._base_probability(k) for k in range(n_words)])
+        seated = (model.b, tables, float(customers.sum()))     # each word's customers spread over the restaurant's
+        self.tables[:n_words] = [occupied[k] * py_table_count(theta[k], customers[k] / occupied[k], model.a, *seated)
                                  if occupied[k] > 0 and customers[k] > 0 else 0.0 for k in range(n_words)]
         self._choose_active()
 

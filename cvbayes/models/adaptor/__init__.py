@@ -88,8 +88,12 @@ customer opens a table with probability theta'_s / (k - a t + theta'_s).  At a =
 (psi(theta' + n_s) - psi(theta')) exactly (eq. 5.29); a > 0 has no closed form, and
 `cvbayes.core.restaurants.py_table_count` carries the expected count through the customers (mean field;
 2.2 % low at a = 0.7, 0.2 % at a = 0.3).  The random n_s is split at zero as above: E[t_s] = q+
-T(E_+[n_s]) (eq. 5.35).  T in theta' is held at its value at the last table refresh during a pass, so
-that each t_s is a function of its own yield's statistics.
+T(E_+[n_s]) (eq. 5.35).  T and n_X in theta' are held at their values at the last table refresh during a
+pass, so that each t_s is a function of its own yield's statistics.  At a > 0 the new-table mass b + a T
+grew with X's tables while s's customers came: they are spread evenly over X's n_X customers, the k-th of
+n_s seeing b + a T g(k / n_s), g the expected growth of a PY(a, b) restaurant's tables (since 2026-11-28;
+with b + a T throughout the tables came out a fifth to a third too many on simulated restaurants, and a,
+learned from them, rose pass after pass).
 
 *a and b* (``estimate_hyperparameters``).  After each pass's table refresh each adapted X takes the mode of
 p(a, log b | its expected table counts) under Johnson and Goldwater's (2009) prior.  CVI knows every yield's

@@ -267,6 +267,7 @@ class CollapsedVariational:
             inner_weights[chart.root] = mean[chart.to_global[chart.root]]    # H_X: without X's base mass
             tables = make_tables(chart.inner, inner_weights)
             model.reference_tables[x] = max(model.total_tables[x], 0.0)
+            model.reference_customers[x] = max(model.total_customers[x], 0.0)
             total = 0.0
             for rules, yields, cell_offsets, cell_rules, cell_global, own in chart.chunks():
                 local_counts, local_customers, log_z = cell_expectations(

@@ -49,8 +49,9 @@ class Restaurants(NamedTuple):
     subtree (counted from the utterances); ``base_mass`` (R,) H_X(s), the probability that X's base rules
     generate yield s, at cache rules; ``log_empty`` (R,) log q(n_s = 0) = sum_m log q(n^m_s = 0) and
     ``variance`` (R,) sum_m q(n^m_s > 0) q(n^m_s = 0) at cache rules (m: the units whose customers n_s
-    sums); ``reference_tables`` (M,) T_X at the last table refresh, which the yields' tables are seated
-    with during a pass (so that each t_s is a function of its own statistics); ``predictive`` (1,) which
+    sums); ``reference_tables`` and ``reference_customers`` (M,) T_X and n_X at the last table refresh,
+    which the yields' tables are seated with during a pass (so that each t_s is a function of its own
+    statistics); ``predictive`` (1,) which
     predictive `predictive_weights` takes (FIRST_ORDER, ZERO_EXACT or SECOND_ORDER; the sampler's is
     FIRST_ORDER, exact for its whole counts).
     """
@@ -75,6 +76,7 @@ class Restaurants(NamedTuple):
     log_empty: np.ndarray
     variance: np.ndarray
     reference_tables: np.ndarray
+    reference_customers: np.ndarray
     predictive: np.ndarray
 
 
@@ -92,7 +94,7 @@ def empty_restaurants(compiled, layout, alpha, counted_symbol, discount, concent
                        np.zeros(n_rules), np.zeros(n_adapted), np.zeros(n_adapted), discount.copy(),
                        concentration.copy(), np.zeros(n_rules), np.zeros(n_rules, dtype=np.bool_),
                        np.zeros(n_rules), np.zeros(n_rules), np.zeros(n_rules), np.zeros(n_adapted),
-                       np.array([predictive], np.int64))
+                       np.zeros(n_adapted), np.array([predictive], np.int64))
 
 
 class Sentences(NamedTuple):
@@ -390,12 +392,14 @@ EMPTY_FLOOR = 1e-12
 @njit(cache=True)
 def yield_tables(model, rule):
     """E[t_s] of yield s of X: `py_expected_tables` of theta'_s = (b + a T_X) H_X(s) with T_X the reference
-    (T at the last refresh), E[n_s] and q(n_s > 0) (thesis eq. 5.35 at a = 0)."""
+    (T at the last refresh), E[n_s] and q(n_s > 0) (thesis eq. 5.35 at a = 0), the yield's customers spread over
+    X's n_X (at the last refresh) as its tables grew to T_X."""
     x = model.cache_of[rule]
-    a = model.discount[x]
-    theta = (model.concentration[x] + a * model.reference_tables[x]) * model.base_mass[rule]
+    a, b, reference = model.discount[x], model.concentration[x], model.reference_tables[x]
+    theta = (b + a * reference) * model.base_mass[rule]
     occupied = -math.expm1(min(model.log_empty[rule], 0.0))
-    return py_expected_tables(theta, model.customers[rule], occupied, a)
+    return py_expected_tables(theta, model.customers[rule], occupied, a, b, reference,
+                              model.reference_customers[x])
 
 
 @njit(cache=True)

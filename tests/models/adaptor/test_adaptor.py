@@ -227,18 +227,26 @@ def test_sampled_start_adds_every_utterance_once():
 PREDICTIVE_MODES = ("first-order", "zero-exact", "second-order")
 
 
-def _py_tables(theta, n, a):
-    """E[t] of a dish with n (real) customers and new-table mass theta: the recursion of
-    `cvbayes.core.restaurants.py_table_count`, written out (at a = 0 eq. 5.29's psi form)."""
+def _py_tables(theta, n, a, b=0.0, tables=0.0, customers=0.0):
+    """E[t] of a dish with n (real) customers and new-table mass theta = (b + a T) H at the end of a restaurant
+    of T ``tables`` and N ``customers``: the recursion of `cvbayes.core.restaurants.py_table_count`, written out
+    (at a = 0 eq. 5.29's psi form), its k-th customer seeing the tables T g(k / n) of its time."""
     if n <= 0 or theta <= 0:
         return 0.0
     if a == 0:
         return theta * (digamma(theta + n) - digamma(theta))
+
+    def grown(m):     # E[T] after m customers of a PY(a, b) restaurant
+        return b / a * np.expm1(gammaln(b + a + m) + gammaln(b) - gammaln(b + a) - gammaln(b + m))
+
+    def share(k):
+        return theta if customers <= 0 else theta * (b + a * tables * grown(customers * k / n) / grown(customers)) / (
+            b + a * tables)
     t = 0.0
     for k in range(int(n)):
-        t += theta / (k - a * t + theta)
-    x = int(n) - a * t + theta
-    return t + theta * (digamma(x + n - int(n)) - digamma(x))
+        t += share(k) / (k - a * t + share(k))
+    x = int(n) - a * t + share(int(n))
+    return t + share(int(n)) * (digamma(x + n - int(n)) - digamma(x))
 
 
 def _cache_mass(mode, n, t, log_empty, variance, theta, a):
@@ -312,7 +320,8 @@ def _left_out(model, u):
         occupied = 1 - np.exp(min(stats["log_empty"][rule], 0.0))
         n = stats["customers"][rule]
         theta = (b + a * state.reference_tables[x]) * state.base_mass[rule]
-        stats["tables"][rule] = occupied * _py_tables(theta, n / occupied, a) if occupied > 0 and n > 0 else 0.0
+        seated = (b, state.reference_tables[x], state.reference_customers[x])
+        stats["tables"][rule] = occupied * _py_tables(theta, n / occupied, a, *seated) if occupied > 0 and n > 0 else 0.0
     stats["tables"][nested] = state.tables[nested]
     stats["counts"] = np.where(state.top_rule, stats["counts"], 0.0) + model.learner_.table_counts
     stats["base_mass"] = state.base_mass
@@ -368,7 +377,8 @@ def test_py_table_count_is_eq_5_29_at_a_0_and_near_the_seating_expectation():
     from cvbayes.core.restaurants import py_expected_tables, py_table_count
     for theta, n in [(0.3, 2.0), (1e-4, 0.2), (5.0, 40.0), (1e-9, 7.5)]:
         assert py_table_count(theta, n, 0.0) == pytest.approx(theta * (digamma(theta + n) - digamma(theta)), rel=1e-12)
-        assert py_expected_tables(theta, n * 0.4, 0.4, 0.0) == pytest.approx(0.4 * py_table_count(theta, n, 0.0))
+        assert py_expected_tables(theta, n * 0.4, 0.4, 0.0, 1.0, 0.0, 0.0) == pytest.approx(
+            0.4 * py_table_count(theta, n, 0.0))
     assert py_table_count(0.7, 1.0, 0.5) == pytest.approx(1.0)             # one customer opens one table
     worst = 0.0
     for theta in (0.01, 1.0, 10.0):
@@ -385,6 +395,31 @@ def test_py_table_count_is_eq_5_29_at_a_0_and_near_the_seating_expectation():
         for k in range(n):
             t += theta / (k - a * t + theta)
         assert py_table_count(theta, float(n), a) == pytest.approx(t, rel=3e-3)
+
+
+def test_expected_tables_follow_the_restaurants_growth():
+    from cvbayes.core.restaurants import expected_table_growth, py_table_count
+    a, b, t = 0.4, 50.0, 0.0
+    for n in range(500):          # E[T] after n customers: the linear recursion of its expectation
+        t += (b + a * t) / (b + n)
+    assert expected_table_growth(500.0, a, b) == pytest.approx(t, rel=1e-10)
+    # a dish's tables inside a simulated PY(0.4, 400) restaurant: its customers came while the tables grew
+    a, b, n_dishes = 0.4, 400.0, 50000
+    sizes, dishes = _py_restaurant(a, b, 8000, n_dishes, np.random.default_rng(0))
+    base = 1.0 / np.arange(1, n_dishes + 1) ** 1.3
+    base /= base.sum()
+    customers, tables = np.bincount(dishes, weights=sizes), len(sizes)
+    seen = np.flatnonzero(customers)
+    theta = (b + a * tables) * base[seen]
+    held = sum(py_table_count(th, n, a) for th, n in zip(theta, customers[seen]))
+    grown = sum(py_table_count(th, n, a, b, float(tables), float(sizes.sum())) for th, n in zip(theta, customers[seen]))
+    # T held at its end overcounts (seeds 0-3: by 18-23 %); with the growth within 3 % (-3 % to +1 %)
+    assert held > 1.15 * tables
+    assert grown == pytest.approx(tables, rel=0.05), (grown, tables)
+    # beyond 64 customers the growth's continuous limit: within 0.5 % of the recursion written out
+    for th, n in [(1e-3, 300.0), (0.5, 3000.0)]:
+        assert py_table_count(th, n, a, b, float(tables), 8000.0) == pytest.approx(
+            _py_tables(th, n, a, b, float(tables), 8000.0), rel=5e-3)
 
 
 @pytest.mark.parametrize("name", ["unigram", "colloc", SYLLABLE])
@@ -427,7 +462,10 @@ def test_cvi_tables_and_base_counts_match_enumeration(name):
             log_empty = saved.log_empty[rule] if top else nested["log_empty"][rule]
             occupied = 1 - np.exp(min(log_empty, 0.0))
             theta = (b + a * saved.total_tables[x]) * h
-            t = occupied * _py_tables(theta, n / occupied, a) if n > 0 and occupied > 0 else 0.0
+            customers = (saved.customers if top else nested["customers"])[cache_of == x].sum()
+            assert state.reference_customers[x] == pytest.approx(customers, rel=1e-12)
+            seated = (b, saved.total_tables[x], customers)
+            t = occupied * _py_tables(theta, n / occupied, a, *seated) if n > 0 and occupied > 0 else 0.0
             assert state.tables[rule] == pytest.approx(t, rel=1e-9, abs=1e-12)
             if not top:       # log q(n = 0) as q(n = 0): near the floor 1e-12 it holds rounding of p ~ 1
                 for field in ("customers", "variance"):
