@@ -321,7 +321,8 @@ def _left_out(model, u):
         n = stats["customers"][rule]
         theta = (b + a * state.reference_tables[x]) * state.base_mass[rule]
         seated = (b, state.reference_tables[x], state.reference_customers[x])
-        stats["tables"][rule] = occupied * _py_tables(theta, n / occupied, a, *seated) if occupied > 0 and n > 0 else 0.0
+        stats["tables"][rule] = (occupied * _py_tables(theta, n / occupied, a, *seated) if occupied > 0 and n > 0
+                                 else 0.0)
     stats["tables"][nested] = state.tables[nested]
     stats["counts"] = np.where(state.top_rule, stats["counts"], 0.0) + model.learner_.table_counts
     stats["base_mass"] = state.base_mass
