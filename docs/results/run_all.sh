@@ -283,3 +283,19 @@ NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment noisy-words --utterances 1500 
 # the 2,000-utterance run's vb rows again, now with both joint systems (one seed, 20 min), beside its cvi rows
 NUMBA_NUM_THREADS=1 nice -n 5 cvbayes experiment uld --seeds 1 --utterances 2000 --algorithms vb --out /tmp/uld2000_vb
 python docs/results/uld/merge_runs.py docs/results/uld/utterances_2000 /tmp/uld2000_vb /tmp/uld2000_cvi_only
+# issue 29, session 14: cvi's a and b (generalized Stirling likelihood, tables grown with the restaurant), 10 passes;
+# each seed into a copy of docs/results, then merged (the same label replaces the runs before the fixes)
+for s in 0 1 2; do
+  NUMBA_NUM_THREADS=1 nice -n 5 cvbayes experiment wordseg --corpora brent --grammars colloc --algorithms cvi \
+    --iterations 10 --seed $s --seeds 1 --discount 0.5 --estimate-hyperparameters --append --out /tmp/wsR_$s
+done
+NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --corpora hkcancor --utterances 2000 --grammars unigram \
+  --algorithms cvi --iterations 10 --seeds 1 --discount 0.5 --estimate-hyperparameters --out /tmp/hkR
+NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --corpora hkcancor --utterances 2000 --grammars unigram \
+  --algorithms cvi --iterations 10 --seeds 1 --estimate-hyperparameters --out /tmp/hkb
+# vb colloc with b learned, one start
+NUMBA_NUM_THREADS=1 cvbayes segment brent.txt --grammar colloc --algorithm vb --iterations 10 --restarts 1 --seed 0 \
+  --estimate-hyperparameters --gold br-phonemes.txt --json --quiet -o vb_c_est.seg
+# cvi's joint at 2,000 utterances (one seed), merged beside the vb rows
+NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment uld --seeds 1 --utterances 2000 --algorithms cvi --out /tmp/uld2000_cvi
+python docs/results/uld/merge_runs.py docs/results/uld/utterances_2000 /tmp/uld2000_cvi /tmp/uld2000_vb
