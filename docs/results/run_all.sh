@@ -299,3 +299,8 @@ NUMBA_NUM_THREADS=1 cvbayes segment brent.txt --grammar colloc --algorithm vb --
 # cvi's joint at 2,000 utterances (one seed), merged beside the vb rows
 NUMBA_NUM_THREADS=1 nice -n 10 cvbayes experiment uld --seeds 1 --utterances 2000 --algorithms cvi --out /tmp/uld2000_cvi
 python docs/results/uld/merge_runs.py docs/results/uld/utterances_2000 /tmp/uld2000_cvi /tmp/uld2000_vb
+# cvi colloc, a and b learned from a start near the sampler's learned values (each seed into a copy, then appended)
+for s in 0 1 2; do
+  NUMBA_NUM_THREADS=1 nice -n 5 cvbayes experiment wordseg --corpora brent --grammars colloc --algorithms cvi \
+    --iterations 10 --seed $s --seeds 1 --discount 0.4 --concentration 400 --estimate-hyperparameters --append --out /tmp/ws44_$s
+done
