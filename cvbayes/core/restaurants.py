@@ -81,14 +81,13 @@ def py_table_count(theta, customers, discount, concentration=0.0, restaurant_tab
         return theta * (digamma(theta + customers) - digamma(theta))
     ramped = restaurant_customers > 0.0 and restaurant_tables > 0.0
     end_growth = expected_table_growth(restaurant_customers, discount, concentration) if ramped else 1.0
-    full = concentration + discount * restaurant_tables
     tables = 0.0
     whole = int(min(customers, RECURSION_STEPS))
     share = theta
     for k in range(whole + 1):
         if ramped:
-            share = theta * (concentration + discount * restaurant_tables * expected_table_growth(
-                restaurant_customers * k / customers, discount, concentration) / end_growth) / full
+            share = _grown_share(theta, k / customers, discount, concentration, restaurant_tables,
+                                 restaurant_customers, end_growth)
         if k < whole:
             tables += share / (k - discount * tables + share)
     if customers > RECURSION_STEPS:
@@ -111,15 +110,21 @@ def expected_table_growth(customers, discount, concentration):
 
 
 @njit(cache=True)
+def _grown_share(theta, elapsed, discount, concentration, restaurant_tables, restaurant_customers, end_growth):
+    """theta_k of `py_table_count`: the end's share ``theta`` = (b + a T) H(s) when a fraction ``elapsed`` of the
+    restaurant's N customers had come, (b + a T g(elapsed)) H(s) (``end_growth`` = E[T(N)])."""
+    grown = restaurant_tables * expected_table_growth(restaurant_customers * elapsed, discount, concentration)
+    return theta * (concentration + discount * grown / end_growth) / (concentration + discount * restaurant_tables)
+
+
+@njit(cache=True)
 def _ramped_tables(theta, discount, concentration, restaurant_tables, restaurant_customers, end_growth, start,
                    tables, customers):
     """`py_table_count`'s continuous limit with the restaurant's tables growing: dt/dk = theta_k / (k - a t +
     theta_k) from (start, tables) to k = ``customers``, by midpoint steps of 5 % of k."""
-    full = concentration + discount * restaurant_tables
-
     def slope(k, t):
-        share = theta * (concentration + discount * restaurant_tables * expected_table_growth(
-            restaurant_customers * k / customers, discount, concentration) / end_growth) / full
+        share = _grown_share(theta, k / customers, discount, concentration, restaurant_tables, restaurant_customers,
+                             end_growth)
         return share / (k - discount * t + share)
 
     k, t = start, tables
