@@ -306,10 +306,10 @@ def test_gibbs_samples_the_exact_posterior(n_states, n_components, lengths):
                                frame_marginals(configurations, p, n_states, n_components), atol=0.05)
 
 
-def test_fit_reading_is_the_posterior_given_the_reading():
-    """`fit_reading`'s statistics against enumeration: every path of each utterance under the fitted
-    posterior-mean tables, kept where its unit starts and frames' units are the reading's, renormalised; the
-    expected unit occurrences, state occupancies and first-order statistics of the frames."""
+def _reading_paths():
+    """A small fitted model, two utterances and a reading of each, and every utterance's enumerated paths kept by
+    its reading (those with the reading's unit starts and frames' units, under the posterior-mean tables), as
+    (states, probability) pairs with the reading's unit starts (bool over the frames)."""
     rng = np.random.default_rng(5)
     utterances = [rng.normal(size=(5, 1)), rng.normal(size=(4, 1)) + 1.0]
     model = AcousticUnits(n_units=3, n_states=2, n_components=1, algorithm="vb", n_iter=2, random_state=0)
@@ -317,14 +317,24 @@ def test_fit_reading_is_the_posterior_given_the_reading():
     tables = model._fitted_tables()
     readings = [Segments(np.array([2, 0]), np.array([0, 2]), np.array([2, 5])),
                 Segments(np.array([1]), np.array([0]), np.array([4]))]
-    units, occupancy, sums = np.zeros(3), np.zeros(6), np.zeros(6)
+    kept = []
     for x, reading in zip(utterances, readings):
         log_lik, _ = model.family.emission_rows(tables.emission, x)
         frame_units = np.repeat(reading.units, reading.ends - reading.starts)
         starts = np.isin(np.arange(x.shape[0]), reading.starts)
-        kept = [(np.array(states), p) for states, begins, p in
-                unit_paths(*(np.exp(table) for table in tables[:3]), np.exp(log_lik), 2)
-                if np.array_equal(begins, starts) and np.array_equal(np.array(states) // 2, frame_units)]
+        paths = unit_paths(*(np.exp(table) for table in tables[:3]), np.exp(log_lik), 2)
+        kept.append((starts, [(np.array(states), p) for states, begins, p in paths
+                              if np.array_equal(begins, starts) and np.array_equal(np.array(states) // 2, frame_units)]))
+    return utterances, model, readings, kept
+
+
+def test_fit_reading_is_the_posterior_given_the_reading():
+    """`fit_reading`'s statistics against enumeration: every path of each utterance under the fitted
+    posterior-mean tables, kept where its unit starts and frames' units are the reading's, renormalised; the
+    expected unit occurrences, state occupancies and first-order statistics of the frames."""
+    utterances, model, readings, kept_paths = _reading_paths()
+    units, occupancy, sums = np.zeros(3), np.zeros(6), np.zeros(6)
+    for x, (starts, kept) in zip(utterances, kept_paths):
         assert len(kept) > 1   # the states within an occurrence are still latent
         total = sum(p for _, p in kept)
         for states, p in kept:
@@ -343,22 +353,8 @@ def test_reading_log_evidence_is_the_sum_over_the_readings_paths():
     unit starts and frames' units, under the posterior-mean tables): less than `score_samples`, the sum over
     every path; the same numbers as `reading_expectations`' second value under both rules; -inf for a reading
     with an occurrence shorter than S frames (no path), which `reading_expectations` refuses."""
-    rng = np.random.default_rng(5)
-    utterances = [rng.normal(size=(5, 1)), rng.normal(size=(4, 1)) + 1.0]
-    model = AcousticUnits(n_units=3, n_states=2, n_components=1, algorithm="vb", n_iter=2, random_state=0)
-    model.fit(utterances)
-    tables = model._fitted_tables()
-    readings = [Segments(np.array([2, 0]), np.array([0, 2]), np.array([2, 5])),
-                Segments(np.array([1]), np.array([0]), np.array([4]))]
-    expected = []
-    for x, reading in zip(utterances, readings):
-        log_lik, _ = model.family.emission_rows(tables.emission, x)
-        frame_units = np.repeat(reading.units, reading.ends - reading.starts)
-        starts = np.isin(np.arange(x.shape[0]), reading.starts)
-        expected.append(np.log(sum(p for states, begins, p in
-                                   unit_paths(*(np.exp(table) for table in tables[:3]), np.exp(log_lik), 2)
-                                   if np.array_equal(begins, starts)
-                                   and np.array_equal(np.array(states) // 2, frame_units))))
+    utterances, model, readings, kept_paths = _reading_paths()
+    expected = [np.log(sum(p for _, p in kept)) for _, kept in kept_paths]
     log_z = model.reading_log_evidence(utterances, readings, rules.MEAN)
     np.testing.assert_allclose(log_z, expected, rtol=1e-12)
     assert np.all(log_z < model.score_samples(utterances) - 0.1)
