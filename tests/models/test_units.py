@@ -323,8 +323,8 @@ def _reading_paths():
         frame_units = np.repeat(reading.units, reading.ends - reading.starts)
         starts = np.isin(np.arange(x.shape[0]), reading.starts)
         paths = unit_paths(*(np.exp(table) for table in tables[:3]), np.exp(log_lik), 2)
-        kept.append((starts, [(np.array(states), p) for states, begins, p in paths
-                              if np.array_equal(begins, starts) and np.array_equal(np.array(states) // 2, frame_units)]))
+        kept.append((starts, [(np.array(states), p) for states, begins, p in paths if np.array_equal(begins, starts)
+                              and np.array_equal(np.array(states) // 2, frame_units)]))
     return utterances, model, readings, kept
 
 
