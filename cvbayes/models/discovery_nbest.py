@@ -57,14 +57,20 @@ strings an utterance above 0.01), and the most probable candidate is not the Vit
 utterances.  J1 rose every round (-1,833,956 -> -1,832,592 in 3 rounds, -1,831,956 in 10); token F1 18.2 %
 (pipeline with the channel) -> 18.5 % (3 rounds) and 18.9 % (10), boundary F1 58.2 -> 58.3 and 58.3 %.
 
-Cost: a round runs the unit layer's forward pass over every candidate (its log Z for (a)), then its
-forward-backward (the weighted statistics for (b)), and the word chart over every distinct spoken string twice
-(log Z, then the E-step).  The unit layer computes a candidate frame's emission rows under the reading's unit
-alone (`GaussianMixture.emission_rows`' groups), not under every unit.  On the uld experiment's 500 utterances (vb,
-seed 0, 623 candidates, one thread) step (a) takes 0.50 s and a round 1.8-1.9 s (0.94-0.99 s and 2.7-2.9 s with
-every unit's rows, most of them then set to zero): the unit layer's forward passes 0.12 s (0.57-0.59 s), its
-weighted forward-backward 0.54-0.58 s (1.04-1.07 s), of which about 0.24 s go to the (frames, U S M) component
-posteriors, zero off the reading, and their statistics.
+Cost: a round runs the unit layer's forward pass over every candidate (its log Z for (a)), then its forward-backward
+(the weighted statistics for (b)), and the word chart over every distinct spoken string twice (log Z, then the
+E-step).  The unit layer computes a candidate frame's emission rows, its component posteriors and their statistics
+under the reading's unit alone (`GaussianMixture.emission_rows`' groups, `add_statistics`), not under every unit.
+On the uld experiment's 500 utterances (vb, seed 0, 623 candidates, one thread) step (a) took 0.50 s and a round
+1.8-1.9 s with the emission rows of the reading's unit alone (0.94-0.99 s and 2.7-2.9 s with every unit's rows, most
+of them then set to zero): the unit layer's forward passes 0.12 s (0.57-0.59 s), its weighted forward-backward
+0.54-0.58 s (1.04-1.07 s), of which about 0.24 s went to (frames, U S M) component posteriors, zero off the reading,
+and their statistics.  With (frames, S M) ones of the reading's unit, in CPU seconds on a machine shared with other
+jobs (the range of 3 runs' medians of 5 timings, alternating with runs of the (frames, U S M) ones, in brackets),
+the forward passes take 0.10-0.11 s (0.12-0.13 s), the weighted forward-backward 0.33-0.36 s (0.63-0.90 s), a round
+1.6-1.7 s (2.0-2.3 s), and the hard rounds' `AcousticUnits.fit_reading` on the Viterbi readings 0.23-0.26 s
+(0.41-0.42 s); most of what is left of the forward-backward is the chain kernel over all U S states
+(`chains.composite.batch_unit_posteriors`).
 
 Checkpoints: with ``LexiconDiscovery.fit(..., checkpoint=PATH)`` the rounds save their state to ``PATH.nbest``
 (`cvbayes.checkpoints`, atomically) every ``checkpoint_every`` rounds and after the last: the unit layer's counts,
