@@ -943,7 +943,7 @@ class NoisyWords(BayesModel):
         """CVI's state over other units (symbol sequences, repeats allowed, each its own unit, with float
         ``copies``), started by one E-step of every unit under the fitted cvi counts taken as a VB q (the
         edit and ``Word+`` counts, the offered words' customers as the sticks' counts) carried over to their
-        symbols (`JointVB.moved_to`): the collapsed n-best joint's word layer (`cvbayes.models.discovery_nbest`)."""
+        symbols (`JointVB.moved_to`): the collapsed n-best joint's word layer (`cvbayes.models.discovery_nbest_cvi`)."""
         self._check_fitted()
         learner = getattr(self, "learner_", None)
         if not isinstance(learner, CollapsedNoisyWords):
