@@ -1,6 +1,7 @@
 """The variational joint fit of `LexiconDiscovery` (``joint="nbest"``, vb): the unit layer and the word layer
 (`AcousticUnits`, `NoisyWords`) learned together within one objective, over a fixed set of unit readings of
-every utterance (issue 31: the words over an n-best unit graph, and joint learning within seed 004's ELBO).
+every utterance (issue 31: the words over an n-best unit graph, and joint learning within seed 004's ELBO).  Its
+collapsed counterpart (cvi) is `cvbayes.models.discovery_nbest_cvi`, on the same candidates (`CandidateSet`).
 
 Candidates
 ----------
@@ -117,21 +118,21 @@ def reading_key(reading):
     return tuple(reading.units.tolist()), tuple(reading.starts.tolist())
 
 
-class NbestJoint:
-    """The joint coordinate ascent of eq. J1 (module notes) on fitted ``units`` (`AcousticUnits`, changed in
-    place) and ``words`` (a `NoisyWords` fitted by vb), over the ``candidates`` of every utterance of
-    ``features``; ``spoken``: a reading's spoken string (`discovery.spoken` with the pauses).
+class CandidateSet:
+    """The ``candidates`` of every utterance of ``features`` (module notes, Candidates; ``spoken``: a reading's
+    spoken string, `discovery.spoken` with the pauses), laid end to end, for both n-best joints (vb's
+    `NbestJoint` and cvi's `discovery_nbest_cvi.CollapsedNbestJoint`).
 
-    Attributes: ``owner`` (C,) the utterance of every candidate, ``strings`` their spoken strings, ``learner``
-    the word layer's `JointVB` over the distinct non-empty strings, ``objective`` J1 of every step (a),
-    ``posterior`` q(k | u) (C,) of the last step (a)."""
+    Attributes: ``owner`` (C,) the utterance of every candidate (an utterance's adjacent), ``readings`` and
+    ``features`` each candidate's, ``strings`` their spoken strings, ``types`` the distinct non-empty ones and
+    ``type_of`` (C,) each candidate's (-1: empty)."""
 
-    def __init__(self, units, words, features, candidates, spoken, refresh=False):
+    def __init__(self, features, candidates, spoken):
         kept = []
         for readings in candidates:
             said = [r for r in readings if spoken(r)]
             kept.append(said if spoken(readings[0]) else readings[:1])
-        self.units, self.candidates = units, kept
+        self.candidates = kept
         self.owner = np.repeat(np.arange(len(kept)), [len(r) for r in kept])
         self.readings = [r for readings in kept for r in readings]
         self.features = [features[u] for u in self.owner]
@@ -139,14 +140,38 @@ class NbestJoint:
         self.types = sorted({s for s in self.strings if s})
         index = {s: t for t, s in enumerate(self.types)}
         self.type_of = np.array([index.get(s, -1) for s in self.strings], dtype=np.int64)
-        self.learner = words.learner_over([list(s) for s in self.types], self.type_copies(self.viterbi_weights()))
-        self.learner.refresh = refresh
-        self.objective = []
 
     def viterbi_weights(self):
         """Weight 1 on every utterance's first candidate (its Viterbi reading)."""
         first = np.r_[True, self.owner[1:] != self.owner[:-1]]
         return first.astype(float)
+
+    def reading_arrays(self):
+        """The candidates' units and boundaries, for a checkpoint's fingerprint of the rounds' start."""
+        return [array for r in self.readings for array in (r.units, r.starts, r.ends)]
+
+    def best_readings(self):
+        """Every utterance's most probable candidate under the last q(k | u) (``posterior``)."""
+        out, start = [], 0
+        for readings in self.candidates:
+            out.append(readings[int(np.argmax(self.posterior[start:start + len(readings)]))])
+            start += len(readings)
+        return out
+
+
+class NbestJoint(CandidateSet):
+    """The joint coordinate ascent of eq. J1 (module notes) on fitted ``units`` (`AcousticUnits`, changed in
+    place) and ``words`` (a `NoisyWords` fitted by vb), over the candidates (`CandidateSet`).
+
+    Attributes besides `CandidateSet`'s: ``learner`` the word layer's `JointVB` over the distinct non-empty
+    strings, ``objective`` J1 of every step (a), ``posterior`` q(k | u) (C,) of the last step (a)."""
+
+    def __init__(self, units, words, features, candidates, spoken, refresh=False):
+        super().__init__(features, candidates, spoken)
+        self.units = units
+        self.learner = words.learner_over([list(s) for s in self.types], self.type_copies(self.viterbi_weights()))
+        self.learner.refresh = refresh
+        self.objective = []
 
     def type_copies(self, weights):
         """Each spoken string's copies: the weights of the candidates that speak it."""
@@ -210,17 +235,9 @@ class NbestJoint:
     def start(self):
         """The arrays that identify the rounds' start in a checkpoint beside the frames: the candidates (their
         units and boundaries) and both layers' q before the first round."""
-        readings = [array for r in self.readings for array in (r.units, r.starts, r.ends)]
         words = self.learner.state()
-        return [*readings, *self.units.counts_, *(words[name] for name in ("edit_counts", "first", "second", "log_pi"))]
-
-    def best_readings(self):
-        """Every utterance's most probable candidate under the last q(k | u)."""
-        out, start = [], 0
-        for readings in self.candidates:
-            out.append(readings[int(np.argmax(self.posterior[start:start + len(readings)]))])
-            start += len(readings)
-        return out
+        return [*self.reading_arrays(), *self.units.counts_,
+                *(words[name] for name in ("edit_counts", "first", "second", "log_pi"))]
 
 
 def reading_posterior(scores, owner):
