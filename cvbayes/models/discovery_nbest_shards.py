@@ -9,7 +9,7 @@ layer), or one number per candidate reading or string; the rest is small and sta
   with them all the candidate readings of those utterances (every worker gets the readings and the unit layer's
   model once, with the shards' payload).  Per round the unit layer's counts (its q(theta^A)) go to every worker
   once and step (a) brings back A_uk of every candidate of the shard (`AcousticUnits.reading_log_evidence`, eq.
-  J1), gathered in order; steps (b) send each shard the q(k | u) of its candidates and add up its weighted
+  J1), gathered in order; step (b) sends each shard the q(k | u) of its candidates and add up its weighted
   statistics pairwise on the workers (`AcousticUnits.reading_expectations` with ``weights``; `Shards.map_reduce`);
 * the word shards hold whole distinct spoken strings (the word layer's utterance types, saved once with the index
   of each, which its errors name).  Per round the chart's weights (`noisy_words.Weights`) go to every worker once;
@@ -22,8 +22,17 @@ In the calling process: q(k | u) and J1 from the gathered scores (eq. J2, `disco
 the KL terms, and both layers' q(theta) updates from the summed statistics (`AcousticUnits._set_fitted`,
 `JointVB.absorb`).  So the rounds, their checkpoints (`NbestJoint.track`: the same state, all of it here) and
 their results are the unsharded rounds' up to the order of the floating-point sums.  A shard keeps no state
-between rounds: a worker that dies has its shards run again elsewhere, the same.  Every step records its
-`PassTiming` (``unit_shards.passes``, ``type_shards.passes``).
+between rounds but its opened files (`shards.opened`).  Every step records its `PassTiming`
+(``unit_shards.passes``, ``type_shards.passes``).
+
+Measured (the uld experiment's 500 training utterances, vb, seed 0, units of 30 passes, words of 10, ``n_best=5``,
+``n_draws=20``: 610 candidates, 556 distinct strings; a LocalCluster of 2 one-thread worker processes, 2 shards a
+side, on 2 cores shared with other jobs, load 6-10): a round sends 0.77 MB of unit counts (both workers) and 0.31 MB
+of chart weights, the weighted statistics come back at 0.77 MB and 0.30 MB; J1 as in one process to 1e-16
+relative, q(k | u) to 3e-12.  Medians of 3 rounds: 4.2-6.3 s a round on the shards against 3.3-4.2 s in one
+process (step (a) 1.0-2.1 s against 1.1 s): on that machine a shard's task had a quarter to nine tenths of a core
+(its CPU over wall seconds), so these say little of a cluster.  The unit side and the word side run one after the
+other.
 """
 from __future__ import annotations
 
