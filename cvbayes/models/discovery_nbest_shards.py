@@ -25,14 +25,15 @@ their results are the unsharded rounds' up to the order of the floating-point su
 between rounds but its opened files (`shards.opened`).  Every step records its `PassTiming`
 (``unit_shards.passes``, ``type_shards.passes``).
 
-Measured (the uld experiment's 500 training utterances, vb, seed 0, units of 30 passes, words of 10, ``n_best=5``,
-``n_draws=20``: 610 candidates, 556 distinct strings; a LocalCluster of 2 one-thread worker processes, 2 shards a
-side, on 2 cores shared with other jobs, load 6-10): a round sends 0.77 MB of unit counts (both workers) and 0.31 MB
-of chart weights, the weighted statistics come back at 0.77 MB and 0.30 MB; J1 as in one process to 1e-16
-relative, q(k | u) to 3e-12.  Medians of 3 rounds: 4.2-6.3 s a round on the shards against 3.3-4.2 s in one
-process (step (a) 1.0-2.1 s against 1.1 s): on that machine a shard's task had a quarter to nine tenths of a core
-(its CPU over wall seconds), so these say little of a cluster.  The unit side and the word side run one after the
-other.
+Measured (`benchmarks/bench_nbest_shards.py`: the uld experiment's 500 training utterances, vb, seed 0, units of 30
+passes, words of 10, ``n_best=5``, ``n_draws=20``: 610 candidates, 556 distinct strings; a LocalCluster of 2
+one-thread worker processes, 2 shards a side, on 2 cores shared with other jobs, load 3-7): a round sends 0.77 MB of
+unit counts (to both workers) and 0.31 MB of chart weights, and the weighted statistics come back at 0.77 MB and
+0.30 MB; J1 equals one process's to 1e-16 relative, q(k | u) to 2e-12.  Medians of 3 rounds in two runs: 1.83-1.95 s
+a round on the shards against 1.70-2.22 s in one process (step (a) 0.62-0.70 s against 0.53-0.76 s): level, on a
+machine where a shard's task had a third to nine tenths of a core (its CPU over wall seconds).  The unit side and
+the word side run one after the other, and the word shards, cut at equal symbol counts, took 0.2 and 0.4 s in step
+(a).
 """
 from __future__ import annotations
 
