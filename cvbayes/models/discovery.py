@@ -77,6 +77,7 @@ from __future__ import annotations
 import copy
 import warnings
 from collections import Counter
+from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -87,6 +88,7 @@ from ..metrics.speech import boundary_time
 from .adaptor.model import AdaptorGrammar
 from .discovery_nbest import NbestJoint, candidate_readings
 from .discovery_nbest_cvi import CollapsedNbestJoint
+from .discovery_nbest_shards import ShardedNbestJoint
 from .files import read_model, write_model
 from .noisy_words import NoisyWords
 from .units import DEFAULT_UNITS, AcousticUnits, Segments
@@ -211,13 +213,14 @@ class LexiconDiscovery:
         words to their unit strings.  ``units``: a fitted `AcousticUnits` to take as the unit layer instead (to
         compare word layers on the same units).  ``client``, ``n_shards`` (vb only): a dask.distributed.Client
         on whose workers every layer's E-steps run, each on its shard: the unit layer's on whole utterances, the
-        word layer's (`NoisyWords`, or the channel-free grammar) on whole unit strings (utterance types); the
-        updates of q run in this process.  ``checkpoint``: each layer saves its run to
-        ``<checkpoint>.units``, ``<checkpoint>.words`` and one file a hard joint round (`checkpoint_parts`;
-        `cvbayes.BayesModel.fit`), the n-best joint its rounds to ``<checkpoint>.nbest``
-        (`cvbayes.models.discovery_nbest`, Checkpoints), every ``checkpoint_every`` passes or rounds, so the same
-        call resumes where it stopped: a finished hard round's words are fitted again (the rounds are
-        deterministic), the interrupted one resumes; the n-best joint resumes after its last saved round."""
+        word layer's (`NoisyWords`, or the channel-free grammar) on whole unit strings (utterance types), and the
+        n-best joint rounds' (`cvbayes.models.discovery_nbest_shards`); the updates of q run in this process.
+        ``checkpoint``: each layer saves its run to ``<checkpoint>.units``, ``<checkpoint>.words`` and one file a
+        hard joint round (`checkpoint_parts`; `cvbayes.BayesModel.fit`), the n-best joint its rounds to
+        ``<checkpoint>.nbest`` (`cvbayes.models.discovery_nbest`, Checkpoints), every ``checkpoint_every`` passes or
+        rounds, so the same call resumes where it stopped: a finished hard round's words are fitted again (the
+        rounds are deterministic), the interrupted one resumes; the n-best joint resumes after its last saved
+        round."""
         if client is not None and self.algorithm != "vb":
             raise ValueError(f"algorithm {self.algorithm!r} does not run on shards; client= takes vb")
         sharded = {} if client is None else {"client": client, "n_shards": n_shards}
@@ -232,7 +235,7 @@ class LexiconDiscovery:
         segments = self._fit_words(features, progress, sharded,
                                    layer_checkpoint(checkpoint, word_layers[0], checkpoint_every))
         if self.joint == "nbest" and self.joint_rounds:
-            segments = self._fit_nbest(features, checkpoint, checkpoint_every)
+            segments = self._fit_nbest(features, checkpoint, checkpoint_every, sharded)
         for layer in word_layers[1:]:
             self.units_.fit_reading(features, self._lexical_reading(segments))
             segments = self._fit_words(features, progress, sharded,
@@ -259,9 +262,10 @@ class LexiconDiscovery:
         self.words_ = self._word_model().fit(strings, progress=progress, **sharded, **checkpointing)
         return segments
 
-    def _fit_nbest(self, features, checkpoint=None, checkpoint_every=1):
+    def _fit_nbest(self, features, checkpoint=None, checkpoint_every=1, sharded=None):
         """The joint fit over candidate readings (`cvbayes.models.discovery_nbest`), its rounds saved to
-        ``<checkpoint>.nbest`` and resumed from it; returns every utterance's most probable candidate."""
+        ``<checkpoint>.nbest`` and resumed from it, their E-steps on a client's shards with ``sharded``
+        (`cvbayes.models.discovery_nbest_shards`); returns every utterance's most probable candidate."""
         candidates = candidate_readings(self.units_, features, self.n_best, self.n_draws, self.random_state)
         pauses = self.pause_units_
 
@@ -269,7 +273,8 @@ class LexiconDiscovery:
             return spoken([reading], pauses)[0][1]
 
         if self.algorithm == "vb":
-            joint = NbestJoint(self.units_, self.words_, features, candidates, speak)
+            joint_class = partial(ShardedNbestJoint, **sharded) if sharded else NbestJoint
+            joint = joint_class(self.units_, self.words_, features, candidates, speak)
         else:
             joint = CollapsedNbestJoint(self.units_, self.words_, features, candidates, speak, self.random_state)
         rounds = NO_CHECKPOINT if checkpoint is None else Checkpoint(
