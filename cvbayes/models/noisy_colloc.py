@@ -65,8 +65,8 @@ from ..core.rules import VB
 from .adaptor.vb import py_stick_kl, py_sticks
 from .noisy_colloc_chart import best_collocs, colloc_chart
 from .noisy_words import (JointVB, Statistics, Weights, _longest, _scores, _unsegmentable, _workspace,
-                          cached_scores, cached_statistics, lattice_work, refreshed, served_words, span_offsets,
-                          word_statistics)
+                          cached_scores, cached_statistics, lattice_work, likeliest, refreshed, served_words,
+                          span_offsets, word_statistics)
 
 # a base collocation reading below this posterior is not credited to the Colloc grammaton (module notes)
 FLOOR = 1e-3
@@ -225,12 +225,10 @@ def colloc_segment_types(ids, offsets, word_ids, word_offsets, pi, base, table, 
         a = 0
         for j in range(found[i]):
             b = ends[first + j]
-            best, choice = (0.0, -1) if kinds[first + j] == 0 else (base * marginal[a, b], -1)
-            atoms, atom_likelihoods = (colloc_pi, colloc_likelihoods) if kinds[first + j] == 0 else (pi, likelihoods)
-            for k in range(atoms.shape[0]):
-                if atoms[k] * atom_likelihoods[k, a, b] > best:
-                    best, choice = atoms[k] * atom_likelihoods[k, a, b], k
-            choices[first + j] = choice
+            if kinds[first + j] == 0:
+                choices[first + j] = likeliest(colloc_pi, colloc_likelihoods, a, b, 0.0)
+            else:
+                choices[first + j] = likeliest(pi, likelihoods, a, b, base * marginal[a, b])
             a = b
     return found
 

@@ -348,13 +348,19 @@ def segment_types(ids, offsets, word_ids, word_offsets, pi, base, table, phones,
         a = 0
         for j in range(found[i]):
             b = ends[first + j]
-            best, choice = base * marginal[a, b], -1
-            for k in range(pi.shape[0]):
-                if pi[k] * likelihoods[k, a, b] > best:
-                    best, choice = pi[k] * likelihoods[k, a, b], k
-            underlying[first + j] = choice
+            underlying[first + j] = likeliest(pi, likelihoods, a, b, base * marginal[a, b])
             a = b
     return found
+
+
+@njit(cache=True)
+def likeliest(pi, likelihoods, a, b, floor):
+    """The atom k of largest pi[k] likelihoods[k, a, b] above ``floor`` (the base's term), or -1."""
+    best, choice = floor, -1
+    for k in range(pi.shape[0]):
+        if pi[k] * likelihoods[k, a, b] > best:
+            best, choice = pi[k] * likelihoods[k, a, b], k
+    return choice
 
 
 @njit(cache=True)
