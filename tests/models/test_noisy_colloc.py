@@ -11,8 +11,8 @@ import pytest
 from cvbayes.core.rules import VB
 from cvbayes.models import noisy_colloc
 from cvbayes.models.adaptor.vb import py_sticks
-from cvbayes.models.noisy_colloc import (CollocWeights, colloc_e_step, colloc_log_evidence, expected_colloc_types,
-                                         packed, split_cached)
+from cvbayes.models.noisy_colloc import (CollocWeights, colloc_e_step, colloc_log_evidence, colloc_segment_types,
+                                         expected_colloc_types, packed, split_cached)
 from cvbayes.models.noisy_words import NoisyWords, Weights, span_offsets
 from tests.chains.test_edit_spans import base_probability, enumerated_likelihood, pair_statistics, random_table
 from tests.models.test_noisy_words import noisy_corpus
@@ -43,11 +43,13 @@ def compositions(a, b, longest):
             yield [(a, c)] + rest
 
 
-def enumerated_log_z(y, weights, longest):
+def enumerated_log_z(y, weights, longest, best=False):
     """log Z of one utterance summing every cut into collocations, each cached (every Colloc atom, its string's
     every edit sequence) or the base's cut into words of at most ``longest`` symbols, each word cached (every Word
-    atom and edit sequence) or the base's (every underlying word of up to 7 symbols)."""
+    atom and edit sequence) or the base's (every underlying word of up to 7 symbols); ``best``: the largest
+    term over the cuts and the cached-or-base choices of collocations (span scores still summed)."""
     w = weights.words
+    combine = max if best else sum
     underlying = [x for n in range(1, 8) for x in itertools.product(range(2), repeat=n)]
 
     @functools.cache
@@ -61,12 +63,12 @@ def enumerated_log_z(y, weights, longest):
     def colloc(span):
         cached = sum(np.exp(log_pi) * enumerated_likelihood([s for x in c for s in x], span, 2, w.table, MAX_INSERTIONS)
                      for log_pi, c in zip(weights.log_pi, COLLOCS))
-        base = sum(w.end * w.go_on ** (len(cut) - 1) * np.prod([word(span[a:b]) for a, b in cut])
-                   for cut in compositions(0, len(span), longest))
-        return cached + np.exp(weights.log_base) * base
+        base = combine(w.end * w.go_on ** (len(cut) - 1) * np.prod([word(span[a:b]) for a, b in cut])
+                       for cut in compositions(0, len(span), longest))
+        return combine([cached, np.exp(weights.log_base) * base])
 
     y = tuple(y)
-    return np.log(sum(weights.end * weights.go_on ** (len(cut) - 1) * np.prod([colloc(y[a:b]) for a, b in cut])
+    return np.log(combine(weights.end * weights.go_on ** (len(cut) - 1) * np.prod([colloc(y[a:b]) for a, b in cut])
                       for cut in compositions(0, len(y), len(y))))
 
 
@@ -83,6 +85,48 @@ def test_log_z_matches_enumeration(longest):
     colloc_log_evidence(ids, offsets, *weights.chart_arguments(), MAX_INSERTIONS, longest, out)
     for found, y in zip(out, UTTERANCES):
         assert found == pytest.approx(enumerated_log_z(y, weights, longest), rel=1e-9)
+
+
+def test_decode_takes_the_best_derivation():
+    """The derivation `colloc_segment_types` returns tiles the utterance and weighs (its pieces scored by
+    enumeration) as much as the heaviest enumerated derivation."""
+    weights = tiny_weights()
+    ids, offsets = corpus_arrays(UTTERANCES)
+    ends, kinds, choices = (np.zeros(offsets[-1], np.int64) for _ in range(3))
+    found = colloc_segment_types(ids, offsets, *weights.chart_arguments(), MAX_INSERTIONS, 4, ends, kinds, choices)
+    for i, y in enumerate(UTTERANCES):
+        pieces = list(zip(ends[offsets[i]:offsets[i] + found[i]], kinds[offsets[i]:offsets[i] + found[i]]))
+        assert pieces[-1][0] == len(y) and pieces[0][1] in (0, 1)
+        assert derivation_log_weight(y, pieces, weights) == pytest.approx(enumerated_log_z(y, weights, 4, best=True),
+                                                                          rel=1e-9)
+
+
+def derivation_log_weight(y, pieces, weights):
+    """log weight of a derivation given as (end, kind) pieces (kind 0 a cached collocation, 1 a base collocation's
+    first word, 2 a later word), its span scores by enumeration as in `enumerated_log_z`."""
+    w = weights.words
+    underlying = [x for n in range(1, 8) for x in itertools.product(range(2), repeat=n)]
+
+    def word(span):
+        return (sum(np.exp(log_pi) * enumerated_likelihood(x, span, 2, w.table, MAX_INSERTIONS)
+                    for log_pi, x in zip(w.log_pi, WORDS))
+                + np.exp(w.log_base) * sum(base_probability(x, w.stop, w.phones)
+                                           * pair_statistics(x, span, 2, w.table, MAX_INSERTIONS)[0] for x in underlying))
+
+    total, start, collocs = 0.0, 0, 0
+    for j, (end, kind) in enumerate(pieces):
+        span = tuple(y[start:end])
+        closes = j + 1 == len(pieces) or pieces[j + 1][1] != 2
+        if kind == 0:
+            total += np.log(sum(np.exp(log_pi) * enumerated_likelihood([s for x in c for s in x], span, 2, w.table,
+                                                                       MAX_INSERTIONS)
+                                for log_pi, c in zip(weights.log_pi, COLLOCS)))
+        else:
+            total += np.log(word(span)) + (weights.log_base if kind == 1 else np.log(w.go_on))
+            total += np.log(w.end) if closes else 0.0
+        collocs += closes
+        start = end
+    return total + np.log(weights.end) + (collocs - 1) * np.log(weights.go_on)
 
 
 def run(arguments, copies, longest=4):
