@@ -46,6 +46,16 @@ posterior of all the derivations through its prefix (forward times backward, eq.
 collocation reading of posterior above FLOOR is credited exactly, the rest not at all.  Approximate: the
 identity reading (as NoisyWords'), FLOOR, and eq. N2's dips where the grammatons change.
 
+Cost and choices
+----------------
+Both states' recursions run over every span, O(m^2) an utterance as the unigram chart's: a cached collocation
+has no length bound but what its string can produce through the channel (n + (n + 1) ``max_insertions``
+symbols, `edit_spans.word_span_likelihoods`), and a base collocation's words are bounded by ``longest`` each.
+The channel's work dominates: one lattice per Word atom and per Colloc atom from every start (eq. S1).  Both
+caches take NoisyWords' a, b and ``truncation`` (the channel-free `AdaptorGrammar` shares a and b likewise),
+and the ``Colloc+`` and ``Word+`` rules its alpha.  On the first 1,500 Brent utterances through `cvbayes
+experiment noisy-words`' seed-0 channel see the experiment's ``--grammar colloc``.
+
 Start (``init="grammar"``): the channel-free colloc `AdaptorGrammar` fitted to the surface strings: its Word
 lexicon and its cached collocations (the Colloc yields of at least one customer, cut into words by its own
 `segment`) as the grammatons; "empty": neither.

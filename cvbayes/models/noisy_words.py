@@ -1,6 +1,7 @@
 """`NoisyWords`: word segmentation of noisy symbol strings by the unigram adaptor grammar whose every word
 token is realised through an edit channel (seed 004's joint model, Lee, O'Donnell and Glass 2015, §3, on
-symbols: the stage of issue 31 where the truth is known).
+symbols: the stage of issue 31 where the truth is known).  ``grammar="colloc"``: the colloc grammar over the same
+words and channel, by VB (`cvbayes.models.noisy_colloc`, which reuses this module's scores, statistics and q).
 
 Model
 -----
