@@ -2,8 +2,8 @@
 
 ``cvbayes discover AUDIO_DIR_OR_LIST -o model.npz`` fits `cvbayes.models.discovery.LexiconDiscovery`
 (acoustic units, then the unigram adaptor grammar through a noisy channel with ``--joint-rounds`` rounds in which
-the words re-estimate the units, hard or, with ``--joint nbest``, within one ELBO over candidate readings of the
-units; or the grammar alone) and writes three files:
+the words re-estimate the units, hard or, with ``--joint nbest``, both layers together over candidate readings
+of the units (vb: one ELBO; cvi: collapsed); or the grammar alone) and writes three files:
 
 * the model (``-o``, ``.npz``);
 * the discovered word tokens in the ZeroSpeech class format (``--classes``; ``<model>.classes`` by default):
@@ -111,8 +111,8 @@ def register(commands):
                              f"the words are fitted again (default {JOINT_ROUNDS}; 0: the pipeline)")
     parser.add_argument("--joint", choices=JOINTS, default="hard",
                         help="the joint rounds: hard (default), the words' best reading re-estimates the units; "
-                             "nbest (--algorithm vb), coordinate ascent on one ELBO of both layers over candidate "
-                             "readings of every utterance")
+                             "nbest, both layers learned together over candidate readings of every utterance (vb: "
+                             "coordinate ascent on one ELBO; cvi: its collapsed counterpart)")
     parser.add_argument("--n-best", type=positive_int, default=N_BEST,
                         help=f"--joint nbest: candidate readings an utterance, at most (default {N_BEST})")
     parser.add_argument("--draws", type=positive_int, default=N_DRAWS,

@@ -330,22 +330,34 @@ class GaussianMixture:
         components' shares r(m | c, x_t); frames in parallel when they are worth the threads.
 
         ``frame_groups`` (T,), optional: frame t's rows under the ``group_size`` mixtures g G .. g G + G - 1 of
-        its group g = frame_groups[t] alone, -inf in log_lik and 0 in the responsibilities under every other
-        mixture: a reading's unit at every frame and its S states' mixtures, every path off the reading given
-        probability zero (`AcousticUnits.reading_expectations`; eq. J1 of `cvbayes.models.discovery_nbest`).
-        The frames of a group are computed together against its columns of ``table``: G / C of the whole rows."""
+        its group g = frame_groups[t] alone, -inf in log_lik under every other mixture, and the responsibilities
+        compact, (T, G M): column j of frame t is component g G M + j (`add_statistics` scatters them back): a
+        reading's unit at every frame and its S states' mixtures, every path off the reading given probability
+        zero (`AcousticUnits.reading_expectations`; eq. J1 of `cvbayes.models.discovery_nbest`).  The frames of a
+        group are computed together against its columns of ``table``: G / C of the whole rows."""
         if frame_groups is None:
             return self._mixture_rows(table, features)
         n_columns = group_size * self.n_components
         log_lik = np.full((features.shape[0], self.n_mixtures), -np.inf)
-        responsibilities = np.zeros((features.shape[0], self.n_mixtures * self.n_components))
-        order = np.argsort(frame_groups, kind="stable")
-        groups, firsts = np.unique(frame_groups[order], return_index=True)
-        for group, frames in zip(groups, np.split(order, firsts[1:])):
-            columns = slice(group * n_columns, (group + 1) * n_columns)
-            rows = self._mixture_rows(table_columns(table, columns), features[frames])
-            log_lik[frames, group * group_size:(group + 1) * group_size], responsibilities[frames, columns] = rows
+        responsibilities = np.empty((features.shape[0], n_columns))
+        for group, frames in group_members(frame_groups):
+            rows = self._mixture_rows(table_columns(table, slice(group * n_columns, (group + 1) * n_columns)),
+                                      features[frames])
+            log_lik[frames, group * group_size:(group + 1) * group_size], responsibilities[frames] = rows
         return log_lik, responsibilities
+
+    def add_statistics(self, stats, features, posterior, frame_groups=None, group_size=1):
+        """stats (1 + 2D, C M) += sum_t s(x_t) q_t: the components' expected statistics (s(x) of eq. 3.85-3.86,
+        `quadratic_features`) of frames with component posteriors q_t (T, C M), or with ``frame_groups`` compact
+        ones (T, G M) over frame t's group's components alone, as `emission_rows` lays them out, each group's
+        frames added to its G M columns."""
+        s = quadratic_features(features)
+        if frame_groups is None:
+            stats += s.T @ posterior
+            return
+        n_columns = group_size * self.n_components
+        for group, frames in group_members(frame_groups):
+            stats[:, group * n_columns:(group + 1) * n_columns] += s[frames].T @ posterior[frames]
 
     def _mixture_rows(self, table, features):
         """`emission_rows` of every frame under every mixture of ``table`` (`component_log_densities`, then
@@ -378,6 +390,13 @@ class GaussianMixture:
 def _linear(constant, linear, quadratic):
     """A `LinearTable` from per-component constants (K,), coefficients of x (K, D) and precisions (K, D)."""
     return LinearTable(np.ascontiguousarray(np.vstack([constant[None], linear.T, -0.5 * quadratic.T])))
+
+
+def group_members(frame_groups):
+    """(group, its frames in order) of every group some frame of ``frame_groups`` (T,) is in."""
+    order = np.argsort(frame_groups, kind="stable")
+    groups, firsts = np.unique(frame_groups[order], return_index=True)
+    return zip(groups, np.split(order, firsts[1:]))
 
 
 def table_width(table):

@@ -59,7 +59,12 @@ and updates both layers' q from the weighted statistics; the ELBO never decrease
 fixed).  ``readings_``, ``lexicon_`` and ``tokens_`` are then those of every utterance's most probable candidate.
 `cvbayes experiment uld` measures it (3 rounds): level with the pipeline on four 500-utterance slices of the
 synthetic Brent training voices (token F1 18.8 against 18.4 % on the experiment's, 3 seeds; the hard rounds 20.2),
-as an utterance has 1.2-1.3 candidates and 1.02-1.06 distinct spoken strings with q(k | u) > 0.01.
+as an utterance has 1.2-1.3 candidates and 1.02-1.06 distinct spoken strings with q(k | u) > 0.01.  With
+``algorithm="cvi"`` the rounds are its collapsed counterpart (`cvbayes.models.discovery_nbest_cvi`): both layers'
+parameters integrated out, every utterance in turn taken out of both layers' collapsed counts, its q(k | u) ∝
+exp(A^-u + W^-u) from the log Z of its candidates under each layer's leave-one-out predictive, and its
+q-weighted statistics put back; ``joint_objective_`` is then every round's sum of leave-one-out log predictives,
+which need not rise.
 
 Pauses: the units heard mostly at utterance edges (`pause_units`) are taken for silence, and those at an
 utterance's edges are left out of its words (``trim_pauses``); an utterance of pauses alone has no words.
@@ -81,6 +86,7 @@ from ..checkpoints import NO_CHECKPOINT, Checkpoint, fingerprint, run_identity
 from ..metrics.speech import boundary_time
 from .adaptor.model import AdaptorGrammar
 from .discovery_nbest import NbestJoint, candidate_readings
+from .discovery_nbest_cvi import CollapsedNbestJoint
 from .files import read_model, write_model
 from .noisy_words import NoisyWords
 from .units import DEFAULT_UNITS, AcousticUnits, Segments
@@ -128,8 +134,9 @@ class LexiconDiscovery:
         With the channel: rounds of the joint fit ``joint``; 0 (default): the pipeline.
     joint : {"hard", "nbest"}
         "hard" (default): rounds in which the words' reading re-estimates the units and the words are fitted
-        again (module notes, Joint rounds); "nbest" (vb only): rounds of coordinate ascent on one ELBO of both
-        layers over a fixed set of candidate readings of every utterance (`cvbayes.models.discovery_nbest`).
+        again (module notes, Joint rounds); "nbest": both layers learned together over a fixed set of candidate
+        readings of every utterance (vb: rounds of coordinate ascent on one ELBO, `cvbayes.models.discovery_nbest`;
+        cvi: its collapsed counterpart, `cvbayes.models.discovery_nbest_cvi`).
     n_best, n_draws : int
         ``joint="nbest"``: the most candidate readings an utterance, the Viterbi reading and the readings most
         often drawn among ``n_draws`` paths from the unit layer's posterior.
@@ -152,8 +159,9 @@ class LexiconDiscovery:
     readings_ : ``joint="nbest"``: every training utterance's most probable candidate reading (a `Segments`).
     candidates_ : ``joint="nbest"``: every training utterance's candidate readings (a list of `Segments`).
     reading_posterior_ : ``joint="nbest"``: every training utterance's q(k | u) over its candidates (an array).
-    joint_objective_ : ``joint="nbest"``: the joint ELBO before every round and after the last (eq. J1 of
-        `cvbayes.models.discovery_nbest`).
+    joint_objective_ : ``joint="nbest"``: vb, the joint ELBO before every round and after the last (eq. J1 of
+        `cvbayes.models.discovery_nbest`); cvi, every round's leave-one-out objective
+        (`cvbayes.models.discovery_nbest_cvi`).
     """
 
     def __init__(self, grammar="unigram", channel=True, algorithm="cvi", n_units=DEFAULT_UNITS, presegment=True,
@@ -161,14 +169,14 @@ class LexiconDiscovery:
                  unit_iter=30, n_iter=10, unit_params=None, word_params=None, random_state=0):
         if grammar not in GRAMMARS:
             raise ValueError(f"unknown grammar {grammar!r}; choose {' or '.join(GRAMMARS)}")
+        if algorithm not in LEARNERS:
+            raise ValueError(f"unknown algorithm {algorithm!r}; choose {' or '.join(LEARNERS)}")
         if channel and grammar == "colloc" and algorithm != "vb":
             raise ValueError(f"the colloc grammar over the channel is learned by vb only, not {algorithm!r}; use "
                              "algorithm='vb' or channel=False")
         if channel and grammar == "colloc" and joint == "nbest" and joint_rounds:
             raise ValueError("joint='nbest' carries the unigram grammar's q only; use joint='hard' with "
                              "grammar='colloc'")
-        if algorithm not in LEARNERS:
-            raise ValueError(f"unknown algorithm {algorithm!r}; choose {' or '.join(LEARNERS)}")
         if isinstance(joint_rounds, bool) or not isinstance(joint_rounds, (int, np.integer)) or joint_rounds < 0:
             raise ValueError(f"joint_rounds must be an integer >= 0, got {joint_rounds!r}")
         if joint_rounds and not channel:
@@ -176,9 +184,6 @@ class LexiconDiscovery:
                              "channel=True")
         if joint not in JOINTS:
             raise ValueError(f"unknown joint {joint!r}; choose {' or '.join(JOINTS)}")
-        if joint == "nbest" and algorithm != "vb":
-            raise ValueError(f"joint='nbest' raises one ELBO of both layers and runs with algorithm='vb' only, "
-                             f"not {algorithm!r}")
         for name, value in (("n_best", n_best), ("n_draws", n_draws)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
@@ -262,8 +267,14 @@ class LexiconDiscovery:
         ``<checkpoint>.nbest`` and resumed from it; returns every utterance's most probable candidate."""
         candidates = candidate_readings(self.units_, features, self.n_best, self.n_draws, self.random_state)
         pauses = self.pause_units_
-        joint = NbestJoint(self.units_, self.words_, features, candidates,
-                           lambda reading: spoken([reading], pauses)[0][1])
+
+        def speak(reading):
+            return spoken([reading], pauses)[0][1]
+
+        if self.algorithm == "vb":
+            joint = NbestJoint(self.units_, self.words_, features, candidates, speak)
+        else:
+            joint = CollapsedNbestJoint(self.units_, self.words_, features, candidates, speak, self.random_state)
         rounds = NO_CHECKPOINT if checkpoint is None else Checkpoint(
             f"{checkpoint}.nbest", checkpoint_every, run_identity(
                 "LexiconDiscovery.nbest", self.algorithm, self.joint_rounds, self.random_state, features,

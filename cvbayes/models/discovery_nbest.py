@@ -1,6 +1,7 @@
 """The variational joint fit of `LexiconDiscovery` (``joint="nbest"``, vb): the unit layer and the word layer
 (`AcousticUnits`, `NoisyWords`) learned together within one objective, over a fixed set of unit readings of
-every utterance (issue 31: the words over an n-best unit graph, and joint learning within seed 004's ELBO).
+every utterance (issue 31: the words over an n-best unit graph, and joint learning within seed 004's ELBO).  Its
+collapsed counterpart (cvi) is `cvbayes.models.discovery_nbest_cvi`, on the same candidates (`CandidateSet`).
 
 Candidates
 ----------
@@ -57,14 +58,20 @@ strings an utterance above 0.01), and the most probable candidate is not the Vit
 utterances.  J1 rose every round (-1,833,956 -> -1,832,592 in 3 rounds, -1,831,956 in 10); token F1 18.2 %
 (pipeline with the channel) -> 18.5 % (3 rounds) and 18.9 % (10), boundary F1 58.2 -> 58.3 and 58.3 %.
 
-Cost: a round runs the unit layer's forward pass over every candidate (its log Z for (a)), then its
-forward-backward (the weighted statistics for (b)), and the word chart over every distinct spoken string twice
-(log Z, then the E-step).  The unit layer computes a candidate frame's emission rows under the reading's unit
-alone (`GaussianMixture.emission_rows`' groups), not under every unit.  On the uld experiment's 500 utterances (vb,
-seed 0, 623 candidates, one thread) step (a) takes 0.50 s and a round 1.8-1.9 s (0.94-0.99 s and 2.7-2.9 s with
-every unit's rows, most of them then set to zero): the unit layer's forward passes 0.12 s (0.57-0.59 s), its
-weighted forward-backward 0.54-0.58 s (1.04-1.07 s), of which about 0.24 s go to the (frames, U S M) component
-posteriors, zero off the reading, and their statistics.
+Cost: a round runs the unit layer's forward pass over every candidate (its log Z for (a)), then its forward-backward
+(the weighted statistics for (b)), and the word chart over every distinct spoken string twice (log Z, then the
+E-step).  The unit layer computes a candidate frame's emission rows, its component posteriors and their statistics
+under the reading's unit alone (`GaussianMixture.emission_rows`' groups, `add_statistics`), not under every unit.
+On the uld experiment's 500 utterances (vb, seed 0, 623 candidates, one thread) step (a) took 0.50 s and a round
+1.8-1.9 s with the emission rows of the reading's unit alone (0.94-0.99 s and 2.7-2.9 s with every unit's rows, most
+of them then set to zero): the unit layer's forward passes 0.12 s (0.57-0.59 s), its weighted forward-backward
+0.54-0.58 s (1.04-1.07 s), of which about 0.24 s went to (frames, U S M) component posteriors, zero off the reading,
+and their statistics.  With (frames, S M) ones of the reading's unit, in CPU seconds on a machine shared with other
+jobs (the range of 3 runs' medians of 5 timings, alternating with runs of the (frames, U S M) ones, in brackets),
+the forward passes take 0.10-0.11 s (0.12-0.13 s), the weighted forward-backward 0.33-0.36 s (0.63-0.90 s), a round
+1.6-1.7 s (2.0-2.3 s), and the hard rounds' `AcousticUnits.fit_reading` on the Viterbi readings 0.23-0.26 s
+(0.41-0.42 s); most of what is left of the forward-backward is the chain kernel over all U S states
+(`chains.composite.batch_unit_posteriors`).
 
 Checkpoints: with ``LexiconDiscovery.fit(..., checkpoint=PATH)`` the rounds save their state to ``PATH.nbest``
 (`cvbayes.checkpoints`, atomically) every ``checkpoint_every`` rounds and after the last: the unit layer's counts,
@@ -111,21 +118,21 @@ def reading_key(reading):
     return tuple(reading.units.tolist()), tuple(reading.starts.tolist())
 
 
-class NbestJoint:
-    """The joint coordinate ascent of eq. J1 (module notes) on fitted ``units`` (`AcousticUnits`, changed in
-    place) and ``words`` (a `NoisyWords` fitted by vb), over the ``candidates`` of every utterance of
-    ``features``; ``spoken``: a reading's spoken string (`discovery.spoken` with the pauses).
+class CandidateSet:
+    """The ``candidates`` of every utterance of ``features`` (module notes, Candidates; ``spoken``: a reading's
+    spoken string, `discovery.spoken` with the pauses), laid end to end, for both n-best joints (vb's
+    `NbestJoint` and cvi's `discovery_nbest_cvi.CollapsedNbestJoint`).
 
-    Attributes: ``owner`` (C,) the utterance of every candidate, ``strings`` their spoken strings, ``learner``
-    the word layer's `JointVB` over the distinct non-empty strings, ``objective`` J1 of every step (a),
-    ``posterior`` q(k | u) (C,) of the last step (a)."""
+    Attributes: ``owner`` (C,) the utterance of every candidate (an utterance's adjacent), ``readings`` and
+    ``features`` each candidate's, ``strings`` their spoken strings, ``types`` the distinct non-empty ones and
+    ``type_of`` (C,) each candidate's (-1: empty)."""
 
-    def __init__(self, units, words, features, candidates, spoken, refresh=False):
+    def __init__(self, features, candidates, spoken):
         kept = []
         for readings in candidates:
             said = [r for r in readings if spoken(r)]
             kept.append(said if spoken(readings[0]) else readings[:1])
-        self.units, self.candidates = units, kept
+        self.candidates = kept
         self.owner = np.repeat(np.arange(len(kept)), [len(r) for r in kept])
         self.readings = [r for readings in kept for r in readings]
         self.features = [features[u] for u in self.owner]
@@ -133,14 +140,38 @@ class NbestJoint:
         self.types = sorted({s for s in self.strings if s})
         index = {s: t for t, s in enumerate(self.types)}
         self.type_of = np.array([index.get(s, -1) for s in self.strings], dtype=np.int64)
-        self.learner = words.learner_over([list(s) for s in self.types], self.type_copies(self.viterbi_weights()))
-        self.learner.refresh = refresh
-        self.objective = []
 
     def viterbi_weights(self):
         """Weight 1 on every utterance's first candidate (its Viterbi reading)."""
         first = np.r_[True, self.owner[1:] != self.owner[:-1]]
         return first.astype(float)
+
+    def reading_arrays(self):
+        """The candidates' units and boundaries, for a checkpoint's fingerprint of the rounds' start."""
+        return [array for r in self.readings for array in (r.units, r.starts, r.ends)]
+
+    def best_readings(self):
+        """Every utterance's most probable candidate under the last q(k | u) (``posterior``)."""
+        out, start = [], 0
+        for readings in self.candidates:
+            out.append(readings[int(np.argmax(self.posterior[start:start + len(readings)]))])
+            start += len(readings)
+        return out
+
+
+class NbestJoint(CandidateSet):
+    """The joint coordinate ascent of eq. J1 (module notes) on fitted ``units`` (`AcousticUnits`, changed in
+    place) and ``words`` (a `NoisyWords` fitted by vb), over the candidates (`CandidateSet`).
+
+    Attributes besides `CandidateSet`'s: ``learner`` the word layer's `JointVB` over the distinct non-empty
+    strings, ``objective`` J1 of every step (a), ``posterior`` q(k | u) (C,) of the last step (a)."""
+
+    def __init__(self, units, words, features, candidates, spoken, refresh=False):
+        super().__init__(features, candidates, spoken)
+        self.units = units
+        self.learner = words.learner_over([list(s) for s in self.types], self.type_copies(self.viterbi_weights()))
+        self.learner.refresh = refresh
+        self.objective = []
 
     def type_copies(self, weights):
         """Each spoken string's copies: the weights of the candidates that speak it."""
@@ -204,17 +235,9 @@ class NbestJoint:
     def start(self):
         """The arrays that identify the rounds' start in a checkpoint beside the frames: the candidates (their
         units and boundaries) and both layers' q before the first round."""
-        readings = [array for r in self.readings for array in (r.units, r.starts, r.ends)]
         words = self.learner.state()
-        return [*readings, *self.units.counts_, *(words[name] for name in ("edit_counts", "first", "second", "log_pi"))]
-
-    def best_readings(self):
-        """Every utterance's most probable candidate under the last q(k | u)."""
-        out, start = [], 0
-        for readings in self.candidates:
-            out.append(readings[int(np.argmax(self.posterior[start:start + len(readings)]))])
-            start += len(readings)
-        return out
+        return [*self.reading_arrays(), *self.units.counts_,
+                *(words[name] for name in ("edit_counts", "first", "second", "log_pi"))]
 
 
 def reading_posterior(scores, owner):

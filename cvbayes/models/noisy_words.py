@@ -559,12 +559,7 @@ class JointVB:
 
     def type_log_evidence(self, weights):
         """log Z of every utterance type of the corpus under the chart's ``weights`` (`log_evidence_types`)."""
-        corpus = self.corpus
-        out = np.empty(corpus.offsets.shape[0] - 1)
-        log_evidence_types(corpus.ids, corpus.offsets, weights.word_ids, weights.word_offsets, np.exp(weights.log_pi),
-                           float(np.exp(weights.log_base)), weights.table, weights.phones, weights.stop, weights.go_on,
-                           weights.end, self.model.max_insertions, self.model.longest, out)
-        return out
+        return chart_log_evidence(self.model, self.corpus.ids, self.corpus.offsets, weights)
 
     def moved_to(self, utterances, copies):
         """This q over other utterance types (distinct symbol sequences, each with its float ``copies``), on the
@@ -589,6 +584,16 @@ class JointVB:
         return moved
 
 
+def chart_log_evidence(model, ids, offsets, weights):
+    """log Z of every utterance (symbol ``ids`` at ``offsets``) under the chart's ``weights`` (eq. W1 on eq. N1 or
+    C1; `log_evidence_types`)."""
+    out = np.empty(offsets.shape[0] - 1)
+    log_evidence_types(ids, offsets, weights.word_ids, weights.word_offsets, np.exp(weights.log_pi),
+                       float(np.exp(weights.log_base)), weights.table, weights.phones, weights.stop, weights.go_on,
+                       weights.end, model.max_insertions, model.longest, out)
+    return out
+
+
 @njit(cache=True)
 def cache_weights(customers, free, log_empty, theta, normaliser, out):
     """out[k] = the zero-exact cache mass of word k (`adaptor.kernels.cache_mass`, eq. 5.30-5.35 applied to
@@ -605,9 +610,10 @@ class CollapsedNoisyWords:
     unit's lexicon words with their expected customers, its edit counts on the columns it can touch (deletion
     and its own surface symbols), and its expected words.  ``lexicon`` maps underlying words to rows of
     ``customers`` and ``log_empty`` (log q(n_k = 0)); ``active`` the words the chart offers during a pass.
+    ``start``: the `JointVB` q under which every unit's first E-step runs.
     """
 
-    def __init__(self, model, corpus, grammaton, counts, rng, checkpoint):
+    def __init__(self, model, corpus, start, rng, checkpoint):
         self.model, self.corpus, self.rng = model, corpus, rng
         n = len(corpus.symbols)
         self.phones = np.full(n, 1.0 / n)
@@ -623,7 +629,6 @@ class CollapsedNoisyWords:
         self.local_edits = [np.zeros((2 * n + 1, 0))] * n_types
         self.local_words_total = np.zeros(n_types)
         # the start: one E-step of each unit under VB's start q (the grammar's lexicon, `first_channel`)
-        start = JointVB(model, corpus, grammaton, counts)
         weights = start.tables()
         active = np.arange(len(start.grammaton))
         for w in start.grammaton:
@@ -652,7 +657,8 @@ class CollapsedNoisyWords:
         copies = float(self.corpus.copies[i])
         words, customers = self.local_words[i], self.local_customers[i]
         self.customers[words] += sign * customers
-        occupied = np.minimum(customers / copies, 1.0)
+        # a unit of no copies (a reading of weight 0 in the collapsed n-best joint) holds no customers
+        occupied = np.minimum(customers / copies, 1.0) if copies > 0 else np.zeros_like(customers)
         self.log_empty[words] += sign * copies * np.log(np.maximum(1.0 - occupied, EMPTY_FLOOR))
         self.edits[:, self.local_columns[i]] += sign * self.local_edits[i]
         total = self.local_words_total[i]
@@ -712,10 +718,27 @@ class CollapsedNoisyWords:
     def update(self, i):
         """CVI for unit i (module notes, CVI): out, chart under the others' predictive (eq. C1), back in.
         Returns its log Z times its copies."""
-        self._move(i, -1.0)
-        weights = self.predictive()
-        self._put(i, *self._chart(i, weights, self.active))
+        self.put_back([i], self.take_out([i]))
         return self._evidence
+
+    def take_out(self, units):
+        """Takes ``units``' local statistics out of the collapsed counts; returns the predictive of the rest (eq.
+        C1)."""
+        for i in units:
+            self._move(i, -1.0)
+        return self.predictive()
+
+    def unit_log_evidence(self, units, weights):
+        """log Z of one copy of each of ``units`` under ``weights`` (eq. W1 on eq. C1)."""
+        corpus = self.corpus
+        pieces = [corpus.ids[corpus.offsets[i]:corpus.offsets[i + 1]] for i in units]
+        offsets = np.concatenate([[0], np.cumsum([len(p) for p in pieces])]).astype(np.int64)
+        return chart_log_evidence(self.model, np.concatenate([np.zeros(0, np.int64)] + pieces), offsets, weights)
+
+    def put_back(self, units, weights):
+        """Every unit of ``units`` (taken out) charted under ``weights`` with its current copies and put back."""
+        for i in units:
+            self._put(i, *self._chart(i, weights, self.active))
 
     def sweep(self, iteration):
         """One pass over the utterance types in a fresh random order: the summed leave-one-out log Z."""
@@ -979,7 +1002,8 @@ class NoisyWords(BayesModel):
 
     def _collapsed(self, data, run):
         self._symbols = list(data.symbols)
-        self.learner_ = CollapsedNoisyWords(self, data, *self._start_lexicon(data, run)[:2], run.rng, run.checkpoint)
+        start = JointVB(self, data, *self._start_lexicon(data, run)[:2])
+        self.learner_ = CollapsedNoisyWords(self, data, start, run.rng, run.checkpoint)
         return self.learner_
 
     def _set_fitted(self, statistics, rule, data=None):
@@ -1001,8 +1025,23 @@ class NoisyWords(BayesModel):
             raise ValueError("learner_over needs a unigram NoisyWords fitted by vb in this process")
         return self.learner_.moved_to(utterances, copies)
 
+    def collapsed_over(self, utterances, copies, rng, checkpoint) -> CollapsedNoisyWords:
+        """CVI's state over other units (symbol sequences, repeats allowed, each its own unit, with float
+        ``copies``), started by one E-step of every unit under the fitted cvi counts taken as a VB q (the
+        edit and ``Word+`` counts, the offered words' customers as the sticks' counts) carried over to their
+        symbols (`JointVB.moved_to`): the collapsed n-best joint's word layer (`cvbayes.models.discovery_nbest_cvi`)."""
+        self._check_fitted()
+        learner = getattr(self, "learner_", None)
+        if not isinstance(learner, CollapsedNoisyWords):
+            raise ValueError("collapsed_over needs a NoisyWords fitted by cvi in this process")
+        edits, words, customers, _ = learner.fitted()
+        start = JointVB(self, learner.corpus, words, np.maximum(customers, 0.0))
+        start.edit_counts, start.rule_counts, start.first_table = edits, np.maximum(learner.rules, 0.0), None
+        moved = start.moved_to(utterances, copies)
+        return CollapsedNoisyWords(self, moved.corpus, moved, rng, checkpoint)
+
     def adopt(self, learner):
-        """Take a `JointVB`'s q (and its alphabet) as the fitted model."""
+        """Take a `JointVB`'s or a `CollapsedNoisyWords`' q (and its alphabet) as the fitted model."""
         self.learner_ = learner
         self._symbols = list(learner.corpus.symbols)
         self._set_fitted(None, VB)

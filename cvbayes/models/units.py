@@ -446,24 +446,29 @@ class AcousticUnits(BayesModel):
         return [list(utterance) for utterance in zip(*draws)]
 
     def reading_expectations(self, X: Any, readings: list[Segments], rule=VB, weights=None,
-                             lengths: ArrayLike | None = None) -> tuple[UnitCounts, np.ndarray]:
+                             lengths: ArrayLike | None = None, counts=None) -> tuple[UnitCounts, np.ndarray]:
         """The expected statistics of one E-step given a reading of every utterance (one `Segments` each, as
         `decode` gives: the units and the frames of every occurrence), the states and mixture components within
         each occurrence left latent and every path off the reading given probability zero, under the tables of
-        ``rule`` (`cvbayes.core.rules`) of the fitted counts; ``weights``: each utterance's statistics count that
-        many times (`unit_expectations`).  Returns (UnitCounts, log Z of every reading)."""
+        ``rule`` (`cvbayes.core.rules`) of the fitted counts (or of ``counts``, a `UnitCounts`: the collapsed
+        n-best joint's leave-one-out counts); ``weights``: each utterance's statistics count that many times
+        (`unit_expectations`).  Returns (UnitCounts, log Z of every reading)."""
         data, frame_units = self._reading_data(X, readings, lengths)
-        return unit_expectations(self.family, self.n_states, self._tables(self.counts_, rule), data, frame_units,
+        return unit_expectations(self.family, self.n_states, self._reading_tables(counts, rule), data, frame_units,
                                  weights)
 
     def reading_log_evidence(self, X: Any, readings: list[Segments], rule=VB,
-                             lengths: ArrayLike | None = None) -> np.ndarray:
+                             lengths: ArrayLike | None = None, counts=None) -> np.ndarray:
         """log Z of every reading (I,): `reading_expectations`' second value from the forward passes alone (of
         eq. 3.16-3.17's forward-backward on the chain of units restricted to the reading,
         `units_structures.unit_log_evidence`); -inf for a reading no path explains (an occurrence shorter than S
-        frames), which `reading_expectations` refuses."""
+        frames), which `reading_expectations` refuses.  ``counts``: as `reading_expectations`."""
         data, frame_units = self._reading_data(X, readings, lengths)
-        return unit_log_evidence(self.family, self.n_states, self._tables(self.counts_, rule), data, frame_units)
+        return unit_log_evidence(self.family, self.n_states, self._reading_tables(counts, rule), data, frame_units)
+
+    def _reading_tables(self, counts, rule):
+        """The tables of ``rule`` of ``counts`` (the fitted counts when None)."""
+        return self._tables(self.counts_ if counts is None else counts, rule)
 
     def _reading_data(self, X, readings, lengths):
         """(Utterances, frame_units (N,)) of a reading of every utterance (`reading_frames`): only the reading's

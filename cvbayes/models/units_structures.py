@@ -11,7 +11,6 @@ import numpy as np
 from ..chains.composite import batch_unit_log_evidence, batch_unit_posteriors, batch_unit_sample
 from ..core.units import ZeroProbabilityError, equal_token_chunks, max_length, threads_for
 from ..data.corpus import Corpus
-from ..families.gaussian import quadratic_features
 from ..families.ops import GAUSSIAN, state_stats
 from ..schedules import Minibatch
 from .units_kernels import cvi_pass, cvi_state, cvi_workspace, keep_frames, move_frames, sample_components
@@ -137,7 +136,8 @@ def unit_posteriors(family, n_states, tables, data, frame_units=None):
     must be in (a reading's, `reading_frames`): a frame's emission rows are computed under that unit's S
     mixtures alone, the other units' emissions zero (`GaussianMixture.emission_rows`' groups), so that with
     the reading's unit starts as the chain's ``log_start`` the paths left are the reading's, its occurrences'
-    states latent; the other units' marginals and component posteriors are 0.
+    states latent; the other units' marginals are 0 and the component posteriors are compact, (T, S M) over
+    the frame's unit's components alone (column j of frame t: component frame_units[t] S M + j).
 
     Raises
     ------
@@ -151,7 +151,8 @@ def unit_posteriors(family, n_states, tables, data, frame_units=None):
         offsets = data.offsets[a:b + 1] - begin
         unit_counts = np.zeros((b - a, n_units))
         log_z = np.empty(b - a)
-        log_lik, posterior = family.emission_rows(tables.emission, x, block_units(frame_units, begin, end), n_states)
+        reading_units = block_units(frame_units, begin, end)
+        log_lik, posterior = family.emission_rows(tables.emission, x, reading_units, n_states)
         marginals = np.empty_like(log_lik)
         batch_unit_posteriors(*tables[:3], data.log_start[begin:end], log_lik, offsets, n_states,
                               chain_chunks(offsets, log_lik), marginals, unit_counts, log_z)
@@ -160,7 +161,10 @@ def unit_posteriors(family, n_states, tables, data, frame_units=None):
             i = a + int(bad[0])
             raise ZeroProbabilityError(f"utterance {i} ({data.offsets[i + 1] - data.offsets[i]} frames) has "
                                        f"probability zero under every path of units")
-        posterior.reshape(x.shape[0], log_lik.shape[1], -1)[...] *= marginals[:, :, None]
+        # the marginals of the states whose components the posterior's columns are
+        states = marginals if reading_units is None else np.take_along_axis(
+            marginals, reading_units[:, None] * n_states + np.arange(n_states), axis=1)
+        posterior.reshape(x.shape[0], states.shape[1], -1)[...] *= states[:, :, None]
         yield a, b, x, marginals, unit_counts, posterior, log_z
 
 
@@ -208,7 +212,8 @@ def unit_expectations(family, n_states, tables, data, frame_units=None, weights=
                                                  frame_weights * posterior)
         units += unit_counts.sum(axis=0)
         occupancy += marginals.sum(axis=0)
-        stats += quadratic_features(x).T @ posterior
+        family.add_statistics(stats, x, posterior, block_units(frame_units, data.offsets[a], data.offsets[b]),
+                              n_states)
         log_z[a:b] = block_log_z
     return UnitCounts(units, transition_counts(occupancy, units, n_states), stats), log_z
 

@@ -58,7 +58,6 @@ def test_discover_with_the_nbest_joint_writes_the_tokens_of_its_readings(tmp_pat
 @pytest.mark.parametrize("arguments,message", [
     (["--grammar", "colloc"], "colloc grammar over the channel is learned by vb only"),
     (["--units", "0"], "must be at least 1"),
-    (["--joint", "nbest", "--joint-rounds", "1"], "algorithm='vb' only"),
     (["--classes", "/no/such/folder/w.classes"], "does not exist"),
 ])
 def test_bad_settings_are_refused_and_nothing_is_written(tmp_path, feature_folder, capsys, arguments, message):

@@ -25,7 +25,8 @@ def test_driver_scores_every_system_and_writes_results(tmp_path, monkeypatch):
                    joint_rounds=1, quiet=True)
     assert [(row["algorithm"], row["system"]) for row in rows] == [
         ("vb", uld.WHOLE), ("vb", uld.JOINT), ("vb", uld.NBEST), ("vb", uld.WITH_CHANNEL), ("vb", uld.WITHOUT_CHANNEL),
-        ("cvi", uld.WHOLE), ("cvi", uld.JOINT), ("cvi", uld.WITH_CHANNEL), ("cvi", uld.WITHOUT_CHANNEL)]
+        ("cvi", uld.WHOLE), ("cvi", uld.JOINT), ("cvi", uld.NBEST), ("cvi", uld.WITH_CHANNEL),
+        ("cvi", uld.WITHOUT_CHANNEL)]
     for learner in ("vb", "cvi"):       # one unit layer for the systems of a learner
         assert len({row["unit_pass_seconds"] for row in rows if row["algorithm"] == learner}) == 1
     for row in rows:
@@ -34,12 +35,14 @@ def test_driver_scores_every_system_and_writes_results(tmp_path, monkeypatch):
     nbest = rows[2]
     assert len(nbest["joint_objective"]) == 2 and nbest["joint_objective"][1] >= nbest["joint_objective"][0]
     assert 1 <= nbest["heard_strings_per_utterance"] <= nbest["candidates_per_utterance"] <= 5
+    collapsed = rows[7]         # cvi: one leave-one-out objective a round
+    assert len(collapsed["joint_objective"]) == 1 and 1 <= collapsed["candidates_per_utterance"] <= 5
     saved = json.loads((tmp_path / "results.json").read_text())
-    assert saved["settings"]["seeds"] == [0] and saved["settings"]["joint_rounds"] == 1 and len(saved["runs"]) == 9
+    assert saved["settings"]["seeds"] == [0] and saved["settings"]["joint_rounds"] == 1 and len(saved["runs"]) == 10
     table = (tmp_path / "table.md").read_text()
     assert "ZeroSpeech 2017 topline" in table and "| pipeline with channel | cvi |" in table
     assert "| joint rounds with channel | cvi |" in table and f"| {uld.NBEST} | vb |" in table
-    assert f"| {uld.NBEST} | cvi |" not in table and "J1 by round" in table
+    assert f"| {uld.NBEST} | cvi |" in table and "objective by round" in table and "| cvi | 0 |" in table
     assert (tmp_path / "uld.png").stat().st_size > 0
     assert 0 < rows[0]["token_fscore"] <= 10 / 100.0       # the whole utterances: one token each at most
 

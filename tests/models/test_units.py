@@ -121,7 +121,9 @@ def test_mixture_tables_are_the_families_tables(rule):
 @pytest.mark.parametrize("rule", [rules.VB, rules.MEAN])
 def test_grouped_emission_rows_are_the_whole_rows_of_the_group(rule):
     """`GaussianMixture.emission_rows` with frame groups (a reading's unit at every frame): under the mixtures of
-    a frame's group, the whole rows' densities and responsibilities; -inf and 0 under the others."""
+    a frame's group, the whole rows' densities, -inf under the others, and the whole rows' responsibilities of
+    the group's components, compact; `add_statistics` scatters compact posteriors into their group's columns, the
+    statistics of the whole posteriors zero off each frame's group."""
     rng = np.random.default_rng(1)
     family, x, stats = mixture_and_stats(rng, n_mixtures=6, n_components=3)
     table = family.table(stats, rule)
@@ -134,8 +136,14 @@ def test_grouped_emission_rows_are_the_whole_rows_of_the_group(rule):
     np.testing.assert_allclose(log_lik[mixtures], whole_log_lik[mixtures], rtol=1e-12)
     assert np.all(log_lik[~mixtures] == -np.inf)
     components = np.repeat(mixtures, 3, axis=1)
-    np.testing.assert_allclose(responsibility[components], whole_responsibility[components], rtol=1e-12)
-    assert np.all(responsibility[~components] == 0.0)
+    assert responsibility.shape == (x.shape[0], 6)
+    np.testing.assert_allclose(responsibility.ravel(), whole_responsibility[components], rtol=1e-12)
+    posterior = rng.uniform(size=responsibility.shape)
+    whole_posterior = np.zeros_like(whole_responsibility)
+    whole_posterior[components] = posterior.ravel()
+    got = np.ones((family.n_stats(), 18))
+    family.add_statistics(got, x, posterior, groups, 2)
+    np.testing.assert_allclose(got, 1.0 + quadratic_features(x).T @ whole_posterior, rtol=1e-12)
 
 
 # -- VB, CVI, the sampler -------------------------------------------------------------------------------------
@@ -369,19 +377,21 @@ def test_reading_log_evidence_is_the_sum_over_the_readings_paths():
 
 
 class WholeRowsMasked:
-    """A mixture family whose reading rows are its whole emission rows with the units off the reading set to -inf
-    afterwards: the reference the rows computed for the reading's units alone must match."""
+    """A mixture family whose rows are its whole emission rows with every unit off the reading (``frame_units``,
+    of every frame at once) set to -inf: `unit_expectations` without frame units on it computes the statistics
+    the full-size way, (frames, U S M) component posteriors zero off the reading, the reference of the compact
+    ones."""
 
-    def __init__(self, family):
-        self.family = family
+    def __init__(self, family, frame_units, n_states):
+        self.family, self.frame_units, self.n_states = family, frame_units, n_states
 
     def __getattr__(self, name):
         return getattr(self.family, name)
 
     def emission_rows(self, table, features, frame_groups=None, group_size=1):
+        assert frame_groups is None and features.shape[0] == self.frame_units.shape[0], "one block, whole rows"
         log_lik, responsibility = self.family.emission_rows(table, features)
-        if frame_groups is not None:
-            log_lik[np.arange(log_lik.shape[1])[None, :] // group_size != frame_groups[:, None]] = -np.inf
+        log_lik[np.arange(log_lik.shape[1])[None, :] // self.n_states != self.frame_units[:, None]] = -np.inf
         return log_lik, responsibility
 
 
@@ -398,9 +408,10 @@ def random_readings(rng, utterances, n_units, n_states):
 
 @pytest.mark.parametrize("rule", [rules.VB, rules.MEAN])
 def test_reading_rows_give_the_whole_rows_masked(utterances, rule):
-    """`reading_expectations` (statistics weighted and log Z) and `reading_log_evidence` from the emission rows of
-    the reading's units alone equal those from every unit's rows with the others masked to -inf, in one block of
-    utterances and in many (several units, states and mixture components, readings across several units)."""
+    """`reading_expectations` (statistics weighted and log Z) and `reading_log_evidence` from the emission rows and
+    the compact component posteriors of the reading's units alone equal those from every unit's rows with the
+    others masked to -inf and full-size component posteriors, in one block of utterances and in many (several
+    units, states and mixture components, readings across every unit)."""
     rng = np.random.default_rng(7)
     model = small("vb", n_units=6, n_states=2, n_components=3, n_iter=4).fit(utterances)
     readings = random_readings(rng, utterances, 6, 2)
@@ -408,8 +419,7 @@ def test_reading_rows_give_the_whole_rows_masked(utterances, rule):
     weights = rng.uniform(0.1, 1.0, size=len(utterances))
     tables = model._tables(model.counts_, rule)
     data, frame_units = model._reading_data(utterances, readings, None)
-    masked = WholeRowsMasked(model.family)
-    counts, log_z = unit_expectations(masked, 2, tables, data, frame_units, weights)
+    counts, log_z = unit_expectations(WholeRowsMasked(model.family, frame_units, 2), 2, tables, data, None, weights)
     assert np.all(np.isfinite(log_z)) and np.all(counts.units > 0)
     got = model.reading_expectations(utterances, readings, rule, weights)
     np.testing.assert_allclose(got[1], log_z, rtol=1e-9)
@@ -420,7 +430,7 @@ def test_reading_rows_give_the_whole_rows_masked(utterances, rule):
     np.testing.assert_allclose(unit_log_evidence(model.family, 2, tables, data, frame_units), log_z, rtol=1e-9)
     for reading_counts in (got[0], blocked[0]):
         for name in UnitCounts._fields:
-            np.testing.assert_allclose(getattr(reading_counts, name), getattr(counts, name), rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(getattr(reading_counts, name), getattr(counts, name), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(blocked[1], log_z, rtol=1e-9)
 
 
