@@ -379,7 +379,10 @@ EXPERIMENTS = {
                 help="buckeye only: the first N utterances of at most this many phones (default: any length)"),
          option("--noise", type=float, default=None,
                 help="brent only: scales the true channel's deletion, substitution and insertion rates (default "
-                     "1; at most 3.57)"))),
+                     "1; at most 3.57)"),
+         option("--grammar", choices=("unigram", "colloc"), default="unigram",
+                help="brent only: the word layers' grammar (default unigram; colloc: NoisyWords vb over the "
+                     "channel beside the channel-free colloc grammar)"))),
     "uld": Experiment(
         "uld", "lexicon discovery from speech: units, then words with and without a noisy channel, and joint rounds "
         "(issue 31)",

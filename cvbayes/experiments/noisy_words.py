@@ -97,16 +97,19 @@ def segmentation_row(seed, system, words, gold, seconds, history=None):
     return row
 
 
-def learners(surface, gold, seed, passes, quiet):
-    """NoisyWords vb and cvi, then the channel-free grammar (cvi and vb, as many passes as NoisyWords' start and
-    its own together) on the same surface strings: (rows, the fitted NoisyWords by learner)."""
+def learners(surface, gold, seed, passes, quiet, grammar="unigram"):
+    """NoisyWords vb and cvi (colloc: vb, the only learner it has), then the channel-free grammar (cvi and vb, as
+    many passes as NoisyWords' start and its own together) on the same surface strings: (rows, the fitted
+    NoisyWords by learner)."""
     rows, joints = [], {}
-    for algorithm in ("vb", "cvi"):
+    named = "" if grammar == "unigram" else f" {grammar}"
+    for algorithm in ("vb", "cvi") if grammar == "unigram" else ("vb",):
         started = time.perf_counter()
-        joint = NoisyWords(algorithm=algorithm, n_iter=passes, init_iter=START_PASSES, max_insertions=MAX_INSERTIONS,
-                           channel_alpha=PRIOR, channel_beta=PRIOR, random_state=seed).fit(surface)
-        rows.append(segmentation_row(seed, f"grammar with channel (NoisyWords {algorithm})", joint.segment(surface),
-                                     gold, time.perf_counter() - started, joint.history_))
+        joint = NoisyWords(grammar=grammar, algorithm=algorithm, n_iter=passes, init_iter=START_PASSES,
+                           max_insertions=MAX_INSERTIONS, channel_alpha=PRIOR, channel_beta=PRIOR,
+                           random_state=seed).fit(surface)
+        rows.append(segmentation_row(seed, f"grammar{named} with channel (NoisyWords {algorithm})",
+                                     joint.segment(surface), gold, time.perf_counter() - started, joint.history_))
         rows[-1]["objective"] = joint.history_[-1].objective
         if algorithm == "cvi":
             rows[-1]["dropped_mass"] = joint.dropped_mass_
@@ -114,10 +117,10 @@ def learners(surface, gold, seed, passes, quiet):
         report(rows[-1], quiet)
     for algorithm in ("cvi", "vb"):
         started = time.perf_counter()
-        plain = AdaptorGrammar("unigram", algorithm=algorithm, n_iter=START_PASSES + passes,
+        plain = AdaptorGrammar(grammar, algorithm=algorithm, n_iter=START_PASSES + passes,
                                random_state=seed).fit(surface)
-        rows.append(segmentation_row(seed, f"grammar without channel ({algorithm})", plain.segment(surface), gold,
-                                     time.perf_counter() - started, plain.history_))
+        rows.append(segmentation_row(seed, f"grammar{named} without channel ({algorithm})", plain.segment(surface),
+                                     gold, time.perf_counter() - started, plain.history_))
         report(rows[-1], quiet)
     return rows, joints
 
@@ -133,7 +136,7 @@ def report(row, quiet):
               flush=True)
 
 
-def run_seed(brent, seed, n_utterances, passes, noise, quiet):
+def run_seed(brent, seed, n_utterances, passes, noise, quiet, grammar="unigram"):
     ids = phoneme_ids()
     n = len(ids)
     rng = np.random.default_rng(seed)
@@ -141,7 +144,7 @@ def run_seed(brent, seed, n_utterances, passes, noise, quiet):
     surface, gold, true_counts = noisy_corpus(rng, true, brent.segments[:n_utterances], ids)
     clean = [[s for word in utterance for s in word] for utterance in brent.segments[:n_utterances]]
     frequency = true_counts.sum(axis=1)
-    rows, joints = learners(surface, gold, seed, passes, quiet)
+    rows, joints = learners(surface, gold, seed, passes, quiet, grammar)
     for row, joint in zip(rows, joints.values()):
         row.update(scores(in_phoneme_order(joint, ids), true, frequency, n))
         if not quiet:
@@ -151,7 +154,7 @@ def run_seed(brent, seed, n_utterances, passes, noise, quiet):
     plain = AdaptorGrammar("unigram", n_iter=START_PASSES + passes, random_state=seed).fit(clean)
     rows.append(segmentation_row(seed, "grammar on the clean strings (cvi; against clean gold)", plain.segment(clean),
                                  brent.segments[:n_utterances], time.perf_counter() - started))
-    references = {"start table": first_channel(n, joints["cvi"].start_noise),
+    references = {"start table": first_channel(n, joints["vb"].start_noise),
                   "true alignments seen (posterior mean)": channel_tables(true_counts, MEAN, PRIOR, PRIOR)}
     for name, table in references.items():
         rows.append({"seed": seed, "system": f"channel reference: {name}", **scores(table, true, frequency, n)})
@@ -171,7 +174,8 @@ def cell(mine, key, digits=3):
 
 
 def table_text(rows, settings):
-    lines = [f"# Word segmentation of noisy Brent phonemes ({settings['utterances']} utterances, seeds "
+    grammar = "" if settings.get("grammar", "unigram") == "unigram" else f", the {settings['grammar']} grammar"
+    lines = [f"# Word segmentation of noisy Brent phonemes ({settings['utterances']} utterances{grammar}, seeds "
              f"{', '.join(map(str, settings['seeds']))})", "",
              "The noise is synthetic: Brent's word tokens passed through an edit channel drawn from the seed "
              f"(token-weighted rates, mean over seeds: deletion {settings['rates']['deletion']:.3f}, substitution "
@@ -212,6 +216,8 @@ def plot(path, rows, curves, title, edits=None):
     left.set_title(title)
     for seed, by_algorithm in curves.items():
         for algorithm, style in (("vb", "-"), ("cvi", "--")):
+            if algorithm not in by_algorithm:       # colloc: vb only
+                continue
             curve = by_algorithm[algorithm]
             right.plot(np.arange(1, len(curve) + 1), curve, style, color=f"C{seed % 10}",
                        label=f"{algorithm}, seed {seed}")
@@ -359,8 +365,9 @@ def buckeye_table(rows, settings, listed, reductions):
     return "\n".join(lines) + "\n"
 
 
-def run(out, seeds, n_utterances=UTTERANCES, passes=PASSES, noise=1.0, quiet=False):
-    """Every system on each seed's noisy corpus; writes results.json, table.md and noisy_words.png under ``out``."""
+def run(out, seeds, n_utterances=UTTERANCES, passes=PASSES, noise=1.0, quiet=False, grammar="unigram"):
+    """Every system on each seed's noisy corpus, the word layers of ``grammar`` ("unigram" or "colloc"); writes
+    results.json, table.md and noisy_words.png under ``out``."""
     if not 0.0 < noise <= MAX_NOISE:
         raise ValueError(f"noise must lie in (0, {MAX_NOISE}], got {noise}")
     out = Path(out)
@@ -369,11 +376,13 @@ def run(out, seeds, n_utterances=UTTERANCES, passes=PASSES, noise=1.0, quiet=Fal
     rows, curves, rates, sizes = [], {}, [], []
     started = time.perf_counter()
     for seed in seeds:
-        seed_rows, curves[seed], seed_rates, size = run_seed(brent, seed, n_utterances, passes, noise, quiet)
+        seed_rows, curves[seed], seed_rates, size = run_seed(brent, seed, n_utterances, passes, noise, quiet,
+                                                             grammar)
         rows += seed_rows
         rates.append(seed_rates)
         sizes.append(size)
-    settings = {"seeds": list(seeds), "utterances": n_utterances, "non_empty_utterances": sizes, "passes": passes,
+    settings = {"seeds": list(seeds), "utterances": n_utterances, "grammar": grammar, "non_empty_utterances": sizes,
+                "passes": passes,
                 "noise": noise, "prior": PRIOR, "max_insertions": MAX_INSERTIONS, "start_passes": START_PASSES,
                 "rates": {k: float(np.mean([r[k] for r in rates])) for k in rates[0]}, "synthetic_noise": True,
                 "seconds": time.perf_counter() - started}
@@ -387,6 +396,8 @@ def run_from_command_line(args):
     default = args.out == "docs/results"
     out = Path(args.out) / "noisy_words" if default else Path(args.out)
     if args.corpus == "buckeye":
+        if args.grammar != "unigram":
+            raise ValueError("--grammar colloc runs on --corpus brent")
         if args.noise is not None:
             raise ValueError("--noise scales the synthetic channel of --corpus brent; Buckeye's noise is its own")
         run_buckeye(out / "buckeye" if default else out, seed_range(args), args.utterances, args.passes or PASSES,
@@ -395,7 +406,8 @@ def run_from_command_line(args):
         if args.max_length is not None:
             raise ValueError("--max-length applies to --corpus buckeye")
         noise = 1.0 if args.noise is None else args.noise
-        run(out, seed_range(args), args.utterances, args.passes or PASSES, noise, quiet=args.quiet)
+        run(out, seed_range(args), args.utterances, args.passes or PASSES, noise, quiet=args.quiet,
+            grammar=args.grammar)
 
 
 EXPERIMENTS = {NAME: run_from_command_line}

@@ -11,8 +11,8 @@ The layers
    its number;
 3. the words over those strings:
 
-   * ``channel=True`` (the unigram grammar only): `NoisyWords`, the unigram adaptor grammar whose every word
-     token is realised through a learned edit channel (Lee et al. 2015, §3).  A token's word type is its
+   * ``channel=True``: `NoisyWords`, the unigram (or, vb only, the colloc: `cvbayes.models.noisy_colloc`) adaptor
+     grammar whose every word token is realised through a learned edit channel (Lee et al. 2015, §3).  A token's word type is its
      underlying word (`NoisyWords.decode`), so that tokens read as different unit strings (a unit substituted,
      inserted or dropped) are one type; a token the base reads better than any cached word is a type of its
      own unit string.
@@ -120,7 +120,7 @@ class LexiconDiscovery:
     Parameters
     ----------
     grammar : {"unigram", "colloc"}
-        The word layer's adaptor grammar; "colloc" only without the channel.
+        The word layer's adaptor grammar; "colloc" with the channel is learned by vb only (no n-best joint).
     channel : bool
         Read every word token through a learned edit channel (`NoisyWords`); default True.
     algorithm : {"vb", "cvi"}
@@ -171,11 +171,14 @@ class LexiconDiscovery:
                  unit_iter=30, n_iter=10, unit_params=None, word_params=None, random_state=0):
         if grammar not in GRAMMARS:
             raise ValueError(f"unknown grammar {grammar!r}; choose {' or '.join(GRAMMARS)}")
-        if channel and grammar != "unigram":
-            raise ValueError("the noisy channel is built for the unigram grammar only; use channel=False with "
-                             f"grammar={grammar!r}")
         if algorithm not in LEARNERS:
             raise ValueError(f"unknown algorithm {algorithm!r}; choose {' or '.join(LEARNERS)}")
+        if channel and grammar == "colloc" and algorithm != "vb":
+            raise ValueError(f"the colloc grammar over the channel is learned by vb only, not {algorithm!r}; use "
+                             "algorithm='vb' or channel=False")
+        if channel and grammar == "colloc" and joint == "nbest" and joint_rounds:
+            raise ValueError("joint='nbest' carries the unigram grammar's q only; use joint='hard' with "
+                             "grammar='colloc'")
         if isinstance(joint_rounds, bool) or not isinstance(joint_rounds, (int, np.integer)) or joint_rounds < 0:
             raise ValueError(f"joint_rounds must be an integer >= 0, got {joint_rounds!r}")
         if joint_rounds and not channel:
@@ -202,8 +205,8 @@ class LexiconDiscovery:
 
     def _word_model(self):
         if self.channel:
-            return NoisyWords(algorithm=self.algorithm, n_iter=self.n_iter, random_state=self.random_state,
-                              **self.word_params)
+            return NoisyWords(grammar=self.grammar, algorithm=self.algorithm, n_iter=self.n_iter,
+                              random_state=self.random_state, **self.word_params)
         return AdaptorGrammar(self.grammar, algorithm=self.algorithm, n_iter=self.n_iter,
                               random_state=self.random_state, **self.word_params)
 

@@ -1,6 +1,7 @@
 """`NoisyWords`: word segmentation of noisy symbol strings by the unigram adaptor grammar whose every word
 token is realised through an edit channel (seed 004's joint model, Lee, O'Donnell and Glass 2015, §3, on
-symbols: the stage of issue 31 where the truth is known).
+symbols: the stage of issue 31 where the truth is known).  ``grammar="colloc"``: the colloc grammar over the same
+words and channel, by VB (`cvbayes.models.noisy_colloc`, which reuses this module's scores, statistics and q).
 
 Model
 -----
@@ -148,6 +149,7 @@ from .shards import Sharding
 
 __all__ = ["NoisyWords", "first_channel"]
 
+GRAMMARS = ("unigram", "colloc")
 ALGORITHMS = {"vb": Algorithm(batch, VB, "utterance type", "Cohen, Blei and Smith 2010 with the edit channel"),
               "cvi": Algorithm(leave_one_out, MEAN, "utterance type", "thesis eq. 3.44-3.50 and 5.30-5.35 on eq. N1")}
 # what fit(client=...) runs (cvbayes.models.noisy_words_shards)
@@ -206,12 +208,54 @@ def _scores(y, word_ids, word_offsets, pi, base, table, phones, stop, max_insert
     for a in range(m + 1):
         for b in range(m + 1):
             scores[a, b] = base * marginal[a, b]
+    cached_scores(y, word_ids, word_offsets, pi, table, n_underlying, max_insertions, longest, work, likelihoods,
+                  scores)
+
+
+@njit(cache=True)
+def cached_scores(y, word_ids, word_offsets, pi, table, n_underlying, max_insertions, longest, work, likelihoods,
+                  scores):
+    """The cache's part of eq. N1: likelihoods[k] = p~(y_ab | x_k) of the underlying strings x_k laid end to end
+    at ``word_offsets``, and sum_k pi~_k p~(y_ab | x_k) added to ``scores`` (spans up to ``longest``)."""
+    m = y.shape[0]
     for k in range(pi.shape[0]):
         x = word_ids[word_offsets[k]:word_offsets[k + 1]]
         word_span_likelihoods(x, y, n_underlying, table, max_insertions, longest, work, likelihoods[k])
         for a in range(m + 1):
             for b in range(a + 1, m + 1):
                 scores[a, b] += pi[k] * likelihoods[k, a, b]
+
+
+@njit(cache=True)
+def cached_statistics(y, word_ids, word_offsets, pi, likelihoods, outside, n_underlying, table, max_insertions,
+                      longest, prune, lattice, counts, customers):
+    """The cache's statistics of one utterance from its chart's ``outside`` d log Z / d S(a, b): each string's
+    expected customers sum_ab O pi~_k p~(y_ab | x_k) added to ``customers`` and, where one span's weight
+    exceeds ``prune``, its expected edit counts (`edits.edit_posteriors` on the pair) to ``counts``.
+    ``lattice``: (pair weights, posteriors, alpha, beta, exits, scales, totals) for the longest string."""
+    pair_w, post, alpha, beta, exits, scales, totals = lattice
+    m = y.shape[0]
+    for k in range(pi.shape[0]):
+        x = word_ids[word_offsets[k]:word_offsets[k + 1]]
+        for a in range(m):
+            for b in range(a + 1, min(m, a + longest) + 1):
+                r = outside[a, b] * pi[k] * likelihoods[k, a, b]
+                customers[k] += r
+                if r <= prune:          # prune >= 0, so a span x cannot produce is skipped too
+                    continue
+                span = y[a:b]
+                fill_weights(x, span, n_underlying, table, pair_w)
+                edit_posteriors(pair_w, x.shape[0], b - a, max_insertions, alpha, beta, exits, scales, post)
+                scatter_counts(x, span, n_underlying, post, r, counts, totals)
+
+
+@njit(cache=True)
+def lattice_work(word_offsets, longest, max_insertions, n_rows):
+    """`cached_statistics`' ``lattice`` buffers for the strings at ``word_offsets`` and spans up to ``longest``."""
+    longest_word = _longest(word_offsets)
+    pair_w = np.empty((2 * longest_word + 1, longest + 1))
+    alpha, beta, exits, scales = lattice_buffers(longest_word, longest, max_insertions)
+    return pair_w, np.empty_like(pair_w), alpha, beta, exits, scales, np.zeros(n_rows)
 
 
 @njit(cache=True)
@@ -241,17 +285,11 @@ def e_step(ids, offsets, copies, word_ids, word_offsets, pi, base, table, phones
     (2U + 1, B + 1) and each atom's expected customers to ``customers`` (K,), and writes each type's
     base-served words O pi~_0 M (times its copies) to ``base_served`` at ``base_offsets`` ((m + 1)^2 a type).
     Returns (sum of copies * log Z, expected words, first type without a segmentation or -1)."""
-    n_types, n_words = offsets.shape[0] - 1, pi.shape[0]
-    n_underlying = phones.shape[0]
     work, buffers, likelihoods, marginal, scores, outside = _workspace(
-        word_offsets, offsets, n_underlying, max_insertions, longest)
-    longest_word = _longest(word_offsets)
-    pair_w = np.empty((2 * longest_word + 1, longest + 1))
-    post = np.empty_like(pair_w)
-    alpha, beta, exits, scales = lattice_buffers(longest_word, longest, max_insertions)
-    totals = np.zeros(counts.shape[0])
+        word_offsets, offsets, phones.shape[0], max_insertions, longest)
+    lattice = lattice_work(word_offsets, longest, max_insertions, counts.shape[0])
     evidence, words = 0.0, 0.0
-    for i in range(n_types):
+    for i in range(offsets.shape[0] - 1):
         y = ids[offsets[i]:offsets[i + 1]]
         m = y.shape[0]
         _scores(y, word_ids, word_offsets, pi, base, table, phones, stop, max_insertions, longest, work, buffers,
@@ -261,29 +299,34 @@ def e_step(ids, offsets, copies, word_ids, word_offsets, pi, base, table, phones
             return evidence, words, i
         weight = copies[i]
         evidence += weight * log_z
-        served = base_served[base_offsets[i]:base_offsets[i + 1]].reshape((m + 1, m + 1))
         for a in range(m + 1):
             for b in range(m + 1):
                 outside[a, b] *= weight
-                served[a, b] = outside[a, b] * base * marginal[a, b]
-                words += outside[a, b] * scores[a, b]
-        for k in range(n_words):
-            x = word_ids[word_offsets[k]:word_offsets[k + 1]]
-            for a in range(m):
-                for b in range(a + 1, min(m, a + longest) + 1):
-                    r = outside[a, b] * pi[k] * likelihoods[k, a, b]
-                    customers[k] += r
-                    if r <= prune:          # prune >= 0, so a span x cannot produce is skipped too
-                        continue
-                    span = y[a:b]
-                    fill_weights(x, span, n_underlying, table, pair_w)
-                    edit_posteriors(pair_w, x.shape[0], b - a, max_insertions, alpha, beta, exits, scales, post)
-                    scatter_counts(x, span, n_underlying, post, r, counts, totals)
-        for a in range(m + 1):
-            for b in range(m + 1):
-                outside[a, b] *= base
-        base_span_counts(y, stop, phones, table, max_insertions, longest, buffers, outside, counts)
+        words += word_statistics(y, word_ids, word_offsets, pi, base, table, phones, stop, max_insertions, longest,
+                                 prune, buffers, likelihoods, marginal, scores, outside, lattice, counts, customers,
+                                 base_served[base_offsets[i]:base_offsets[i + 1]].reshape((m + 1, m + 1)))
     return evidence, words, -1
+
+
+@njit(cache=True)
+def word_statistics(y, word_ids, word_offsets, pi, base, table, phones, stop, max_insertions, longest, prune,
+                    buffers, likelihoods, marginal, scores, outside, lattice, counts, customers, served):
+    """One utterance's word statistics (module notes, VB) from ``outside`` = d log Z / d S(a, b) (eq. W2, times
+    the copies; overwritten): the cached words' (`cached_statistics`), the base-served words O pi~_0 M written
+    to ``served`` and their edit counts (eq. S3) added to ``counts``.  Returns the expected words."""
+    m = y.shape[0]
+    words = 0.0
+    for a in range(m + 1):
+        for b in range(m + 1):
+            served[a, b] = outside[a, b] * base * marginal[a, b]
+            words += outside[a, b] * scores[a, b]
+    cached_statistics(y, word_ids, word_offsets, pi, likelihoods, outside, phones.shape[0], table, max_insertions,
+                      longest, prune, lattice, counts, customers)
+    for a in range(m + 1):
+        for b in range(m + 1):
+            outside[a, b] *= base
+    base_span_counts(y, stop, phones, table, max_insertions, longest, buffers, outside, counts)
+    return words
 
 
 @njit(cache=True)
@@ -306,13 +349,19 @@ def segment_types(ids, offsets, word_ids, word_offsets, pi, base, table, phones,
         a = 0
         for j in range(found[i]):
             b = ends[first + j]
-            best, choice = base * marginal[a, b], -1
-            for k in range(pi.shape[0]):
-                if pi[k] * likelihoods[k, a, b] > best:
-                    best, choice = pi[k] * likelihoods[k, a, b], k
-            underlying[first + j] = choice
+            underlying[first + j] = likeliest(pi, likelihoods, a, b, base * marginal[a, b])
             a = b
     return found
+
+
+@njit(cache=True)
+def likeliest(pi, likelihoods, a, b, floor):
+    """The atom k of largest pi[k] likelihoods[k, a, b] above ``floor`` (the base's term), or -1."""
+    best, choice = floor, -1
+    for k in range(pi.shape[0]):
+        if pi[k] * likelihoods[k, a, b] > best:
+            best, choice = pi[k] * likelihoods[k, a, b], k
+    return choice
 
 
 @njit(cache=True)
@@ -390,6 +439,20 @@ def expected_types(weights, ids, offsets, copies, first, max_insertions, longest
     if bad >= 0:
         raise _unsegmentable(first[bad], longest)
     return Statistics(edits, customers, served_words(ids, offsets, base_served, base_offsets), words), evidence
+
+
+def refreshed(atoms, customers, served, truncation):
+    """VB's refresh of a grammaton (module notes): its ``atoms`` (arrays or tuples) with their expected
+    ``customers`` and the base-served candidates ``served`` (a dict of tuples to mass) ranked by their summed
+    customers, those of at least one, up to ``truncation``: (the atoms as tuples, their customers)."""
+    candidates = {tuple(np.asarray(w).tolist()) if isinstance(w, np.ndarray) else w: c
+                  for w, c in zip(atoms, customers)}
+    for atom, mass in served.items():
+        candidates[atom] = candidates.get(atom, 0.0) + mass
+    ranked = sorted(candidates.items(), key=lambda item: -item[1])
+    # an atom of fewer than one expected customer lowers the ELBO (eq. N3)
+    ranked = [(w, c) for w, c in ranked if c >= 1.0][:truncation]
+    return [w for w, _ in ranked], np.array([c for _, c in ranked])
 
 
 def _unsegmentable(utterance, longest):
@@ -475,19 +538,18 @@ class JointVB:
         self.edit_counts = statistics.edits
         self.first_table = None
         utterances = float(self.corpus.copies.sum())
+        self.rule_counts = np.array([[max(statistics.words - utterances, 0.0), utterances]])
+        self.absorb_words(statistics)
+
+    def absorb_words(self, statistics):
+        """q(v) of the words from the customers and base-served words of `Statistics`, the grammaton refreshed
+        first when ``refresh``."""
         total, customers = statistics.words, statistics.customers
-        self.rule_counts = np.array([[max(total - utterances, 0.0), utterances]])
         if not self.refresh:
             self.set_sticks(customers, max(total - customers.sum(), 0.0))
             return
-        candidates = {tuple(w.tolist()): c for w, c in zip(self.grammaton, customers)}
-        for word, mass in statistics.served.items():
-            candidates[word] = candidates.get(word, 0.0) + mass
-        ranked = sorted(candidates.items(), key=lambda item: -item[1])
-        # a word of fewer than one expected customer lowers the ELBO as an atom (eq. N3)
-        ranked = [(w, c) for w, c in ranked if c >= 1.0][:self.model.truncation]
-        self.grammaton = [np.array(w, dtype=np.int64) for w, _ in ranked]
-        kept = np.array([c for _, c in ranked])
+        words, kept = refreshed(self.grammaton, customers, statistics.served, self.model.truncation)
+        self.grammaton = [np.array(w, dtype=np.int64) for w in words]
         self.set_sticks(kept, max(total - kept.sum(), 0.0))
 
     def fitted(self):
@@ -810,6 +872,9 @@ class NoisyWords(BayesModel):
     min_customers : float
         cvi: the chart offers only words with more expected customers than this (module notes, Offered words;
         0 offers every word of the lexicon up to ``truncation``).
+    grammar : {"unigram", "colloc"}
+        "colloc": ``Sentence -> Colloc+``, ``@Colloc -> Word+`` over the same words and channel, both caches of
+        PY(a, b) and ``truncation`` atoms, vb only, in one process (`cvbayes.models.noisy_colloc`).
     algorithm : {"vb", "cvi"}
     n_iter, random_state, n_init : the package's common parameters (``random_state`` seeds the start's grammar).
 
@@ -829,6 +894,7 @@ class NoisyWords(BayesModel):
         not offered (module notes, Offered words).
     edit_counts_ : (2U + 1, U + 1) expected edit counts in `EditChannel.counts_`'s layout; ``emission_`` and
         ``insertion_`` the channel's posterior-mean tables; ``symbols_`` the alphabet (ids in that order).
+    collocations_ : dict, colloc only: the Colloc atoms (tuples of underlying words) and their expected customers.
     lexicon_ : dict of tuple of str to float, the chart's underlying words (vb: the grammaton; cvi: the words
         offered in the last pass) and their expected customers.
     history_ : (iteration, objective, seconds) per pass; `OBJECTIVES` says what the objective is.
@@ -843,7 +909,8 @@ class NoisyWords(BayesModel):
 
     def __init__(self, a=0.0, b=1.0, alpha=1.0, channel_alpha=0.1, channel_beta=0.1, max_insertions=1,
                  base_stop=0.5, truncation=2000, longest=16, init="grammar", init_iter=10, start_noise=0.1,
-                 prune=1e-8, min_customers=0.01, algorithm="vb", n_iter=10, random_state=0, n_init=1):
+                 prune=1e-8, min_customers=0.01, grammar="unigram", algorithm="vb", n_iter=10, random_state=0,
+                 n_init=1):
         self._keep_params(locals())
         self._check_learner("n_iter", "n_init")
         if not 0.0 <= a < 1.0 or not b > -a:
@@ -859,6 +926,10 @@ class NoisyWords(BayesModel):
                 raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
         if init not in ("grammar", "empty"):
             raise ValueError(f"unknown init {init!r}; choose grammar or empty")
+        if grammar not in GRAMMARS:
+            raise ValueError(f"unknown grammar {grammar!r}; choose {' or '.join(GRAMMARS)}")
+        if grammar == "colloc" and algorithm != "vb":
+            raise ValueError(f"the colloc grammar over the channel is learned by vb only, not {algorithm!r}")
         for name, value in (("prune", prune), ("min_customers", min_customers)):
             if not value >= 0.0:
                 raise ValueError(f"{name} must be >= 0, got {value}")
@@ -868,6 +939,8 @@ class NoisyWords(BayesModel):
     # -- fit's hooks -------------------------------------------------------------------------------------
     def _prepare(self, X, y=None, client=None, n_shards=None, shard_folder=None):
         sharding = Sharding.checked(self.algorithm, client, n_shards, shard_folder, SHARDED_ALGORITHMS)
+        if client is not None and self.grammar == "colloc":
+            raise ValueError("the colloc grammar over the channel runs in one process; client= takes the unigram")
         utterances = as_utterances(X)
         symbols = sorted({s for u in utterances for s in u})
         first, copies = utterance_types(utterances)
@@ -890,21 +963,32 @@ class NoisyWords(BayesModel):
         return data.ids, data.offsets, data.copies
 
     def _start_lexicon(self, data, run):
-        """The start's underlying words and their counts (module notes: ``init``)."""
+        """The start's underlying words and their counts, and (colloc) its collocations and theirs (module notes:
+        ``init``; `noisy_colloc`'s Start)."""
         if self.init == "empty":
-            return [], []
-        start = AdaptorGrammar("unigram", a=self.a, b=self.b, n_iter=self.init_iter,
+            return [], [], [], []
+        start = AdaptorGrammar(self.grammar, a=self.a, b=self.b, n_iter=self.init_iter,
                                random_state=int(run.rng.integers(2 ** 31)))
         start.fit(data.utterances)
         index = {s: i for i, s in enumerate(data.symbols)}
         ranked = sorted(start.lexicon_.items(), key=lambda item: -item[1])[:self.truncation]
-        return [np.array([index[s] for s in word], dtype=np.int64) for word, _ in ranked], [c for _, c in ranked]
+        collocs = ([], [])
+        if self.grammar == "colloc":
+            from .noisy_colloc import start_collocations
+            collocs = start_collocations(start, index, self.truncation)
+        return ([np.array([index[s] for s in word], dtype=np.int64) for word, _ in ranked], [c for _, c in ranked],
+                *collocs)
 
     def _batch(self, data, run):
         """VB (`JointVB`); the E-step on the shards of a client with one (`cvbayes.models.noisy_words_shards`)."""
-        words, counts = self._start_lexicon(data, run)
+        words, counts, collocs, colloc_counts = self._start_lexicon(data, run)
         kept = [i for i, count in enumerate(counts) if count >= 1.0]    # eq. N3, as every refresh keeps them
-        self.learner_ = JointVB(self, data, [words[i] for i in kept], [counts[i] for i in kept])
+        words, counts = [words[i] for i in kept], [counts[i] for i in kept]
+        if self.grammar == "colloc":
+            from .noisy_colloc import CollocVB
+            self.learner_ = CollocVB(self, data, words, counts, collocs, colloc_counts)
+        else:
+            self.learner_ = JointVB(self, data, words, counts)
         self._symbols = list(data.symbols)
         run.checkpoint.track("noisy_words.q", self.learner_.state, self.learner_.restore)
         if data.sharding.client is None:
@@ -918,7 +1002,7 @@ class NoisyWords(BayesModel):
 
     def _collapsed(self, data, run):
         self._symbols = list(data.symbols)
-        start = JointVB(self, data, *self._start_lexicon(data, run))
+        start = JointVB(self, data, *self._start_lexicon(data, run)[:2])
         self.learner_ = CollapsedNoisyWords(self, data, start, run.rng, run.checkpoint)
         return self.learner_
 
@@ -929,14 +1013,16 @@ class NoisyWords(BayesModel):
         self.lexicon_ = {tuple(self.symbols_[s] for s in word): float(c) for word, c in zip(words, counts)}
         if isinstance(self.learner_, CollapsedNoisyWords):
             self.dropped_mass_ = self.learner_.dropped
+        if self.grammar == "colloc":
+            self.collocations_ = self._collocations(self.learner_.colloc_counts())
 
     def learner_over(self, utterances, copies) -> JointVB:
         """The fitted VB q (`JointVB`) carried over to other utterance types with float ``copies`` and their
         symbols (`JointVB.moved_to`): a word layer whose data change during a joint fit
         (`cvbayes.models.discovery_nbest`)."""
         self._check_fitted()
-        if not isinstance(getattr(self, "learner_", None), JointVB):
-            raise ValueError("learner_over needs a NoisyWords fitted by vb in this process")
+        if type(getattr(self, "learner_", None)) is not JointVB:
+            raise ValueError("learner_over needs a unigram NoisyWords fitted by vb in this process")
         return self.learner_.moved_to(utterances, copies)
 
     def collapsed_over(self, utterances, copies, rng, checkpoint) -> CollapsedNoisyWords:
@@ -962,11 +1048,14 @@ class NoisyWords(BayesModel):
 
     # -- files ---------------------------------------------------------------------------------------------
     def _saved(self):
-        w = self._weights
+        w = self._weights.words if self.grammar == "colloc" else self._weights
         meta = {"params": self.get_params(), "symbols": self.symbols_, "go_on": w.go_on, "end": w.end}
         arrays = {"word_ids": w.word_ids, "word_offsets": w.word_offsets, "log_pi": w.log_pi,
                   "log_base": np.array(w.log_base), "table": w.table, "edit_counts": self.edit_counts_,
                   "customers": np.array(list(self.lexicon_.values()), dtype=float)}
+        if self.grammar == "colloc":
+            from .noisy_colloc import saved_collocations
+            saved_collocations(self, meta, arrays)
         return meta, arrays
 
     @classmethod
@@ -981,7 +1070,15 @@ class NoisyWords(BayesModel):
         ids, offsets = arrays["word_ids"], arrays["word_offsets"]
         model.lexicon_ = {tuple(model.symbols_[s] for s in ids[offsets[k]:offsets[k + 1]]): float(c)
                           for k, c in enumerate(arrays["customers"])}
+        if model.grammar == "colloc":
+            from .noisy_colloc import load_collocations
+            load_collocations(model, meta, arrays)
         return model
+
+    def _collocations(self, customers):
+        """``collocations_`` from the fitted Colloc atoms and their expected ``customers``."""
+        return {tuple(tuple(self.symbols_[s] for s in word) for word in colloc): float(c)
+                for colloc, c in zip(self._weights.collocations(), customers)}
 
     @property
     def emission_(self):
@@ -1006,8 +1103,11 @@ class NoisyWords(BayesModel):
         return (types, *self._encode(types, self.symbols_))
 
     def _chart_weights(self):
-        """The fitted weights of eq. N1 (C1) as the chart kernels take them, after the utterances."""
+        """The fitted weights of eq. N1 (C1; colloc: `CollocWeights.chart_arguments`) as the chart kernels take
+        them, after the utterances."""
         w = self._weights
+        if self.grammar == "colloc":
+            return (*w.chart_arguments(), self.max_insertions, self.longest)
         return (w.word_ids, w.word_offsets, np.exp(w.log_pi), float(np.exp(w.log_base)), w.table, w.phones, w.stop,
                 w.go_on, w.end, self.max_insertions, self.longest)
 
@@ -1024,7 +1124,11 @@ class NoisyWords(BayesModel):
             return out
         types, ids, offsets = self._types([utterances[i] for i in readable])
         found = np.empty(len(types))
-        log_evidence_types(ids, offsets, *self._chart_weights(), found)
+        if self.grammar == "colloc":
+            from .noisy_colloc import colloc_log_evidence as log_evidence
+        else:
+            log_evidence = log_evidence_types
+        log_evidence(ids, offsets, *self._chart_weights(), found)
         by_type = dict(zip(map(tuple, types), found))
         out[readable] = [by_type[tuple(utterances[i])] for i in readable]
         return out
@@ -1038,7 +1142,8 @@ class NoisyWords(BayesModel):
         pairs = list(pairs)
         underlying = self._encode([x for x, _ in pairs], self.symbols_)
         surface = self._encode([y for _, y in pairs], self.symbols_)
-        return best_alignments(*underlying, *surface, len(self.symbols_), self._weights.table, self.max_insertions)
+        table = (self._weights.words if self.grammar == "colloc" else self._weights).table
+        return best_alignments(*underlying, *surface, len(self.symbols_), table, self.max_insertions)
 
     def decode(self, utterances) -> list[list[DecodedWord]]:
         """Each utterance's words in its best segmentation (as `segment`), each with its symbols' place in the
@@ -1048,6 +1153,10 @@ class NoisyWords(BayesModel):
         self._check_fitted()
         utterances = as_utterances(utterances)
         types, ids, offsets = self._types(utterances)
+        if self.grammar == "colloc":
+            from .noisy_colloc import decoded_collocs
+            decoded = decoded_collocs(self, types, ids, offsets)
+            return [list(decoded[tuple(u)]) for u in utterances]
         w = self._weights
         # an utterance of m symbols has at most m words: its word ends fit in its own symbols' place
         ends = np.zeros(offsets[-1], dtype=np.int64)

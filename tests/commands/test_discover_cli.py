@@ -56,7 +56,7 @@ def test_discover_with_the_nbest_joint_writes_the_tokens_of_its_readings(tmp_pat
 
 
 @pytest.mark.parametrize("arguments,message", [
-    (["--grammar", "colloc"], "unigram grammar only"),
+    (["--grammar", "colloc"], "colloc grammar over the channel is learned by vb only"),
     (["--units", "0"], "must be at least 1"),
     (["--classes", "/no/such/folder/w.classes"], "does not exist"),
 ])

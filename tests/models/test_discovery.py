@@ -16,11 +16,13 @@ def features():
     return frames
 
 
-@pytest.fixture(scope="module", params=[True, False], ids=["channel", "no channel"])
+@pytest.fixture(scope="module", params=[(True, "unigram"), (False, "unigram"), (True, "colloc")],
+                ids=["channel", "no channel", "colloc channel"])
 def fitted(request, features):
-    model = LexiconDiscovery(channel=request.param, n_units=8, unit_iter=4, n_iter=2,
-                             unit_params={"n_states": 2, "n_components": 1},
-                             word_params={"init_iter": 2} if request.param else {}, random_state=1)
+    channel, grammar = request.param
+    model = LexiconDiscovery(grammar=grammar, channel=channel, algorithm="vb" if grammar == "colloc" else "cvi",
+                             n_units=8, unit_iter=4, n_iter=2, unit_params={"n_states": 2, "n_components": 1},
+                             word_params={"init_iter": 2} if channel else {}, random_state=1)
     return model.fit(features)
 
 
@@ -116,7 +118,7 @@ def test_word_classes_number_types_by_the_lexicon_and_time_tokens_at_frame_bound
 
 
 @pytest.mark.parametrize("settings,message", [
-    ({"grammar": "colloc"}, "unigram grammar only"), ({"grammar": "trigram"}, "unknown grammar"),
+    ({"grammar": "colloc"}, "colloc grammar over the channel is learned by vb only"), ({"grammar": "colloc", "algorithm": "vb", "joint": "nbest", "joint_rounds": 1}, "unigram grammar.s q only"), ({"grammar": "trigram"}, "unknown grammar"),
     ({"algorithm": "gibbs"}, "unknown algorithm"), ({"joint_rounds": -1}, "joint_rounds must be"),
     ({"joint_rounds": 1.5}, "joint_rounds must be"),
 ])
