@@ -388,7 +388,8 @@ EXPERIMENTS = {
         "(issue 31)",
         "cvbayes.models.discovery.LexiconDiscovery on the synthetic Brent corpus ('cvbayes data fetch "
         "synthetic-brent'; its first trimmed utterances of the training voices, the same models reading the held-out "
-        "voices): 1-best acoustic units into the unigram adaptor grammar with a learned edit channel (NoisyWords), "
+        "voices): 1-best acoustic units into the unigram (--grammars: also colloc) adaptor grammar with a learned edit "
+        "channel (NoisyWords), "
         "the same followed by joint rounds in which the words re-estimate the units, the same followed by rounds of "
         "one ELBO of both layers over n-best unit readings (vb), the grammar without the channel, "
         "and every utterance whole, by vb and cvi; zerospeech-tde's token, type and boundary F1, NED, "
@@ -400,6 +401,9 @@ EXPERIMENTS = {
          PASSES.but(help="passes of the word layer (default 10)"),
          option("--joint-rounds", type=count, default=3,
                 help="rounds of the joint system (default 3; 0 leaves it out)"),
+         option("--grammars", type=comma_list, default=None,
+                help="unigram,colloc: the word layers' grammars, each on the same unit layer (default unigram); a "
+                     "system LexiconDiscovery does not take for a grammar and learner is left out with a note"),
          option("--corpus", choices=("synthetic-brent", "tidigits"), default="synthetic-brent",
                 help="synthetic-brent (default) or tidigits (real speech without time alignments: word detection "
                      "against the transcripts; writes under --out/uld/tidigits)"),

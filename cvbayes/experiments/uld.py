@@ -23,6 +23,11 @@ voices after the first ``--first`` (0; another slice of the same voices to measu
 
 Every system leaves the pause units at utterance edges out of its tokens (`cvbayes.models.discovery.pause_units`).
 
+``--grammars`` (default unigram): the word grammars of the systems but the whole utterances, each on the same unit
+layer; "colloc" is Johnson's collocation grammar (with the channel: `cvbayes.models.noisy_colloc`).  A system that
+`LexiconDiscovery` does not take for a grammar and learner (it raises ValueError when built: today the colloc
+grammar over the channel by cvi, and the n-best joint of the colloc grammar) is left out, and the table says so.
+
 The joint rounds are a hard-reading (Viterbi-style) form of Lee, O'Donnell and Glass (2015)'s joint learning,
 not their joint model over a unit lattice (`cvbayes.models.discovery`).  The same fitted models also read the
 held-out voices' first ``--utterances`` utterances (``heldout_`` scores).
@@ -52,7 +57,8 @@ import numpy as np  # noqa: E402
 
 from ..files import save_figure  # noqa: E402
 from ..metrics.tde import TDE_MEASURES, term_discovery_scores  # noqa: E402
-from ..models.discovery import LexiconDiscovery, Token, pause_units, spoken, type_counts, word_classes  # noqa: E402
+from ..models.discovery import (  # noqa: E402
+    GRAMMARS, LexiconDiscovery, Token, pause_units, spoken, type_counts, word_classes)
 from ..models.noisy_words import NoisyWords  # noqa: E402
 from ..models.units import AcousticUnits  # noqa: E402
 from .results import publish, seed_range  # noqa: E402
@@ -64,6 +70,7 @@ UNIT_PASSES = 30
 WORD_PASSES = 10
 JOINT_ROUNDS = 3
 LEARNERS = ("vb", "cvi")
+UNIGRAM = "unigram"
 JOINT, NBEST, WITH_CHANNEL, WITHOUT_CHANNEL, WHOLE = (
     "joint rounds with channel", "joint ELBO over n-best readings with channel", "pipeline with channel",
     "pipeline without channel", "utterances whole")
@@ -165,8 +172,9 @@ def candidate_statistics(model):
             "heard_strings_per_utterance": float(np.mean(heard)), "joint_objective": list(model.joint_objective_)}
 
 
-def run_seed(train, heldout, algorithm, seed, unit_passes, word_passes, joint_rounds, quiet):
-    """The systems of one learner and seed on one unit layer."""
+def run_seed(train, heldout, algorithm, seed, unit_passes, word_passes, joint_rounds, quiet, grammars=(UNIGRAM,)):
+    """The systems of one learner and seed, for every grammar, on one unit layer; a system `LexiconDiscovery`
+    does not take for a grammar and learner is a row with its reason under ``skipped``."""
     started = time.perf_counter()
     units = AcousticUnits(algorithm=algorithm, n_iter=unit_passes, presegment=True, random_state=seed)
     units.fit(train["features"])
@@ -177,26 +185,32 @@ def run_seed(train, heldout, algorithm, seed, unit_passes, word_passes, joint_ro
     base = {"algorithm": algorithm, "seed": seed, "unit_seconds": unit_seconds,
             "unit_pass_seconds": pass_seconds(units), "units_used": int(units.n_units_used_), "pause_units": pauses}
     whole = type_counts(whole_utterances(segments, pauses))
-    rows = [{**base, "system": WHOLE, **scored(train, heldout, whole,
-                                               lambda features: whole_utterances(units.decode(features), pauses))}]
-    systems = ((JOINT, "hard", joint_rounds),) if joint_rounds else ()
-    if joint_rounds:
-        systems += ((NBEST, "nbest", joint_rounds),)
-    for system, joint, rounds in systems + ((WITH_CHANNEL, "hard", 0), (WITHOUT_CHANNEL, "hard", 0)):
-        started = time.perf_counter()
-        model = LexiconDiscovery(channel=system != WITHOUT_CHANNEL, algorithm=algorithm, joint_rounds=rounds,
-                                 joint=joint, n_iter=word_passes, random_state=seed)
-        model.fit(train["features"], units=units)
-        seconds = time.perf_counter() - started
-        row = {**base, "system": system, "word_seconds": seconds, "word_pass_seconds": pass_seconds(model.words_),
-               "word_types": len(model.lexicon_), **scored(train, heldout, model.lexicon_, model.discover)}
-        if system == NBEST:
-            row.update(candidate_statistics(model))
-        row["hour_pass_seconds"] = (row["unit_pass_seconds"] + row["word_pass_seconds"]) * hour
-        rows.append(row)
-        if not quiet:
-            shown = ", ".join(f"{key} {row[key]:.3f}" for key in ("token_fscore", "word_detection_f1") if key in row)
-            print(f"{algorithm} seed {seed} {system}: {shown} ({seconds:.0f} s)", flush=True)
+    # the whole utterances have no grammar
+    rows = [{**base, "system": WHOLE, "grammar": None,
+             **scored(train, heldout, whole, lambda features: whole_utterances(units.decode(features), pauses))}]
+    systems = ((JOINT, "hard", joint_rounds), (NBEST, "nbest", joint_rounds)) if joint_rounds else ()
+    for grammar in grammars:
+        for system, joint, rounds in systems + ((WITH_CHANNEL, "hard", 0), (WITHOUT_CHANNEL, "hard", 0)):
+            try:
+                model = LexiconDiscovery(grammar=grammar, channel=system != WITHOUT_CHANNEL, algorithm=algorithm,
+                                         joint_rounds=rounds, joint=joint, n_iter=word_passes, random_state=seed)
+            except ValueError as reason:
+                rows.append({**base, "system": system, "grammar": grammar, "skipped": str(reason)})
+                continue
+            started = time.perf_counter()
+            model.fit(train["features"], units=units)
+            seconds = time.perf_counter() - started
+            row = {**base, "system": system, "grammar": grammar, "word_seconds": seconds,
+                   "word_pass_seconds": pass_seconds(model.words_), "word_types": len(model.lexicon_),
+                   **scored(train, heldout, model.lexicon_, model.discover)}
+            if system == NBEST:
+                row.update(candidate_statistics(model))
+            row["hour_pass_seconds"] = (row["unit_pass_seconds"] + row["word_pass_seconds"]) * hour
+            rows.append(row)
+            if not quiet:
+                shown = ", ".join(f"{key} {row[key]:.3f}" for key in ("token_fscore", "word_detection_f1")
+                                  if key in row)
+                print(f"{algorithm} seed {seed} {system} ({grammar}): {shown} ({seconds:.0f} s)", flush=True)
     return rows
 
 
@@ -214,57 +228,91 @@ def slice_text(settings):
     return f"{settings['utterances']} utterances of the training voices{after}"
 
 
-def nbest_lines(rows):
-    """The n-best joint's objective by round and its candidates, by learner and seed (empty without its rows)."""
+def grammar_of(row):
+    """A row's grammar: None for the whole utterances, the unigram for rows written before ``--grammars``."""
+    return row.get("grammar", UNIGRAM)
+
+
+def systems_of(rows):
+    """The (system, learner, grammar) triples ``rows`` hold, in the table's order."""
+    return sorted({(r["system"], r["algorithm"], grammar_of(r)) for r in rows},
+                  key=lambda k: (SYSTEMS.index(k[0]), LEARNERS.index(k[1]),
+                                 -1 if k[2] is None else GRAMMARS.index(k[2])))
+
+
+def rows_of(rows, system, algorithm, grammar=UNIGRAM):
+    return [r for r in rows if r["system"] == system and r["algorithm"] == algorithm and grammar_of(r) == grammar]
+
+
+def several_grammars(rows):
+    """Whether ``rows`` hold more than one grammar: only then do the tables name the grammar."""
+    return len({grammar_of(r) for r in rows} - {None}) > 1
+
+
+def nbest_lines(rows, several):
+    """The n-best joint's objective by round and its candidates, by learner (grammar) and seed (empty without its
+    rows)."""
     mine = [r for r in rows if r["system"] == NBEST]
     if not mine:
         return []
+    grammar_header = "grammar | " if several else ""
     lines = ["", f"{NBEST}: the objective by round (vb: J1, the VB ELBO of both layers, before the first round and "
              "after every round, `cvbayes.models.discovery_nbest`; cvi: every round's sum of leave-one-utterance-out "
              "log predictives, not a bound, `cvbayes.models.discovery_nbest_cvi`), the candidate readings an "
              f"utterance and the distinct spoken strings an utterance with q(k | u) > {HEARD} (means over the "
              "utterances).", "",
-             "| learner | seed | objective by round | candidates an utterance | strings heard an utterance |",
-             "|---|---|---|---|---|"]
-    for r in sorted(mine, key=lambda r: (LEARNERS.index(r["algorithm"]), r["seed"])):
+             f"| learner | {grammar_header}seed | objective by round | candidates an utterance | strings heard an "
+             "utterance |", "|---|---|---|---|---|" + "---|" * several]
+    for r in sorted(mine, key=lambda r: (LEARNERS.index(r["algorithm"]), GRAMMARS.index(grammar_of(r)), r["seed"])):
         objective = " → ".join(f"{value:,.0f}" for value in r["joint_objective"])
-        lines.append(f"| {r['algorithm']} | {r['seed']} | {objective} | {r['candidates_per_utterance']:.2f} | "
-                     f"{r['heard_strings_per_utterance']:.2f} |")
+        grammar = f"{grammar_of(r)} | " if several else ""
+        lines.append(f"| {r['algorithm']} | {grammar}{r['seed']} | {objective} | "
+                     f"{r['candidates_per_utterance']:.2f} | {r['heard_strings_per_utterance']:.2f} |")
     return lines
 
 
-def table_text(rows, settings):
+def skipped_lines(skipped):
+    """One line for every system, learner and grammar left out, with `LexiconDiscovery`'s reason."""
+    reasons = {(r["system"], r["algorithm"], r["grammar"]): r["skipped"] for r in skipped}
+    lines = [f"Not run: {system}, {algorithm}, {grammar} grammar ({reason})."
+             for (system, algorithm, grammar), reason in reasons.items()]
+    return [""] + lines if lines else []
+
+
+def table_text(rows, settings, skipped=()):
     seeds = ", ".join(map(str, settings["seeds"]))
     brent = settings["corpus"] != "tidigits"
     columns = BRENT_COLUMNS if brent else TIDIGITS_COLUMNS
     what = slice_text(settings) if brent else f"{settings['utterances']} utterances"
+    several = several_grammars(rows)
+    grammar_header = "grammar | " if several else ""
     lines = [f"# Lexicon discovery from {'synthetic speech' if brent else 'TIDIGITS'} ({what}, "
              f"{settings['audio_seconds']:.0f} s of audio; seeds {seeds})", "", DIFFERENCE if brent else TIDIGITS_NOTE,
              "",
-             "| system | learner | " + " | ".join(header for _, header, _, _ in columns) + " |",
-             "|---|---|" + "---|" * len(columns)]
-    for system in SYSTEMS:
-        for algorithm in LEARNERS:
-            mine = [r for r in rows if r["system"] == system and r["algorithm"] == algorithm]
-            if mine:
-                cells = [cell(mine, key, scale, digits) for key, _, scale, digits in columns]
-                lines.append(f"| {system} | {algorithm} | " + " | ".join(cells) + " |")
+             f"| system | learner | {grammar_header}" + " | ".join(header for _, header, _, _ in columns) + " |",
+             "|---|---|" + "---|" * (len(columns) + several)]
+    for system, algorithm, grammar in systems_of(rows):
+        cells = [cell(rows_of(rows, system, algorithm, grammar), key, scale, digits)
+                 for key, _, scale, digits in columns]
+        lines.append(f"| {system} | {algorithm} | " + (f"{grammar or ''} | " if several else "") + " | ".join(cells)
+                     + " |")
     if brent:
         for published in PUBLISHED:
-            lines.append(f"| {published['system']} | | " + " | ".join(
+            lines.append(f"| {published['system']} | | {'| ' * several}" + " | ".join(
                 f"{published[key]:.1f}" if key in published else "" for key, _, _, _ in columns) + " |")
-    lines += nbest_lines(rows)
-    lines += ["", "| learner | unit layer s a pass | word layer s a pass (channel) | a pass over one hour of audio, "
-              f"s | word layers, pipeline, s | word layers with {settings['joint_rounds']} joint rounds, s | the same, "
-              "n-best joint, s |", "|---|---|---|---|---|---|---|"]
+    lines += skipped_lines(skipped)
+    lines += nbest_lines(rows, several)
+    lines += ["", f"| learner | {grammar_header}unit layer s a pass | word layer s a pass (channel) | a pass over one "
+              "hour of audio, s | word layers, pipeline, s | word layers with "
+              f"{settings['joint_rounds']} joint rounds, s | the same, n-best joint, s |", "|---" * (7 + several) + "|"]
     for algorithm in LEARNERS:
-        mine = [r for r in rows if r["system"] == WITH_CHANNEL and r["algorithm"] == algorithm]
-        joint, nbest = ([r for r in rows if r["system"] == system and r["algorithm"] == algorithm]
-                        for system in (JOINT, NBEST))
-        if mine:
-            lines.append(f"| {algorithm} | {cell(mine, 'unit_pass_seconds', 1)} | {cell(mine, 'word_pass_seconds', 1)} "
-                         f"| {cell(mine, 'hour_pass_seconds', 1)} | {cell(mine, 'word_seconds', 1, 0)} | "
-                         f"{cell(joint, 'word_seconds', 1, 0)} | {cell(nbest, 'word_seconds', 1, 0)} |")
+        for grammar in GRAMMARS:
+            mine, joint, nbest = (rows_of(rows, system, algorithm, grammar) for system in (WITH_CHANNEL, JOINT, NBEST))
+            if mine:
+                lines.append(f"| {algorithm} | " + (f"{grammar} | " if several else "")
+                             + f"{cell(mine, 'unit_pass_seconds', 1)} | {cell(mine, 'word_pass_seconds', 1)} "
+                             f"| {cell(mine, 'hour_pass_seconds', 1)} | {cell(mine, 'word_seconds', 1, 0)} | "
+                             f"{cell(joint, 'word_seconds', 1, 0)} | {cell(nbest, 'word_seconds', 1, 0)} |")
     lines += ["", f"Units: {settings['unit_passes']} passes of `AcousticUnits` (presegmented, 3 states, 2 Gaussians); "
               f"words: {settings['word_passes']} passes (NoisyWords starts from {NoisyWords().init_iter} passes of the "
               "channel-free grammar). Seconds on a shared 2-core machine; the hour figure scales the median pass of "
@@ -276,17 +324,17 @@ def plot(path, rows, settings):
     keys = (("token_fscore", "token F1"), ("type_fscore", "type F1"), ("ned", "NED (lower is better)")) \
         if settings["corpus"] != "tidigits" else (("word_detection_f1", "word detection F1"),
                                                   ("tokens_per_word", "tokens a transcript word"))
-    systems = [(s, a) for s in SYSTEMS for a in LEARNERS
-               if any(r["system"] == s and r["algorithm"] == a for r in rows)]
+    systems, several = systems_of(rows), several_grammars(rows)
     fig, axes = plt.subplots(1, len(keys), figsize=(6.5 * len(keys), 4.5))
     for axis, (key, label) in zip(axes, keys):
-        for i, (system, algorithm) in enumerate(systems):
-            values = [r[key] for r in rows if r["system"] == system and r["algorithm"] == algorithm
-                      and r.get(key) is not None and r[key] == r[key]]
+        for i, (system, algorithm, grammar) in enumerate(systems):
+            values = [r[key] for r in rows_of(rows, system, algorithm, grammar)
+                      if r.get(key) is not None and r[key] == r[key]]
             axis.scatter([i] * len(values), values, color=f"C{LEARNERS.index(algorithm)}")
             if values:
                 axis.hlines(np.mean(values), i - 0.3, i + 0.3, color=f"C{LEARNERS.index(algorithm)}")
-        axis.set_xticks(range(len(systems)), [f"{textwrap.fill(s, 11)}\n({a})" for s, a in systems], fontsize=6)
+        axis.set_xticks(range(len(systems)), [f"{textwrap.fill(s, 11)}\n({a}{f', {g}' if several and g else ''})"
+                                              for s, a, g in systems], fontsize=6)
         axis.set_ylabel(label)
     axes[0].set_title(f"Lexicon discovery, {settings['corpus']}")
     fig.tight_layout()
@@ -295,9 +343,11 @@ def plot(path, rows, settings):
 
 
 def run(out, seeds, corpus="synthetic-brent", n_utterances=UTTERANCES, unit_passes=UNIT_PASSES,
-        word_passes=WORD_PASSES, learners=LEARNERS, joint_rounds=JOINT_ROUNDS, quiet=False, first=0):
-    """Every system, learner and seed on ``n_utterances`` of the training voices after their first ``first``;
-    writes results.json, table.md and uld.png under ``out``."""
+        word_passes=WORD_PASSES, learners=LEARNERS, joint_rounds=JOINT_ROUNDS, quiet=False, first=0,
+        grammars=(UNIGRAM,)):
+    """Every system, learner, grammar and seed on ``n_utterances`` of the training voices after their first
+    ``first``; writes results.json (the systems left out under "skipped"), table.md and uld.png under ``out``;
+    returns the rows of the systems run."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -309,14 +359,17 @@ def run(out, seeds, corpus="synthetic-brent", n_utterances=UTTERANCES, unit_pass
             # the held-out voices' utterances stay the same whichever slice trains
             train, heldout = brent_corpus("train", n_utterances, first), brent_corpus("test", n_utterances)
         for algorithm in learners:
-            rows += run_seed(train, heldout, algorithm, seed, unit_passes, word_passes, joint_rounds, quiet)
+            rows += run_seed(train, heldout, algorithm, seed, unit_passes, word_passes, joint_rounds, quiet, grammars)
+    skipped = [r for r in rows if "skipped" in r]
+    rows = [r for r in rows if "skipped" not in r]
     settings = {"seeds": list(seeds), "corpus": corpus, "utterances": len(train["features"]), "first": first,
                 "audio_seconds": train["seconds"], "heldout_audio_seconds": heldout and heldout["seconds"],
                 "unit_passes": unit_passes, "word_passes": word_passes, "joint_rounds": joint_rounds,
-                "synthetic_speech": corpus != "tidigits",
+                "grammars": list(grammars), "synthetic_speech": corpus != "tidigits",
                 "seconds": time.perf_counter() - started}
-    publish(out, {"settings": settings, "runs": rows, "published": PUBLISHED if corpus != "tidigits" else []},
-            table_text(rows, settings), "uld.png", lambda path: plot(path, rows, settings), quiet)
+    publish(out, {"settings": settings, "runs": rows, "skipped": skipped,
+                  "published": PUBLISHED if corpus != "tidigits" else []},
+            table_text(rows, settings, skipped), "uld.png", lambda path: plot(path, rows, settings), quiet)
     return rows
 
 
@@ -328,11 +381,13 @@ def run_from_command_line(args):
         out = out / "tidigits"
     elif args.first and default:
         out = out / f"first_{args.first}"
-    unknown = sorted(set(args.algorithms or LEARNERS) - set(LEARNERS))
-    if unknown:
-        raise ValueError(f"unknown learners {', '.join(unknown)}; choose from {', '.join(LEARNERS)}")
+    for what, chosen, known in (("learners", args.algorithms, LEARNERS), ("grammars", args.grammars, GRAMMARS)):
+        unknown = sorted(set(chosen or known) - set(known))
+        if unknown:
+            raise ValueError(f"unknown {what} {', '.join(unknown)}; choose from {', '.join(known)}")
     run(out, seed_range(args), args.corpus, args.utterances, args.unit_passes, args.passes or WORD_PASSES,
-        tuple(args.algorithms or LEARNERS), args.joint_rounds, quiet=args.quiet, first=args.first)
+        tuple(args.algorithms or LEARNERS), args.joint_rounds, quiet=args.quiet, first=args.first,
+        grammars=tuple(args.grammars or (UNIGRAM,)))
 
 
 EXPERIMENTS = {NAME: run_from_command_line}
