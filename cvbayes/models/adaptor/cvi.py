@@ -11,9 +11,9 @@ from ...trees.grammar import SentenceBatch
 from ...trees.inside_outside import batch_log_z, chart_buffers, chart_chunks, make_tables
 from .grammar import adapted_regions
 from .hyperparameters import maximise
-from .kernels import (EMPTY_FLOOR, FIRST_ORDER, PREDICTIVES, CviState, Local, Sentences, Work, all_predictive_weights,
-                      cell_expectations, cvi_pass, empty_restaurants, seat_cells, start_pass, substring_batch,
-                      substring_occurrences)
+from .kernels import (EMPTY_FLOOR, FIRST_ORDER, PREDICTIVES, CviState, Local, NestedShares, Sentences, Work,
+                      all_predictive_weights, cell_expectations, cvi_pass, empty_restaurants, no_nested_shares,
+                      seat_cells, start_pass, substring_batch, substring_occurrences)
 from .layout import base_chart_grammar, utterance_types
 
 
@@ -141,15 +141,19 @@ class CollapsedVariational:
         local = Local(np.zeros(cell_rules.shape[0]), np.zeros(cell_rules.shape[0]))
         work = Work(np.zeros(n_rules), np.zeros(n_rules), np.zeros((0, 0)), chart_buffers(kernel, longest),
                     np.zeros((longest + 1, longest + 1, kernel.n_symbols)))
-        self.state = CviState(sentences, self.model, local, work)
+        self.state = CviState(sentences, self.model, local, work, no_nested_shares(n_rules, len(self.names)))
         self._start()
         checkpoint.track_generator("cvi.rng", rng)
         checkpoint.track_arrays("cvi.restaurants", self.model._asdict())
         checkpoint.track_arrays("cvi.local", local._asdict())
         checkpoint.track("cvi.table_counts", lambda: self.table_counts, self._restore_table_counts)
+        checkpoint.track("cvi.nested", lambda: tuple(self.state.nested), self._restore_nested)
 
     def _restore_table_counts(self, saved):
         self.table_counts = np.array(saved)
+
+    def _restore_nested(self, saved):
+        self.state = self.state._replace(nested=NestedShares(*(np.array(array) for array in saved)))
 
     def _start(self):
         """The state before the first pass, from empty counts (H_X under the prior base).
@@ -163,7 +167,8 @@ class CollapsedVariational:
         self.refresh_tables()
         self.predictive = self.model.predictive[0]
         every = self.training.layout.adapted_symbol.astype(np.int64)
-        self.start = self.state._replace(model=self.model._replace(counted_symbol=every))
+        self.start = self.state._replace(model=self.model._replace(counted_symbol=every),
+                                         nested=no_nested_shares(self.training.compiled.n_rules, len(self.names)))
         if self.training.init == "sample":
             bad = start_pass(self.start, self.rng.permutation(self.n_units).astype(np.int64),
                              int(self.rng.integers(2 ** 62)))
@@ -246,8 +251,9 @@ class CollapsedVariational:
         generate s (inside of ``X%base`` over s with the predictive weights of the current counts, X's own
         base rules without X's base mass); E[t_s] (`seat_cells`), T_X held at its last value meanwhile.  Then the weighted batch inside-outside over
         the yields, yield s weighted by E[t_s], gives the counts of the rules in X's region and, for an
-        adapted Y used there, Y's statistics (`nested_statistics`).  The counts replace the previous
-        pass's table counts.
+        adapted Y used there, Y's statistics (`nested_statistics`) and the m_{c,s} they are summed from
+        (`NestedShares`, which the units' moves take their own share out with).  The counts replace the
+        previous pass's table counts.
         """
         compiled, layout, model = self.training.compiled, self.training.layout, self.model
         counts, row_totals, rule_parent, alpha, row_prior = (model.counts, model.row_totals, model.rule_parent,
@@ -257,6 +263,7 @@ class CollapsedVariational:
         mean = (counts + alpha) / np.maximum(row_totals[rule_parent] + row_prior[rule_parent], 1e-300)
         table_counts = np.zeros(n_rules)
         nested = np.zeros((3, n_rules))          # customers, log q(n = 0), variance of nested adapted yields
+        shares = []                              # (yield c, nested yield s, m_{c,s}) of every parent yield
         for x in self.order:
             chart = self._chart(x, mean)
             cells = chart.first + chart.yields
@@ -281,11 +288,29 @@ class CollapsedVariational:
                 table_counts += np.bincount(cell_global[own], weights=(weight * local_counts)[own], minlength=n_rules)
                 if chart.children.shape[0]:
                     nested += nested_statistics(model, rules, sizes, local_customers, cell_global, n_rules)
+                if chart.children.shape[0] and x in self.top_adapted:     # only those a unit's moves reach
+                    held = local_customers > 0
+                    shares.append((np.repeat(rules, sizes)[held], cell_global[held], local_customers[held]))
             model.total_tables[x] = total
         counts += table_counts - self.table_counts
         self.table_counts = table_counts
+        self.state = self.state._replace(nested=self._nested_shares(shares, n_rules, layout.cache_of,
+                                                                    len(self.names)))
         base = layout.base
         row_totals[:] = np.bincount(rule_parent[base], weights=counts[base], minlength=row_totals.shape[0])
+
+    @staticmethod
+    def _nested_shares(shares, n_rules, cache_of, n_adapted):
+        """The refresh's (c, s, m_{c,s}) as `NestedShares`, sorted by the parent yield c."""
+        if not shares:
+            return no_nested_shares(n_rules, n_adapted)
+        parents, children, expected = (np.concatenate(part) for part in zip(*shares))
+        order = np.argsort(parents, kind="stable")
+        offsets = np.zeros(n_rules + 1, dtype=np.int64)
+        offsets[1:] = np.cumsum(np.bincount(parents, minlength=n_rules))
+        followers = np.zeros(n_adapted, dtype=np.bool_)
+        followers[cache_of[children]] = True
+        return NestedShares(offsets, children[order].astype(np.int64), expected[order], followers)
 
     def estimate_hyperparameters(self):
         """a and b of every adapted nonterminal at the mode of the Pitman-Yor probability of CVI's expected

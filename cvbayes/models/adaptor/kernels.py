@@ -131,6 +131,25 @@ class Work(NamedTuple):
     marginals: np.ndarray
 
 
+class NestedShares(NamedTuple):
+    """The nested adapted nodes of one table of every yield c of a parent adapted X (its table chart at the
+    last refresh), sparse by c: ``offsets`` (R + 1,) into ``rules`` (the nested Y's cache rule of yield s) and
+    ``expected`` (m_{c,s}, the expected Y-nodes over s in one base parse of c); ``followers`` (M,) the
+    adapted Y that have entries.  Empty (offsets all 0) when no unit's move reaches a nested restaurant (the
+    start)."""
+
+    offsets: np.ndarray
+    rules: np.ndarray
+    expected: np.ndarray
+    followers: np.ndarray
+
+
+def no_nested_shares(n_rules, n_adapted) -> NestedShares:
+    """`NestedShares` without entries: the units' moves leave the nested restaurants alone."""
+    return NestedShares(np.zeros(n_rules + 1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0),
+                        np.zeros(n_adapted, dtype=np.bool_))
+
+
 class CviState(NamedTuple):
     """Everything CVI's unit update reads and writes."""
 
@@ -138,6 +157,7 @@ class CviState(NamedTuple):
     model: Restaurants
     local: Local
     work: Work
+    nested: NestedShares
 
 
 # ------------------------------------------------------------------ one sentence
@@ -402,8 +422,39 @@ def yield_tables(model, rule):
                               model.reference_customers[x])
 
 
+@njit(cache=True, inline="always")
+def nested_share(tables, log_empty, m):
+    """What one yield c's tables (E[t_c], log q(n_c = 0)) give a nested Y at yield s with m = m_{c,s}:
+    customers E[t_c] m, log q(none from c) and variance E[t_c] p (1 - p), p = min(m, 1)
+    (`cvbayes.models.adaptor.cvi.nested_statistics`, one term of its sums)."""
+    p = min(m, 1.0)
+    empty = math.exp(min(log_empty, 0.0))
+    occupied = 1.0 - empty
+    per_table = tables / occupied if occupied > 0.0 else 0.0
+    none = empty + occupied * (1.0 - p) ** per_table
+    log_none = math.log(none) if none > 0.0 else -np.inf
+    return tables * m, max(log_none, math.log(EMPTY_FLOOR)), tables * p * (1.0 - p)
+
+
 @njit(cache=True)
-def move_sentence(model, cell_rules, first, last, local_counts, local_customers, sign):
+def move_nested(model, nested, rule, old_tables, old_log_empty):
+    """Yield c (``rule``) of adapted X went from (old_tables, old_log_empty) to its current tables: the
+    nested Y-yields s of c's tables (`NestedShares`) take the difference of c's share (`nested_share`); their
+    tables follow in `move_sentence`, once a move.  So a unit taken out takes its own part of Y's statistics
+    with it (through X's tables at the yields it uses), and puts its new part back."""
+    for e in range(nested.offsets[rule], nested.offsets[rule + 1]):
+        child, m = nested.rules[e], nested.expected[e]
+        y = model.cache_of[child]
+        old_customers, old_none, old_variance = nested_share(old_tables, old_log_empty, m)
+        new_customers, new_none, new_variance = nested_share(model.tables[rule], model.log_empty[rule], m)
+        model.customers[child] += new_customers - old_customers
+        model.total_customers[y] += new_customers - old_customers
+        model.log_empty[child] += new_none - old_none
+        model.variance[child] += new_variance - old_variance
+
+
+@njit(cache=True)
+def move_sentence(model, nested, cell_rules, first, last, local_counts, local_customers, sign):
     """Add (sign +w) or take out (-w) one unit's expected customers and top-level rule counts (w: the
     utterances it stands for).
 
@@ -411,9 +462,12 @@ def move_sentence(model, cell_rules, first, last, local_counts, local_customers,
     and the variance sum_m q(n^m_s > 0) q(n^m_s = 0) move, with q(n^m_s > 0) = min(n^m_s, 1) (exact when
     an utterance has at most one X-node over s in any parse), and the tables follow (`yield_tables`).  Base
     rules move only when outside every adapted subtree (``top_rule``); the others are counted from the
-    tables (`cvbayes.models.adaptor.cvi.CollapsedVariational.refresh_tables`).
+    tables (`cvbayes.models.adaptor.cvi.CollapsedVariational.refresh_tables`); the nested adapted yields
+    below X's yields follow X's tables (`move_nested`), and their tables once all moved: the nested yields of
+    the unit's X-yields are its substrings, so among its cells.
     """
     counts, row_totals, rule_parent, cache_of = model.counts, model.row_totals, model.rule_parent, model.cache_of
+    followed = False
     for c in range(first, last):
         rule = cell_rules[c]
         x = cache_of[rule]
@@ -422,6 +476,7 @@ def move_sentence(model, cell_rules, first, last, local_counts, local_customers,
             if served == 0.0:
                 continue
             occupied = min(served, 1.0)
+            old_tables, old_log_empty = model.tables[rule], model.log_empty[rule]
             model.customers[rule] += sign * served
             model.total_customers[x] += sign * served
             model.log_empty[rule] += sign * math.log(max(1.0 - occupied, EMPTY_FLOOR))
@@ -429,9 +484,20 @@ def move_sentence(model, cell_rules, first, last, local_counts, local_customers,
             new_tables = yield_tables(model, rule)
             model.total_tables[x] += new_tables - model.tables[rule]
             model.tables[rule] = new_tables
+            if nested.offsets[rule + 1] > nested.offsets[rule]:
+                move_nested(model, nested, rule, old_tables, old_log_empty)
+                followed = True
         elif model.top_rule[rule]:
             counts[rule] += sign * local_counts[c]
             row_totals[rule_parent[rule]] += sign * local_counts[c]
+    if followed:
+        for c in range(first, last):
+            rule = cell_rules[c]
+            y = cache_of[rule]
+            if y >= 0 and nested.followers[y]:
+                new_tables = yield_tables(model, rule)
+                model.total_tables[y] += new_tables - model.tables[rule]
+                model.tables[rule] = new_tables
 
 
 @njit(cache=True)
@@ -441,7 +507,7 @@ def _predictive_tables(state, i):
     sentences, model, local = state.sentences, state.model, state.local
     cell_rules = sentences.cell_rules
     first, last = sentences.cell_offsets[i], sentences.cell_offsets[i + 1]
-    move_sentence(model, cell_rules, first, last, local.counts, local.customers, -sentences.weight[i])
+    move_sentence(model, state.nested, cell_rules, first, last, local.counts, local.customers, -sentences.weight[i])
     return build_tables(sentences.kernel, fill_predictive_table(model, cell_rules, first, last))
 
 
@@ -461,7 +527,8 @@ def _put_back(state, i, found):
             local_customers[c] = scratch_customers[rule]
         scratch_counts[rule] = 0.0
         scratch_customers[rule] = 0.0
-    move_sentence(state.model, cell_rules, first, last, local_counts, local_customers, sentences.weight[i])
+    move_sentence(state.model, state.nested, cell_rules, first, last, local_counts, local_customers,
+                  sentences.weight[i])
 
 
 @njit(cache=True)

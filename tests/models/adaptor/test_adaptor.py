@@ -211,7 +211,7 @@ def test_sampled_start_adds_every_utterance_once():
     the copies of the utterance type)."""
     types = [list(u) for u in ("abab", "ab", "abb", "ba", "bab")]
     model = started(AdaptorGrammar("unigram", algorithm="cvi", init="sample"), types * 2)
-    sentences, state, (_, local_customers), _ = model.learner_.state
+    sentences, state, (_, local_customers), _, _ = model.learner_.state
     cell_offsets, cell_rules = sentences.cell_offsets, sentences.cell_rules
     assert np.all(sentences.weight == 2.0)
     weighted = np.repeat(sentences.weight, np.diff(cell_offsets)) * local_customers
@@ -291,13 +291,27 @@ def _predictive(model, compiled, layout, stats, mode):
     return weights
 
 
+def _seated(model, stats, rule):
+    """E[t] of yield ``rule`` from the statistics ``stats``: theta' = (b + a T_ref) H, the customers split at zero."""
+    state = model.learner_.model
+    x = state.cache_of[rule]
+    a, b = model.discount[x], model.concentration[x]
+    occupied = 1 - np.exp(min(stats["log_empty"][rule], 0.0))
+    n = stats["customers"][rule]
+    theta = (b + a * state.reference_tables[x]) * state.base_mass[rule]
+    seated = (b, state.reference_tables[x], state.reference_customers[x])
+    return occupied * _py_tables(theta, n / occupied, a, *seated) if occupied > 0 and n > 0 else 0.0
+
+
 def _left_out(model, u):
     """The others' statistics as CVI's update of unit u must see them, written out from the units' local
     statistics (each unit w times: the copies of an utterance type): customers n^-u, log q(n^-u = 0) =
     sum_m w log(1 - min(n^m, 1)), the variance sum_m w p (1 - p), E[t^-u] of theta' = (b + a T_ref) H, top-level
-    rule counts of the others plus the counts from the tables; nested yields' statistics from the state (the
-    tables of the pass)."""
-    sentences, state, local, _ = model.learner_.state
+    rule counts of the others plus the counts from the tables.  An adapted Y nested in a top-level X: from the
+    others' tables of X's yields c, sum_c of E[t_c] m_{c,s}, log(q(n_c = 0) + q(n_c > 0) (1 - p)^E_+[t_c]) and
+    E[t_c] p (1 - p) with m_{c,s} from the last refresh's table charts (so without u's own share); deeper
+    nested yields' statistics from the state (the tables of the last refresh)."""
+    sentences, state, local, _, shares = model.learner_.state
     compiled, layout = model.grammar_, model.learner_.training.layout
     cell_offsets, cell_rules, weight = sentences.cell_offsets, sentences.cell_rules, sentences.weight
     stats = {name: np.zeros(compiled.n_rules) for name in ("counts", "customers", "log_empty", "variance")}
@@ -310,20 +324,28 @@ def _left_out(model, u):
                 np.add.at(stats[name], cell_rules[cells], weight[other] * value)
     cache = layout.cache_of >= 0
     top = np.isin(layout.adapted_symbol[np.maximum(layout.cache_of, 0)], state.counted_symbol) & cache
-    nested = cache & ~top
-    for name in ("customers", "log_empty", "variance"):
-        stats[name][nested] = getattr(state, name)[nested]
     stats["tables"] = np.zeros(compiled.n_rules)
     for rule in np.flatnonzero(top):
-        x = layout.cache_of[rule]
-        a, b = model.discount[x], model.concentration[x]
-        occupied = 1 - np.exp(min(stats["log_empty"][rule], 0.0))
-        n = stats["customers"][rule]
-        theta = (b + a * state.reference_tables[x]) * state.base_mass[rule]
-        seated = (b, state.reference_tables[x], state.reference_customers[x])
-        stats["tables"][rule] = (occupied * _py_tables(theta, n / occupied, a, *seated) if occupied > 0 and n > 0
-                                 else 0.0)
-    stats["tables"][nested] = state.tables[nested]
+        stats["tables"][rule] = _seated(model, stats, rule)
+    below_top = np.zeros(compiled.n_rules, dtype=bool)
+    for c in np.flatnonzero(top):
+        below_top[shares.rules[shares.offsets[c]:shares.offsets[c + 1]]] = True
+    deeper = cache & ~top & ~below_top
+    for name in ("customers", "log_empty", "variance"):
+        stats[name][deeper] = getattr(state, name)[deeper]
+    for c in np.flatnonzero(top):
+        t, log_empty = stats["tables"][c], stats["log_empty"][c]
+        empty = np.exp(min(log_empty, 0.0))
+        for e in range(shares.offsets[c], shares.offsets[c + 1]):
+            s, m = shares.rules[e], shares.expected[e]
+            p = min(m, 1.0)
+            none = empty + ((1 - empty) * (1 - p) ** (t / (1 - empty)) if empty < 1 else 0.0)
+            stats["customers"][s] += t * m
+            stats["log_empty"][s] += max(np.log(none), np.log(1e-12))
+            stats["variance"][s] += t * p * (1 - p)
+    for rule in np.flatnonzero(below_top):
+        stats["tables"][rule] = _seated(model, stats, rule)
+    stats["tables"][deeper] = state.tables[deeper]
     stats["counts"] = np.where(state.top_rule, stats["counts"], 0.0) + model.learner_.table_counts
     stats["base_mass"] = state.base_mass
     return stats, top
@@ -341,7 +363,7 @@ def test_cvi_update_matches_enumeration(name, a, b, mode):
     data = UTTERANCES + [list("ab")]
     model = AdaptorGrammar(name, a=a, b=b, alpha=0.7, predictive=mode, init="empty", algorithm="cvi", n_iter=2,
                            random_state=3).fit(data)
-    sentences, _, local, _ = model.learner_.state
+    sentences, _, local, _, _ = model.learner_.state
     compiled, layout = model.grammar_, model.learner_.training.layout
     cell_offsets, cell_rules = sentences.cell_offsets, sentences.cell_rules
     assert sorted(sentences.weight.tolist()) == [1.0, 1.0, 2.0]
@@ -486,8 +508,43 @@ def test_cvi_tables_and_base_counts_match_enumeration(name):
                 none = np.exp(min(log_empty, 0.0)) + (occupied * (1 - p) ** (t / occupied) if occupied > 0 else 0.0)
                 nested["log_empty"][r] += max(np.log(none), np.log(1e-12))
                 nested["variance"][r] += t * p * (1 - p)
+            shares = model.learner_.state.nested     # m_{c,s} kept for the units' moves (`move_nested`)
+            kept = slice(shares.offsets[rule], shares.offsets[rule + 1])
+            got = dict(zip(shares.rules[kept].tolist(), shares.expected[kept].tolist()))
+            assert set(got) == ({r for r, m in expected_nodes.items() if m > 0} if top else set())
+            for r, m in got.items():
+                assert m == pytest.approx(expected_nodes[r], rel=1e-9)
     np.testing.assert_allclose(model.learner_.table_counts, want_counts, rtol=1e-9, atol=1e-12)
     assert model.learner_.table_counts.sum() > 0
+
+
+def test_cvi_unit_takes_its_own_share_of_the_nested_words_out():
+    """The Words under Colloc are the Word-nodes of Colloc's tables.  An utterance alone in using its
+    collocation ("cde") takes its part of Colloc's tables out, and with them its share of the Words: left out,
+    the Words only it has have no customers (eq. 3.44).  Without the shares (the rule until 2026-11-28) they
+    kept the customers of its own tables, so that its update saw its words as cached because of itself."""
+    from cvbayes.models.adaptor.kernels import move_sentence, no_nested_shares
+    data = [list("ab"), list("ab"), list("ba"), list("cde")]
+    model = AdaptorGrammar("colloc", a=0.3, b=1.5, alpha=0.7, algorithm="cvi", n_iter=2, random_state=0).fit(data)
+    compiled, kernel = model.grammar_, model.grammar_.kernel
+    word = compiled.nonterminals.index("Word")
+    first = kernel.span_base[int(np.flatnonzero(kernel.span_parent == word)[0])]
+    alone = [first + compiled.substrings.index(compiled.vocabulary.encode(list("cde")[i:k]))
+             for i in range(3) for k in range(i + 1, 4)]
+    sentences, local = model.learner_.state.sentences, model.learner_.state.local
+    u = next(i for i in range(len(sentences.weight)) if sentences.offsets[i + 1] - sentences.offsets[i] == 3)
+    cells = sentences.cell_offsets[u], sentences.cell_offsets[u + 1]
+    for shares in (model.learner_.state.nested, no_nested_shares(compiled.n_rules, 2)):
+        state = type(model.learner_.model)(*(np.copy(f) if isinstance(f, np.ndarray) else f
+                                             for f in model.learner_.model))
+        assert sentences.weight[u] == 1.0 and state.customers[alone].sum() > 0.5
+        move_sentence(state, shares, sentences.cell_rules, *cells, local.counts, local.customers, -1.0)
+        if shares.rules.size:
+            np.testing.assert_allclose(state.customers[alone], 0.0, atol=1e-9)
+            np.testing.assert_allclose(state.tables[alone], 0.0, atol=1e-9)
+            np.testing.assert_allclose(state.log_empty[alone], 0.0, atol=1e-9)
+        else:
+            assert state.customers[alone].sum() > 0.5
 
 
 def test_cvi_table_count_does_not_decay_below_the_words_in_use():
