@@ -13,9 +13,9 @@ The layers
 
    * ``channel=True``: `NoisyWords`, the unigram (or the colloc: `cvbayes.models.noisy_colloc`, its cvi
      `cvbayes.models.noisy_colloc_cvi`) adaptor grammar whose every word token is realised through a learned edit
-     channel (Lee et al. 2015, §3).  A token's word type is its underlying word (`NoisyWords.decode`), so that tokens read as different unit strings (a unit substituted,
-     inserted or dropped) are one type; a token the base reads better than any cached word is a type of its
-     own unit string.
+     channel (Lee et al. 2015, §3).  A token's word type is its underlying word (`NoisyWords.decode`), so that
+     tokens read as different unit strings (a unit substituted, inserted or dropped) are one type; a token the
+     base reads better than any cached word is a type of its own unit string.
    * ``channel=False``: `AdaptorGrammar` (``grammar`` "unigram" or "colloc") on the unit strings; a token's
      type is its unit string.
 
