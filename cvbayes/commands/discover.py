@@ -32,7 +32,7 @@ from .units import FRAME_SECONDS, add_speech_inputs, read_inputs
 EPILOG = """\
 examples:
   cvbayes discover /usr/share/pocketsphinx/test/data/tidigits -o digits.npz --units 30
-  cvbayes discover wavs.lst -o words.npz --grammar colloc --algorithm vb --classes words.classes
+  cvbayes discover wavs.lst -o words.npz --grammar colloc --classes words.classes
   cvbayes discover wavs.lst -o words.npz --no-channel --grammar colloc --algorithm vb
 """
 
@@ -102,7 +102,7 @@ def register(commands):
     parser.add_argument("--lexicon", default=None, help="write the lexicon here (default <model>.lexicon.tsv)")
     parser.add_argument("--grammar", choices=GRAMMARS, default="unigram",
                         help="the word layer's adaptor grammar (default unigram; colloc with the channel needs "
-                             "--algorithm vb and --joint hard)")
+                             "--joint hard)")
     parser.add_argument("--no-channel", dest="channel", action="store_false",
                         help="no noisy channel: the grammar reads the unit strings as they are")
     parser.add_argument("--algorithm", choices=LEARNERS, default="cvi", help="every layer's learner (default cvi)")

@@ -381,8 +381,8 @@ EXPERIMENTS = {
                 help="brent only: scales the true channel's deletion, substitution and insertion rates (default "
                      "1; at most 3.57)"),
          option("--grammar", choices=("unigram", "colloc"), default="unigram",
-                help="brent only: the word layers' grammar (default unigram; colloc: NoisyWords vb over the "
-                     "channel beside the channel-free colloc grammar)"))),
+                help="brent only: the word layers' grammar (default unigram; colloc: NoisyWords vb and cvi over "
+                     "the channel beside the channel-free colloc grammar)"))),
     "uld": Experiment(
         "uld", "lexicon discovery from speech: units, then words with and without a noisy channel, and joint rounds "
         "(issue 31)",

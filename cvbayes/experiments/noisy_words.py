@@ -98,12 +98,12 @@ def segmentation_row(seed, system, words, gold, seconds, history=None):
 
 
 def learners(surface, gold, seed, passes, quiet, grammar="unigram"):
-    """NoisyWords vb and cvi (colloc: vb, the only learner it has), then the channel-free grammar (cvi and vb, as
-    many passes as NoisyWords' start and its own together) on the same surface strings: (rows, the fitted
-    NoisyWords by learner)."""
+    """NoisyWords vb and cvi (colloc: `noisy_colloc` and `noisy_colloc_cvi`), then the channel-free grammar
+    (cvi and vb, as many passes as NoisyWords' start and its own together) on the same surface strings: (rows,
+    the fitted NoisyWords by learner)."""
     rows, joints = [], {}
     named = "" if grammar == "unigram" else f" {grammar}"
-    for algorithm in ("vb", "cvi") if grammar == "unigram" else ("vb",):
+    for algorithm in ("vb", "cvi"):
         started = time.perf_counter()
         joint = NoisyWords(grammar=grammar, algorithm=algorithm, n_iter=passes, init_iter=START_PASSES,
                            max_insertions=MAX_INSERTIONS, channel_alpha=PRIOR, channel_beta=PRIOR,
@@ -197,8 +197,9 @@ def table_text(rows, settings):
               f"{START_PASSES + settings['passes']} passes. Seconds on a shared 2-core machine."]
     dropped = [row["dropped_mass"] for row in rows if "dropped_mass" in row]
     if dropped:
-        lines += ["", "NoisyWords cvi's chart is offered only the words with more than min_customers="
-                  f"{NoisyWords().min_customers:g} expected tokens; the cache mass it leaves out a word token is at "
+        lines += ["", "NoisyWords cvi's chart is offered only the words (colloc: collocations) with more than "
+                  f"min_customers={NoisyWords().min_customers:g} expected tokens; the cache mass it leaves out a word "
+                  "token (collocation) is at "
                   f"most {max(dropped):.1e} (eq. C2 of `cvbayes.models.noisy_words`, the largest over seeds)."]
     return "\n".join(lines) + "\n"
 
@@ -216,8 +217,6 @@ def plot(path, rows, curves, title, edits=None):
     left.set_title(title)
     for seed, by_algorithm in curves.items():
         for algorithm, style in (("vb", "-"), ("cvi", "--")):
-            if algorithm not in by_algorithm:       # colloc: vb only
-                continue
             curve = by_algorithm[algorithm]
             right.plot(np.arange(1, len(curve) + 1), curve, style, color=f"C{seed % 10}",
                        label=f"{algorithm}, seed {seed}")

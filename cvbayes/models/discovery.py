@@ -11,11 +11,11 @@ The layers
    its number;
 3. the words over those strings:
 
-   * ``channel=True``: `NoisyWords`, the unigram (or, vb only, the colloc: `cvbayes.models.noisy_colloc`) adaptor
-     grammar whose every word token is realised through a learned edit channel (Lee et al. 2015, §3).  A token's word type is its
-     underlying word (`NoisyWords.decode`), so that tokens read as different unit strings (a unit substituted,
-     inserted or dropped) are one type; a token the base reads better than any cached word is a type of its
-     own unit string.
+   * ``channel=True``: `NoisyWords`, the unigram (or the colloc: `cvbayes.models.noisy_colloc`, its cvi
+     `cvbayes.models.noisy_colloc_cvi`) adaptor grammar whose every word token is realised through a learned edit
+     channel (Lee et al. 2015, §3).  A token's word type is its underlying word (`NoisyWords.decode`), so that
+     tokens read as different unit strings (a unit substituted, inserted or dropped) are one type; a token the
+     base reads better than any cached word is a type of its own unit string.
    * ``channel=False``: `AdaptorGrammar` (``grammar`` "unigram" or "colloc") on the unit strings; a token's
      type is its unit string.
 
@@ -120,7 +120,7 @@ class LexiconDiscovery:
     Parameters
     ----------
     grammar : {"unigram", "colloc"}
-        The word layer's adaptor grammar; "colloc" with the channel is learned by vb only (no n-best joint).
+        The word layer's adaptor grammar; "colloc" with the channel has no n-best joint (hard rounds only).
     channel : bool
         Read every word token through a learned edit channel (`NoisyWords`); default True.
     algorithm : {"vb", "cvi"}
@@ -173,9 +173,6 @@ class LexiconDiscovery:
             raise ValueError(f"unknown grammar {grammar!r}; choose {' or '.join(GRAMMARS)}")
         if algorithm not in LEARNERS:
             raise ValueError(f"unknown algorithm {algorithm!r}; choose {' or '.join(LEARNERS)}")
-        if channel and grammar == "colloc" and algorithm != "vb":
-            raise ValueError(f"the colloc grammar over the channel is learned by vb only, not {algorithm!r}; use "
-                             "algorithm='vb' or channel=False")
         if channel and grammar == "colloc" and joint == "nbest" and joint_rounds:
             raise ValueError("joint='nbest' carries the unigram grammar's q only; use joint='hard' with "
                              "grammar='colloc'")

@@ -1,7 +1,8 @@
 """`NoisyWords`: word segmentation of noisy symbol strings by the unigram adaptor grammar whose every word
 token is realised through an edit channel (seed 004's joint model, Lee, O'Donnell and Glass 2015, §3, on
 symbols: the stage of issue 31 where the truth is known).  ``grammar="colloc"``: the colloc grammar over the same
-words and channel, by VB (`cvbayes.models.noisy_colloc`, which reuses this module's scores, statistics and q).
+words and channel, by VB (`cvbayes.models.noisy_colloc`, which reuses this module's scores, statistics and q) or
+CVI (`cvbayes.models.noisy_colloc_cvi`, a `CollapsedNoisyWords` over collocations).
 
 Model
 -----
@@ -502,10 +503,7 @@ class JointVB:
         else:
             table = channel_tables(self.edit_counts, VB, model.channel_alpha, model.channel_beta)
         go_on, end = rules.dirichlet_table(VB, self.rule_counts, model.alpha)[0]
-        words = self.grammaton
-        word_ids = np.concatenate([np.zeros(0, np.int64)] + [np.asarray(w, np.int64) for w in words])
-        word_offsets = np.concatenate([[0], np.cumsum([len(w) for w in words])]).astype(np.int64)
-        return Weights(word_ids, word_offsets, np.asarray(self.log_pi, float), float(self.log_base), table,
+        return Weights(*laid_out(self.grammaton), np.asarray(self.log_pi, float), float(self.log_base), table,
                        self.phones, model.base_stop, float(go_on), float(end))
 
     def penalty(self, rule, statistics, tables):
@@ -594,6 +592,41 @@ def chart_log_evidence(model, ids, offsets, weights):
     return out
 
 
+def base_probability(word, phones, stop):
+    """P0(x) = s (1 - s)^(n - 1) prod phi(x_i) (module notes, Model)."""
+    return stop * (1.0 - stop) ** (len(word) - 1) * float(np.prod(phones[np.asarray(word, np.int64)]))
+
+
+def laid_out(atoms):
+    """Symbol strings laid end to end: (ids, offsets)."""
+    return (np.concatenate([np.zeros(0, np.int64)] + [np.asarray(w, np.int64) for w in atoms]),
+            np.concatenate([[0], np.cumsum([len(w) for w in atoms])]).astype(np.int64))
+
+
+def py_log_weights(customers, log_empty, tables, base_mass, table_total, total, a, b):
+    """(log pi_k, log pi_0) of a Pitman-Yor restaurant's leave-one-out predictive (eq. C1) from its atoms'
+    expected ``customers``, log q(n_k = 0), expected ``tables`` and base probabilities, its tables and customers
+    in all."""
+    normaliser = max(total, 0.0) + b
+    concentration = b + a * table_total
+    pi = np.empty(customers.shape[0])
+    cache_weights(np.maximum(customers, 0.0), np.maximum(customers - a * tables, 0.0), log_empty,
+                  concentration * np.asarray(base_mass, float), normaliser, pi)
+    with np.errstate(divide="ignore"):
+        return np.log(pi), float(np.log(concentration / normaliser))
+
+
+def expected_tables(customers, log_empty, base_mass, table_total, a, b):
+    """Each atom's expected tables q(n_k > 0) T(E_+[n_k]) (`py_table_count`, eq. 5.29-5.35) in a restaurant of
+    ``table_total`` tables, its base probabilities ``base_mass``."""
+    customers = np.maximum(customers, 0.0)
+    occupied = -np.expm1(np.minimum(log_empty, 0.0))
+    theta = (b + a * table_total) * np.asarray(base_mass, float)
+    seated = (b, table_total, float(customers.sum()))     # each atom's customers spread over the restaurant's
+    return np.array([occupied[k] * py_table_count(theta[k], customers[k] / occupied[k], a, *seated)
+                     if occupied[k] > 0 and customers[k] > 0 else 0.0 for k in range(customers.shape[0])])
+
+
 @njit(cache=True)
 def cache_weights(customers, free, log_empty, theta, normaliser, out):
     """out[k] = the zero-exact cache mass of word k (`adaptor.kernels.cache_mass`, eq. 5.30-5.35 applied to
@@ -630,9 +663,7 @@ class CollapsedNoisyWords:
         self.local_words_total = np.zeros(n_types)
         # the start: one E-step of each unit under VB's start q (the grammar's lexicon, `first_channel`)
         weights = start.tables()
-        active = np.arange(len(start.grammaton))
-        for w in start.grammaton:
-            self._index(w)
+        active = self._seed(start)
         for i in range(n_types):
             self._put(i, *self._chart(i, weights, active))
         self.after_pass(-1)
@@ -640,12 +671,24 @@ class CollapsedNoisyWords:
         checkpoint.track("noisy_words.cvi", self.state, self.restore)
 
     # -- the lexicon and the units' local statistics ----------------------------------------------------
+    def _seed(self, start):
+        """The start q's cached atoms indexed in the lexicon: the rows its chart's atoms are."""
+        for w in start.grammaton:
+            self._index(w)
+        return np.arange(len(start.grammaton))
+
+    @staticmethod
+    def _key(atom):
+        """(the lexicon's key of an atom, the atom as ``words`` holds it)"""
+        key = tuple(int(s) for s in atom)
+        return key, np.array(key, dtype=np.int64)
+
     def _index(self, word):
-        key = tuple(int(s) for s in word)
+        key, atom = self._key(word)
         k = self.lexicon.get(key)
         if k is None:
             k = self.lexicon[key] = len(self.words)
-            self.words.append(np.array(key, dtype=np.int64))
+            self.words.append(atom)
             if k == self.customers.shape[0]:
                 grown = max(2 * k, 64)
                 self.customers, self.log_empty, self.tables = (np.concatenate([v, np.zeros(grown - k)])
@@ -683,36 +726,39 @@ class CollapsedNoisyWords:
             weights, corpus.ids[lo:hi], np.array([0, hi - lo], np.int64), corpus.copies[i:i + 1],
             corpus.first[i:i + 1], *self.model._e_step_settings())
         self._unit_words = statistics.words
-        customers = statistics.customers
+        return (statistics.edits, *self._credited(statistics.customers, statistics.served, active))
+
+    def _credited(self, customers, served, active):
+        """A unit's customers of the offered atoms (rows ``active``) and its base-served readings (atom -> mass)
+        as (lexicon rows, their expected customers); a reading new to the lexicon is added to it."""
         credit = {int(active[k]): customers[k] for k in np.flatnonzero(customers > SLIVER)}
-        for word, mass in statistics.served.items():
-            k = self._index(word)
+        for atom, mass in served.items():
+            k = self._index(atom)
             credit[k] = credit.get(k, 0.0) + mass
         rows = np.array(sorted(credit), dtype=np.int64)
-        return statistics.edits, rows, np.array([credit[k] for k in rows.tolist()])
+        return rows, np.array([credit[k] for k in rows.tolist()])
 
     # -- the predictive of eq. C1 ------------------------------------------------------------------------
     def _base_probability(self, k):
-        """P0(x_k) = s (1 - s)^(n - 1) prod phi(x_i) (module notes, Model)."""
-        s, n = self.model.base_stop, self.words[k].shape[0]
-        return s * (1.0 - s) ** (n - 1) * float(np.prod(self.phones[self.words[k]]))
+        """P0(x_k) (module notes, Model)."""
+        return base_probability(self.words[k], self.phones, self.model.base_stop)
 
     def predictive(self):
         """`Weights` of eq. C1 under the current collapsed counts (those of the units not left out)."""
         model = self.model
-        table = channel_tables(self.edits, MEAN, model.channel_alpha, model.channel_beta)
         go_on, end = rules.dirichlet_table(MEAN, np.maximum(self.rules, 0.0), model.alpha)[0]
+        return Weights(self.word_ids, self.word_offsets, *self._cache_log_weights(), self._channel(), self.phones,
+                       model.base_stop, float(go_on), float(end))
+
+    def _channel(self):
+        """The channel on the posterior means of the collapsed edit counts (eq. 3.49-3.50)."""
+        return channel_tables(self.edits, MEAN, self.model.channel_alpha, self.model.channel_beta)
+
+    def _cache_log_weights(self):
+        """(log pi_k of the offered atoms, log pi_0) of eq. C1 under the current collapsed counts."""
         active = self.active
-        normaliser = max(self.words_total, 0.0) + model.b
-        concentration = model.b + model.a * self.table_total
-        free = np.maximum(self.customers[active] - model.a * self.tables[active], 0.0)
-        pi = np.empty(active.shape[0])
-        cache_weights(np.maximum(self.customers[active], 0.0), free, self.log_empty[active],
-                      concentration * self.base_mass, normaliser, pi)
-        with np.errstate(divide="ignore"):
-            log_pi = np.log(pi)
-        return Weights(self.word_ids, self.word_offsets, log_pi, float(np.log(concentration / normaliser)), table,
-                       self.phones, model.base_stop, float(go_on), float(end))
+        return py_log_weights(self.customers[active], self.log_empty[active], self.tables[active], self.base_mass,
+                              self.table_total, self.words_total, self.model.a, self.model.b)
 
     # -- the leave-one-out schedule's structure ------------------------------------------------------------
     def update(self, i):
@@ -733,7 +779,10 @@ class CollapsedNoisyWords:
         corpus = self.corpus
         pieces = [corpus.ids[corpus.offsets[i]:corpus.offsets[i + 1]] for i in units]
         offsets = np.concatenate([[0], np.cumsum([len(p) for p in pieces])]).astype(np.int64)
-        return chart_log_evidence(self.model, np.concatenate([np.zeros(0, np.int64)] + pieces), offsets, weights)
+        return self._log_evidence(np.concatenate([np.zeros(0, np.int64)] + pieces), offsets, weights)
+
+    def _log_evidence(self, ids, offsets, weights):
+        return chart_log_evidence(self.model, ids, offsets, weights)
 
     def put_back(self, units, weights):
         """Every unit of ``units`` (taken out) charted under ``weights`` with its current copies and put back."""
@@ -745,18 +794,17 @@ class CollapsedNoisyWords:
         return float(sum(self.update(i) for i in self.rng.permutation(len(self.corpus.first))))
 
     def after_pass(self, iteration):
-        """The pass's fixed parts: each word's expected tables (eq. 5.29-5.35; T held through the pass) and the
-        chart's lexicon (`_choose_active`)."""
-        model = self.model
-        n_words = len(self.words)
-        customers = np.maximum(self.customers[:n_words], 0.0)
-        occupied = -np.expm1(np.minimum(self.log_empty[:n_words], 0.0))
-        tables = float(self.tables.sum())
-        theta = (model.b + model.a * tables) * np.array([self._base_probability(k) for k in range(n_words)])
-        seated = (model.b, tables, float(customers.sum()))     # each word's customers spread over the restaurant's
-        self.tables[:n_words] = [occupied[k] * py_table_count(theta[k], customers[k] / occupied[k], model.a, *seated)
-                                 if occupied[k] > 0 and customers[k] > 0 else 0.0 for k in range(n_words)]
+        """The pass's fixed parts: each word's expected tables (`_refresh_tables`) and the chart's lexicon
+        (`_choose_active`)."""
+        self._refresh_tables()
         self._choose_active()
+
+    def _refresh_tables(self):
+        """Each atom's expected tables (eq. 5.29-5.35; T held through the pass)."""
+        n_words = len(self.words)
+        self.tables[:n_words] = expected_tables(self.customers[:n_words], self.log_empty[:n_words],
+                                                [self._base_probability(k) for k in range(n_words)],
+                                                float(self.tables.sum()), self.model.a, self.model.b)
 
     def _choose_active(self):
         """The words the chart offers in the next pass (module notes, Offered words)."""
@@ -773,9 +821,11 @@ class CollapsedNoisyWords:
         self.dropped = left_out / (max(self.words_total, 0.0) + self.model.b)     # D / (n + b), eq. C2
         self.base_mass = np.array([self._base_probability(k) for k in self.active])
         self.table_total = float(self.tables.sum())
-        chosen = [self.words[k] for k in self.active]
-        self.word_ids = np.concatenate([np.zeros(0, np.int64)] + chosen)
-        self.word_offsets = np.concatenate([[0], np.cumsum([len(w) for w in chosen])]).astype(np.int64)
+        self._lay_out([self.words[k] for k in self.active])
+
+    def _lay_out(self, chosen):
+        """The offered atoms laid end to end for the chart."""
+        self.word_ids, self.word_offsets = laid_out(chosen)
 
     def current(self):
         return self
@@ -795,17 +845,24 @@ class CollapsedNoisyWords:
                                    + [np.asarray(p, dtype) for p in parts], axis=axis),
                     np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
         n_words = len(self.words)
-        words, word_offsets = flat(self.words, np.int64)
         local_words, local_offsets = flat(self.local_words, np.int64)
         local_customers, _ = flat(self.local_customers, float)
         local_columns, column_offsets = flat(self.local_columns, np.int64)
         local_edits, _ = flat(self.local_edits, float, axis=1)
-        return {"words": words, "word_offsets": word_offsets, "customers": self.customers[:n_words].copy(),
+        return self._flat_atoms() | {"customers": self.customers[:n_words].copy(),
                 "log_empty": self.log_empty[:n_words].copy(), "tables": self.tables[:n_words].copy(),
                 "edits": self.edits.copy(), "rules": self.rules.copy(), "words_total": self.words_total,
                 "local_words": local_words, "local_offsets": local_offsets, "local_customers": local_customers,
                 "local_columns": local_columns, "column_offsets": column_offsets, "local_edits": local_edits,
                 "local_words_total": self.local_words_total.copy()}
+
+    def _flat_atoms(self):
+        words, offsets = laid_out(self.words)
+        return {"words": words, "word_offsets": offsets}
+
+    def _split_atoms(self, saved):
+        words, offsets = saved["words"], saved["word_offsets"]
+        return [words[offsets[k]:offsets[k + 1]] for k in range(len(offsets) - 1)]
 
     def restore(self, saved):
         def split(flat, offsets, axis=0):
@@ -813,7 +870,7 @@ class CollapsedNoisyWords:
                     for i in range(len(offsets) - 1)]
         self.lexicon, self.words = {}, []
         self.customers, self.log_empty, self.tables = np.zeros(0), np.zeros(0), np.zeros(0)
-        for w in split(saved["words"], saved["word_offsets"]):
+        for w in self._split_atoms(saved):
             self._index(w)
         n_words = len(self.words)
         for name in ("customers", "log_empty", "tables"):
@@ -874,7 +931,8 @@ class NoisyWords(BayesModel):
         0 offers every word of the lexicon up to ``truncation``).
     grammar : {"unigram", "colloc"}
         "colloc": ``Sentence -> Colloc+``, ``@Colloc -> Word+`` over the same words and channel, both caches of
-        PY(a, b) and ``truncation`` atoms, vb only, in one process (`cvbayes.models.noisy_colloc`).
+        PY(a, b) and ``truncation`` atoms, in one process (vb: `cvbayes.models.noisy_colloc`; cvi:
+        `cvbayes.models.noisy_colloc_cvi`).
     algorithm : {"vb", "cvi"}
     n_iter, random_state, n_init : the package's common parameters (``random_state`` seeds the start's grammar).
 
@@ -928,8 +986,6 @@ class NoisyWords(BayesModel):
             raise ValueError(f"unknown init {init!r}; choose grammar or empty")
         if grammar not in GRAMMARS:
             raise ValueError(f"unknown grammar {grammar!r}; choose {' or '.join(GRAMMARS)}")
-        if grammar == "colloc" and algorithm != "vb":
-            raise ValueError(f"the colloc grammar over the channel is learned by vb only, not {algorithm!r}")
         for name, value in (("prune", prune), ("min_customers", min_customers)):
             if not value >= 0.0:
                 raise ValueError(f"{name} must be >= 0, got {value}")
@@ -1001,9 +1057,15 @@ class NoisyWords(BayesModel):
         return self.max_insertions, self.longest, self.prune
 
     def _collapsed(self, data, run):
+        """CVI (`CollapsedNoisyWords`; colloc: `cvbayes.models.noisy_colloc_cvi`) from VB's start q."""
         self._symbols = list(data.symbols)
-        start = JointVB(self, data, *self._start_lexicon(data, run)[:2])
-        self.learner_ = CollapsedNoisyWords(self, data, start, run.rng, run.checkpoint)
+        start = self._start_lexicon(data, run)
+        if self.grammar == "colloc":
+            from .noisy_colloc import CollocVB
+            from .noisy_colloc_cvi import CollapsedNoisyColloc
+            self.learner_ = CollapsedNoisyColloc(self, data, CollocVB(self, data, *start), run.rng, run.checkpoint)
+        else:
+            self.learner_ = CollapsedNoisyWords(self, data, JointVB(self, data, *start[:2]), run.rng, run.checkpoint)
         return self.learner_
 
     def _set_fitted(self, statistics, rule, data=None):
@@ -1034,6 +1096,9 @@ class NoisyWords(BayesModel):
         learner = getattr(self, "learner_", None)
         if not isinstance(learner, CollapsedNoisyWords):
             raise ValueError("collapsed_over needs a NoisyWords fitted by cvi in this process")
+        if self.grammar != "unigram":
+            raise ValueError("collapsed_over carries the unigram grammar's counts only (the n-best joint is "
+                             "unigram only)")
         edits, words, customers, _ = learner.fitted()
         start = JointVB(self, learner.corpus, words, np.maximum(customers, 0.0))
         start.edit_counts, start.rule_counts, start.first_table = edits, np.maximum(learner.rules, 0.0), None

@@ -23,12 +23,13 @@ def feature_folder(tmp_path):
     return folder
 
 
-@pytest.mark.parametrize("channel", [[], ["--no-channel"]], ids=["channel", "no channel"])
+@pytest.mark.parametrize("channel", [[], ["--no-channel"], ["--grammar", "colloc", "--algorithm", "cvi"]],
+                         ids=["channel", "no channel", "colloc cvi"])
 def test_discover_writes_model_classes_and_lexicon(tmp_path, feature_folder, capsys, channel):
     output = tmp_path / "words.npz"
     main(["discover", str(feature_folder), "-o", str(output), *SMALL, *channel])
     report = json.loads(capsys.readouterr().out)
-    assert report["utterances"] == 12 and report["channel"] is not bool(channel)
+    assert report["utterances"] == 12 and report["channel"] is ("--no-channel" not in channel)
     model = LexiconDiscovery.load(output)
     classes = read_classes(tmp_path / "words.classes")
     lexicon = [line.split("\t") for line in (tmp_path / "words.lexicon.tsv").read_text().splitlines()]
@@ -56,7 +57,7 @@ def test_discover_with_the_nbest_joint_writes_the_tokens_of_its_readings(tmp_pat
 
 
 @pytest.mark.parametrize("arguments,message", [
-    (["--grammar", "colloc"], "colloc grammar over the channel is learned by vb only"),
+    (["--grammar", "colloc", "--joint", "nbest", "--joint-rounds", "1"], "unigram grammar's q only"),
     (["--units", "0"], "must be at least 1"),
     (["--classes", "/no/such/folder/w.classes"], "does not exist"),
 ])

@@ -54,13 +54,14 @@ def test_a_tiny_run_writes_json_table_and_plot(tmp_path, monkeypatch):
     assert (tmp_path / "noisy_words.png").stat().st_size > 0
 
 
-def test_a_tiny_colloc_run_fits_noisy_words_colloc_beside_the_channel_free_colloc(tmp_path, monkeypatch):
+def test_a_tiny_colloc_run_fits_noisy_words_colloc_vb_and_cvi_beside_the_channel_free_colloc(tmp_path, monkeypatch):
     monkeypatch.setattr(noisy_words, "load_brent", lambda: SimpleNamespace(segments=UTTERANCES * 10))
     rows = noisy_words.run(tmp_path, [0], n_utterances=30, passes=1, quiet=True, grammar="colloc")
     systems = {row["system"]: row for row in rows}
-    assert 0.0 <= systems["grammar colloc with channel (NoisyWords vb)"]["token_f1"] <= 1.0
+    for algorithm in ("vb", "cvi"):
+        assert 0.0 <= systems[f"grammar colloc with channel (NoisyWords {algorithm})"]["token_f1"] <= 1.0
     assert {"grammar colloc without channel (cvi)", "grammar colloc without channel (vb)"} <= set(systems)
-    assert set(json.loads((tmp_path / "results.json").read_text())["elbo"]["0"]) == {"vb"}
+    assert set(json.loads((tmp_path / "results.json").read_text())["elbo"]["0"]) == {"vb", "cvi"}
     assert "the colloc grammar" in (tmp_path / "table.md").read_text()
 
 

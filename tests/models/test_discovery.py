@@ -16,11 +16,12 @@ def features():
     return frames
 
 
-@pytest.fixture(scope="module", params=[(True, "unigram"), (False, "unigram"), (True, "colloc")],
-                ids=["channel", "no channel", "colloc channel"])
+@pytest.fixture(scope="module", params=[(True, "unigram", "cvi"), (False, "unigram", "cvi"), (True, "colloc", "vb"),
+                                        (True, "colloc", "cvi")],
+                ids=["channel", "no channel", "colloc channel", "colloc channel cvi"])
 def fitted(request, features):
-    channel, grammar = request.param
-    model = LexiconDiscovery(grammar=grammar, channel=channel, algorithm="vb" if grammar == "colloc" else "cvi",
+    channel, grammar, algorithm = request.param
+    model = LexiconDiscovery(grammar=grammar, channel=channel, algorithm=algorithm,
                              n_units=8, unit_iter=4, n_iter=2, unit_params={"n_states": 2, "n_components": 1},
                              word_params={"init_iter": 2} if channel else {}, random_state=1)
     return model.fit(features)
@@ -118,7 +119,9 @@ def test_word_classes_number_types_by_the_lexicon_and_time_tokens_at_frame_bound
 
 
 @pytest.mark.parametrize("settings,message", [
-    ({"grammar": "colloc"}, "colloc grammar over the channel is learned by vb only"), ({"grammar": "colloc", "algorithm": "vb", "joint": "nbest", "joint_rounds": 1}, "unigram grammar.s q only"), ({"grammar": "trigram"}, "unknown grammar"),
+    ({"grammar": "colloc", "joint": "nbest", "joint_rounds": 1}, "unigram grammar.s q only"),
+    ({"grammar": "colloc", "algorithm": "vb", "joint": "nbest", "joint_rounds": 1}, "unigram grammar.s q only"),
+    ({"grammar": "trigram"}, "unknown grammar"),
     ({"algorithm": "gibbs"}, "unknown algorithm"), ({"joint_rounds": -1}, "joint_rounds must be"),
     ({"joint_rounds": 1.5}, "joint_rounds must be"),
 ])
@@ -157,3 +160,11 @@ def test_vb_on_dask_shards_discovers_as_one_process(features, channel):
 def test_shards_take_vb_only(features):
     with pytest.raises(ValueError, match="client= takes vb"):
         LexiconDiscovery(algorithm="cvi").fit(features, client=object())
+
+
+def test_hard_joint_rounds_take_the_colloc_grammar_by_cvi(features):
+    joint = LexiconDiscovery(grammar="colloc", algorithm="cvi", joint_rounds=1, n_units=8, unit_iter=4, n_iter=2,
+                             unit_params={"n_states": 2, "n_components": 1}, word_params={"init_iter": 2},
+                             random_state=1).fit(features)
+    assert joint.checkpoint_parts() == ["units", "words", "words1"]
+    assert joint.words_.collocations_ and len(joint.discover(features)) == len(features)

@@ -257,8 +257,6 @@ def test_decodes_scores_and_saves(fitted, tmp_path):
 
 
 def test_bad_settings_are_refused(fitted):
-    with pytest.raises(ValueError, match="vb only"):
-        NoisyWords(grammar="colloc", algorithm="cvi")
     with pytest.raises(ValueError, match="unknown grammar"):
         NoisyWords(grammar="trigram")
     model, _, _ = fitted
