@@ -65,7 +65,10 @@ passes, ``n_best=5``, ``n_draws=20``, 3 rounds; one thread on a shared 2-core ma
 utterance), q(k | u)'s largest entry 0.985 on average, 3 % of the utterances read by another candidate than the
 Viterbi one, 1.06 distinct spoken strings an utterance above 0.01.  The objective rose (-1,679,456 ->
 -1,679,184 -> -1,679,010).  Token F1 20.1 % against the cvi pipeline's 19.6 % and the cvi hard rounds' 20.2 %
-(boundary F1 56.6, 56.3, 55.7 %; held-out token F1 17.7, 17.1, 17.8 %).  Drawing the candidates took 15 s, the
+(boundary F1 56.6, 56.3, 55.7 %; held-out token F1 17.7, 17.1, 17.8 %).  With the machine's two BLAS threads the
+unit layer ends elsewhere (`docs/experiments.md`), and over seeds 0-2 (`cvbayes experiment uld --algorithms cvi`,
+docs/results/uld) the n-best joint scores 26.2 ± 0.7 % against the pipeline's 25.8 ± 0.1 % and the hard rounds'
+28.4 ± 0.3 %.  Drawing the candidates took 15 s, the
 start 3.5 s and a round 7.6-8.1 s (the unit layer's forward passes 1.2 s, its weighted forward-backward 2.3 s,
 the word layer the rest), about one pass of each layer (4.7 and 2.7 s); the word layers 105 s in all against
 the pipeline's 63 s and the hard rounds' 344 s.
