@@ -128,7 +128,8 @@ def packed(collocs):
 def unpacked(ids, offsets, lengths, length_offsets):
     out = []
     for k in range(offsets.shape[0] - 1):
-        string, cuts = ids[offsets[k]:offsets[k + 1]].tolist(), np.cumsum(lengths[length_offsets[k]:length_offsets[k + 1]])
+        string = ids[offsets[k]:offsets[k + 1]].tolist()
+        cuts = np.cumsum(lengths[length_offsets[k]:length_offsets[k + 1]])
         out.append(tuple(tuple(string[a:b]) for a, b in zip(np.concatenate([[0], cuts[:-1]]), cuts)))
     return out
 
@@ -448,7 +449,8 @@ def start_collocations(grammar, index, truncation):
     kernel = compiled.kernel
     family = int(np.flatnonzero(kernel.span_parent == compiled.nonterminals.index("Colloc"))[0])
     first, count = kernel.span_base[family], kernel.span_count[family]
-    found = sorted(((tuple(compiled.vocabulary.decode(list(compiled.substrings.substrings[s]))), float(customers[first + s]))
+    substrings = compiled.substrings.substrings
+    found = sorted(((tuple(compiled.vocabulary.decode(list(substrings[s]))), float(customers[first + s]))
                     for s in np.flatnonzero(customers[first:first + count] >= 1.0)), key=lambda item: -item[1])
     found = found[:truncation]
     segmented = grammar.segment([list(string) for string, _ in found]) if found else []

@@ -111,7 +111,8 @@ def derivation_log_weight(y, pieces, weights):
         return (sum(np.exp(log_pi) * enumerated_likelihood(x, span, 2, w.table, MAX_INSERTIONS)
                     for log_pi, x in zip(w.log_pi, WORDS))
                 + np.exp(w.log_base) * sum(base_probability(x, w.stop, w.phones)
-                                           * pair_statistics(x, span, 2, w.table, MAX_INSERTIONS)[0] for x in underlying))
+                                           * pair_statistics(x, span, 2, w.table, MAX_INSERTIONS)[0]
+                                           for x in underlying))
 
     total, start, collocs = 0.0, 0, 0
     for j, (end, kind) in enumerate(pieces):
@@ -245,7 +246,8 @@ def test_decodes_scores_and_saves(fitted, tmp_path):
     for utterance, words in zip(utterances, model.decode(utterances)):
         assert [s for w in words for s in w.surface] == list(utterance)
         assert all(a.stop == b.start for a, b in zip(words, words[1:])) and words[0].start == 0
-    types = {tuple(u): i for i, u in enumerate(model.learner_.corpus.utterances[j] for j in model.learner_.corpus.first)}
+    corpus = model.learner_.corpus
+    types = {tuple(u): i for i, u in enumerate(corpus.utterances[j] for j in corpus.first)}
     log_z = model.learner_.type_log_evidence(model.learner_.tables())
     np.testing.assert_allclose(model.score_samples(utterances), [log_z[types[tuple(u)]] for u in utterances])
     assert model.collocations_ and all(isinstance(c[0], tuple) for c in model.collocations_)
