@@ -105,6 +105,49 @@ def nested_statistics(model, cells, sizes, local_customers, cell_global, n_rules
     return out
 
 
+class SharesBuilder:
+    """`NestedShares` gathered chunk by chunk of the table charts (`CollapsedVariational.refresh_tables`).
+
+    Only the entries m_{c,s} > 0 of a chunk are kept, as int32 rules and float64 m, and the parent
+    yields c only as their entry counts: a chunk's yields are ascending and the chunks of the parents'
+    cache families are disjoint ranges, so sorting the chunks by their first yield sorts the entries by c
+    (as a stable sort of them by c would).  `build` moves the chunks into the final arrays one by one,
+    so that the entries are held about once (Brent colloc: they tripled the fit's peak memory when
+    kept as int64 (c, s) pairs and concatenated, argsorted and cast at once)."""
+
+    def __init__(self, n_rules, cache_of, n_adapted):
+        self.cache_of = cache_of
+        self.offsets = np.zeros(n_rules + 1, dtype=np.int64)     # entry counts of c at c + 1, then summed
+        self.followers = np.zeros(n_adapted, dtype=np.bool_)
+        self.chunks = []          # (first yield, nested yields s, m_{c,s})
+
+    def add(self, rules, cell_offsets, cell_global, local_customers):
+        """The entries of one chunk: its yields ``rules`` (ascending), their cells and expected nested nodes."""
+        if not rules.shape[0]:
+            return
+        held = local_customers > 0
+        before = np.concatenate(([0], np.cumsum(held)))
+        self.offsets[rules + 1] = before[cell_offsets[1:]] - before[cell_offsets[:-1]]
+        children = cell_global[held].astype(np.int32)
+        self.followers[self.cache_of[children]] = True
+        self.chunks.append((rules[0], children, local_customers[held]))
+
+    def build(self) -> NestedShares:
+        """The entries sorted by c; the chunks are released as they are copied (the builder is spent)."""
+        if not self.chunks:
+            return no_nested_shares(self.offsets.shape[0] - 1, self.followers.shape[0])
+        offsets = np.cumsum(self.offsets, out=self.offsets)
+        children, expected = np.empty(offsets[-1], dtype=np.int32), np.empty(offsets[-1])
+        self.chunks.sort(key=lambda chunk: chunk[0], reverse=True)      # popped from the end: by first yield
+        start = 0
+        while self.chunks:
+            _, part_children, part_expected = self.chunks.pop()
+            children[start:start + part_children.shape[0]] = part_children
+            expected[start:start + part_children.shape[0]] = part_expected
+            start += part_children.shape[0]
+        return NestedShares(offsets, children, expected, self.followers)
+
+
 class CollapsedVariational:
     """CVI's state (`cvbayes.models.adaptor.kernels.CviState`), its passes and its table refresh: the
     structure of the leave-one-out schedule (`sweep`, `after_pass`, `current`), built at its start
@@ -263,7 +306,9 @@ class CollapsedVariational:
         mean = (counts + alpha) / np.maximum(row_totals[rule_parent] + row_prior[rule_parent], 1e-300)
         table_counts = np.zeros(n_rules)
         nested = np.zeros((3, n_rules))          # customers, log q(n = 0), variance of nested adapted yields
-        shares = []                              # (yield c, nested yield s, m_{c,s}) of every parent yield
+        # the last pass's m_{c,s} go before the new ones are built (as large as them), unused meanwhile
+        self.state = self.state._replace(nested=no_nested_shares(n_rules, len(self.names)))
+        shares = SharesBuilder(n_rules, layout.cache_of, len(self.names))
         for x in self.order:
             chart = self._chart(x, mean)
             cells = chart.first + chart.yields
@@ -289,28 +334,13 @@ class CollapsedVariational:
                 if chart.children.shape[0]:
                     nested += nested_statistics(model, rules, sizes, local_customers, cell_global, n_rules)
                 if chart.children.shape[0] and x in self.top_adapted:     # only those a unit's moves reach
-                    held = local_customers > 0
-                    shares.append((np.repeat(rules, sizes)[held], cell_global[held], local_customers[held]))
+                    shares.add(rules, cell_offsets, cell_global, local_customers)
             model.total_tables[x] = total
         counts += table_counts - self.table_counts
         self.table_counts = table_counts
-        self.state = self.state._replace(nested=self._nested_shares(shares, n_rules, layout.cache_of,
-                                                                    len(self.names)))
+        self.state = self.state._replace(nested=shares.build())
         base = layout.base
         row_totals[:] = np.bincount(rule_parent[base], weights=counts[base], minlength=row_totals.shape[0])
-
-    @staticmethod
-    def _nested_shares(shares, n_rules, cache_of, n_adapted):
-        """The refresh's (c, s, m_{c,s}) as `NestedShares`, sorted by the parent yield c."""
-        if not shares:
-            return no_nested_shares(n_rules, n_adapted)
-        parents, children, expected = (np.concatenate(part) for part in zip(*shares))
-        order = np.argsort(parents, kind="stable")
-        offsets = np.zeros(n_rules + 1, dtype=np.int64)
-        offsets[1:] = np.cumsum(np.bincount(parents, minlength=n_rules))
-        followers = np.zeros(n_adapted, dtype=np.bool_)
-        followers[cache_of[children]] = True
-        return NestedShares(offsets, children[order].astype(np.int64), expected[order], followers)
 
     def estimate_hyperparameters(self):
         """a and b of every adapted nonterminal at the mode of the Pitman-Yor probability of CVI's expected

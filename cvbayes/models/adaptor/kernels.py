@@ -133,9 +133,9 @@ class Work(NamedTuple):
 
 class NestedShares(NamedTuple):
     """The nested adapted nodes of one table of every yield c of a parent adapted X (its table chart at the
-    last refresh), sparse by c: ``offsets`` (R + 1,) into ``rules`` (the nested Y's cache rule of yield s) and
-    ``expected`` (m_{c,s}, the expected Y-nodes over s in one base parse of c); ``followers`` (M,) the
-    adapted Y that have entries.  Empty (offsets all 0) when no unit's move reaches a nested restaurant (the
+    last refresh), sparse by c: ``offsets`` (R + 1,) into ``rules`` (int32: the nested Y's cache rule of
+    yield s) and ``expected`` (m_{c,s}, the expected Y-nodes over s in one base parse of c); ``followers``
+    (M,) the adapted Y that have entries.  Empty (offsets all 0) when no unit's move reaches a nested restaurant (the
     start)."""
 
     offsets: np.ndarray
@@ -146,7 +146,7 @@ class NestedShares(NamedTuple):
 
 def no_nested_shares(n_rules, n_adapted) -> NestedShares:
     """`NestedShares` without entries: the units' moves leave the nested restaurants alone."""
-    return NestedShares(np.zeros(n_rules + 1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0),
+    return NestedShares(np.zeros(n_rules + 1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0),
                         np.zeros(n_adapted, dtype=np.bool_))
 
 
