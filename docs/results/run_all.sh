@@ -304,3 +304,19 @@ for s in 0 1 2; do
   NUMBA_NUM_THREADS=1 nice -n 5 cvbayes experiment wordseg --corpora brent --grammars colloc --algorithms cvi \
     --iterations 10 --seed $s --seeds 1 --discount 0.4 --concentration 400 --estimate-hyperparameters --append --out /tmp/ws44_$s
 done
+
+# --- session 15 (2026-11-28) ---
+# colloc-syllable cvi with a started at 0.4 and a, b learned (one seed), appended
+NUMBA_NUM_THREADS=1 cvbayes experiment wordseg --corpora brent --grammars colloc-syllable --algorithms cvi \
+  --iterations 6 --seed 0 --seeds 1 --discount 0.4 --estimate-hyperparameters --out /tmp/cs_a04
+# the EWT letters row with a learned, after the estimate's correction
+NUMBA_NUM_THREADS=1 python benchmarks/bench_segment_defaults.py --sentences 500 --max-words 10 --algorithms cvi \
+  --options='--discount 0.5 --estimate-hyperparameters'
+# the uld cvi rows with the collapsed n-best joint (the machine's default BLAS threads, as the vb rows ran)
+cvbayes experiment uld --utterances 500 --algorithms cvi --seeds 3 --out /tmp/uldcvi
+# cvi colloc after the nested leave-out (each seed into its own folder, then appended to docs/results/wordseg)
+for s in 0 1 2; do
+  OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 nice -n 3 cvbayes experiment wordseg --corpora brent --grammars colloc \
+    --algorithms cvi --iterations 10 --seed $s --seeds 1 --discount 0.4 --concentration 400 --estimate-hyperparameters \
+    --out /tmp/nest_$s
+done
