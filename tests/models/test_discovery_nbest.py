@@ -152,7 +152,12 @@ def counting_rounds(monkeypatch, stop_at=None, joint=NbestJoint, name="step_para
     return calls
 
 
-def assert_same_fit(resumed, reference):
+VB_WORD_STATE = ("edit_counts", "rule_counts", "first", "second", "log_pi", "log_base")
+
+
+def assert_same_fit(resumed, reference, word_state=VB_WORD_STATE):
+    """The resumed n-best fit equals the reference bit for bit: J1, readings, q(k | u), the units' counts and the
+    word learner's ``word_state`` arrays, copies and edit counts, the lexicon and the tokens."""
     assert resumed.joint_objective_ == reference.joint_objective_
     assert [reading_key(r) for r in resumed.readings_] == [reading_key(r) for r in reference.readings_]
     for mine, theirs in zip(resumed.reading_posterior_, reference.reading_posterior_):
@@ -160,7 +165,7 @@ def assert_same_fit(resumed, reference):
     for mine, theirs in zip(resumed.units_.counts_, reference.units_.counts_):
         np.testing.assert_array_equal(mine, theirs)
     mine, theirs = resumed.words_.learner_.state(), reference.words_.learner_.state()
-    for name in ("edit_counts", "rule_counts", "first", "second", "log_pi", "log_base"):
+    for name in word_state:
         np.testing.assert_array_equal(mine[name], theirs[name])
     np.testing.assert_array_equal(resumed.words_.learner_.corpus.copies, reference.words_.learner_.corpus.copies)
     np.testing.assert_array_equal(resumed.words_.edit_counts_, reference.words_.edit_counts_)
